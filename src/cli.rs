@@ -1,0 +1,73 @@
+//! Every flag, defined once.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "osmeter",
+    version,
+    about = "Measures how well this Linux kernel serves programs, and where the time goes",
+    after_help = "Exit codes: 0 success, 1 runtime error, 2 usage error, 3 the command under `stat` failed, 130 interrupted."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run probes or suites (default: the quick suite) and print a table
+    Run(RunArgs),
+    /// List probes and suites with one-line summaries
+    List(JsonArg),
+    /// Describe this system and which features work here, and why not
+    Info(JsonArg),
+    /// Time a command and count its events, user and kernel apart, over repeated runs
+    Stat(StatArgs),
+}
+
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub struct JsonArg {
+    /// Print one JSON document instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct RunArgs {
+    /// Suites (quick, full, ousterhout89, chen96), groups (e.g. ipc) or probe ids (e.g. syscall.null)
+    pub targets: Vec<String>,
+    /// Samples kept per figure [default: 5 in quick, 11 otherwise]
+    #[arg(long, short = 'r', value_name = "N")]
+    pub repeat: Option<usize>,
+    /// Minimum length of one sample, e.g. 5ms, 20ms, 1s [default: 5ms in quick, 20ms otherwise]
+    #[arg(long, value_name = "DURATION")]
+    pub min_time: Option<String>,
+    /// Samples run and discarded before the kept ones
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub warmup: usize,
+    /// CPU the measuring thread is pinned to [default: the last usable CPU]
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<usize>,
+    /// Directory for scratch files (a fresh subdirectory is made and removed) [default: the system temporary directory]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Do not open perf_event counters (time and interference only)
+    #[arg(long)]
+    pub no_counters: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct StatArgs {
+    /// Number of runs of the command
+    #[arg(long, short = 'r', value_name = "N", default_value_t = 5)]
+    pub repeat: usize,
+    #[command(flatten)]
+    pub output: JsonArg,
+    /// The command and its arguments
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}

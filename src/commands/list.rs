@@ -1,0 +1,59 @@
+//! `osmeter list`: every probe and suite, one line each.
+
+use crate::probes::{self, Scale};
+use anyhow::Result;
+use serde_json::json;
+
+pub fn list(json: bool) -> Result<i32> {
+    let registry = probes::registry();
+    if json {
+        let doc = json!({
+            "probes": registry.iter().map(|p| json!({
+                "id": p.id,
+                "group": p.group(),
+                "summary": p.summary,
+                "params": p.params,
+                "unit": p.unit.symbol(),
+                "origins": p.origins,
+                "variants_quick": (p.variants)(Scale::Quick).len(),
+                "variants_full": (p.variants)(Scale::Full).len(),
+            })).collect::<Vec<_>>(),
+            "suites": probes::SUITES.iter().map(|s| json!({
+                "name": s.name,
+                "summary": s.summary,
+                "probes": s.probes().iter().map(|p| p.id).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(0);
+    }
+    println!("Suites:");
+    for s in probes::SUITES {
+        println!(
+            "  {:<14} {} ({} probes)",
+            s.name,
+            s.summary,
+            s.probes().len()
+        );
+    }
+    let width = registry.iter().map(|p| p.id.len()).max().unwrap_or(10);
+    let mut group = "";
+    for p in &registry {
+        if p.group() != group {
+            group = p.group();
+            println!("\n{group}:");
+        }
+        let origins: Vec<&str> = p.origins.iter().map(|o| o.name()).collect();
+        println!(
+            "  {:<width$}  {:<4} {}  [{}]",
+            p.id,
+            p.unit.symbol(),
+            p.summary,
+            origins.join(", ")
+        );
+        if !p.params.is_empty() {
+            println!("  {:<width$}       parameters: {}", "", p.params);
+        }
+    }
+    Ok(0)
+}

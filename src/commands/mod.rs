@@ -1,0 +1,25 @@
+//! One module per subcommand.
+
+pub mod info;
+pub mod list;
+pub mod run;
+pub mod stat;
+
+use crate::cli::{Cli, Command};
+use anyhow::Result;
+
+/// Runs the command and returns the process exit code.
+pub fn dispatch(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::List(args) => list::list(args.json),
+        Command::Info(args) => info::info(args.json),
+        Command::Stat(args) => stat::stat(&args),
+    }
+}
+
+/// True when progress lines should be drawn (stderr is a terminal).
+pub fn stderr_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal()
+}

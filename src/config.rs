@@ -1,0 +1,262 @@
+//! Turns raw command-line arguments into a validated run configuration before anything runs, so that
+//! every usage error is reported up front with a way out.
+
+use crate::cli::RunArgs;
+use crate::harness::HarnessConfig;
+use crate::meter::placement;
+use crate::probes::{self, ProbeDef, Scale};
+use crate::usage;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+
+/// One probe to run, at a scale.
+#[derive(Clone, Copy)]
+pub struct Selected {
+    pub probe: &'static ProbeDef,
+    pub scale: Scale,
+}
+
+pub struct RunConfig {
+    /// The suite name when exactly one suite was asked for.
+    pub suite: Option<String>,
+    pub selected: Vec<Selected>,
+    pub harness: HarnessConfig,
+    pub cpu: usize,
+    pub scratch_parent: PathBuf,
+    pub counters: bool,
+    pub json: bool,
+}
+
+/// `5ms`, `20ms`, `1.5s`, `250us`, `100000ns`.
+pub fn parse_duration_ns(text: &str) -> Result<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num.parse().map_err(|_| {
+        usage!("cannot read the duration {text:?}: expected a number and a unit, e.g. 20ms")
+    })?;
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" | "" => 1e9,
+        other => {
+            return Err(usage!(
+                "unknown time unit {other:?} in {text:?}: use ns, us, ms or s"
+            ))
+        }
+    };
+    let ns = value * scale;
+    if !ns.is_finite() || ns <= 0.0 {
+        return Err(usage!("the duration {text:?} must be positive"));
+    }
+    Ok(ns as u64)
+}
+
+/// Edit distance, for "did you mean" suggestions.
+pub fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// Up to three known names closest to `wanted`.
+pub fn closest<'a>(wanted: &str, known: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut scored: Vec<(usize, &str)> = known
+        .map(|k| {
+            let d = levenshtein(wanted, k);
+            // A name that contains the word typed is a good suggestion whatever its length.
+            let d = if k.contains(wanted) || wanted.contains(k) {
+                d.min(2)
+            } else {
+                d
+            };
+            (d, k)
+        })
+        .collect();
+    scored.sort();
+    let limit = (wanted.len() / 2).max(3);
+    scored
+        .into_iter()
+        .filter(|(d, _)| *d <= limit)
+        .take(3)
+        .map(|(_, k)| k)
+        .collect()
+}
+
+fn known_targets() -> Vec<&'static str> {
+    let mut names: Vec<&str> = probes::SUITES.iter().map(|s| s.name).collect();
+    let registry = probes::registry();
+    for p in &registry {
+        if !names.contains(&p.group()) {
+            names.push(p.group());
+        }
+    }
+    names.extend(registry.iter().map(|p| p.id));
+    names
+}
+
+/// Resolves suites, groups and probe ids into an ordered list without duplicates.
+pub fn select(targets: &[String]) -> Result<(Vec<Selected>, Option<String>)> {
+    let targets: Vec<&str> = if targets.is_empty() {
+        vec!["quick"]
+    } else {
+        targets.iter().map(String::as_str).collect()
+    };
+    let mut out: Vec<Selected> = Vec::new();
+    let mut push = |probe: &'static ProbeDef, scale: Scale| {
+        if !out.iter().any(|s| s.probe.id == probe.id) {
+            out.push(Selected { probe, scale });
+        }
+    };
+    for t in &targets {
+        if let Some(suite) = probes::suite(t) {
+            suite
+                .probes()
+                .into_iter()
+                .for_each(|p| push(p, suite.scale));
+        } else if let Some(p) = probes::find(t) {
+            push(p, Scale::Full);
+        } else {
+            let group: Vec<_> = probes::registry()
+                .into_iter()
+                .filter(|p| p.group() == *t)
+                .collect();
+            if group.is_empty() {
+                let known = known_targets();
+                let near = closest(t, known.iter().copied());
+                let hint = if near.is_empty() {
+                    "see `osmeter list` for every probe and suite".to_string()
+                } else {
+                    format!(
+                        "did you mean {}? (`osmeter list` shows all)",
+                        near.join(", ")
+                    )
+                };
+                return Err(usage!("unknown probe, group or suite {t:?}: {hint}"));
+            }
+            group.into_iter().for_each(|p| push(p, Scale::Full));
+        }
+    }
+    let suite = match targets.as_slice() {
+        [one] if probes::suite(one).is_some() => Some(one.to_string()),
+        _ => None,
+    };
+    Ok((out, suite))
+}
+
+/// Checks that `dir` exists, is a directory and can be written, by making and removing a file in it.
+pub fn check_scratch_parent(dir: &Path) -> Result<()> {
+    let meta = std::fs::metadata(dir).map_err(|e| {
+        usage!(
+            "--dir {}: {e}; create it first or choose another directory",
+            dir.display()
+        )
+    })?;
+    if !meta.is_dir() {
+        return Err(usage!("--dir {}: not a directory", dir.display()));
+    }
+    tempfile::Builder::new()
+        .prefix(".osmeter-check-")
+        .tempfile_in(dir)
+        .map_err(|e| {
+            usage!(
+                "--dir {}: cannot create files there ({e}); choose a writable directory",
+                dir.display()
+            )
+        })?;
+    Ok(())
+}
+
+impl RunConfig {
+    pub fn from_args(args: &RunArgs) -> Result<RunConfig> {
+        let (selected, suite) = select(&args.targets)?;
+        let quick = selected.iter().all(|s| s.scale == Scale::Quick);
+        let samples = args.repeat.unwrap_or(if quick { 5 } else { 11 });
+        if samples == 0 {
+            return Err(usage!(
+                "--repeat 0: at least one sample is needed (try --repeat 5)"
+            ));
+        }
+        let min_sample_ns = match &args.min_time {
+            Some(t) => parse_duration_ns(t)?,
+            None if quick => 5_000_000,
+            None => 20_000_000,
+        };
+        let cpu = match args.cpu {
+            Some(c) => {
+                placement::validate_cpu(c).map_err(|e| usage!("--cpu {c}: {e:#}"))?;
+                c
+            }
+            None => *placement::allowed_cpus().last().unwrap_or(&0),
+        };
+        let scratch_parent = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+        check_scratch_parent(&scratch_parent)?;
+        Ok(RunConfig {
+            suite,
+            selected,
+            harness: HarnessConfig {
+                min_sample_ns,
+                samples,
+                warmup_samples: args.warmup,
+                ..HarnessConfig::default()
+            },
+            cpu,
+            scratch_parent,
+            counters: !args.no_counters,
+            json: args.output.json,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ns("5ms").unwrap(), 5_000_000);
+        assert_eq!(parse_duration_ns("1.5s").unwrap(), 1_500_000_000);
+        assert_eq!(parse_duration_ns("250us").unwrap(), 250_000);
+        assert!(parse_duration_ns("0ms").is_err());
+        assert!(parse_duration_ns("5 parsecs").is_err());
+        assert!(parse_duration_ns("fast").is_err());
+    }
+
+    #[test]
+    fn edit_distance_known_answers() {
+        assert_eq!(levenshtein("kitten", "sitting"), 3);
+        assert_eq!(levenshtein("", "abc"), 3);
+        assert_eq!(levenshtein("syscall.null", "syscall.null"), 0);
+    }
+
+    #[test]
+    fn typo_suggests_the_probe() {
+        let err = select(&["syscall.nul".to_string()])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("syscall.null"), "{err}");
+    }
+
+    #[test]
+    fn suites_groups_and_ids_resolve_without_duplicates() {
+        let (sel, suite) = select(&["syscall".into(), "syscall.null".into()]).unwrap();
+        assert!(suite.is_none());
+        assert_eq!(
+            sel.iter().filter(|s| s.probe.id == "syscall.null").count(),
+            1
+        );
+        let (sel, suite) = select(&[]).unwrap();
+        assert_eq!(suite.as_deref(), Some("quick"));
+        assert!(sel.iter().all(|s| s.scale == Scale::Quick));
+    }
+}

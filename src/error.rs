@@ -1,0 +1,41 @@
+//! Exit codes and the one error kind that changes them.
+
+/// Success.
+pub const EXIT_OK: i32 = 0;
+/// Something failed while running (a probe's set-up, a file that could not be written, ...).
+pub const EXIT_RUNTIME: i32 = 1;
+/// The command line asked for something invalid.
+pub const EXIT_USAGE: i32 = 2;
+/// A command run by `osmeter stat` failed or exited non-zero.
+pub const EXIT_COMMAND_FAILED: i32 = 3;
+/// Stopped by Ctrl-C after printing what was measured (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// An invalid request from the user: reported with exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Shorthand: `return Err(usage!("..."))`.
+#[macro_export]
+macro_rules! usage {
+    ($($arg:tt)*) => { anyhow::Error::new($crate::error::UsageError(format!($($arg)*))) };
+}
+
+/// Exit code for an error that reached `main`.
+pub fn exit_code(err: &anyhow::Error) -> i32 {
+    if err.chain().any(|c| c.is::<UsageError>()) {
+        EXIT_USAGE
+    } else if crate::interrupt::is_interrupt(err) {
+        EXIT_INTERRUPTED
+    } else {
+        EXIT_RUNTIME
+    }
+}

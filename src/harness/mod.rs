@@ -1,0 +1,318 @@
+//! How a measurement is run: calibrate the iteration count to a minimum sample time, warm up, take
+//! repeated samples, subtract the harness's own cost, and summarise.
+
+pub mod stats;
+
+use crate::interrupt;
+use crate::meter::{counter_delta, Sensors};
+use crate::results::model::{
+    CounterScopes, CounterValues, Interference, Measurement, Overhead, Params, Status, Unit,
+};
+use anyhow::{bail, Result};
+use std::collections::BTreeMap;
+
+/// What a probe runs. Set-up (buffers, files, partner processes) happens when the workload is built,
+/// so that `run` does only the operation, `iters` times.
+pub trait Workload {
+    /// Work that must precede a sample of `iters` operations but must not be timed (for example
+    /// mapping the fresh pages a page-fault probe will touch).
+    fn prepare(&mut self, _iters: u64) -> Result<()> {
+        Ok(())
+    }
+    /// Performs the operation `iters` times. This is the timed region.
+    fn run(&mut self, iters: u64) -> Result<()>;
+    /// Untimed clean-up after a sample.
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Bytes moved by one operation, for figures reported as bandwidth.
+    fn bytes_per_op(&self) -> Option<u64> {
+        None
+    }
+    /// Largest iteration count a sample may use (memory, file count or descriptor limits).
+    fn max_iters(&self) -> u64 {
+        u64::MAX / 2
+    }
+}
+
+/// An empty timed loop: what the harness costs per iteration when the body does nothing.
+pub struct NullWorkload;
+
+impl Workload for NullWorkload {
+    fn run(&mut self, iters: u64) -> Result<()> {
+        for i in 0..iters {
+            std::hint::black_box(i);
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct HarnessConfig {
+    /// A sample lasts at least this long once calibrated.
+    pub min_sample_ns: u64,
+    /// Samples kept.
+    pub samples: usize,
+    /// Samples run and thrown away after calibration.
+    pub warmup_samples: usize,
+    /// Spread (coefficient of variation) above which a figure is flagged.
+    pub cv_warning: f64,
+}
+
+impl Default for HarnessConfig {
+    fn default() -> Self {
+        HarnessConfig {
+            min_sample_ns: 10_000_000,
+            samples: 10,
+            warmup_samples: 1,
+            cv_warning: 0.05,
+        }
+    }
+}
+
+/// What one sample saw, before any overhead is subtracted.
+#[derive(Debug, Clone)]
+struct RawSample {
+    elapsed_ns: u64,
+    counters: CounterScopes,
+    interference: crate::meter::InterferenceReading,
+}
+
+fn take_sample<S: Sensors, W: Workload + ?Sized>(
+    sensors: &mut S,
+    work: &mut W,
+    iters: u64,
+) -> Result<RawSample> {
+    work.prepare(iters)?;
+    let i0 = sensors.interference();
+    let c0 = sensors.counters();
+    let t0 = sensors.now_ns();
+    work.run(iters)?;
+    let t1 = sensors.now_ns();
+    let c1 = sensors.counters();
+    let i1 = sensors.interference();
+    work.finish()?;
+    Ok(RawSample {
+        elapsed_ns: t1.saturating_sub(t0),
+        counters: counter_delta(&c0, &c1),
+        interference: i1.delta(&i0),
+    })
+}
+
+/// Grows the iteration count until one sample lasts at least `min_sample_ns`. The samples taken on the
+/// way double as warm-up.
+fn calibrate<S: Sensors, W: Workload + ?Sized>(
+    sensors: &mut S,
+    work: &mut W,
+    min_sample_ns: u64,
+) -> Result<u64> {
+    let cap = work.max_iters().max(1);
+    let mut iters = 1u64;
+    loop {
+        if interrupt::requested() {
+            bail!(interrupt::Interrupted);
+        }
+        let s = take_sample(sensors, work, iters)?;
+        if s.elapsed_ns >= min_sample_ns || iters >= cap {
+            return Ok(iters);
+        }
+        // Aim 20 % past the target, but never grow more than 10x per step so a first sample
+        // distorted by a cold cache or a page fault does not overshoot wildly.
+        let factor = if s.elapsed_ns == 0 {
+            10.0
+        } else {
+            (min_sample_ns as f64 * 1.2 / s.elapsed_ns as f64).clamp(2.0, 10.0)
+        };
+        iters = ((iters as f64 * factor).ceil() as u64).min(cap);
+    }
+}
+
+/// Measures the harness's own cost: the fixed cost of one sample (clock and counter reads around an
+/// empty body) and the per-iteration cost of an empty loop.
+pub fn measure_overhead<S: Sensors>(sensors: &mut S, config: &HarnessConfig) -> Result<Overhead> {
+    measure_overhead_with(sensors, config, &mut NullWorkload)
+}
+
+/// [`measure_overhead`] with a given empty body (tests pass one that advances a fake clock).
+pub fn measure_overhead_with<S: Sensors, N: Workload + ?Sized>(
+    sensors: &mut S,
+    config: &HarnessConfig,
+    null: &mut N,
+) -> Result<Overhead> {
+    let reps = config.samples.max(5);
+    let mut fixed = Vec::with_capacity(reps);
+    let mut fixed_counters = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let s = take_sample(sensors, null, 0)?;
+        fixed.push(s.elapsed_ns as f64);
+        fixed_counters.push(s.counters);
+    }
+    fixed.sort_by(f64::total_cmp);
+    let per_sample_ns = stats::median(&fixed);
+
+    let iters = calibrate(sensors, null, config.min_sample_ns)?;
+    let mut per_iter = Vec::with_capacity(config.samples);
+    for _ in 0..config.samples.max(1) {
+        let s = take_sample(sensors, null, iters)?;
+        per_iter.push((s.elapsed_ns as f64 - per_sample_ns).max(0.0) / iters as f64);
+    }
+    per_iter.sort_by(f64::total_cmp);
+    Ok(Overhead {
+        per_sample_ns,
+        per_iteration_ns: stats::median(&per_iter),
+        per_sample_counters: median_counters(&fixed_counters, 1.0, &CounterScopes::default()),
+    })
+}
+
+/// Median over samples of each counter, after subtracting the fixed per-sample cost and dividing by
+/// the operations per sample.
+fn median_counters(samples: &[CounterScopes], ops: f64, fixed: &CounterScopes) -> CounterScopes {
+    fn per_map(
+        samples: &[CounterScopes],
+        pick: fn(&CounterScopes) -> &CounterValues,
+        fixed: &CounterValues,
+        ops: f64,
+    ) -> CounterValues {
+        let mut by_event: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+        for s in samples {
+            for (name, v) in pick(s) {
+                let base = fixed.get(name).copied().unwrap_or(0.0);
+                by_event
+                    .entry(name)
+                    .or_default()
+                    .push((v - base).max(0.0) / ops);
+            }
+        }
+        by_event
+            .into_iter()
+            .map(|(name, mut vs)| {
+                vs.sort_by(f64::total_cmp);
+                (name.to_string(), stats::median(&vs))
+            })
+            .collect()
+    }
+    CounterScopes {
+        user: per_map(samples, |s| &s.user, &fixed.user, ops),
+        kernel: per_map(samples, |s| &s.kernel, &fixed.kernel, ops),
+        software: per_map(samples, |s| &s.software, &fixed.software, ops),
+        scaled: samples.iter().any(|s| s.scaled),
+    }
+}
+
+/// Runs one probe variant: calibrate, warm up, sample, correct, summarise.
+pub fn measure<S: Sensors, W: Workload + ?Sized>(
+    sensors: &mut S,
+    work: &mut W,
+    config: &HarnessConfig,
+    overhead: &Overhead,
+    probe: &str,
+    params: Params,
+    unit: Unit,
+) -> Result<Measurement> {
+    if config.samples == 0 {
+        bail!("at least one sample is needed");
+    }
+    let iters = calibrate(sensors, work, config.min_sample_ns)?;
+    for _ in 0..config.warmup_samples {
+        take_sample(sensors, work, iters)?;
+    }
+    let mut raws = Vec::with_capacity(config.samples);
+    for _ in 0..config.samples {
+        if interrupt::requested() {
+            bail!(interrupt::Interrupted);
+        }
+        raws.push(take_sample(sensors, work, iters)?);
+    }
+
+    let bytes = work.bytes_per_op();
+    let per_op_ns: Vec<f64> = raws
+        .iter()
+        .map(|r| {
+            let t = (r.elapsed_ns as f64 - overhead.per_sample_ns) / iters as f64
+                - overhead.per_iteration_ns;
+            t.max(0.0)
+        })
+        .collect();
+    let samples: Vec<f64> = match unit {
+        Unit::Nanoseconds => per_op_ns.clone(),
+        Unit::BytesPerSecond => {
+            let b = bytes.unwrap_or(0) as f64;
+            per_op_ns
+                .iter()
+                .map(|t| if *t > 0.0 { b * 1e9 / t } else { 0.0 })
+                .collect()
+        }
+        Unit::OpsPerSecond => per_op_ns
+            .iter()
+            .map(|t| if *t > 0.0 { 1e9 / t } else { 0.0 })
+            .collect(),
+    };
+    let summary = stats::summarize(&samples);
+
+    let counter_samples: Vec<CounterScopes> = raws.iter().map(|r| r.counters.clone()).collect();
+    let counters = median_counters(
+        &counter_samples,
+        iters as f64,
+        &overhead.per_sample_counters,
+    );
+
+    let mut interference = Interference::default();
+    for r in &raws {
+        let i = &r.interference;
+        interference.irq_timer += i.irq_timer;
+        interference.irq_other += i.irq_other;
+        interference.csw_voluntary += i.csw_voluntary;
+        interference.csw_involuntary += i.csw_involuntary;
+        interference.steal_ms += i.steal_ms;
+        if i.steal_ms > 0.0 || i.csw_involuntary > 0 {
+            interference.disturbed_samples += 1;
+        }
+    }
+
+    let mut warnings = Vec::new();
+    if summary.cv > config.cv_warning {
+        warnings.push(format!(
+            "large spread: CV {:.1} % over {} samples; the machine may be busy, rerun with more samples",
+            summary.cv * 100.0,
+            samples.len()
+        ));
+    }
+    if !summary.outliers.is_empty() {
+        warnings.push(format!(
+            "{} of {} samples are outliers (kept in the samples, the median resists them)",
+            summary.outliers.len(),
+            samples.len()
+        ));
+    }
+    if interference.disturbed_samples * 2 > raws.len() {
+        warnings.push(format!(
+            "{} of {} samples saw steal time or involuntary context switches",
+            interference.disturbed_samples,
+            raws.len()
+        ));
+    }
+    if counters.scaled {
+        warnings.push("counters were multiplexed and scaled by time enabled/running".into());
+    }
+    if per_op_ns.contains(&0.0) {
+        warnings.push("some samples were no longer than the harness's own cost".into());
+    }
+
+    Ok(Measurement {
+        probe: probe.to_string(),
+        params,
+        unit,
+        status: Status::Ok,
+        reason: None,
+        samples,
+        summary: Some(summary),
+        iterations: iters,
+        bytes_per_op: bytes,
+        counters,
+        interference,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,308 @@
+//! The harness's arithmetic checked against a fake clock and fake counters: no timing noise.
+
+use super::*;
+use crate::meter::{CounterReading, EventCount, InterferenceReading, Scope};
+use std::cell::Cell;
+use std::rc::Rc;
+
+/// State shared between the fake sensors and a fake workload: the workload advances time and
+/// counters exactly as a real operation of known cost would.
+#[derive(Default)]
+struct FakeWorld {
+    now: Cell<u64>,
+    kernel_instr: Cell<u64>,
+    faults: Cell<u64>,
+    steal: Cell<f64>,
+}
+
+struct FakeSensors {
+    world: Rc<FakeWorld>,
+    /// Cost of one clock read, ns.
+    clock_cost: u64,
+    /// Kernel instructions spent reading the counters.
+    read_cost_instr: u64,
+}
+
+impl Sensors for FakeSensors {
+    fn now_ns(&mut self) -> u64 {
+        let t = self.world.now.get();
+        self.world.now.set(t + self.clock_cost);
+        t
+    }
+    fn counters(&mut self) -> CounterReading {
+        let w = &self.world;
+        w.kernel_instr
+            .set(w.kernel_instr.get() + self.read_cost_instr);
+        CounterReading(vec![
+            EventCount {
+                scope: Scope::Kernel,
+                name: "instructions",
+                value: w.kernel_instr.get(),
+                enabled_ns: w.now.get(),
+                running_ns: w.now.get(),
+            },
+            EventCount {
+                scope: Scope::Software,
+                name: "page-faults",
+                value: w.faults.get(),
+                enabled_ns: w.now.get(),
+                running_ns: w.now.get(),
+            },
+        ])
+    }
+    fn interference(&mut self) -> InterferenceReading {
+        InterferenceReading {
+            steal_ms: self.world.steal.get(),
+            ..Default::default()
+        }
+    }
+}
+
+/// An operation costing `ns` and `instr` kernel instructions each time, plus one page fault per op.
+struct FakeOp {
+    world: Rc<FakeWorld>,
+    ns: u64,
+    instr: u64,
+    loop_ns: u64,
+    /// Extra delay added to the nth sample (counting every sample, calibration included).
+    hiccup: Option<(usize, u64)>,
+    samples_seen: usize,
+}
+
+impl Workload for FakeOp {
+    fn run(&mut self, iters: u64) -> Result<()> {
+        let w = &self.world;
+        let mut t = w.now.get() + iters * (self.ns + self.loop_ns);
+        if let Some((n, extra)) = self.hiccup {
+            if self.samples_seen == n {
+                t += extra;
+                w.steal.set(w.steal.get() + 1.0);
+            }
+        }
+        self.samples_seen += 1;
+        w.now.set(t);
+        w.kernel_instr
+            .set(w.kernel_instr.get() + iters * self.instr);
+        w.faults.set(w.faults.get() + iters);
+        Ok(())
+    }
+    fn bytes_per_op(&self) -> Option<u64> {
+        Some(1000)
+    }
+}
+
+fn setup(op_ns: u64, loop_ns: u64) -> (FakeSensors, FakeOp, Rc<FakeWorld>) {
+    let world = Rc::new(FakeWorld::default());
+    let sensors = FakeSensors {
+        world: world.clone(),
+        clock_cost: 20,
+        read_cost_instr: 300,
+    };
+    let op = FakeOp {
+        world: world.clone(),
+        ns: op_ns,
+        instr: 50,
+        loop_ns,
+        hiccup: None,
+        samples_seen: 0,
+    };
+    (sensors, op, world)
+}
+
+fn config() -> HarnessConfig {
+    HarnessConfig {
+        min_sample_ns: 1_000_000,
+        samples: 9,
+        warmup_samples: 1,
+        cv_warning: 0.05,
+    }
+}
+
+/// An empty loop that costs `loop_ns` per turn in the fake world.
+struct FakeNull {
+    world: Rc<FakeWorld>,
+    loop_ns: u64,
+}
+
+impl Workload for FakeNull {
+    fn run(&mut self, iters: u64) -> Result<()> {
+        self.world
+            .now
+            .set(self.world.now.get() + iters * self.loop_ns);
+        Ok(())
+    }
+}
+
+fn fake_overhead_with_loop(sensors: &mut FakeSensors, loop_ns: u64) -> Overhead {
+    let mut null = FakeNull {
+        world: sensors.world.clone(),
+        loop_ns,
+    };
+    measure_overhead_with(sensors, &config(), &mut null).unwrap()
+}
+
+/// The overhead of a fake world whose empty loop costs 1 ns a turn.
+fn fake_overhead(sensors: &mut FakeSensors) -> Overhead {
+    fake_overhead_with_loop(sensors, 1)
+}
+
+#[test]
+fn overhead_finds_clock_and_counter_read_cost() {
+    let (mut sensors, _, _) = setup(0, 0);
+    let oh = fake_overhead(&mut sensors);
+    // t0 and t1 are read back to back: the second read sees the first's 20 ns.
+    assert_eq!(oh.per_sample_ns, 20.0);
+    // The fake empty loop costs 1 ns a turn.
+    assert!(
+        (oh.per_iteration_ns - 1.0).abs() < 1e-9,
+        "{}",
+        oh.per_iteration_ns
+    );
+    // Each sample's "after" read adds 300 kernel instructions to the delta.
+    assert_eq!(oh.per_sample_counters.kernel["instructions"], 300.0);
+}
+
+#[test]
+fn calibration_reaches_min_sample_time() {
+    let (mut sensors, mut op, _) = setup(1000, 0);
+    let iters = calibrate(&mut sensors, &mut op, 1_000_000).unwrap();
+    assert!(iters * 1000 >= 1_000_000, "iters {iters}");
+    // Never more than 10x past what was needed.
+    assert!(iters * 1000 < 10_000_000, "iters {iters}");
+}
+
+#[test]
+fn calibration_respects_max_iters() {
+    struct Capped(FakeOp);
+    impl Workload for Capped {
+        fn run(&mut self, iters: u64) -> Result<()> {
+            self.0.run(iters)
+        }
+        fn max_iters(&self) -> u64 {
+            7
+        }
+    }
+    let (mut sensors, op, _) = setup(10, 0);
+    assert_eq!(
+        calibrate(&mut sensors, &mut Capped(op), 1_000_000).unwrap(),
+        7
+    );
+}
+
+#[test]
+fn per_op_time_and_counters_are_corrected_exactly() {
+    let (mut sensors, mut op, _) = setup(1000, 1);
+    let oh = fake_overhead(&mut sensors);
+    let m = measure(
+        &mut sensors,
+        &mut op,
+        &config(),
+        &oh,
+        "fake.op",
+        Params::new(),
+        Unit::Nanoseconds,
+    )
+    .unwrap();
+    let s = m.summary.as_ref().unwrap();
+    assert_eq!(m.samples.len(), 9);
+    // Elapsed per sample = iters*(1000 + 1) + 20 (clock); minus 20 fixed and 1 per turn => 1000 per op.
+    assert!(
+        m.samples.iter().all(|&x| (x - 1000.0).abs() < 1e-9),
+        "{:?}",
+        m.samples
+    );
+    assert_eq!(s.median, 1000.0);
+    assert_eq!(s.cv, 0.0);
+    // 50 kernel instructions per op once the 300 per-sample read cost is removed.
+    assert!((m.counters.kernel["instructions"] - 50.0).abs() < 1e-9);
+    assert!((m.counters.software["page-faults"] - 1.0).abs() < 1e-9);
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+}
+
+#[test]
+fn empty_loop_cost_is_subtracted() {
+    // Each op really costs 1000 ns, the loop around it 3 ns.
+    let (mut sensors, mut op, _) = setup(1000, 3);
+    let oh = fake_overhead_with_loop(&mut sensors, 3);
+    assert!((oh.per_iteration_ns - 3.0).abs() < 1e-9);
+    let m = measure(
+        &mut sensors,
+        &mut op,
+        &config(),
+        &oh,
+        "fake.op",
+        Params::new(),
+        Unit::Nanoseconds,
+    )
+    .unwrap();
+    assert_eq!(m.summary.unwrap().median, 1000.0);
+}
+
+#[test]
+fn bandwidth_is_bytes_over_corrected_time() {
+    let (mut sensors, mut op, _) = setup(500, 1);
+    let oh = fake_overhead(&mut sensors);
+    let m = measure(
+        &mut sensors,
+        &mut op,
+        &config(),
+        &oh,
+        "fake.bw",
+        Params::new(),
+        Unit::BytesPerSecond,
+    )
+    .unwrap();
+    // 1000 bytes per 500 ns = 2e9 B/s.
+    assert!((m.summary.unwrap().median - 2e9).abs() < 1.0);
+    assert_eq!(m.bytes_per_op, Some(1000));
+}
+
+#[test]
+fn a_hiccup_is_an_outlier_with_a_warning_and_leaves_the_median() {
+    let (mut sensors, mut op, _) = setup(1000, 1);
+    let oh = fake_overhead(&mut sensors);
+    let iters_probe = {
+        let (mut s2, mut o2, _) = setup(1000, 1);
+        calibrate(&mut s2, &mut o2, config().min_sample_ns).unwrap()
+    };
+    // Calibration takes a few samples, warm-up one more; hit the 4th kept sample.
+    let calibration_samples = (0..).take_while(|&k| 10u64.pow(k) < iters_probe).count() + 1;
+    op.hiccup = Some((calibration_samples + 1 + 3, 5_000_000));
+    let m = measure(
+        &mut sensors,
+        &mut op,
+        &config(),
+        &oh,
+        "fake.op",
+        Params::new(),
+        Unit::Nanoseconds,
+    )
+    .unwrap();
+    let s = m.summary.as_ref().unwrap();
+    assert_eq!(s.median, 1000.0);
+    assert_eq!(s.outliers, vec![3], "samples {:?}", m.samples);
+    assert!(m.warnings.iter().any(|w| w.contains("outliers")));
+    assert!(m.warnings.iter().any(|w| w.contains("large spread")));
+    assert_eq!(m.interference.disturbed_samples, 1);
+    assert_eq!(m.interference.steal_ms, 1.0);
+}
+
+#[test]
+fn zero_samples_is_refused() {
+    let (mut sensors, mut op, _) = setup(1000, 0);
+    let oh = fake_overhead(&mut sensors);
+    let cfg = HarnessConfig {
+        samples: 0,
+        ..config()
+    };
+    assert!(measure(
+        &mut sensors,
+        &mut op,
+        &cfg,
+        &oh,
+        "x",
+        Params::new(),
+        Unit::Nanoseconds
+    )
+    .is_err());
+}

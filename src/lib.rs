@@ -1,0 +1,14 @@
+//! osmeter: operating-system performance measurement.
+//!
+//! `meter` reads one figure, `harness` runs a measurement honestly, `probes` says what is measured,
+//! `results` holds and shows what came out, `commands` wires them to the command line.
+
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod harness;
+pub mod interrupt;
+pub mod meter;
+pub mod probes;
+pub mod results;

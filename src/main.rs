@@ -1,0 +1,14 @@
+use clap::Parser;
+use osmeter::{cli::Cli, commands, error};
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("osmeter: error: {err:#}");
+            error::exit_code(&err)
+        }
+    };
+    std::process::exit(code);
+}

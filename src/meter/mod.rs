@@ -1,0 +1,193 @@
+//! How one figure is read: the clock, perf_event counters (user and kernel apart), interference
+//! (interrupts, context switches, steal time) and CPU placement.
+//!
+//! The harness sees all of it through [`Sensors`], so its arithmetic can be tested with fakes.
+
+pub mod interference;
+pub mod perf;
+pub mod placement;
+
+use crate::results::model::CounterScopes;
+use serde::Serialize;
+use std::time::Instant;
+
+/// Which privilege level a count covers. Software events (task-clock, faults, switches) count both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    User,
+    Kernel,
+    Software,
+}
+
+/// One cumulative count as perf_event reports it: the value and how long the event was enabled and
+/// actually on a counter (they differ when the kernel multiplexed it with others).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventCount {
+    pub scope: Scope,
+    pub name: &'static str,
+    pub value: u64,
+    pub enabled_ns: u64,
+    pub running_ns: u64,
+}
+
+/// Every open event, read at one instant.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CounterReading(pub Vec<EventCount>);
+
+/// Cumulative interference counters at one instant.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct InterferenceReading {
+    pub irq_timer: u64,
+    pub irq_other: u64,
+    pub csw_voluntary: u64,
+    pub csw_involuntary: u64,
+    pub steal_ms: f64,
+}
+
+impl InterferenceReading {
+    pub fn delta(&self, before: &InterferenceReading) -> InterferenceReading {
+        InterferenceReading {
+            irq_timer: self.irq_timer.saturating_sub(before.irq_timer),
+            irq_other: self.irq_other.saturating_sub(before.irq_other),
+            csw_voluntary: self.csw_voluntary.saturating_sub(before.csw_voluntary),
+            csw_involuntary: self.csw_involuntary.saturating_sub(before.csw_involuntary),
+            steal_ms: (self.steal_ms - before.steal_ms).max(0.0),
+        }
+    }
+}
+
+/// What the harness reads around every sample.
+pub trait Sensors {
+    /// Monotonic nanoseconds from an arbitrary origin.
+    fn now_ns(&mut self) -> u64;
+    fn counters(&mut self) -> CounterReading;
+    fn interference(&mut self) -> InterferenceReading;
+}
+
+/// Count of each event between two readings, extrapolated to the whole interval where the event was
+/// multiplexed (value * enabled / running). `scaled` tells whether that happened. An event that never
+/// ran in the interval is left out rather than reported as zero.
+pub fn counter_delta(before: &CounterReading, after: &CounterReading) -> CounterScopes {
+    let mut out = CounterScopes::default();
+    for a in &after.0 {
+        let Some(b) = before
+            .0
+            .iter()
+            .find(|b| b.scope == a.scope && b.name == a.name)
+        else {
+            continue;
+        };
+        let value = a.value.saturating_sub(b.value) as f64;
+        let enabled = a.enabled_ns.saturating_sub(b.enabled_ns);
+        let running = a.running_ns.saturating_sub(b.running_ns);
+        let count = if running == 0 {
+            if enabled > 0 {
+                continue; // enabled but never scheduled onto a counter: no information
+            }
+            value
+        } else if running < enabled {
+            out.scaled = true;
+            value * enabled as f64 / running as f64
+        } else {
+            value
+        };
+        let map = match a.scope {
+            Scope::User => &mut out.user,
+            Scope::Kernel => &mut out.kernel,
+            Scope::Software => &mut out.software,
+        };
+        map.insert(a.name.to_string(), count);
+    }
+    out
+}
+
+/// The real sensors: CLOCK_MONOTONIC, the open perf_event groups and /proc.
+pub struct SystemSensors {
+    origin: Instant,
+    pub counters: perf::CounterSet,
+    interference: interference::InterferenceReader,
+}
+
+impl SystemSensors {
+    pub fn new(counters: perf::CounterSet) -> Self {
+        SystemSensors {
+            origin: Instant::now(),
+            counters,
+            interference: interference::InterferenceReader::new(),
+        }
+    }
+}
+
+impl Sensors for SystemSensors {
+    fn now_ns(&mut self) -> u64 {
+        self.origin.elapsed().as_nanos() as u64
+    }
+    fn counters(&mut self) -> CounterReading {
+        self.counters.read()
+    }
+    fn interference(&mut self) -> InterferenceReading {
+        self.interference.read()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(scope: Scope, name: &'static str, value: u64, enabled: u64, running: u64) -> EventCount {
+        EventCount {
+            scope,
+            name,
+            value,
+            enabled_ns: enabled,
+            running_ns: running,
+        }
+    }
+
+    #[test]
+    fn delta_scales_multiplexed_counts() {
+        let before = CounterReading(vec![
+            ev(Scope::User, "instructions", 1000, 100, 100),
+            ev(Scope::Kernel, "instructions", 500, 100, 50),
+            ev(Scope::Software, "page-faults", 3, 100, 100),
+        ]);
+        let after = CounterReading(vec![
+            ev(Scope::User, "instructions", 3000, 200, 200),
+            ev(Scope::Kernel, "instructions", 1500, 300, 150),
+            ev(Scope::Software, "page-faults", 5, 200, 200),
+        ]);
+        let d = counter_delta(&before, &after);
+        assert_eq!(d.user["instructions"], 2000.0);
+        // 1000 counted while running 100 of 200 ns enabled: 2000 extrapolated.
+        assert_eq!(d.kernel["instructions"], 2000.0);
+        assert_eq!(d.software["page-faults"], 2.0);
+        assert!(d.scaled);
+    }
+
+    #[test]
+    fn delta_drops_events_that_never_ran() {
+        let before = CounterReading(vec![ev(Scope::User, "cycles", 0, 0, 0)]);
+        let after = CounterReading(vec![ev(Scope::User, "cycles", 0, 100, 0)]);
+        let d = counter_delta(&before, &after);
+        assert!(d.user.is_empty());
+        assert!(!d.scaled);
+    }
+
+    #[test]
+    fn interference_delta_never_goes_negative() {
+        let a = InterferenceReading {
+            irq_timer: 5,
+            steal_ms: 2.0,
+            ..Default::default()
+        };
+        let b = InterferenceReading {
+            irq_timer: 9,
+            steal_ms: 1.0,
+            ..Default::default()
+        };
+        let d = b.delta(&a);
+        assert_eq!(d.irq_timer, 4);
+        assert_eq!(d.steal_ms, 0.0);
+    }
+}

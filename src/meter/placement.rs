@@ -1,0 +1,122 @@
+//! CPU placement and scheduling class of the measuring thread and its partners.
+
+use anyhow::{bail, Context, Result};
+
+/// CPUs this process may run on, in ascending order.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![0];
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Pins the calling thread (or, after fork, the calling process) to one CPU.
+pub fn pin_current_thread(cpu: usize) -> Result<()> {
+    // SAFETY: as above; the set is built locally and passed by pointer.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("cannot pin to CPU {cpu}"));
+    }
+    Ok(())
+}
+
+/// Restores the affinity mask to the given CPUs.
+pub fn set_affinity(cpus: &[usize]) -> Result<()> {
+    // SAFETY: as above.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot restore the CPU affinity");
+    }
+    Ok(())
+}
+
+/// CPU the caller is running on right now.
+pub fn current_cpu() -> usize {
+    // SAFETY: no arguments; returns -1 on error.
+    let c = unsafe { libc::sched_getcpu() };
+    c.max(0) as usize
+}
+
+/// Checks that a CPU given on the command line exists and is usable by this process.
+pub fn validate_cpu(cpu: usize) -> Result<()> {
+    let allowed = allowed_cpus();
+    if !allowed.contains(&cpu) {
+        bail!(
+            "CPU {cpu} does not exist or is not available to this process (usable CPUs: {})",
+            format_cpu_list(&allowed)
+        );
+    }
+    Ok(())
+}
+
+/// Placement of a two-party probe relative to the measuring CPU: the partner on the same CPU, or on
+/// a different one. `None` means the machine cannot provide it (a single usable CPU).
+pub fn partner_cpu(measuring: usize, cross: bool) -> Option<usize> {
+    if !cross {
+        return Some(measuring);
+    }
+    allowed_cpus().into_iter().find(|&c| c != measuring)
+}
+
+/// `0-3,6` style list.
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_list_is_compressed_into_ranges() {
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6, 8, 9]), "0-3,6,8-9");
+        assert_eq!(format_cpu_list(&[5]), "5");
+        assert_eq!(format_cpu_list(&[]), "");
+    }
+
+    #[test]
+    fn pinning_moves_the_thread_and_can_be_undone() {
+        let allowed = allowed_cpus();
+        let target = *allowed.last().unwrap();
+        std::thread::spawn(move || {
+            pin_current_thread(target).unwrap();
+            assert_eq!(current_cpu(), target);
+        })
+        .join()
+        .unwrap();
+        assert!(validate_cpu(100_000).is_err());
+    }
+}

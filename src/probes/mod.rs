@@ -1,0 +1,217 @@
+//! What is measured: one file per subsystem, each exporting a table of [`ProbeDef`]s, collected here
+//! into one registry, plus the named suites.
+
+pub mod cpu;
+pub mod fs;
+pub mod ipc;
+pub mod memory;
+pub mod net;
+pub mod process;
+pub mod select;
+pub mod signal;
+pub mod syscall;
+pub mod thread;
+pub mod util;
+
+use crate::harness::Workload;
+use crate::results::model::{Params, Unit};
+use anyhow::Result;
+use serde::Serialize;
+use std::path::Path;
+
+/// Where a probe comes from: the paper or peer tool whose measurement it reproduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Origin {
+    #[serde(rename = "ousterhout89")]
+    Ousterhout89,
+    #[serde(rename = "chen96")]
+    Chen96,
+    #[serde(rename = "lmbench")]
+    Lmbench,
+    #[serde(rename = "lebench")]
+    LEBench,
+    #[serde(rename = "perf-bench")]
+    PerfBench,
+    #[serde(rename = "osmeter")]
+    Osmeter,
+}
+
+impl Origin {
+    pub fn name(self) -> &'static str {
+        match self {
+            Origin::Ousterhout89 => "Ousterhout 1989",
+            Origin::Chen96 => "Chen et al. 1996",
+            Origin::Lmbench => "lmbench",
+            Origin::LEBench => "LEBench",
+            Origin::PerfBench => "perf bench",
+            Origin::Osmeter => "osmeter",
+        }
+    }
+}
+
+/// How much of a probe's parameter space a suite covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// Fewer parameter points and smaller workloads, for the one-minute suite.
+    Quick,
+    /// Every parameter point at the papers' sizes.
+    Full,
+}
+
+/// What a probe needs from the run to build its workload.
+pub struct ProbeEnv<'a> {
+    /// A fresh scratch directory, removed after the run.
+    pub scratch: &'a Path,
+    /// CPU the measuring thread is pinned to.
+    pub cpu: usize,
+    pub scale: Scale,
+}
+
+/// A built probe: a workload ready to time, or the reason this machine cannot run it.
+pub enum Built {
+    Ready(Box<dyn Workload>),
+    Skip(String),
+}
+
+pub struct ProbeDef {
+    /// `group.name`; the group is the subsystem.
+    pub id: &'static str,
+    pub summary: &'static str,
+    /// Human description of the parameters, for `osmeter list`.
+    pub params: &'static str,
+    pub unit: Unit,
+    pub origins: &'static [Origin],
+    /// The parameter points measured at a scale. Each is one measurement.
+    pub variants: fn(Scale) -> Vec<Params>,
+    pub build: fn(&ProbeEnv, &Params) -> Result<Built>,
+}
+
+impl ProbeDef {
+    pub fn group(&self) -> &'static str {
+        self.id.split('.').next().unwrap_or(self.id)
+    }
+}
+
+/// Every probe, in the order suites run them (cheap and sensitive ones first).
+pub fn registry() -> Vec<&'static ProbeDef> {
+    let tables: [&'static [ProbeDef]; 10] = [
+        cpu::PROBES,
+        syscall::PROBES,
+        signal::PROBES,
+        thread::PROBES,
+        process::PROBES,
+        ipc::PROBES,
+        select::PROBES,
+        memory::PROBES,
+        fs::PROBES,
+        net::PROBES,
+    ];
+    tables.iter().flat_map(|t| t.iter()).collect()
+}
+
+pub fn find(id: &str) -> Option<&'static ProbeDef> {
+    registry().into_iter().find(|p| p.id == id)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Suite {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub scale: Scale,
+    /// Only probes with this origin; all probes when `None`.
+    pub origin: Option<Origin>,
+}
+
+pub const SUITES: &[Suite] = &[
+    Suite {
+        name: "quick",
+        summary: "every group at reduced sizes, about a minute (the default)",
+        scale: Scale::Quick,
+        origin: None,
+    },
+    Suite {
+        name: "full",
+        summary: "every probe at full parameters",
+        scale: Scale::Full,
+        origin: None,
+    },
+    Suite {
+        name: "ousterhout89",
+        summary: "the measurements of Ousterhout 1989, at full parameters",
+        scale: Scale::Full,
+        origin: Some(Origin::Ousterhout89),
+    },
+    Suite {
+        name: "chen96",
+        summary: "the microbenchmarks of Chen et al. 1996, at full parameters",
+        scale: Scale::Full,
+        origin: Some(Origin::Chen96),
+    },
+];
+
+pub fn suite(name: &str) -> Option<&'static Suite> {
+    SUITES.iter().find(|s| s.name == name)
+}
+
+impl Suite {
+    pub fn probes(&self) -> Vec<&'static ProbeDef> {
+        registry()
+            .into_iter()
+            .filter(|p| self.origin.is_none_or(|o| p.origins.contains(&o)))
+            .collect()
+    }
+}
+
+/// Shorthand for building a parameter set: `params![("size", 16384), ("placement", "same")]`.
+#[macro_export]
+macro_rules! params {
+    () => { $crate::results::model::Params::new() };
+    ($(($k:expr, $v:expr)),+ $(,)?) => {{
+        let mut p = $crate::results::model::Params::new();
+        $( p.insert($k.to_string(), serde_json::json!($v)); )+
+        p
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn ids_are_unique_and_well_formed() {
+        let mut seen = HashSet::new();
+        for p in registry() {
+            assert!(seen.insert(p.id), "duplicate probe id {}", p.id);
+            let (group, name) = p.id.split_once('.').expect("id is group.name");
+            assert!(
+                !group.is_empty() && !name.is_empty() && !name.contains('.'),
+                "{}",
+                p.id
+            );
+            assert!(!p.summary.is_empty() && !p.origins.is_empty(), "{}", p.id);
+            assert!(
+                !(p.variants)(Scale::Quick).is_empty(),
+                "{} has no quick variant",
+                p.id
+            );
+            assert!(
+                (p.variants)(Scale::Full).len() >= (p.variants)(Scale::Quick).len(),
+                "{}",
+                p.id
+            );
+        }
+    }
+
+    #[test]
+    fn paper_suites_hold_only_their_papers_probes() {
+        for name in ["ousterhout89", "chen96"] {
+            let s = suite(name).unwrap();
+            let probes = s.probes();
+            assert!(!probes.is_empty(), "{name} is empty");
+            assert!(probes
+                .iter()
+                .all(|p| p.origins.contains(&s.origin.unwrap())));
+        }
+    }
+}

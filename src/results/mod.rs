@@ -1,0 +1,5 @@
+//! The results model and how it is shown.
+
+pub mod fingerprint;
+pub mod model;
+pub mod table;

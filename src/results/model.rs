@@ -1,0 +1,202 @@
+//! The run document: what one `osmeter run` produced, in a shape that can be printed, serialised as
+//! `osmeter.run/1` JSON and stored unchanged.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const RUN_SCHEMA: &str = "osmeter.run/1";
+
+/// Parameters of one measurement, e.g. `{"size": 16384, "placement": "cross"}`.
+pub type Params = BTreeMap<String, serde_json::Value>;
+
+/// Counter values per operation, by event name.
+pub type CounterValues = BTreeMap<String, f64>;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Run {
+    pub schema: String,
+    pub id: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub tool_version: String,
+    pub suite: Option<String>,
+    pub options: RunOptions,
+    pub fingerprint: serde_json::Value,
+    /// Events that could not be counted on this machine, with the reason (once per run, not per figure).
+    pub counters_unavailable: BTreeMap<String, String>,
+    /// The harness's own cost, subtracted from every figure.
+    pub overhead: Option<Overhead>,
+    pub measurements: Vec<Measurement>,
+    /// True when the run was stopped early (Ctrl-C): what is here was measured, the rest was not.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunOptions {
+    pub probes: Vec<String>,
+    pub samples: usize,
+    pub min_sample_ms: f64,
+    pub warmup_samples: usize,
+    pub cpu: Option<usize>,
+    pub scratch_dir: String,
+    pub scratch_fs: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Overhead {
+    /// Fixed cost of one sample (clock and counter reads), nanoseconds.
+    pub per_sample_ns: f64,
+    /// Cost of one turn of an empty timed loop, nanoseconds.
+    pub per_iteration_ns: f64,
+    /// Counter deltas of one empty sample, by scope then event.
+    pub per_sample_counters: CounterScopes,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Skipped,
+    Failed,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Unit {
+    /// Nanoseconds per operation (lower is better).
+    #[serde(rename = "ns")]
+    Nanoseconds,
+    /// Bytes per second (higher is better).
+    #[serde(rename = "B/s")]
+    BytesPerSecond,
+    /// Operations per second (higher is better).
+    #[serde(rename = "op/s")]
+    OpsPerSecond,
+}
+
+impl Unit {
+    pub fn higher_is_better(self) -> bool {
+        !matches!(self, Unit::Nanoseconds)
+    }
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Nanoseconds => "ns",
+            Unit::BytesPerSecond => "B/s",
+            Unit::OpsPerSecond => "op/s",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CounterScopes {
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub user: CounterValues,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub kernel: CounterValues,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub software: CounterValues,
+    /// True when at least one count was extrapolated from time_enabled/time_running.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub scaled: bool,
+}
+
+impl CounterScopes {
+    pub fn is_empty(&self) -> bool {
+        self.user.is_empty() && self.kernel.is_empty() && self.software.is_empty()
+    }
+}
+
+/// What else happened on the machine while the samples were taken (totals over all samples).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Interference {
+    pub irq_timer: u64,
+    pub irq_other: u64,
+    pub csw_voluntary: u64,
+    pub csw_involuntary: u64,
+    pub steal_ms: f64,
+    /// Samples during which the hypervisor stole time or a non-timer interrupt landed.
+    pub disturbed_samples: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub median: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Coefficient of variation, stddev / mean.
+    pub cv: f64,
+    /// Distribution-free 95 % confidence interval of the median (order statistics).
+    pub ci95: [f64; 2],
+    /// Confidence actually achieved by `ci95` (below 0.95 when there are too few samples).
+    pub ci_level: f64,
+    /// Indices of samples flagged as outliers (modified z-score above 3.5).
+    pub outliers: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Measurement {
+    pub probe: String,
+    pub params: Params,
+    pub unit: Unit,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reason: Option<String>,
+    /// Per-operation figure of each sample, overhead already subtracted.
+    pub samples: Vec<f64>,
+    #[serde(flatten)]
+    pub summary: Option<Summary>,
+    /// Operations per sample after calibration.
+    pub iterations: u64,
+    /// Bytes moved per operation, for bandwidth figures.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub bytes_per_op: Option<u64>,
+    /// Median counter values per operation, overhead subtracted.
+    pub counters: CounterScopes,
+    pub interference: Interference,
+    /// Things the reader should know about this figure (large spread, outliers, placement changed...).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub warnings: Vec<String>,
+}
+
+impl Measurement {
+    pub fn not_measured(
+        probe: &str,
+        params: Params,
+        unit: Unit,
+        status: Status,
+        reason: String,
+    ) -> Self {
+        Measurement {
+            probe: probe.to_string(),
+            params,
+            unit,
+            status,
+            reason: Some(reason),
+            samples: Vec::new(),
+            summary: None,
+            iterations: 0,
+            bytes_per_op: None,
+            counters: CounterScopes::default(),
+            interference: Interference::default(),
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn label(&self) -> String {
+        label(&self.probe, &self.params)
+    }
+}
+
+/// `probe` followed by its parameters, e.g. `ipc.pipe_pingpong placement=cross`.
+pub fn label(probe: &str, params: &Params) -> String {
+    let mut s = probe.to_string();
+    for (k, v) in params {
+        let v = match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        s.push_str(&format!(" {k}={v}"));
+    }
+    s
+}

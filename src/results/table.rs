@@ -1,0 +1,212 @@
+//! The terminal table of a run: grouped by subsystem, median with its confidence interval, and the
+//! counter columns that this machine could fill.
+
+use super::model::{Measurement, Run, Status, Unit};
+use std::fmt::Write;
+
+/// Scales a value into a readable unit: ns -> us/ms/s, B/s -> KB/s ... GB/s.
+pub fn human(value: f64, unit: Unit) -> (f64, &'static str) {
+    match unit {
+        Unit::Nanoseconds => {
+            if value >= 1e9 {
+                (value / 1e9, "s")
+            } else if value >= 1e6 {
+                (value / 1e6, "ms")
+            } else if value >= 1e4 {
+                (value / 1e3, "us")
+            } else {
+                (value, "ns")
+            }
+        }
+        Unit::BytesPerSecond => {
+            if value >= 1e9 {
+                (value / 1e9, "GB/s")
+            } else if value >= 1e6 {
+                (value / 1e6, "MB/s")
+            } else {
+                (value / 1e3, "KB/s")
+            }
+        }
+        Unit::OpsPerSecond => {
+            if value >= 1e6 {
+                (value / 1e6, "Mop/s")
+            } else if value >= 1e3 {
+                (value / 1e3, "Kop/s")
+            } else {
+                (value, "op/s")
+            }
+        }
+    }
+}
+
+/// Significant digits that suit the value's size.
+fn fmt_num(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Counter columns: (scope, event, header). Shown only where some figure has a value.
+const COUNTER_COLUMNS: &[(&str, &str, &str)] = &[
+    ("user", "instructions", "u-instr"),
+    ("kernel", "instructions", "k-instr"),
+    ("kernel", "cycles", "k-cycles"),
+    ("software", "page-faults", "faults"),
+    ("software", "context-switches", "csw"),
+];
+
+fn counter(m: &Measurement, scope: &str, event: &str) -> Option<f64> {
+    let map = match scope {
+        "user" => &m.counters.user,
+        "kernel" => &m.counters.kernel,
+        _ => &m.counters.software,
+    };
+    map.get(event).copied()
+}
+
+fn fmt_count(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e4 {
+        format!("{:.1}k", v / 1e3)
+    } else if v >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+pub fn render(run: &Run) -> String {
+    let columns: Vec<_> = COUNTER_COLUMNS
+        .iter()
+        .filter(|(s, e, _)| run.measurements.iter().any(|m| counter(m, s, e).is_some()))
+        .collect();
+    let label_width = run
+        .measurements
+        .iter()
+        .map(|m| m.label().len())
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    let mut out = String::new();
+    let mut header = format!(
+        "{:<label_width$}  {:>9} {:>14} {:<5} {:>6}",
+        "probe", "median", "95% CI", "unit", "cv%"
+    );
+    for (_, _, h) in &columns {
+        let _ = write!(header, " {h:>9}");
+    }
+    let mut group = String::new();
+    for m in &run.measurements {
+        let g = m.probe.split('.').next().unwrap_or("").to_string();
+        if g != group {
+            if !group.is_empty() {
+                out.push('\n');
+            }
+            group = g;
+            let _ = writeln!(out, "{header}");
+        }
+        match (m.status, &m.summary) {
+            (Status::Ok, Some(s)) => {
+                let (med, unit) = human(s.median, m.unit);
+                let scale = if s.median != 0.0 { med / s.median } else { 1.0 };
+                let ci = format!(
+                    "{}-{}",
+                    fmt_num(s.ci95[0] * scale),
+                    fmt_num(s.ci95[1] * scale)
+                );
+                let mark = if m.warnings.is_empty() { "" } else { " !" };
+                let _ = write!(
+                    out,
+                    "{:<label_width$}  {:>9} {:>14} {:<5} {:>6.1}",
+                    m.label(),
+                    fmt_num(med),
+                    ci,
+                    unit,
+                    s.cv * 100.0
+                );
+                for (scope, event, _) in &columns {
+                    let cell = counter(m, scope, event)
+                        .map(fmt_count)
+                        .unwrap_or_else(|| "-".into());
+                    let _ = write!(out, " {cell:>9}");
+                }
+                let _ = writeln!(out, "{mark}");
+            }
+            (status, _) => {
+                let word = if status == Status::Skipped {
+                    "skipped"
+                } else {
+                    "FAILED"
+                };
+                let _ = writeln!(
+                    out,
+                    "{:<label_width$}  {word}: {}",
+                    m.label(),
+                    m.reason.as_deref().unwrap_or("no reason recorded")
+                );
+            }
+        }
+    }
+    if let Some(oh) = &run.overhead {
+        let _ = writeln!(
+            out,
+            "\nHarness overhead subtracted: {:.0} ns per sample, {:.2} ns per iteration.",
+            oh.per_sample_ns, oh.per_iteration_ns
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Counters are per operation, for the measuring thread only."
+    );
+    if !run.counters_unavailable.is_empty() {
+        let hw = run.counters_unavailable.len();
+        let first = run
+            .counters_unavailable
+            .values()
+            .next()
+            .map(String::as_str)
+            .unwrap_or("");
+        let _ = writeln!(
+            out,
+            "{hw} counter events unavailable here (e.g. {first}); `osmeter info` lists them."
+        );
+    }
+    let flagged: Vec<&Measurement> = run
+        .measurements
+        .iter()
+        .filter(|m| !m.warnings.is_empty())
+        .collect();
+    if !flagged.is_empty() {
+        let _ = writeln!(out, "\n! warnings:");
+        for m in flagged {
+            for w in &m.warnings {
+                let _ = writeln!(out, "  {}: {w}", m.label());
+            }
+        }
+    }
+    if run.interrupted {
+        let _ = writeln!(
+            out,
+            "\nInterrupted: the figures above are all that was measured."
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human(250.0, Unit::Nanoseconds), (250.0, "ns"));
+        assert_eq!(human(25_000.0, Unit::Nanoseconds), (25.0, "us"));
+        assert_eq!(human(2.5e6, Unit::Nanoseconds), (2.5, "ms"));
+        assert_eq!(human(3e9, Unit::BytesPerSecond), (3.0, "GB/s"));
+    }
+}
