@@ -53,6 +53,9 @@ pub struct RunArgs {
     /// Directory for scratch files (a fresh subdirectory is made and removed) [default: the system temporary directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Run the measuring thread at this SCHED_FIFO priority (1-98; needs root or CAP_SYS_NICE)
+    #[arg(long, value_name = "PRIO")]
+    pub fifo: Option<i32>,
     /// Do not open perf_event counters (time and interference only)
     #[arg(long)]
     pub no_counters: bool,

@@ -24,6 +24,7 @@ pub struct RunConfig {
     pub cpu: usize,
     pub scratch_parent: PathBuf,
     pub counters: bool,
+    pub fifo: Option<i32>,
     pub json: bool,
 }
 
@@ -32,7 +33,7 @@ pub fn parse_duration_ns(text: &str) -> Result<u64> {
     let t = text.trim();
     let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| {
+    let value: f64 = num.trim().parse().map_err(|_| {
         usage!("cannot read the duration {text:?}: expected a number and a unit, e.g. 20ms")
     })?;
     let scale = match unit {
@@ -198,6 +199,9 @@ impl RunConfig {
             }
             None => *placement::allowed_cpus().last().unwrap_or(&0),
         };
+        if let Some(prio) = args.fifo {
+            placement::check_fifo_priority(prio).map_err(|e| usage!("--fifo {prio}: {e:#}"))?;
+        }
         let scratch_parent = args.dir.clone().unwrap_or_else(std::env::temp_dir);
         check_scratch_parent(&scratch_parent)?;
         Ok(RunConfig {
@@ -212,6 +216,7 @@ impl RunConfig {
             cpu,
             scratch_parent,
             counters: !args.no_counters,
+            fifo: args.fifo,
             json: args.output.json,
         })
     }

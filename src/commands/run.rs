@@ -69,7 +69,11 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         })?;
 
     let restore_affinity = placement::allowed_cpus();
+    let restore_sched = placement::current_sched();
     placement::pin_current_thread(config.cpu)?;
+    if let Some(prio) = config.fifo {
+        placement::set_fifo(prio)?;
+    }
     let counters = if config.counters {
         CounterSet::open_all()
     } else {
@@ -133,7 +137,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         }
     }
     progress(show_progress, "");
-    // Unpin before collecting the fingerprint so nothing else inherits the placement.
+    // Undo placement and class before collecting the fingerprint so nothing else inherits them.
+    let _ = placement::restore_sched(restore_sched);
     let _ = placement::set_affinity(&restore_affinity);
 
     let run = Run {
@@ -153,6 +158,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             min_sample_ms: config.harness.min_sample_ns as f64 / 1e6,
             warmup_samples: config.harness.warmup_samples,
             cpu: Some(config.cpu),
+            fifo_priority: config.fifo,
             scratch_dir: config.scratch_parent.display().to_string(),
             scratch_fs: None,
         },

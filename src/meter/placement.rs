@@ -66,6 +66,69 @@ pub fn validate_cpu(cpu: usize) -> Result<()> {
     Ok(())
 }
 
+/// Highest real-time priority osmeter uses: 99 is left to the kernel's own watchdog-class threads.
+pub const MAX_FIFO_PRIORITY: i32 = 98;
+
+/// The calling thread's scheduling policy and priority, to restore after a real-time measurement.
+#[derive(Debug, Clone, Copy)]
+pub struct SchedState {
+    policy: libc::c_int,
+    priority: libc::c_int,
+}
+
+pub fn current_sched() -> SchedState {
+    // SAFETY: plain queries of the calling thread.
+    unsafe {
+        let mut param: libc::sched_param = std::mem::zeroed();
+        libc::sched_getparam(0, &mut param);
+        SchedState {
+            policy: libc::sched_getscheduler(0),
+            priority: param.sched_priority,
+        }
+    }
+}
+
+pub fn restore_sched(state: SchedState) -> Result<()> {
+    let param = libc::sched_param {
+        sched_priority: state.priority,
+    };
+    // SAFETY: param is a valid pointer for the call.
+    if unsafe { libc::sched_setscheduler(0, state.policy, &param) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot restore the scheduling class");
+    }
+    Ok(())
+}
+
+/// Switches the calling thread to SCHED_FIFO at `priority`.
+pub fn set_fifo(priority: i32) -> Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: as above.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EPERM) {
+            bail!(
+                "SCHED_FIFO needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO of at least {priority} (ulimit -r); \
+                 run as root or drop --fifo"
+            );
+        }
+        return Err(err).context("cannot switch to SCHED_FIFO");
+    }
+    Ok(())
+}
+
+/// Checks a requested real-time priority before anything runs: in range, and allowed for this user
+/// (tried on a short-lived thread so the caller's own class is untouched).
+pub fn check_fifo_priority(priority: i32) -> Result<()> {
+    if !(1..=MAX_FIFO_PRIORITY).contains(&priority) {
+        bail!("the priority must be between 1 and {MAX_FIFO_PRIORITY} (99 is left to the kernel)");
+    }
+    std::thread::spawn(move || set_fifo(priority))
+        .join()
+        .map_err(|_| anyhow::anyhow!("the priority check thread panicked"))?
+}
+
 /// Placement of a two-party probe relative to the measuring CPU: the partner on the same CPU, or on
 /// a different one. `None` means the machine cannot provide it (a single usable CPU).
 pub fn partner_cpu(measuring: usize, cross: bool) -> Option<usize> {

@@ -38,6 +38,8 @@ pub struct RunOptions {
     pub min_sample_ms: f64,
     pub warmup_samples: usize,
     pub cpu: Option<usize>,
+    /// SCHED_FIFO priority of the measuring thread, when one was asked for.
+    pub fifo_priority: Option<i32>,
     pub scratch_dir: String,
     pub scratch_fs: Option<String>,
 }

@@ -1,0 +1,308 @@
+//! End-to-end tests of `osmeter run` and `osmeter list`, good input and bad.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::path::Path;
+
+fn osmeter() -> Command {
+    Command::cargo_bin("osmeter").unwrap()
+}
+
+/// Short samples: these tests check behaviour, not figures.
+const FAST: &[&str] = &["--repeat", "3", "--min-time", "1ms", "--warmup", "0"];
+
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn run_prints_a_grouped_table_and_leaves_no_scratch() {
+    let dir = tempfile::tempdir().unwrap();
+    osmeter()
+        .args(["run", "syscall.null", "cpu.reference", "--dir"])
+        .arg(dir.path())
+        .args(FAST)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("syscall.null"))
+        .stdout(predicate::str::contains("cpu.reference"))
+        .stdout(predicate::str::contains("Harness overhead subtracted"));
+    assert!(
+        entries(dir.path()).is_empty(),
+        "scratch left: {:?}",
+        entries(dir.path())
+    );
+}
+
+#[test]
+fn run_json_is_one_run_document() {
+    let out = osmeter()
+        .args(["run", "syscall", "--json"])
+        .args(FAST)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_eq!(doc["schema"], "osmeter.run/1");
+    assert!(doc["id"].as_str().is_some_and(|s| !s.is_empty()));
+    assert!(doc["started_at"].as_str().unwrap().ends_with('Z'));
+    assert!(doc["fingerprint"].is_object());
+    let ms = doc["measurements"].as_array().unwrap();
+    let null = ms
+        .iter()
+        .find(|m| m["probe"] == "syscall.null")
+        .expect("syscall.null measured");
+    assert_eq!(null["status"], "ok");
+    assert_eq!(null["unit"], "ns");
+    assert_eq!(null["samples"].as_array().unwrap().len(), 3);
+    let median = null["median"].as_f64().unwrap();
+    let ci = null["ci95"].as_array().unwrap();
+    assert!(ci[0].as_f64().unwrap() <= median && median <= ci[1].as_f64().unwrap());
+    assert!(median > 0.0);
+    for key in ["cv", "counters", "interference", "params"] {
+        assert!(null.get(key).is_some(), "measurement lacks {key}");
+    }
+    assert!(doc["overhead"]["per_sample_ns"].as_f64().unwrap() >= 0.0);
+}
+
+#[test]
+fn list_shows_suites_and_probes_with_origins() {
+    osmeter()
+        .arg("list")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("quick"))
+        .stdout(predicate::str::contains("ousterhout89"))
+        .stdout(predicate::str::contains("syscall.null"))
+        .stdout(predicate::str::contains("Ousterhout 1989"));
+    let out = osmeter().args(["list", "--json"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["id"] == "syscall.null"));
+    assert_eq!(doc["suites"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn unknown_probe_names_the_closest_ids() {
+    osmeter()
+        .args(["run", "syscall.nul"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown probe"))
+        .stderr(predicate::str::contains("syscall.null"));
+}
+
+#[test]
+fn missing_dir_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope");
+    osmeter()
+        .args(["run", "syscall.null", "--dir"])
+        .arg(&missing)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--dir"))
+        .stderr(predicate::str::contains("No such file"));
+    assert!(!missing.exists());
+}
+
+/// A directory that cannot be written, even by root: a read-only tmpfs when we are root, a mode-555
+/// directory otherwise.
+struct ReadOnlyDir {
+    dir: tempfile::TempDir,
+    mounted: bool,
+}
+
+impl ReadOnlyDir {
+    fn new() -> Option<Self> {
+        let dir = tempfile::tempdir().unwrap();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let ok = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", "ro,size=1m", "osmeter-test"])
+                .arg(dir.path())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                return None; // no mount privilege in this container: nothing to test with
+            }
+            Some(ReadOnlyDir { dir, mounted: true })
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+            Some(ReadOnlyDir {
+                dir,
+                mounted: false,
+            })
+        }
+    }
+}
+
+impl Drop for ReadOnlyDir {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = std::process::Command::new("umount")
+                .arg(self.dir.path())
+                .status();
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            let _ =
+                std::fs::set_permissions(self.dir.path(), std::fs::Permissions::from_mode(0o755));
+        }
+    }
+}
+
+#[test]
+fn read_only_dir_is_a_usage_error() {
+    let Some(ro) = ReadOnlyDir::new() else {
+        eprintln!("cannot make a read-only directory here; skipped");
+        return;
+    };
+    osmeter()
+        .args(["run", "syscall.null", "--dir"])
+        .arg(ro.dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot create files there"));
+    assert!(entries(ro.dir.path()).is_empty());
+}
+
+#[test]
+fn nonexistent_cpu_is_a_usage_error() {
+    osmeter()
+        .args(["run", "syscall.null", "--cpu", "4096"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("CPU 4096 does not exist"))
+        .stderr(predicate::str::contains("usable CPUs"));
+}
+
+#[test]
+fn zero_repeat_is_a_usage_error() {
+    osmeter()
+        .args(["run", "syscall.null", "--repeat", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("at least one sample"));
+}
+
+#[test]
+fn bad_min_time_is_a_usage_error() {
+    osmeter()
+        .args(["run", "syscall.null", "--min-time", "5 parsecs"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("time unit"));
+}
+
+#[test]
+fn fifo_priority_out_of_range_is_refused() {
+    osmeter()
+        .args(["run", "syscall.null", "--fifo", "99"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("between 1 and 98"));
+}
+
+#[test]
+fn fifo_run_as_root_or_clear_refusal_otherwise() {
+    let assert = osmeter()
+        .args(["run", "syscall.null", "--fifo", "10", "--json"])
+        .args(FAST)
+        .assert();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let out = assert.success().get_output().stdout.clone();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(doc["options"]["fifo_priority"], 10);
+    } else {
+        assert
+            .code(2)
+            .stderr(predicate::str::contains("CAP_SYS_NICE"));
+    }
+}
+
+#[test]
+fn non_root_fifo_request_is_refused_with_the_reason() {
+    // Drop to nobody when we are root and setpriv exists; otherwise the test above covers it.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || which("setpriv").is_none() {
+        return;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("osmeter");
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(&bin)
+        .args(["run", "syscall.null", "--fifo", "10", "--dir", "/tmp"])
+        .output()
+        .unwrap();
+    // nobody has no CAP_SYS_NICE and inherits an RLIMIT_RTPRIO of 0: refused before anything runs.
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SCHED_FIFO needs root"));
+}
+
+fn which(cmd: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(cmd))
+        .find(|p| p.is_file())
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_with_what_was_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("osmeter");
+    // Long samples so the signal lands mid-run.
+    let child = std::process::Command::new(bin)
+        .args([
+            "run",
+            "syscall.null",
+            "syscall.dup",
+            "syscall.sched_yield",
+            "cpu.reference",
+        ])
+        .args(["--repeat", "50", "--min-time", "50ms", "--dir"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    // SAFETY: the pid is our own child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "stdout {stdout} stderr {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("Interrupted"), "{stdout}");
+    assert!(
+        entries(dir.path()).is_empty(),
+        "scratch left: {:?}",
+        entries(dir.path())
+    );
+}
