@@ -141,7 +141,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let _ = placement::restore_sched(restore_sched);
     let _ = placement::set_affinity(&restore_affinity);
 
-    let run = Run {
+    let mut run = Run {
         schema: RUN_SCHEMA.to_string(),
         id: new_run_id(),
         started_at,
@@ -169,6 +169,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         interrupted,
     };
     drop(scratch);
+    crate::results::derive::annotate(&mut run);
 
     if config.json {
         println!("{}", serde_json::to_string_pretty(&run)?);

@@ -264,9 +264,10 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
         interference.csw_voluntary += i.csw_voluntary;
         interference.csw_involuntary += i.csw_involuntary;
         interference.steal_ms += i.steal_ms;
-        if i.steal_ms > 0.0 || i.csw_involuntary > 0 {
+        if i.disturbed() {
             interference.disturbed_samples += 1;
         }
+        interference.per_sample.push(*i);
     }
 
     let mut warnings = Vec::new();
@@ -310,6 +311,7 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
         bytes_per_op: bytes,
         counters,
         interference,
+        derived: BTreeMap::new(),
         warnings,
     })
 }

@@ -35,27 +35,8 @@ pub struct EventCount {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CounterReading(pub Vec<EventCount>);
 
-/// Cumulative interference counters at one instant.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct InterferenceReading {
-    pub irq_timer: u64,
-    pub irq_other: u64,
-    pub csw_voluntary: u64,
-    pub csw_involuntary: u64,
-    pub steal_ms: f64,
-}
-
-impl InterferenceReading {
-    pub fn delta(&self, before: &InterferenceReading) -> InterferenceReading {
-        InterferenceReading {
-            irq_timer: self.irq_timer.saturating_sub(before.irq_timer),
-            irq_other: self.irq_other.saturating_sub(before.irq_other),
-            csw_voluntary: self.csw_voluntary.saturating_sub(before.csw_voluntary),
-            csw_involuntary: self.csw_involuntary.saturating_sub(before.csw_involuntary),
-            steal_ms: (self.steal_ms - before.steal_ms).max(0.0),
-        }
-    }
-}
+/// Cumulative interference counters at one instant (and, as a delta, what one sample saw).
+pub use crate::results::model::SampleInterference as InterferenceReading;
 
 /// What the harness reads around every sample.
 pub trait Sensors {

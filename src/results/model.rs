@@ -107,7 +107,34 @@ impl CounterScopes {
     }
 }
 
-/// What else happened on the machine while the samples were taken (totals over all samples).
+/// Interference counters: cumulative at an instant, or the delta over one sample.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct SampleInterference {
+    pub irq_timer: u64,
+    pub irq_other: u64,
+    pub csw_voluntary: u64,
+    pub csw_involuntary: u64,
+    pub steal_ms: f64,
+}
+
+impl SampleInterference {
+    pub fn delta(&self, before: &SampleInterference) -> SampleInterference {
+        SampleInterference {
+            irq_timer: self.irq_timer.saturating_sub(before.irq_timer),
+            irq_other: self.irq_other.saturating_sub(before.irq_other),
+            csw_voluntary: self.csw_voluntary.saturating_sub(before.csw_voluntary),
+            csw_involuntary: self.csw_involuntary.saturating_sub(before.csw_involuntary),
+            steal_ms: (self.steal_ms - before.steal_ms).max(0.0),
+        }
+    }
+
+    /// The hypervisor took time, or the scheduler preempted the measuring thread.
+    pub fn disturbed(&self) -> bool {
+        self.steal_ms > 0.0 || self.csw_involuntary > 0
+    }
+}
+
+/// What else happened on the machine while the samples were taken: totals, and each sample's own.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Interference {
     pub irq_timer: u64,
@@ -115,8 +142,11 @@ pub struct Interference {
     pub csw_voluntary: u64,
     pub csw_involuntary: u64,
     pub steal_ms: f64,
-    /// Samples during which the hypervisor stole time or a non-timer interrupt landed.
+    /// Samples during which the hypervisor stole time or the thread was preempted.
     pub disturbed_samples: usize,
+    /// Per kept sample, in the order of `samples`.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub per_sample: Vec<SampleInterference>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -156,6 +186,9 @@ pub struct Measurement {
     /// Median counter values per operation, overhead subtracted.
     pub counters: CounterScopes,
     pub interference: Interference,
+    /// Figures derived from this one (cpi.user, bytes_per_instruction, reference_units, ...).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub derived: BTreeMap<String, f64>,
     /// Things the reader should know about this figure (large spread, outliers, placement changed...).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub warnings: Vec<String>,
@@ -181,6 +214,7 @@ impl Measurement {
             bytes_per_op: None,
             counters: CounterScopes::default(),
             interference: Interference::default(),
+            derived: BTreeMap::new(),
             warnings: Vec::new(),
         }
     }
@@ -201,4 +235,53 @@ pub fn label(probe: &str, params: &Params) -> String {
         s.push_str(&format!(" {k}={v}"));
     }
     s
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    pub fn empty_run() -> Run {
+        Run {
+            schema: RUN_SCHEMA.into(),
+            id: "test".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: None,
+            tool_version: "0".into(),
+            suite: None,
+            options: RunOptions::default(),
+            fingerprint: serde_json::Value::Null,
+            counters_unavailable: BTreeMap::new(),
+            overhead: None,
+            measurements: Vec::new(),
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn measurement_round_trips_through_json() {
+        let mut m = Measurement::not_measured(
+            "a.b",
+            Params::new(),
+            Unit::Nanoseconds,
+            Status::Ok,
+            "x".into(),
+        );
+        m.summary = Some(Summary {
+            median: 3.0,
+            ci95: [2.0, 4.0],
+            ..Default::default()
+        });
+        m.samples = vec![2.0, 3.0, 4.0];
+        m.counters.kernel.insert("instructions".into(), 10.0);
+        let mut run = empty_run();
+        run.measurements.push(m);
+        let text = serde_json::to_string(&run).unwrap();
+        let back: Run = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, run);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        // Summary fields sit on the measurement itself, as the run schema says.
+        assert_eq!(v["measurements"][0]["median"], 3.0);
+        assert_eq!(v["measurements"][0]["ci95"][1], 4.0);
+    }
 }
