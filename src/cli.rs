@@ -25,6 +25,59 @@ pub enum Command {
     Info(JsonArg),
     /// Time a command and count its events, user and kernel apart, over repeated runs
     Stat(StatArgs),
+    /// List the stored runs, newest first
+    Runs(RunsArgs),
+    /// Show one stored run
+    Show(ShowArgs),
+    /// Remove stored runs
+    Rm(RmArgs),
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct StoreArg {
+    /// Where runs are kept: a SQLite file or a postgres:// URL [default: $OSMETER_STORE, else
+    /// $XDG_DATA_HOME/osmeter/runs.db]
+    #[arg(long, value_name = "PATH|URL")]
+    pub store: Option<String>,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct RunsArgs {
+    /// Only runs from this host name
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Only runs of this suite
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// Only runs with this tag (repeatable; all must match)
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Only runs started at or after this date or time (e.g. 2026-11-01)
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ShowArgs {
+    /// Run id, or a unique prefix of one
+    pub run: String,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RmArgs {
+    /// Run ids, or unique prefixes
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 #[derive(Args, Debug, Clone, Copy, Default)]
@@ -59,6 +112,14 @@ pub struct RunArgs {
     /// Do not open perf_event counters (time and interference only)
     #[arg(long)]
     pub no_counters: bool,
+    /// Label the run (repeatable), e.g. --tag kernel=6.6-patched
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Print the results without keeping them in the store
+    #[arg(long)]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
     #[command(flatten)]
     pub output: JsonArg,
 }

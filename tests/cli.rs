@@ -1,27 +1,26 @@
 //! End-to-end tests of `osmeter run` and `osmeter list`, good input and bad.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{entries, is_root, which, TestEnv, FAST};
 use predicates::prelude::*;
-use std::path::Path;
 
-fn osmeter() -> Command {
-    Command::cargo_bin("osmeter").unwrap()
-}
-
-/// Short samples: these tests check behaviour, not figures.
-const FAST: &[&str] = &["--repeat", "3", "--min-time", "1ms", "--warmup", "0"];
-
-fn entries(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect()
+/// For tests that must fail before anything is stored: a store path no one can create, so a test that
+/// reached the store by mistake fails loudly instead of writing somewhere.
+fn osmeter() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("osmeter").unwrap();
+    c.env(
+        "OSMETER_STORE",
+        "/proc/osmeter-tests-must-not-store/runs.db",
+    );
+    c
 }
 
 #[test]
 fn run_prints_a_grouped_table_and_leaves_no_scratch() {
     let dir = tempfile::tempdir().unwrap();
-    osmeter()
+    let env = TestEnv::new();
+    env.osmeter()
         .args(["run", "syscall.null", "cpu.reference", "--dir"])
         .arg(dir.path())
         .args(FAST)
@@ -39,7 +38,9 @@ fn run_prints_a_grouped_table_and_leaves_no_scratch() {
 
 #[test]
 fn run_json_is_one_run_document() {
-    let out = osmeter()
+    let env = TestEnv::new();
+    let out = env
+        .osmeter()
         .args(["run", "syscall", "--json"])
         .args(FAST)
         .output()
@@ -126,8 +127,7 @@ struct ReadOnlyDir {
 impl ReadOnlyDir {
     fn new() -> Option<Self> {
         let dir = tempfile::tempdir().unwrap();
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 {
+        if is_root() {
             let ok = std::process::Command::new("mount")
                 .args(["-t", "tmpfs", "-o", "ro,size=1m", "osmeter-test"])
                 .arg(dir.path())
@@ -216,12 +216,13 @@ fn fifo_priority_out_of_range_is_refused() {
 
 #[test]
 fn fifo_run_as_root_or_clear_refusal_otherwise() {
-    let assert = osmeter()
+    let env = TestEnv::new();
+    let assert = env
+        .osmeter()
         .args(["run", "syscall.null", "--fifo", "10", "--json"])
         .args(FAST)
         .assert();
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    if is_root() {
         let out = assert.success().get_output().stdout.clone();
         let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(doc["options"]["fifo_priority"], 10);
@@ -235,8 +236,7 @@ fn fifo_run_as_root_or_clear_refusal_otherwise() {
 #[test]
 fn non_root_fifo_request_is_refused_with_the_reason() {
     // Drop to nobody when we are root and setpriv exists; otherwise the test above covers it.
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 || which("setpriv").is_none() {
+    if !is_root() || which("setpriv").is_none() {
         return;
     }
     let bin = assert_cmd::cargo::cargo_bin("osmeter");
@@ -248,7 +248,15 @@ fn non_root_fifo_request_is_refused_with_the_reason() {
             "--inh-caps=-all",
         ])
         .arg(&bin)
-        .args(["run", "syscall.null", "--fifo", "10", "--dir", "/tmp"])
+        .args([
+            "run",
+            "syscall.null",
+            "--fifo",
+            "10",
+            "--dir",
+            "/tmp",
+            "--no-store",
+        ])
         .output()
         .unwrap();
     // nobody has no CAP_SYS_NICE and inherits an RLIMIT_RTPRIO of 0: refused before anything runs.
@@ -261,20 +269,13 @@ fn non_root_fifo_request_is_refused_with_the_reason() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("SCHED_FIFO needs root"));
 }
 
-fn which(cmd: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(cmd))
-        .find(|p| p.is_file())
-}
-
 #[test]
 fn ctrl_c_stops_cleanly_with_what_was_measured() {
     let dir = tempfile::tempdir().unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("osmeter");
+    let env = TestEnv::new();
     // Long samples so the signal lands mid-run.
-    let child = std::process::Command::new(bin)
+    let child = env
+        .osmeter_std()
         .args([
             "run",
             "syscall.null",

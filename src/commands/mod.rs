@@ -4,6 +4,7 @@ pub mod info;
 pub mod list;
 pub mod run;
 pub mod stat;
+pub mod stored;
 
 use crate::cli::{Cli, Command};
 use anyhow::Result;
@@ -15,6 +16,9 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::List(args) => list::list(args.json),
         Command::Info(args) => info::info(args.json),
         Command::Stat(args) => stat::stat(&args),
+        Command::Runs(args) => stored::runs(&args),
+        Command::Show(args) => stored::show(&args),
+        Command::Rm(args) => stored::rm(&args),
     }
 }
 

@@ -162,6 +162,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             scratch_dir: config.scratch_parent.display().to_string(),
             scratch_fs: None,
         },
+        tags: config.tags.clone(),
         fingerprint: fingerprint::collect(Some(scratch.path())),
         counters_unavailable: sensors.counters.unavailable().clone(),
         overhead: Some(overhead),
@@ -175,6 +176,14 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&run)?);
     } else {
         print!("{}", table::render(&run));
+    }
+    if let Some(location) = &config.store {
+        // The figures are already on stdout: a store that fails loses nothing the user saw.
+        let mut store = location.open()?;
+        store
+            .save(&run)
+            .with_context(|| format!("saving run {} to {}", run.id, store.describe()))?;
+        eprintln!("osmeter: run {} saved to {}", run.id, store.describe());
     }
     if interrupted {
         return Ok(crate::error::EXIT_INTERRUPTED);

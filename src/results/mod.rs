@@ -3,4 +3,5 @@
 pub mod derive;
 pub mod fingerprint;
 pub mod model;
+pub mod store;
 pub mod table;

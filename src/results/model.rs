@@ -21,6 +21,9 @@ pub struct Run {
     pub tool_version: String,
     pub suite: Option<String>,
     pub options: RunOptions,
+    /// User labels (`--tag key=value`), e.g. kernel=6.6-patched.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
     pub fingerprint: serde_json::Value,
     /// Events that could not be counted on this machine, with the reason (once per run, not per figure).
     pub counters_unavailable: BTreeMap<String, String>,
@@ -250,6 +253,7 @@ pub mod tests {
             tool_version: "0".into(),
             suite: None,
             options: RunOptions::default(),
+            tags: BTreeMap::new(),
             fingerprint: serde_json::Value::Null,
             counters_unavailable: BTreeMap::new(),
             overhead: None,

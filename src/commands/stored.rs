@@ -1,0 +1,79 @@
+//! `osmeter runs`, `show` and `rm`: what the store holds.
+
+use crate::cli::{RmArgs, RunsArgs, ShowArgs};
+use crate::config::parse_tags;
+use crate::results::store::{resolve_id, Location, RunFilter};
+use crate::results::table;
+use anyhow::Result;
+
+pub fn runs(args: &RunsArgs) -> Result<i32> {
+    let mut store = Location::resolve(args.store.store.as_deref())?.open()?;
+    let filter = RunFilter {
+        host: args.host.clone(),
+        suite: args.suite.clone(),
+        tags: parse_tags(&args.tags)?.into_iter().collect(),
+        since: args.since.clone(),
+    };
+    let list = store.list(&filter)?;
+    if args.output.json {
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(0);
+    }
+    if list.is_empty() {
+        eprintln!("osmeter: no runs in {} match", store.describe());
+        return Ok(0);
+    }
+    println!(
+        "{:<18} {:<20} {:<16} {:<8} {:>6}  tags",
+        "id", "started", "host", "suite", "figs"
+    );
+    for r in &list {
+        let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!(
+            "{:<18} {:<20} {:<16} {:<8} {:>6}  {}{}",
+            r.id,
+            r.started_at,
+            r.host.as_deref().unwrap_or("-"),
+            r.suite.as_deref().unwrap_or("-"),
+            r.measurements,
+            tags.join(" "),
+            if r.interrupted { " (interrupted)" } else { "" }
+        );
+    }
+    Ok(0)
+}
+
+pub fn show(args: &ShowArgs) -> Result<i32> {
+    let mut store = Location::resolve(args.store.store.as_deref())?.open()?;
+    let id = resolve_id(store.as_mut(), &args.run)?;
+    let run = store.load(&id)?.ok_or_else(|| {
+        anyhow::anyhow!("run {id} vanished from {} while reading", store.describe())
+    })?;
+    if args.output.json {
+        println!("{}", serde_json::to_string_pretty(&run)?);
+    } else {
+        println!(
+            "run {} started {} ({})",
+            run.id,
+            run.started_at,
+            run.suite.as_deref().unwrap_or("chosen probes")
+        );
+        print!("{}", table::render(&run));
+    }
+    Ok(0)
+}
+
+pub fn rm(args: &RmArgs) -> Result<i32> {
+    let mut store = Location::resolve(args.store.store.as_deref())?.open()?;
+    // Resolve every id first, so a typo in the third removes nothing.
+    let ids = args
+        .runs
+        .iter()
+        .map(|r| resolve_id(store.as_mut(), r))
+        .collect::<Result<Vec<_>>>()?;
+    for id in ids {
+        store.remove(&id)?;
+        eprintln!("osmeter: removed run {id}");
+    }
+    Ok(0)
+}

@@ -1,0 +1,321 @@
+//! The embedded SQLite store.
+
+use super::schema::{self, APPLICATION};
+use super::{RunFilter, RunInfo, Store};
+use crate::results::model::Run;
+use anyhow::{anyhow, bail, Context, Result};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub struct SqliteStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// The first 16 bytes of every SQLite 3 database file.
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+fn check_header(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return Ok(());
+    };
+    let mut head = [0u8; 16];
+    let n = f.read(&mut head).unwrap_or(0);
+    if n == 0 {
+        return Ok(()); // an empty file becomes a new store
+    }
+    if n < 16 || &head != SQLITE_MAGIC {
+        bail!(
+            "{} is not a SQLite database (left untouched); give another path with --store or {}",
+            path.display(),
+            super::STORE_ENV
+        );
+    }
+    Ok(())
+}
+
+impl SqliteStore {
+    pub fn open(path: &Path) -> Result<SqliteStore> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| {
+                format!("cannot create the store's directory {}", dir.display())
+            })?;
+        }
+        check_header(path)?;
+        let conn = Connection::open(path)
+            .with_context(|| format!("cannot open the store {}", path.display()))?;
+        let mut store = SqliteStore {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.prepare().map_err(|e| {
+            let text = format!("{e:#}");
+            if text.contains("not a database") || text.contains("malformed") {
+                anyhow!(
+                    "{} is corrupt or not a SQLite database (left untouched): {text}",
+                    path.display()
+                )
+            } else {
+                e
+            }
+        })?;
+        Ok(store)
+    }
+
+    /// Settles the connection and brings the schema up to date, refusing foreign or newer databases
+    /// before writing anything to them.
+    fn prepare(&mut self) -> Result<()> {
+        // Concurrent writers wait for each other instead of failing at once.
+        self.conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        let current = schema::current_version();
+        if self.inspect()? == Some(current) {
+            return Ok(());
+        }
+        // Empty or older: migrate under the write lock, checking again in case another process
+        // migrated in between.
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version = match inspect_schema(&tx, &self.path)? {
+            Some(v) => v,
+            None => {
+                tx.execute_batch(
+                    "CREATE TABLE osmeter_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                )?;
+                tx.execute(
+                    "INSERT INTO osmeter_meta VALUES ('application', ?1)",
+                    [APPLICATION],
+                )?;
+                tx.execute(
+                    "INSERT INTO osmeter_meta VALUES ('schema_version', '0')",
+                    [],
+                )?;
+                0
+            }
+        };
+        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(sql)
+                .with_context(|| format!("migrating the store to version {}", i + 1))?;
+        }
+        tx.execute(
+            "UPDATE osmeter_meta SET value = ?1 WHERE key = 'schema_version'",
+            [current.to_string()],
+        )?;
+        tx.commit()?;
+        // Only once the file is known to be ours: readers then never block the writer.
+        let _: String = self
+            .conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        Ok(())
+    }
+
+    fn inspect(&self) -> Result<Option<i64>> {
+        inspect_schema(&self.conn, &self.path)
+    }
+}
+
+/// The schema version of an osmeter database, `None` for an empty one, an error for a database that
+/// is someone else's or newer than this binary. Reads only.
+fn inspect_schema(conn: &Connection, path: &Path) -> Result<Option<i64>> {
+    let has_meta: bool = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'osmeter_meta'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has_meta {
+        let tables: i64 = conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+            [],
+            |r| r.get(0),
+        )?;
+        if tables > 0 {
+            bail!(
+                "{} is a SQLite database but not osmeter's (left untouched); give another path with --store",
+                path.display()
+            );
+        }
+        return Ok(None);
+    }
+    let app: Option<String> = conn
+        .query_row(
+            "SELECT value FROM osmeter_meta WHERE key = 'application'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if app.as_deref() != Some(APPLICATION) {
+        bail!(
+            "{} is not an osmeter database (left untouched)",
+            path.display()
+        );
+    }
+    let v: String = conn.query_row(
+        "SELECT value FROM osmeter_meta WHERE key = 'schema_version'",
+        [],
+        |r| r.get(0),
+    )?;
+    let version = v
+        .parse::<i64>()
+        .map_err(|_| anyhow!("bad schema_version {v:?} in {}", path.display()))?;
+    let current = schema::current_version();
+    if version > current {
+        bail!(
+            "{} has schema version {version}, newer than this osmeter understands ({current}); \
+             upgrade osmeter or use another store",
+            path.display()
+        );
+    }
+    Ok(Some(version))
+}
+
+fn host_of(run: &Run) -> Option<String> {
+    run.fingerprint
+        .get("hostname")
+        .and_then(|h| h.as_str())
+        .map(str::to_string)
+}
+
+impl Store for SqliteStore {
+    fn save(&mut self, run: &Run) -> Result<bool> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let exists: bool = tx
+            .query_row("SELECT 1 FROM runs WHERE id = ?1", [&run.id], |_| Ok(()))
+            .optional()?
+            .is_some();
+        if exists {
+            return Ok(false);
+        }
+        tx.execute(
+            "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document)
+             VALUES (?1, 'run', ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                run.id,
+                run.started_at,
+                host_of(run),
+                run.suite,
+                run.tool_version,
+                run.interrupted as i64,
+                serde_json::to_string(run)?
+            ],
+        )?;
+        for (k, v) in &run.tags {
+            tx.execute(
+                "INSERT INTO run_tags VALUES (?1, ?2, ?3)",
+                params![run.id, k, v],
+            )?;
+        }
+        for (seq, m) in run.measurements.iter().enumerate() {
+            let s = m.summary.as_ref();
+            tx.execute(
+                "INSERT INTO measurements VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    run.id,
+                    seq as i64,
+                    m.probe,
+                    serde_json::to_string(&m.params)?,
+                    m.unit.symbol(),
+                    serde_json::to_value(m.status)?.as_str().unwrap_or("?"),
+                    s.map(|s| s.median),
+                    s.map(|s| s.ci95[0]),
+                    s.map(|s| s.ci95[1]),
+                    s.map(|s| s.cv),
+                ],
+            )?;
+        }
+        tx.commit()?;
+        Ok(true)
+    }
+
+    fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
+        let mut sql = String::from(
+            "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
+                    (SELECT count(*) FROM measurements m WHERE m.run_id = r.id)
+             FROM runs r WHERE 1 = 1",
+        );
+        let mut args: Vec<String> = Vec::new();
+        if let Some(h) = &filter.host {
+            args.push(h.clone());
+            sql.push_str(&format!(" AND r.host = ?{}", args.len()));
+        }
+        if let Some(s) = &filter.suite {
+            args.push(s.clone());
+            sql.push_str(&format!(" AND r.suite = ?{}", args.len()));
+        }
+        if let Some(s) = &filter.since {
+            args.push(s.clone());
+            sql.push_str(&format!(" AND r.started_at >= ?{}", args.len()));
+        }
+        for (k, v) in &filter.tags {
+            args.push(k.clone());
+            args.push(v.clone());
+            sql.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = ?{} AND t.value = ?{})",
+                args.len() - 1,
+                args.len()
+            ));
+        }
+        sql.push_str(" ORDER BY r.started_at DESC, r.id DESC");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |r| {
+            Ok(RunInfo {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                started_at: r.get(2)?,
+                host: r.get(3)?,
+                suite: r.get(4)?,
+                tool_version: r.get(5)?,
+                interrupted: r.get::<_, i64>(6)? != 0,
+                measurements: r.get::<_, i64>(7)? as usize,
+                tags: BTreeMap::new(),
+            })
+        })?;
+        let mut out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut tag_stmt = self
+            .conn
+            .prepare("SELECT key, value FROM run_tags WHERE run_id = ?1")?;
+        for info in &mut out {
+            let tags = tag_stmt.query_map([&info.id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            info.tags = tags.collect::<rusqlite::Result<_>>()?;
+        }
+        Ok(out)
+    }
+
+    fn load(&mut self, id: &str) -> Result<Option<Run>> {
+        let doc: Option<String> = self
+            .conn
+            .query_row("SELECT document FROM runs WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        doc.map(|d| {
+            serde_json::from_str(&d).with_context(|| format!("run {id} in the store is unreadable"))
+        })
+        .transpose()
+    }
+
+    fn remove(&mut self, id: &str) -> Result<bool> {
+        Ok(self.conn.execute("DELETE FROM runs WHERE id = ?1", [id])? > 0)
+    }
+
+    fn ids(&mut self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM runs ORDER BY started_at DESC")?;
+        let ids = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(ids)
+    }
+
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,58 @@
+//! Shared set-up of the end-to-end tests: every test gets its own store, so none touches the user's.
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        TestEnv {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.dir.path().join("runs.db")
+    }
+
+    /// `osmeter` with OSMETER_STORE pointing into this test's directory.
+    pub fn osmeter(&self) -> Command {
+        let mut c = Command::cargo_bin("osmeter").unwrap();
+        c.env("OSMETER_STORE", self.store());
+        c
+    }
+
+    /// The same, as a std Command (for tests that send signals).
+    pub fn osmeter_std(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("osmeter"));
+        c.env("OSMETER_STORE", self.store());
+        c
+    }
+}
+
+/// Short samples: the end-to-end tests check behaviour, not figures.
+pub const FAST: &[&str] = &["--repeat", "3", "--min-time", "1ms", "--warmup", "0"];
+
+pub fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+pub fn which(cmd: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(cmd))
+        .find(|p| p.is_file())
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}

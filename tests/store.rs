@@ -1,0 +1,135 @@
+//! End-to-end tests of the store: runs are kept, listed, shown and removed; bad stores are refused
+//! without losing anything.
+
+mod common;
+
+use common::{TestEnv, FAST};
+use predicates::prelude::*;
+
+fn run_id(env: &TestEnv, extra: &[&str]) -> String {
+    let out = env
+        .osmeter()
+        .args(["run", "syscall.null", "--json"])
+        .args(FAST)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn runs_are_kept_listed_shown_and_removed() {
+    let env = TestEnv::new();
+    let a = run_id(&env, &["--tag", "kernel=old"]);
+    let b = run_id(&env, &["--tag", "kernel=new", "--tag", "box=vm"]);
+
+    let out = env.osmeter().args(["runs", "--json"]).output().unwrap();
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.contains(&a.as_str()) && ids.contains(&b.as_str()));
+
+    env.osmeter()
+        .args(["runs", "--tag", "kernel=new"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(&b))
+        .stdout(predicate::str::contains(&a).not());
+
+    // A unique prefix is enough, as with git.
+    let prefix = &b[..b.len() - 3];
+    let shown = env
+        .osmeter()
+        .args(["show", prefix, "--json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(doc["id"], b.as_str());
+    assert_eq!(doc["tags"]["box"], "vm");
+    env.osmeter()
+        .args(["show", &a])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("syscall.null"));
+
+    env.osmeter().args(["rm", &a]).assert().success();
+    env.osmeter()
+        .args(["show", &a])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no run"));
+}
+
+#[test]
+fn unknown_run_suggests_the_closest() {
+    let env = TestEnv::new();
+    let a = run_id(&env, &[]);
+    let mut typo = a.clone();
+    typo.push('x');
+    env.osmeter()
+        .args(["show", &typo])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!("did you mean {a}")));
+}
+
+#[test]
+fn rm_with_one_bad_id_removes_nothing() {
+    let env = TestEnv::new();
+    let a = run_id(&env, &[]);
+    env.osmeter()
+        .args(["rm", &a, "no-such-run"])
+        .assert()
+        .code(2);
+    env.osmeter().args(["show", &a]).assert().success();
+}
+
+#[test]
+fn a_store_that_is_not_a_database_is_untouched_and_the_figures_still_print() {
+    let env = TestEnv::new();
+    std::fs::write(env.store(), "important text\n").unwrap();
+    env.osmeter()
+        .args(["run", "syscall.null"])
+        .args(FAST)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("syscall.null"))
+        .stderr(predicate::str::contains("not a SQLite database"));
+    assert_eq!(
+        std::fs::read_to_string(env.store()).unwrap(),
+        "important text\n"
+    );
+}
+
+#[test]
+fn no_store_keeps_nothing() {
+    let env = TestEnv::new();
+    env.osmeter()
+        .args(["run", "syscall.null", "--no-store"])
+        .args(FAST)
+        .assert()
+        .success();
+    assert!(!env.store().exists());
+}
+
+#[test]
+fn bad_tag_is_a_usage_error() {
+    let env = TestEnv::new();
+    env.osmeter()
+        .args(["run", "syscall.null", "--tag", "novalue"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("KEY=VALUE"));
+    assert!(!env.store().exists());
+}
