@@ -8,7 +8,8 @@ use std::path::PathBuf;
     name = "osmeter",
     version,
     about = "Measures how well this Linux kernel serves programs, and where the time goes",
-    after_help = "Exit codes: 0 success, 1 runtime error, 2 usage error, 3 the command under `stat` failed, 130 interrupted."
+    after_help = "Exit codes: 0 success, 1 runtime error, 2 usage error, 3 the command under `stat` failed, \
+                  4 `compare --fail-if-slower` threshold crossed, 130 interrupted."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -31,6 +32,40 @@ pub enum Command {
     Show(ShowArgs),
     /// Remove stored runs
     Rm(RmArgs),
+    /// Compare two runs, or two groups of runs, with statistics
+    Compare(CompareArgs),
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct CompareArgs {
+    /// Baseline run and candidate run (ids or unique prefixes)
+    #[arg(num_args = 0..=2, value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Baseline group: several runs pooled
+    #[arg(long = "a", value_name = "RUN", num_args = 1..)]
+    pub group_a: Vec<String>,
+    /// Candidate group: several runs pooled
+    #[arg(long = "b", value_name = "RUN", num_args = 1..)]
+    pub group_b: Vec<String>,
+    /// Baseline group: every stored run with this tag
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub tag_a: Option<String>,
+    /// Candidate group: every stored run with this tag
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub tag_b: Option<String>,
+    /// Smallest change in percent that counts as a change
+    #[arg(long, value_name = "PCT", default_value_t = 3.0)]
+    pub threshold: f64,
+    /// Exit with code 4 if any figure is significantly slower by more than PCT percent
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_slower: Option<f64>,
+    /// Show every figure, not only those that changed
+    #[arg(long)]
+    pub all: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(Args, Debug, Clone, Default)]

@@ -8,6 +8,8 @@ pub const EXIT_RUNTIME: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// A command run by `osmeter stat` failed or exited non-zero.
 pub const EXIT_COMMAND_FAILED: i32 = 3;
+/// `compare --fail-if-slower PCT` found a figure slower by more than PCT.
+pub const EXIT_THRESHOLD: i32 = 4;
 /// Stopped by Ctrl-C after printing what was measured (128 + SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: i32 = 130;
 

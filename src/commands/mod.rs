@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod compare;
 pub mod info;
 pub mod list;
 pub mod run;
@@ -19,6 +20,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Runs(args) => stored::runs(&args),
         Command::Show(args) => stored::show(&args),
         Command::Rm(args) => stored::rm(&args),
+        Command::Compare(args) => compare::compare(&args),
     }
 }
 

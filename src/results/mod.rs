@@ -1,5 +1,6 @@
 //! The results model and how it is shown.
 
+pub mod compare;
 pub mod derive;
 pub mod fingerprint;
 pub mod model;

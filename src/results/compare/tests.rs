@@ -1,0 +1,207 @@
+use super::*;
+use crate::results::model::tests::empty_run;
+use crate::results::model::{Params, Summary};
+use proptest::prelude::*;
+
+fn figure(probe: &str, unit: Unit, samples: Vec<f64>) -> Measurement {
+    let mut m = Measurement::not_measured(probe, Params::new(), unit, Status::Ok, String::new());
+    m.reason = None;
+    m.summary = Some(crate::harness::stats::summarize(&samples));
+    m.samples = samples;
+    m
+}
+
+/// Samples around `center` with a deterministic +-1 % wobble.
+fn noisy(center: f64, n: usize, seed: u64) -> Vec<f64> {
+    let mut rng = rank::SplitMix::new(seed);
+    (0..n)
+        .map(|_| center * (1.0 + ((rng.next_u64() % 2001) as f64 - 1000.0) / 100_000.0))
+        .collect()
+}
+
+fn run_with(id: &str, ms: Vec<Measurement>) -> Run {
+    let mut r = empty_run();
+    r.id = id.into();
+    r.measurements = ms;
+    r
+}
+
+#[test]
+fn a_ten_percent_slowdown_is_found_with_the_right_sign() {
+    let a = run_with(
+        "a",
+        vec![figure(
+            "syscall.null",
+            Unit::Nanoseconds,
+            noisy(200.0, 11, 1),
+        )],
+    );
+    let b = run_with(
+        "b",
+        vec![figure(
+            "syscall.null",
+            Unit::Nanoseconds,
+            noisy(220.0, 11, 2),
+        )],
+    );
+    let c = compare(&[&a], &[&b], &CompareConfig::default());
+    let f = &c.figures[0];
+    assert_eq!(f.verdict, Verdict::Slower);
+    assert!((f.ratio - 1.1).abs() < 0.02, "{}", f.ratio);
+    assert!(f.ratio_ci95[0] > 1.0 && f.ratio_ci95[0] <= f.ratio && f.ratio <= f.ratio_ci95[1]);
+    assert!(f.speedup < 1.0 && f.p_value < 0.01);
+    // The other way round it is a speed-up.
+    let back = compare(&[&b], &[&a], &CompareConfig::default());
+    assert_eq!(back.figures[0].verdict, Verdict::Faster);
+}
+
+#[test]
+fn higher_bandwidth_is_faster() {
+    let a = run_with(
+        "a",
+        vec![figure(
+            "memory.copy",
+            Unit::BytesPerSecond,
+            noisy(1e9, 9, 3),
+        )],
+    );
+    let b = run_with(
+        "b",
+        vec![figure(
+            "memory.copy",
+            Unit::BytesPerSecond,
+            noisy(1.2e9, 9, 4),
+        )],
+    );
+    let f = &compare(&[&a], &[&b], &CompareConfig::default()).figures[0];
+    assert_eq!(f.verdict, Verdict::Faster);
+    assert!((f.speedup - 1.2).abs() < 0.03);
+}
+
+#[test]
+fn a_tiny_but_certain_shift_is_below_the_effect_threshold() {
+    let a = run_with(
+        "a",
+        vec![figure("x.y", Unit::Nanoseconds, noisy(100.0, 30, 5))],
+    );
+    let b = run_with(
+        "b",
+        vec![figure("x.y", Unit::Nanoseconds, noisy(101.5, 30, 6))],
+    );
+    let f = &compare(&[&a], &[&b], &CompareConfig::default()).figures[0];
+    assert!(f.p_value < 0.01, "the shift is real: {}", f.p_value);
+    assert_eq!(
+        f.verdict,
+        Verdict::NoChange,
+        "but 1.5 % is under the 3 % threshold"
+    );
+}
+
+#[test]
+fn geomeans_and_the_cpu_relative_figure() {
+    // CPU got 2x faster, the OS figures 1.25x and 1.6x: geomean sqrt(2) ~ OS, relative 0.707.
+    let a = run_with(
+        "a",
+        vec![
+            figure("cpu.reference", Unit::Nanoseconds, vec![1000.0; 5]),
+            figure("syscall.null", Unit::Nanoseconds, vec![250.0; 5]),
+            figure("fs.read", Unit::Nanoseconds, vec![160.0; 5]),
+        ],
+    );
+    let b = run_with(
+        "b",
+        vec![
+            figure("cpu.reference", Unit::Nanoseconds, vec![500.0; 5]),
+            figure("syscall.null", Unit::Nanoseconds, vec![200.0; 5]),
+            figure("fs.read", Unit::Nanoseconds, vec![100.0; 5]),
+        ],
+    );
+    let c = compare(&[&a], &[&b], &CompareConfig::default());
+    assert_eq!(c.cpu_speedup, Some(2.0));
+    let os = (1.25f64 * 1.6).sqrt();
+    assert!((c.os_speedup_relative_to_cpu.unwrap() - os / 2.0).abs() < 1e-12);
+    assert!((c.geomean.unwrap() - (2.0f64 * 1.25 * 1.6).powf(1.0 / 3.0)).abs() < 1e-12);
+    assert_eq!(c.geomean_by_group["syscall"], 1.25);
+}
+
+#[test]
+fn groups_pool_their_samples_and_unmatched_figures_are_listed() {
+    let a1 = run_with(
+        "a1",
+        vec![figure("x.y", Unit::Nanoseconds, noisy(100.0, 5, 7))],
+    );
+    let a2 = run_with(
+        "a2",
+        vec![figure("x.y", Unit::Nanoseconds, noisy(100.0, 5, 8))],
+    );
+    let mut only = figure("z.w", Unit::Nanoseconds, vec![1.0; 3]);
+    only.params.insert("n".into(), serde_json::json!(3));
+    let b = run_with(
+        "b",
+        vec![figure("x.y", Unit::Nanoseconds, noisy(100.0, 5, 9)), only],
+    );
+    let c = compare(&[&a1, &a2], &[&b], &CompareConfig::default());
+    assert_eq!(c.runs_a, ["a1", "a2"]);
+    assert_eq!(c.figures.len(), 1);
+    assert_eq!(c.only_in_b, ["z.w n=3"]);
+}
+
+#[test]
+fn counter_deltas_explain_a_change() {
+    let mut fa = figure("syscall.null", Unit::Nanoseconds, noisy(200.0, 9, 10));
+    fa.counters.kernel.insert("instructions".into(), 400.0);
+    fa.counters.user.insert("instructions".into(), 20.0);
+    let mut fb = figure("syscall.null", Unit::Nanoseconds, noisy(300.0, 9, 11));
+    fb.counters.kernel.insert("instructions".into(), 900.0);
+    fb.counters.user.insert("instructions".into(), 20.5);
+    let c = compare(
+        &[&run_with("a", vec![fa])],
+        &[&run_with("b", vec![fb])],
+        &CompareConfig::default(),
+    );
+    assert_eq!(
+        c.figures[0].counter_deltas,
+        vec![("kernel.instructions".to_string(), 400.0, 900.0)]
+    );
+}
+
+#[test]
+fn fingerprint_fields_that_differ_are_listed() {
+    let a = serde_json::json!({"kernel_release": "6.1", "cpu": {"smt": "on"}, "same": 1});
+    let b =
+        serde_json::json!({"kernel_release": "6.6", "cpu": {"smt": "off"}, "same": 1, "new": true});
+    let d = fingerprint_differences(&a, &b);
+    assert_eq!(
+        d,
+        vec![
+            ("cpu.smt".into(), "on".into(), "off".into()),
+            ("kernel_release".into(), "6.1".into(), "6.6".into()),
+            ("new".into(), "(absent)".into(), "true".into()),
+        ]
+    );
+}
+
+proptest! {
+    #[test]
+    fn a_run_compared_with_itself_never_changes(samples in proptest::collection::vec(1.0f64..1e6, 3..40)) {
+        let r = run_with("a", vec![figure("x.y", Unit::Nanoseconds, samples)]);
+        let c = compare(&[&r], &[&r], &CompareConfig::default());
+        prop_assert_eq!(c.figures[0].verdict, Verdict::NoChange);
+        prop_assert!((c.figures[0].ratio - 1.0).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn summary_is_unused_here_but_kept() {
+    // The comparison works from raw samples; the stored summary is not trusted for it.
+    let mut m = figure("x.y", Unit::Nanoseconds, vec![1.0, 2.0, 3.0]);
+    m.summary = Some(Summary {
+        median: 999.0,
+        ..Default::default()
+    });
+    let r = run_with("a", vec![m]);
+    assert_eq!(
+        compare(&[&r], &[&r], &CompareConfig::default()).figures[0].median_a,
+        2.0
+    );
+}
