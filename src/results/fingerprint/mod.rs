@@ -7,6 +7,7 @@
 //! in [`parse`]; this file only reads files and assembles.
 
 pub mod parse;
+pub mod text;
 
 use parse::HypervisorEvidence;
 use serde_json::{Map, Value};
@@ -237,9 +238,19 @@ impl Sources {
         };
         let built = parse::preempt_from_version(v);
         if built == "PREEMPT_DYNAMIC" {
+            let why = match std::fs::read_to_string(self.path(debugfs)) {
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    "reading it needs root".to_string()
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    "debugfs is not mounted on /sys/kernel/debug".to_string()
+                }
+                Err(e) => e.to_string(),
+                Ok(_) => "it names no mode".to_string(),
+            };
             notes.push(format!(
-                "preempt_model: {debugfs} is not readable (needs root and debugfs mounted), so \
-                 the mode this PREEMPT_DYNAMIC kernel runs in now is unknown; see preempt_boot_param"
+                "preempt_model: {debugfs} is not readable ({why}), so the mode this \
+                 PREEMPT_DYNAMIC kernel runs in now is unknown; see preempt_boot_param"
             ));
         }
         (
