@@ -66,7 +66,8 @@ pub fn features(counters: &[EventStatus]) -> Vec<Feature> {
         "root",
         root,
         if root {
-            "running as root (euid 0): every part can run".to_string()
+            "running as root (euid 0): privileged checks below are not limited by permissions"
+                .to_string()
         } else {
             format!(
                 "running as euid {euid}: tracefs cause capture and some counters need root; \
@@ -195,24 +196,34 @@ pub fn counter_lines(counters: &[EventStatus]) -> Vec<String> {
 /// Whether SCHED_FIFO can be set: tried on a thread of its own, which puts its policy back and ends,
 /// so no other thread of osmeter changes class.
 fn realtime_check() -> Feature {
-    let outcome = std::thread::spawn(|| -> Result<(), i32> {
-        // SAFETY: sched_param is plain data; pid 0 means the calling thread.
-        unsafe {
-            let mut before: libc::sched_param = std::mem::zeroed();
-            let policy = libc::sched_getscheduler(0);
-            libc::sched_getparam(0, &mut before);
-            let fifo = libc::sched_param { sched_priority: 1 };
-            if libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) != 0 {
-                return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+    let test = std::thread::Builder::new()
+        .name("osmeter-rt-check".into())
+        .spawn(|| -> Result<(), i32> {
+            // SAFETY: sched_param is plain data; pid 0 means the calling thread.
+            unsafe {
+                let mut before: libc::sched_param = std::mem::zeroed();
+                let policy = libc::sched_getscheduler(0);
+                libc::sched_getparam(0, &mut before);
+                let fifo = libc::sched_param { sched_priority: 1 };
+                if libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) != 0 {
+                    return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+                }
+                if policy >= 0 {
+                    libc::sched_setscheduler(0, policy, &before);
+                }
             }
-            if policy >= 0 {
-                libc::sched_setscheduler(0, policy, &before);
-            }
+            Ok(())
+        });
+    let outcome = match test {
+        Ok(handle) => handle.join().unwrap_or(Err(0)),
+        Err(e) => {
+            return feature(
+                "realtime_scheduling",
+                false,
+                format!("could not start a test thread: {e}"),
+            )
         }
-        Ok(())
-    })
-    .join()
-    .unwrap_or(Err(0));
+    };
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     let (ok, detail) = realtime_detail(outcome, rtprio_limit(), root, rt_throttling());
@@ -272,6 +283,7 @@ pub fn realtime_detail(
                 ),
             )
         }
+        Err(0) => (false, "the test thread failed unexpectedly".into()),
         Err(e) => (
             false,
             format!(
