@@ -1,13 +1,537 @@
-//! `osmeter info`. (Basic; capability checks land with the meter work.)
+//! `osmeter info`: the system fingerprint, and which measuring features work here and why not.
+//!
+//! Every check only looks: nothing is mounted, no setting is changed (the real-time check raises a
+//! short-lived thread of its own and puts it back).
 
+use crate::meter::perf::{self, EventStatus};
+use crate::meter::Scope;
+use crate::results::fingerprint;
 use anyhow::Result;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+pub const INFO_SCHEMA: &str = "osmeter.info/1";
+
+/// One capability: whether it works here, and why (not).
+#[derive(Debug, Clone)]
+pub struct Feature {
+    pub name: &'static str,
+    pub available: bool,
+    pub detail: String,
+}
+
+fn feature(name: &'static str, available: bool, detail: impl Into<String>) -> Feature {
+    Feature {
+        name,
+        available,
+        detail: detail.into(),
+    }
+}
 
 pub fn info(json: bool) -> Result<i32> {
-    let fp = crate::results::fingerprint::collect(None);
+    // The directory `run` uses for scratch files when no --dir is given.
+    let fp = fingerprint::collect(Some(&std::env::temp_dir()));
+    let counters = perf::event_availability();
+    let features = features(&counters);
     if json {
-        println!("{}", serde_json::to_string_pretty(&fp)?);
+        let doc = json!({
+            "schema": INFO_SCHEMA,
+            "fingerprint": fp,
+            "features": features.iter().map(|f| json!({
+                "name": f.name,
+                "available": f.available,
+                "detail": f.detail,
+            })).collect::<Vec<_>>(),
+            "counters": counters.iter().map(|c| json!({
+                "scope": c.scope,
+                "name": c.name,
+                "available": c.available,
+                "reason": c.reason,
+            })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        println!("{fp}");
+        print!("{}", render(&fp, &features, &counters));
     }
-    Ok(0)
+    Ok(crate::error::EXIT_OK)
+}
+
+/// Every check, in the order they are shown.
+pub fn features(counters: &[EventStatus]) -> Vec<Feature> {
+    // SAFETY: geteuid cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    let root = euid == 0;
+    let mut out = vec![feature(
+        "root",
+        root,
+        if root {
+            "running as root (euid 0): privileged checks below are not limited by permissions"
+                .to_string()
+        } else {
+            format!(
+                "running as euid {euid}: tracefs cause capture and some counters need root; \
+                 see the lines below"
+            )
+        },
+    )];
+    let paranoid = read_trimmed("/proc/sys/kernel/perf_event_paranoid");
+    let (ok, detail) = paranoid_meaning(paranoid.as_deref(), root);
+    out.push(feature("perf_event_paranoid", ok, detail));
+    out.push(counter_summary(counters));
+    out.push(realtime_check());
+    out.extend(tracefs_checks(root));
+    let cpus = crate::meter::placement::allowed_cpus();
+    out.push(feature(
+        "cross_cpu_placement",
+        cpus.len() >= 2,
+        format!(
+            "{} usable CPU(s) ({}); two-party probes need two for their cross-CPU variant",
+            cpus.len(),
+            crate::meter::placement::format_cpu_list(&cpus)
+        ),
+    ));
+    for (name, program, used_for) in [
+        ("valgrind", "valgrind", "capturing memory-reference traces"),
+        ("perf", "perf", "cross-checking counter figures"),
+        ("cyclictest", "cyclictest", "cross-checking wakeup latency"),
+    ] {
+        out.push(match find_on_path(program) {
+            Some(p) => feature(name, true, format!("{} (for {used_for})", p.display())),
+            None => feature(name, false, format!("not on PATH (only for {used_for})")),
+        });
+    }
+    out
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// What a perf_event_paranoid value allows, and whether this user may open counters at all.
+pub fn paranoid_meaning(value: Option<&str>, root: bool) -> (bool, String) {
+    let Some(text) = value else {
+        return (
+            false,
+            "/proc/sys/kernel/perf_event_paranoid is missing: this kernel has no perf_event".into(),
+        );
+    };
+    let Ok(level) = text.parse::<i32>() else {
+        return (false, format!("unreadable value {text:?}"));
+    };
+    let meaning = match level {
+        i32::MIN..=-1 => "no limits: any user may count any event, CPU-wide and kernel included",
+        0 => "users may count user and kernel events, CPU-wide too, but not raw tracepoint data",
+        1 => "users may count user and kernel events of their own processes (no CPU-wide events)",
+        2 => {
+            "users may count user-space events of their own processes only; kernel-side counts \
+             need root or CAP_PERFMON"
+        }
+        _ => {
+            "users may not open perf events at all (a distribution patch; upstream treats this \
+             like 2); counters need root or CAP_PERFMON"
+        }
+    };
+    let who = if root {
+        "running as root, so the limit does not apply"
+    } else if level >= 3 {
+        "so without privileges osmeter reports time and interference only"
+    } else {
+        "it applies to this user"
+    };
+    (root || level < 3, format!("{level}: {meaning}; {who}"))
+}
+
+fn counter_summary(counters: &[EventStatus]) -> Feature {
+    if counters.is_empty() {
+        return feature("perf_counters", false, "no counter information");
+    }
+    let open = counters.iter().filter(|c| c.available).count();
+    feature(
+        "perf_counters",
+        open > 0,
+        format!(
+            "{open} of {} events can be opened (user and kernel counted apart)",
+            counters.len()
+        ),
+    )
+}
+
+/// The counter lines of the human report: "no counter information", or the events grouped by
+/// scope with the reason for each one that cannot be opened.
+pub fn counter_lines(counters: &[EventStatus]) -> Vec<String> {
+    if counters.is_empty() {
+        return vec!["no counter information".into()];
+    }
+    let width = counters.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    let mut lines = Vec::new();
+    for (scope, title) in [
+        (Scope::User, "user"),
+        (Scope::Kernel, "kernel"),
+        (Scope::Software, "software"),
+    ] {
+        let group: Vec<&EventStatus> = counters.iter().filter(|c| c.scope == scope).collect();
+        if group.is_empty() {
+            continue;
+        }
+        lines.push(format!("{title}:"));
+        for c in group {
+            let mut line = format!(
+                "  {:<width$}  {}",
+                c.name,
+                if c.available { "yes" } else { "no " }
+            );
+            if !c.available {
+                let reason = c.reason.as_deref().unwrap_or("no reason given");
+                let _ = write!(line, "  {reason}");
+            }
+            lines.push(line.trim_end().to_string());
+        }
+    }
+    lines
+}
+
+/// Whether SCHED_FIFO can be set: tried on a thread of its own, which puts its policy back and ends,
+/// so no other thread of osmeter changes class.
+fn realtime_check() -> Feature {
+    let test = std::thread::Builder::new()
+        .name("osmeter-rt-check".into())
+        .spawn(|| -> Result<(), i32> {
+            // SAFETY: sched_param is plain data; pid 0 means the calling thread.
+            unsafe {
+                let mut before: libc::sched_param = std::mem::zeroed();
+                let policy = libc::sched_getscheduler(0);
+                libc::sched_getparam(0, &mut before);
+                let fifo = libc::sched_param { sched_priority: 1 };
+                if libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) != 0 {
+                    return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+                }
+                if policy >= 0 {
+                    libc::sched_setscheduler(0, policy, &before);
+                }
+            }
+            Ok(())
+        });
+    let outcome = match test {
+        Ok(handle) => handle.join().unwrap_or(Err(0)),
+        Err(e) => {
+            return feature(
+                "realtime_scheduling",
+                false,
+                format!("could not start a test thread: {e}"),
+            )
+        }
+    };
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let (ok, detail) = realtime_detail(outcome, rtprio_limit(), root, rt_throttling());
+    feature("realtime_scheduling", ok, detail)
+}
+
+fn rtprio_limit() -> Option<u64> {
+    // SAFETY: rlimit is plain data that getrlimit fills.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        (libc::getrlimit(libc::RLIMIT_RTPRIO, &mut r) == 0).then_some(r.rlim_cur as u64)
+    }
+}
+
+/// "RT tasks may use 950000 of every 1000000 us" or that throttling is off.
+fn rt_throttling() -> Option<String> {
+    let runtime: i64 = read_trimmed("/proc/sys/kernel/sched_rt_runtime_us")?
+        .parse()
+        .ok()?;
+    let period = read_trimmed("/proc/sys/kernel/sched_rt_period_us")?;
+    Some(if runtime < 0 {
+        "real-time throttling is off".into()
+    } else {
+        format!("real-time tasks may use {runtime} of every {period} us")
+    })
+}
+
+pub fn realtime_detail(
+    outcome: Result<(), i32>,
+    rlimit: Option<u64>,
+    root: bool,
+    throttling: Option<String>,
+) -> (bool, String) {
+    let tail = throttling.map(|t| format!("; {t}")).unwrap_or_default();
+    match outcome {
+        Ok(()) => (
+            true,
+            format!("SCHED_FIFO priority 1 was set and undone on a test thread{tail}"),
+        ),
+        Err(libc::EPERM) if root => (
+            false,
+            "not permitted even as root: this cgroup probably has no real-time runtime \
+             (cpu.rt_runtime_us is 0 under RT group scheduling)"
+                .into(),
+        ),
+        Err(libc::EPERM) => {
+            let limit = match rlimit {
+                Some(u64::MAX) => "unlimited".to_string(),
+                Some(n) => n.to_string(),
+                None => "unknown".to_string(),
+            };
+            (
+                false,
+                format!(
+                    "not permitted: needs root or CAP_SYS_NICE or an RLIMIT_RTPRIO of at least \
+                     1 (now {limit}); latency tests run at normal priority only"
+                ),
+            )
+        }
+        Err(0) => (false, "the test thread failed unexpectedly".into()),
+        Err(e) => (
+            false,
+            format!(
+                "sched_setscheduler failed: {}",
+                std::io::Error::from_raw_os_error(e)
+            ),
+        ),
+    }
+}
+
+/// Where tracefs is mounted, if anywhere (the usual place first).
+fn tracefs_mount() -> Option<PathBuf> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mounts = fingerprint::parse::parse_mountinfo(&text);
+    let points: Vec<&str> = mounts
+        .iter()
+        .filter(|m| m.fs_type == "tracefs")
+        .map(|m| m.mount_point.as_str())
+        .collect();
+    points
+        .iter()
+        .find(|p| **p == "/sys/kernel/tracing")
+        .or(points.first())
+        .map(PathBuf::from)
+}
+
+fn tracefs_checks(root: bool) -> Vec<Feature> {
+    let Some(mount) = tracefs_mount() else {
+        let supported = std::fs::read_to_string("/proc/filesystems")
+            .map(|t| {
+                t.lines()
+                    .any(|l| l.split_whitespace().last() == Some("tracefs"))
+            })
+            .unwrap_or(false);
+        let detail = if !supported {
+            "this kernel has no tracefs (built without tracing)".to_string()
+        } else if root {
+            "not mounted, but root can mount it: mount -t tracefs nodev /sys/kernel/tracing \
+             (osmeter does not mount it)"
+                .to_string()
+        } else {
+            "not mounted; the kernel supports it, but mounting needs root".to_string()
+        };
+        let why = "tracefs is not mounted";
+        return vec![
+            feature("tracefs", false, detail),
+            feature("tracefs_sched_events", false, why),
+            feature("tracefs_writable", false, why),
+        ];
+    };
+    let mut out = vec![feature(
+        "tracefs",
+        true,
+        format!("mounted at {}", mount.display()),
+    )];
+    let sched = mount.join("events/sched");
+    out.push(match std::fs::metadata(&sched) {
+        Ok(m) if m.is_dir() => feature(
+            "tracefs_sched_events",
+            true,
+            format!("{} is there", sched.display()),
+        ),
+        Ok(_) => feature(
+            "tracefs_sched_events",
+            false,
+            format!("{} is not a directory", sched.display()),
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => feature(
+            "tracefs_sched_events",
+            false,
+            format!(
+                "cannot look into {}: permission denied (tracefs is root-only by default)",
+                mount.display()
+            ),
+        ),
+        Err(_) => feature(
+            "tracefs_sched_events",
+            false,
+            format!("{} is missing: no scheduler trace events", sched.display()),
+        ),
+    });
+    let enable = sched.join("sched_switch/enable");
+    let target = if enable.exists() {
+        enable
+    } else {
+        mount.clone()
+    };
+    out.push(match writable(&target) {
+        Ok(()) => feature(
+            "tracefs_writable",
+            true,
+            format!("{} can be written", target.display()),
+        ),
+        Err(e) => feature(
+            "tracefs_writable",
+            false,
+            format!(
+                "{} cannot be written ({e}); cause capture needs root",
+                target.display()
+            ),
+        ),
+    });
+    out
+}
+
+fn writable(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: c is a valid NUL-terminated path.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The first executable file named `program` in PATH.
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// The human report: the fingerprint's sections, then what works here.
+pub fn render(fp: &Value, features: &[Feature], counters: &[EventStatus]) -> String {
+    let mut out = fingerprint::text::render(fp);
+    out.push_str("\nWhat works here\n");
+    let width = features.iter().map(|f| f.name.len()).max().unwrap_or(0);
+    for f in features {
+        let yes = if f.available { "yes" } else { "no " };
+        let _ = writeln!(out, "  {:<width$}  {yes}  {}", f.name, f.detail);
+    }
+    out.push_str("\nperf_event counters, event by event\n");
+    for line in counter_lines(counters) {
+        let _ = writeln!(out, "  {line}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(scope: Scope, name: &'static str, reason: Option<&str>) -> EventStatus {
+        EventStatus {
+            scope,
+            name,
+            available: reason.is_none(),
+            reason: reason.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn empty_counter_list_says_so() {
+        assert_eq!(counter_lines(&[]), vec!["no counter information"]);
+        let f = counter_summary(&[]);
+        assert!(!f.available);
+        assert_eq!(f.detail, "no counter information");
+    }
+
+    #[test]
+    fn counters_grouped_by_scope_with_reasons() {
+        let list = [
+            status(Scope::Software, "task-clock", None),
+            status(
+                Scope::User,
+                "cycles",
+                Some("not supported by this CPU or VM"),
+            ),
+            status(Scope::Kernel, "cycles", Some("perf_event_paranoid is 2")),
+            status(Scope::User, "page-faults", None),
+        ];
+        let lines = counter_lines(&list);
+        let user = lines.iter().position(|l| l == "user:").unwrap();
+        let kernel = lines.iter().position(|l| l == "kernel:").unwrap();
+        let software = lines.iter().position(|l| l == "software:").unwrap();
+        assert!(user < kernel && kernel < software);
+        assert!(
+            lines[user + 1].contains("cycles")
+                && lines[user + 1].ends_with("not supported by this CPU or VM")
+        );
+        assert!(lines[kernel + 1].ends_with("perf_event_paranoid is 2"));
+        assert!(lines
+            .iter()
+            .any(|l| l.contains("task-clock") && l.ends_with("yes")));
+        let f = counter_summary(&list);
+        assert!(f.available);
+        assert!(f.detail.starts_with("2 of 4 events"));
+    }
+
+    #[test]
+    fn paranoid_levels() {
+        let (ok, d) = paranoid_meaning(Some("2"), false);
+        assert!(ok && d.starts_with("2: ") && d.contains("user-space events"));
+        let (ok, d) = paranoid_meaning(Some("4"), false);
+        assert!(!ok && d.contains("may not open"));
+        let (ok, d) = paranoid_meaning(Some("4"), true);
+        assert!(ok && d.contains("does not apply"));
+        let (ok, d) = paranoid_meaning(Some("-1"), false);
+        assert!(ok && d.contains("no limits"));
+        assert!(!paranoid_meaning(None, true).0);
+        assert!(!paranoid_meaning(Some("x"), true).0);
+    }
+
+    #[test]
+    fn realtime_reasons() {
+        let (ok, d) = realtime_detail(Err(libc::EPERM), Some(0), false, None);
+        assert!(!ok);
+        assert!(
+            d.contains("needs root or CAP_SYS_NICE or an RLIMIT_RTPRIO"),
+            "{d}"
+        );
+        assert!(d.contains("(now 0)"));
+        let (ok, d) = realtime_detail(Err(libc::EPERM), Some(0), true, None);
+        assert!(!ok && d.contains("even as root"));
+        let (ok, d) = realtime_detail(Ok(()), None, true, Some("throttled".into()));
+        assert!(ok && d.ends_with("; throttled"));
+        let (ok, d) = realtime_detail(Err(libc::EINVAL), None, true, None);
+        assert!(!ok && d.starts_with("sched_setscheduler failed"));
+    }
+
+    #[test]
+    fn live_checks_do_not_fail() {
+        let features = features(&[]);
+        let names: Vec<&str> = features.iter().map(|f| f.name).collect();
+        for n in [
+            "root",
+            "perf_event_paranoid",
+            "perf_counters",
+            "realtime_scheduling",
+            "tracefs",
+            "tracefs_sched_events",
+            "tracefs_writable",
+            "cross_cpu_placement",
+            "valgrind",
+            "perf",
+            "cyclictest",
+        ] {
+            assert!(names.contains(&n), "no {n} in {names:?}");
+        }
+        assert!(features.iter().all(|f| !f.detail.is_empty()));
+        let text = render(&fingerprint::collect(None), &features, &[]);
+        assert!(text.contains("What works here"));
+        assert!(text.contains("no counter information"));
+    }
 }

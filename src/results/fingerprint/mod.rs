@@ -1,0 +1,485 @@
+//! A description of the system a run came from: kernel, CPU, memory, virtualisation, clock and the
+//! file system under the scratch directory.
+//!
+//! The result is one JSON object with snake_case keys. Every key is always present (null when the
+//! value could not be read) so two fingerprints can be compared key by key; `notes` says why
+//! something is null or where a value came from when the best source was missing. The parsers are
+//! in [`parse`]; this file only reads files and assembles.
+
+pub mod parse;
+pub mod text;
+
+use parse::HypervisorEvidence;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Version of the fingerprint's layout; bump it when a key changes meaning.
+pub const FINGERPRINT_SCHEMA: &str = "osmeter.fingerprint/1";
+
+/// The fingerprint of this system. Never fails: whatever cannot be read is null.
+pub fn collect(scratch: Option<&Path>) -> Value {
+    let sources = Sources {
+        root: PathBuf::from("/"),
+        real_machine: true,
+    };
+    // The collectors are written not to panic; this keeps a surprise from ending a finished run.
+    std::panic::catch_unwind(|| sources.collect(scratch)).unwrap_or_else(|_| {
+        let mut m = Map::new();
+        m.insert("fingerprint_schema".into(), FINGERPRINT_SCHEMA.into());
+        m.insert("tool_version".into(), env!("CARGO_PKG_VERSION").into());
+        m.insert(
+            "notes".into(),
+            vec!["collecting the fingerprint failed unexpectedly"].into(),
+        );
+        Value::Object(m)
+    })
+}
+
+/// Where the files are read from: `/` normally, a temporary tree in tests.
+struct Sources {
+    root: PathBuf,
+    /// Whether questions to the CPU itself (cpuid, uname) describe this tree.
+    real_machine: bool,
+}
+
+impl Sources {
+    fn path(&self, abs: &str) -> PathBuf {
+        self.root.join(abs.trim_start_matches('/'))
+    }
+
+    fn read(&self, abs: &str) -> Option<String> {
+        std::fs::read_to_string(self.path(abs)).ok()
+    }
+
+    /// The file's text without surrounding white space; None when missing or empty.
+    fn value(&self, abs: &str) -> Option<String> {
+        self.read(abs)
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    }
+
+    fn number(&self, abs: &str) -> Option<u64> {
+        self.value(abs)?.parse().ok()
+    }
+
+    fn collect(&self, scratch: Option<&Path>) -> Value {
+        let mut fp = Map::new();
+        let mut notes: Vec<String> = Vec::new();
+        let mut put = |k: &str, v: Value| {
+            fp.insert(k.to_string(), v);
+        };
+        put("fingerprint_schema", FINGERPRINT_SCHEMA.into());
+        put("tool_version", env!("CARGO_PKG_VERSION").into());
+        put("hostname", self.value("/proc/sys/kernel/hostname").into());
+
+        // Kernel.
+        let version = self.value("/proc/sys/kernel/version");
+        let cmdline = self.value("/proc/cmdline");
+        put(
+            "kernel_release",
+            self.value("/proc/sys/kernel/osrelease").into(),
+        );
+        put("kernel_version", version.clone().into());
+        put("kernel_cmdline", cmdline.clone().into());
+        put("arch", self.arch().into());
+        let (model, source) = self.preemption(version.as_deref(), &mut notes);
+        put("preempt_model", model.into());
+        put("preempt_model_source", source.into());
+        put(
+            "preempt_boot_param",
+            cmdline
+                .as_deref()
+                .and_then(|c| parse::cmdline_param(c, "preempt"))
+                .into(),
+        );
+        put(
+            "distribution",
+            self.read("/etc/os-release")
+                .or_else(|| self.read("/usr/lib/os-release"))
+                .and_then(|t| parse::os_release_name(&t))
+                .into(),
+        );
+
+        // CPU.
+        let cpu = parse::parse_cpuinfo(&self.read("/proc/cpuinfo").unwrap_or_default());
+        self.virtualisation(&cpu, &mut put, &mut notes);
+        put("cpu_vendor", cpu.vendor.clone().into());
+        put("cpu_model", cpu.model_name.clone().into());
+        put("cpu_family", cpu.family.into());
+        put("cpu_model_number", cpu.model.into());
+        put("cpu_stepping", cpu.stepping.into());
+        put("cpu_microcode", cpu.microcode.clone().into());
+        let present = self
+            .value("/sys/devices/system/cpu/present")
+            .and_then(|l| parse::cpu_list_count(&l))
+            .or((cpu.logical > 0).then_some(cpu.logical));
+        put("cpus_logical", present.into());
+        let online = self.value("/sys/devices/system/cpu/online");
+        put(
+            "cpus_online",
+            online
+                .as_deref()
+                .and_then(parse::cpu_list_count)
+                .or((cpu.logical > 0).then_some(cpu.logical))
+                .into(),
+        );
+        put("cpus_online_list", online.into());
+        let topology = cpu.topology.clone().or_else(|| self.sysfs_topology());
+        let (cores, sockets) = match topology.as_deref() {
+            Some(pairs) if !pairs.is_empty() => {
+                let (c, s) = parse::count_topology(pairs);
+                (Some(c), Some(s))
+            }
+            _ => (None, None),
+        };
+        put("cpu_cores", cores.into());
+        put("cpu_sockets", sockets.into());
+        put(
+            "smt_control",
+            self.value("/sys/devices/system/cpu/smt/control").into(),
+        );
+        put(
+            "smt_active",
+            self.value("/sys/devices/system/cpu/smt/active")
+                .map(|v| v == "1")
+                .into(),
+        );
+        let caches = self.caches();
+        for key in [
+            "cache_l1d_bytes",
+            "cache_l1i_bytes",
+            "cache_l2_bytes",
+            "cache_l3_bytes",
+            "cache_line_bytes",
+        ] {
+            put(key, caches.get(key).copied().into());
+        }
+        self.cpufreq(&mut put, &mut notes);
+        put(
+            "cpu_vulnerabilities",
+            read_dir_map(&self.path("/sys/devices/system/cpu/vulnerabilities"))
+                .map(|m| Value::Object(m.into_iter().map(|(k, v)| (k, v.into())).collect()))
+                .unwrap_or(Value::Null),
+        );
+
+        // Memory.
+        put(
+            "memory_total_bytes",
+            self.read("/proc/meminfo")
+                .and_then(|t| parse::meminfo_total_bytes(&t))
+                .into(),
+        );
+        let thp = |f: &str| {
+            self.value(&format!("/sys/kernel/mm/transparent_hugepage/{f}"))
+                .and_then(|t| parse::selected_choice(&t, '[', ']'))
+        };
+        put("thp_enabled", thp("enabled").into());
+        put("thp_defrag", thp("defrag").into());
+
+        // Clock.
+        let cs = "/sys/devices/system/clocksource/clocksource0";
+        put(
+            "clocksource",
+            self.value(&format!("{cs}/current_clocksource")).into(),
+        );
+        put(
+            "clocksources_available",
+            self.value(&format!("{cs}/available_clocksource"))
+                .map(|t| {
+                    t.split_whitespace()
+                        .map(|s| Value::from(s.to_string()))
+                        .collect::<Vec<_>>()
+                })
+                .into(),
+        );
+
+        self.scratch(scratch, &mut put, &mut notes);
+        put("notes", notes.into());
+        Value::Object(fp)
+    }
+
+    fn arch(&self) -> Option<String> {
+        if !self.real_machine {
+            return None;
+        }
+        // SAFETY: utsname is plain data and uname fills it with NUL-terminated strings.
+        unsafe {
+            let mut u: libc::utsname = std::mem::zeroed();
+            if libc::uname(&mut u) != 0 {
+                return None;
+            }
+            let s = std::ffi::CStr::from_ptr(u.machine.as_ptr());
+            Some(s.to_string_lossy().into_owned()).filter(|s| !s.is_empty())
+        }
+    }
+
+    /// (model, source). debugfs names the mode a PREEMPT_DYNAMIC kernel runs in now; the version
+    /// string only tells how the kernel was built.
+    fn preemption(
+        &self,
+        version: Option<&str>,
+        notes: &mut Vec<String>,
+    ) -> (Option<String>, Option<String>) {
+        let debugfs = "/sys/kernel/debug/sched/preempt";
+        if let Some(mode) = self
+            .value(debugfs)
+            .and_then(|t| parse::selected_choice(&t, '(', ')'))
+        {
+            let built = version.map(parse::preempt_from_version);
+            let model = match built {
+                Some(b) if b.starts_with("PREEMPT") => format!("{mode} ({b})"),
+                _ => mode,
+            };
+            return (Some(model), Some(debugfs.to_string()));
+        }
+        let Some(v) = version else {
+            return (None, None);
+        };
+        let built = parse::preempt_from_version(v);
+        if built == "PREEMPT_DYNAMIC" {
+            let why = match std::fs::read_to_string(self.path(debugfs)) {
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    "reading it needs root".to_string()
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    "debugfs is not mounted on /sys/kernel/debug".to_string()
+                }
+                Err(e) => e.to_string(),
+                Ok(_) => "it names no mode".to_string(),
+            };
+            notes.push(format!(
+                "preempt_model: {debugfs} is not readable ({why}), so the mode this \
+                 PREEMPT_DYNAMIC kernel runs in now is unknown; see preempt_boot_param"
+            ));
+        }
+        (
+            Some(built.to_string()),
+            Some("kernel version string".to_string()),
+        )
+    }
+
+    fn virtualisation(
+        &self,
+        cpu: &parse::CpuInfo,
+        put: &mut impl FnMut(&str, Value),
+        notes: &mut Vec<String>,
+    ) {
+        let signature = if self.real_machine && cpu.hypervisor_flag == Some(true) {
+            cpuid_hypervisor_signature()
+        } else {
+            None
+        };
+        let sys_type = self.value("/sys/hypervisor/type");
+        let dmi_vendor = self.value("/sys/class/dmi/id/sys_vendor");
+        let dmi_product = self.value("/sys/class/dmi/id/product_name");
+        let (name, source) = parse::decide_hypervisor(&HypervisorEvidence {
+            cpuid_flag: cpu.hypervisor_flag,
+            cpuid_signature: signature.as_deref(),
+            sys_type: sys_type.as_deref(),
+            dmi_vendor: dmi_vendor.as_deref(),
+            dmi_product: dmi_product.as_deref(),
+        });
+        if cpu.hypervisor_flag.is_none() && dmi_vendor.is_none() {
+            notes.push(
+                "hypervisor: no cpuid flags and no DMI data; \"bare metal\" is a guess".into(),
+            );
+        }
+        put("hypervisor", name.into());
+        put("hypervisor_source", source.into());
+        put("hypervisor_cpuid_flag", cpu.hypervisor_flag.into());
+        put("hypervisor_signature", signature.into());
+        put("dmi_sys_vendor", dmi_vendor.into());
+        put("dmi_product_name", dmi_product.into());
+    }
+
+    /// (package, core) of every CPU from sysfs, for kernels whose cpuinfo does not say.
+    fn sysfs_topology(&self) -> Option<Vec<(u64, u64)>> {
+        let dir = std::fs::read_dir(self.path("/sys/devices/system/cpu")).ok()?;
+        let mut pairs = Vec::new();
+        for entry in dir.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let is_cpu = name
+                .strip_prefix("cpu")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            if !is_cpu {
+                continue;
+            }
+            let base = format!("/sys/devices/system/cpu/{name}/topology");
+            if let (Some(p), Some(c)) = (
+                self.number(&format!("{base}/physical_package_id")),
+                self.number(&format!("{base}/core_id")),
+            ) {
+                pairs.push((p, c));
+            }
+        }
+        (!pairs.is_empty()).then_some(pairs)
+    }
+
+    /// Cache sizes of CPU 0, keyed like the fingerprint.
+    fn caches(&self) -> BTreeMap<&'static str, u64> {
+        let mut out = BTreeMap::new();
+        let base = "/sys/devices/system/cpu/cpu0/cache";
+        let Ok(dir) = std::fs::read_dir(self.path(base)) else {
+            return out;
+        };
+        let mut names: Vec<String> = dir
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("index"))
+            .collect();
+        names.sort();
+        for n in names {
+            let get = |f: &str| self.value(&format!("{base}/{n}/{f}"));
+            let key = match (get("level").as_deref(), get("type").as_deref()) {
+                (Some("1"), Some("Data")) => "cache_l1d_bytes",
+                (Some("1"), Some("Instruction")) => "cache_l1i_bytes",
+                (Some("2"), _) => "cache_l2_bytes",
+                (Some("3"), _) => "cache_l3_bytes",
+                _ => continue,
+            };
+            if let Some(size) = get("size").and_then(|s| parse::cache_size_bytes(&s)) {
+                out.insert(key, size);
+            }
+            if let Some(line) = get("coherency_line_size").and_then(|s| s.parse().ok()) {
+                out.entry("cache_line_bytes").or_insert(line);
+            }
+        }
+        out
+    }
+
+    fn cpufreq(&self, put: &mut impl FnMut(&str, Value), notes: &mut Vec<String>) {
+        let base = "/sys/devices/system/cpu/cpu0/cpufreq";
+        let present = self.path(base).is_dir();
+        let get = |f: &str| self.value(&format!("{base}/{f}"));
+        let num = |f: &str| get(f).and_then(|v| v.parse::<u64>().ok());
+        put("cpufreq_driver", get("scaling_driver").into());
+        put("cpufreq_governor", get("scaling_governor").into());
+        put("cpufreq_min_khz", num("cpuinfo_min_freq").into());
+        put("cpufreq_max_khz", num("cpuinfo_max_freq").into());
+        // Boost lives in a different place for each driver family.
+        let boost = self
+            .value("/sys/devices/system/cpu/cpufreq/boost")
+            .or_else(|| get("boost"))
+            .map(|v| v == "1")
+            .or_else(|| {
+                self.value("/sys/devices/system/cpu/intel_pstate/no_turbo")
+                    .map(|v| v == "0")
+            });
+        put("cpufreq_boost", boost.into());
+        if !present {
+            notes.push(
+                "cpufreq: no frequency scaling interface in sysfs (usual in VMs), so governor, \
+                 frequency limits and boost are unknown"
+                    .into(),
+            );
+        }
+    }
+
+    fn scratch(
+        &self,
+        scratch: Option<&Path>,
+        put: &mut impl FnMut(&str, Value),
+        notes: &mut Vec<String>,
+    ) {
+        let keys = [
+            "scratch_path",
+            "scratch_fs_type",
+            "scratch_device",
+            "scratch_device_number",
+            "scratch_mount_point",
+            "scratch_mount_options",
+            "scratch_super_options",
+            "scratch_rotational",
+        ];
+        let mut values: BTreeMap<&str, Value> = BTreeMap::new();
+        if let Some(dir) = scratch {
+            match std::fs::canonicalize(dir) {
+                Err(e) => notes.push(format!(
+                    "scratch directory {}: cannot resolve it ({e})",
+                    dir.display()
+                )),
+                Ok(real) => {
+                    let text = real.to_string_lossy().into_owned();
+                    values.insert("scratch_path", text.clone().into());
+                    let mounts = parse::parse_mountinfo(
+                        &self.read("/proc/self/mountinfo").unwrap_or_default(),
+                    );
+                    match parse::mount_for(&mounts, &text) {
+                        None => notes.push(format!(
+                            "scratch directory {text}: no mount found in /proc/self/mountinfo"
+                        )),
+                        Some(m) => {
+                            values.insert("scratch_fs_type", m.fs_type.clone().into());
+                            values.insert("scratch_device", m.source.clone().into());
+                            values.insert("scratch_device_number", m.device_number.clone().into());
+                            values.insert("scratch_mount_point", m.mount_point.clone().into());
+                            values.insert("scratch_mount_options", m.mount_options.clone().into());
+                            values.insert("scratch_super_options", m.super_options.clone().into());
+                            values.insert(
+                                "scratch_rotational",
+                                self.rotational(&m.device_number).into(),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        for k in keys {
+            put(k, values.remove(k).unwrap_or(Value::Null));
+        }
+    }
+
+    /// Whether the block device is a spinning disk; None for file systems without one (tmpfs).
+    fn rotational(&self, device_number: &str) -> Option<bool> {
+        let dev = format!("/sys/dev/block/{device_number}");
+        // A partition has no queue of its own; its disk (the parent directory) has.
+        self.value(&format!("{dev}/queue/rotational"))
+            .or_else(|| self.value(&format!("{dev}/../queue/rotational")))
+            .map(|v| v == "1")
+    }
+}
+
+/// Every file of a directory as name -> trimmed contents, sorted by name. None when the directory
+/// cannot be listed. Files that cannot be read (permissions) are skipped.
+pub fn read_dir_map(dir: &Path) -> Option<BTreeMap<String, String>> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    let mut map = BTreeMap::new();
+    for e in entries.flatten() {
+        if let Ok(text) = std::fs::read_to_string(e.path()) {
+            map.insert(
+                e.file_name().to_string_lossy().into_owned(),
+                text.trim().to_string(),
+            );
+        }
+    }
+    Some(map)
+}
+
+/// The 12-byte vendor signature a hypervisor puts in CPUID leaf 0x40000000, printable part only.
+#[cfg(target_arch = "x86_64")]
+fn cpuid_hypervisor_signature() -> Option<String> {
+    // SAFETY: every x86-64 CPU has cpuid; the caller asks only when the hypervisor bit says the
+    // leaf range is defined. (Safe to call on newer toolchains, hence the allow.)
+    #[allow(unused_unsafe)]
+    let r = unsafe { std::arch::x86_64::__cpuid(0x4000_0000) };
+    let bytes: Vec<u8> = [r.ebx, r.ecx, r.edx]
+        .iter()
+        .flat_map(|reg| reg.to_le_bytes())
+        .collect();
+    let s: String = bytes
+        .iter()
+        .filter(|b| b.is_ascii_graphic() || **b == b' ')
+        .map(|&b| char::from(b))
+        .collect();
+    let s = s.trim().to_string();
+    (!s.is_empty()).then_some(s)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpuid_hypervisor_signature() -> Option<String> {
+    None
+}
+
+#[cfg(test)]
+mod tests;
