@@ -16,16 +16,27 @@ fn load_all(store: &mut dyn Store, wanted: &[String]) -> Result<Vec<Run>> {
         .iter()
         .map(|w| {
             let id = resolve_id(store, w)?;
-            store.load(&id)?.ok_or_else(|| anyhow::anyhow!("run {id} vanished while reading"))
+            store
+                .load(&id)?
+                .ok_or_else(|| anyhow::anyhow!("run {id} vanished while reading"))
         })
         .collect()
 }
 
 fn by_tag(store: &mut dyn Store, tag: &str, side: &str) -> Result<Vec<Run>> {
     let tags: Vec<(String, String)> = parse_tags(&[tag.to_string()])?.into_iter().collect();
-    let ids: Vec<String> = store.list(&RunFilter { tags, ..Default::default() })?.into_iter().map(|r| r.id).collect();
+    let ids: Vec<String> = store
+        .list(&RunFilter {
+            tags,
+            ..Default::default()
+        })?
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
     if ids.is_empty() {
-        return Err(usage!("--tag-{side} {tag}: no stored run has this tag (`osmeter runs` lists the tags)"));
+        return Err(usage!(
+            "--tag-{side} {tag}: no stored run has this tag (`osmeter runs` lists the tags)"
+        ));
     }
     load_all(store, &ids)
 }
@@ -37,7 +48,10 @@ fn sides(args: &CompareArgs, store: &mut dyn Store) -> Result<(Vec<Run>, Vec<Run
     } else if let Some(t) = &args.tag_a {
         by_tag(store, t, "a")?
     } else {
-        load_all(store, &args.runs.iter().take(1).cloned().collect::<Vec<_>>())?
+        load_all(
+            store,
+            &args.runs.iter().take(1).cloned().collect::<Vec<_>>(),
+        )?
     };
     let b = if !args.group_b.is_empty() {
         load_all(store, &args.group_b)?
@@ -45,7 +59,16 @@ fn sides(args: &CompareArgs, store: &mut dyn Store) -> Result<(Vec<Run>, Vec<Run
         by_tag(store, t, "b")?
     } else {
         let skip = usize::from(args.group_a.is_empty() && args.tag_a.is_none());
-        load_all(store, &args.runs.iter().skip(skip).take(1).cloned().collect::<Vec<_>>())?
+        load_all(
+            store,
+            &args
+                .runs
+                .iter()
+                .skip(skip)
+                .take(1)
+                .cloned()
+                .collect::<Vec<_>>(),
+        )?
     };
     if a.is_empty() || b.is_empty() {
         return Err(usage!(
@@ -58,16 +81,24 @@ fn sides(args: &CompareArgs, store: &mut dyn Store) -> Result<(Vec<Run>, Vec<Run
 
 pub fn compare(args: &CompareArgs) -> Result<i32> {
     if !(0.0..100.0).contains(&args.threshold) {
-        return Err(usage!("--threshold {}: give a percentage between 0 and 100", args.threshold));
+        return Err(usage!(
+            "--threshold {}: give a percentage between 0 and 100",
+            args.threshold
+        ));
     }
     if let Some(p) = args.fail_if_slower {
         if !(0.0..100.0).contains(&p) {
-            return Err(usage!("--fail-if-slower {p}: give a percentage between 0 and 100"));
+            return Err(usage!(
+                "--fail-if-slower {p}: give a percentage between 0 and 100"
+            ));
         }
     }
     let mut store = Location::resolve(args.store.store.as_deref())?.open()?;
     let (a, b) = sides(args, store.as_mut())?;
-    let config = CompareConfig { min_effect: args.threshold / 100.0, ..CompareConfig::default() };
+    let config = CompareConfig {
+        min_effect: args.threshold / 100.0,
+        ..CompareConfig::default()
+    };
     let ra: Vec<&Run> = a.iter().collect();
     let rb: Vec<&Run> = b.iter().collect();
     let c = compare_runs(&ra, &rb, &config);
@@ -85,7 +116,11 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
             .map(|f| f.key.as_str())
             .collect();
         if !bad.is_empty() {
-            eprintln!("osmeter: {} figure(s) slower by more than {pct} %: {}", bad.len(), bad.join(", "));
+            eprintln!(
+                "osmeter: {} figure(s) slower by more than {pct} %: {}",
+                bad.len(),
+                bad.join(", ")
+            );
             return Ok(EXIT_THRESHOLD);
         }
     }
@@ -106,8 +141,18 @@ pub fn render(c: &Comparison, all: bool) -> String {
             let _ = writeln!(out, "  {k}: {a} -> {b}");
         }
     }
-    let changed = c.figures.iter().filter(|f| f.verdict != Verdict::NoChange).count();
-    let width = c.figures.iter().map(|f| f.key.len()).max().unwrap_or(6).max(6);
+    let changed = c
+        .figures
+        .iter()
+        .filter(|f| f.verdict != Verdict::NoChange)
+        .count();
+    let width = c
+        .figures
+        .iter()
+        .map(|f| f.key.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
     let _ = writeln!(
         out,
         "\n{changed} of {} figures changed beyond noise (rank test p < {}, change >= {} %, interval excluding 1).",
@@ -120,7 +165,11 @@ pub fn render(c: &Comparison, all: bool) -> String {
         "{:<width$}  {:>14} {:>14} {:>7} {:>17} {:>8}  verdict",
         "figure", "A", "B", "B/A", "95% CI of B/A", "p"
     );
-    for f in c.figures.iter().filter(|f| all || f.verdict != Verdict::NoChange) {
+    for f in c
+        .figures
+        .iter()
+        .filter(|f| all || f.verdict != Verdict::NoChange)
+    {
         let verdict = match f.verdict {
             Verdict::Faster => "faster",
             Verdict::Slower => "SLOWER",
@@ -141,8 +190,16 @@ pub fn render(c: &Comparison, all: bool) -> String {
         }
     }
     if let Some(g) = c.geomean {
-        let groups: Vec<String> = c.geomean_by_group.iter().map(|(k, v)| format!("{k} {v:.3}")).collect();
-        let _ = writeln!(out, "\nGeometric mean speed-up of B over A: {g:.3} ({})", groups.join(", "));
+        let groups: Vec<String> = c
+            .geomean_by_group
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.3}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "\nGeometric mean speed-up of B over A: {g:.3} ({})",
+            groups.join(", ")
+        );
     }
     if let (Some(cpu), Some(rel)) = (c.cpu_speedup, c.os_speedup_relative_to_cpu) {
         let _ = writeln!(

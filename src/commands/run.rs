@@ -141,6 +141,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let _ = placement::restore_sched(restore_sched);
     let _ = placement::set_affinity(&restore_affinity);
 
+    // The parent, not the fresh subdirectory: its path is stable from run to run.
+    let fingerprint = fingerprint::collect(Some(&config.scratch_parent));
     let mut run = Run {
         schema: RUN_SCHEMA.to_string(),
         id: new_run_id(),
@@ -160,10 +162,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             cpu: Some(config.cpu),
             fifo_priority: config.fifo,
             scratch_dir: config.scratch_parent.display().to_string(),
-            scratch_fs: None,
+            scratch_fs: fingerprint
+                .get("scratch_fs_type")
+                .and_then(|v| v.as_str())
+                .map(str::to_string),
         },
         tags: config.tags.clone(),
-        fingerprint: fingerprint::collect(Some(scratch.path())),
+        fingerprint: fingerprint.clone(),
         counters_unavailable: sensors.counters.unavailable().clone(),
         overhead: Some(overhead),
         measurements,
