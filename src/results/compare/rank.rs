@@ -63,8 +63,8 @@ fn exact_two_sided(n1: usize, n2: usize, u: f64) -> f64 {
     for row in table.iter_mut() {
         row[0][0] = 1.0;
     }
-    for j in 0..=n2 {
-        table[0][j][0] = 1.0;
+    for cell in table[0].iter_mut() {
+        cell[0] = 1.0;
     }
     for i in 1..=n1 {
         for j in 1..=n2 {
