@@ -34,6 +34,25 @@ pub enum Command {
     Rm(RmArgs),
     /// Compare two runs, or two groups of runs, with statistics
     Compare(CompareArgs),
+    /// Write a stored run as json, csv, markdown or openmetrics
+    Export(ExportArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ExportArgs {
+    /// Run id, or a unique prefix of one
+    pub run: String,
+    /// json | csv | markdown | openmetrics
+    #[arg(long, short = 'f', value_name = "FORMAT")]
+    pub format: String,
+    /// One row per raw sample (csv)
+    #[arg(long)]
+    pub samples: bool,
+    /// Write to this file instead of stdout
+    #[arg(long, short = 'o', value_name = "PATH")]
+    pub output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 #[derive(Args, Debug, Clone, Default)]

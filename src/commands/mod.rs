@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod compare;
+pub mod export;
 pub mod info;
 pub mod list;
 pub mod run;
@@ -21,6 +22,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Show(args) => stored::show(&args),
         Command::Rm(args) => stored::rm(&args),
         Command::Compare(args) => compare::compare(&args),
+        Command::Export(args) => export::export(&args),
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod derive;
+pub mod export;
 pub mod fingerprint;
 pub mod model;
 pub mod store;

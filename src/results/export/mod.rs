@@ -1,0 +1,135 @@
+//! Exports of a stored run, one format per module behind one trait.
+
+pub mod csv;
+pub mod json;
+pub mod markdown;
+pub mod openmetrics;
+
+use crate::results::model::{Params, Run};
+use std::io::{self, Write};
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExportOptions {
+    /// One row per raw sample instead of one per figure (where the format has rows).
+    pub samples: bool,
+}
+
+pub trait Exporter {
+    fn name(&self) -> &'static str;
+    fn write(&self, run: &Run, options: &ExportOptions, out: &mut dyn Write) -> io::Result<()>;
+}
+
+pub const FORMATS: &[&str] = &["json", "csv", "markdown", "openmetrics"];
+
+pub fn exporter(format: &str) -> Option<Box<dyn Exporter>> {
+    match format {
+        "json" => Some(Box::new(json::Json)),
+        "csv" => Some(Box::new(csv::Csv)),
+        "markdown" | "md" => Some(Box::new(markdown::Markdown)),
+        "openmetrics" | "prometheus" => Some(Box::new(openmetrics::OpenMetrics)),
+        _ => None,
+    }
+}
+
+/// `k=v,k=v` in key order: one stable string for a parameter set.
+pub fn params_text(params: &Params) -> String {
+    params
+        .iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A fixed run used by every exporter's snapshot test.
+#[cfg(test)]
+pub fn sample_run() -> Run {
+    use crate::results::model::{Measurement, Status, Summary, Unit};
+    let mut run = crate::results::model::tests::empty_run();
+    run.id = "6750a000-0badcafe".into();
+    run.suite = Some("quick".into());
+    run.fingerprint =
+        serde_json::json!({"hostname": "box", "kernel_release": "6.1.0", "cpu_model": "Test CPU"});
+    let mut null = Measurement::not_measured(
+        "syscall.null",
+        Params::new(),
+        Unit::Nanoseconds,
+        Status::Ok,
+        String::new(),
+    );
+    null.reason = None;
+    null.samples = vec![190.0, 200.0, 210.0];
+    null.summary = Some(Summary {
+        median: 200.0,
+        mean: 200.0,
+        stddev: 10.0,
+        min: 190.0,
+        max: 210.0,
+        cv: 0.05,
+        ci95: [190.0, 210.0],
+        ci_level: 0.75,
+        outliers: vec![],
+    });
+    null.counters.kernel.insert("instructions".into(), 812.5);
+    null.counters.software.insert("page-faults".into(), 0.0);
+    let mut copy = Measurement::not_measured(
+        "memory.copy",
+        Params::new(),
+        Unit::BytesPerSecond,
+        Status::Ok,
+        String::new(),
+    );
+    copy.reason = None;
+    copy.params.insert("size".into(), serde_json::json!(16384));
+    copy.params
+        .insert("cache".into(), serde_json::json!("hot, \"warm\""));
+    copy.samples = vec![1.5e10, 1.6e10];
+    copy.summary = Some(Summary {
+        median: 1.55e10,
+        mean: 1.55e10,
+        stddev: 7.07e8,
+        min: 1.5e10,
+        max: 1.6e10,
+        cv: 0.0456,
+        ci95: [1.5e10, 1.6e10],
+        ci_level: 0.5,
+        outliers: vec![],
+    });
+    let skipped = Measurement::not_measured(
+        "ipc.pipe_pingpong",
+        [("placement".to_string(), serde_json::json!("cross"))].into(),
+        Unit::Nanoseconds,
+        Status::Skipped,
+        "cross-CPU placement needs two usable CPUs".into(),
+    );
+    run.measurements = vec![null, copy, skipped];
+    run
+}
+
+/// Compares exporter output with its snapshot file; `UPDATE_SNAPSHOTS=1` rewrites the file instead.
+#[cfg(test)]
+pub fn check_snapshot(name: &str, actual: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/results/export/snapshots")
+        .join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "snapshot {} missing; run with UPDATE_SNAPSHOTS=1",
+            path.display()
+        )
+    });
+    assert_eq!(actual, expected, "output differs from snapshot {name}");
+}
+
+#[cfg(test)]
+pub fn render(e: &dyn Exporter, run: &Run, options: ExportOptions) -> String {
+    let mut buf = Vec::new();
+    e.write(run, &options, &mut buf).unwrap();
+    String::from_utf8(buf).unwrap()
+}
