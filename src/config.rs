@@ -223,7 +223,7 @@ impl RunConfig {
                 placement::validate_cpu(c).map_err(|e| usage!("--cpu {c}: {e:#}"))?;
                 c
             }
-            None => *placement::allowed_cpus().last().unwrap_or(&0),
+            None => *placement::usable_cpus().last().unwrap_or(&0),
         };
         if let Some(prio) = args.fifo {
             placement::check_fifo_priority(prio).map_err(|e| usage!("--fifo {prio}: {e:#}"))?;

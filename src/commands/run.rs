@@ -68,7 +68,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             )
         })?;
 
-    let restore_affinity = placement::allowed_cpus();
+    let restore_affinity = placement::usable_cpus();
     let restore_sched = placement::current_sched();
     placement::pin_current_thread(config.cpu)?;
     if let Some(prio) = config.fifo {

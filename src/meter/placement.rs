@@ -2,7 +2,15 @@
 
 use anyhow::{bail, Context, Result};
 
-/// CPUs this process may run on, in ascending order.
+/// CPUs this process could use before osmeter pinned anything, in ascending order. Read once, at the
+/// first call (the run command makes it before pinning the measuring thread), so that two-party probes
+/// built after pinning still see every CPU they may place a partner on.
+pub fn usable_cpus() -> Vec<usize> {
+    static USABLE: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+    USABLE.get_or_init(allowed_cpus).clone()
+}
+
+/// CPUs the calling thread may run on now, in ascending order.
 pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
     unsafe {
@@ -56,7 +64,7 @@ pub fn current_cpu() -> usize {
 
 /// Checks that a CPU given on the command line exists and is usable by this process.
 pub fn validate_cpu(cpu: usize) -> Result<()> {
-    let allowed = allowed_cpus();
+    let allowed = usable_cpus();
     if !allowed.contains(&cpu) {
         bail!(
             "CPU {cpu} does not exist or is not available to this process (usable CPUs: {})",
@@ -135,7 +143,7 @@ pub fn partner_cpu(measuring: usize, cross: bool) -> Option<usize> {
     if !cross {
         return Some(measuring);
     }
-    allowed_cpus().into_iter().find(|&c| c != measuring)
+    usable_cpus().into_iter().find(|&c| c != measuring)
 }
 
 /// `0-3,6` style list.
