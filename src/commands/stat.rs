@@ -539,34 +539,36 @@ pub fn render(doc: &StatDoc) -> String {
         let _ = writeln!(out, "\n  Not counted here:");
         for ReasonGroup { reason, by_scopes } in group_unavailable(&doc.counters_unavailable) {
             for (scopes, names) in by_scopes {
-                let _ = write!(out, "{}", wrap(&format!("{scopes}: "), &names, 100));
+                let list = names.join(", ");
+                out.push_str(&wrap(4, &format!("{scopes}: "), list.split(' '), 100));
             }
-            let _ = writeln!(out, "      {reason}");
+            out.push_str(&wrap(6, "", reason.split(' '), 100));
         }
     }
     out
 }
 
-/// `head` then the names separated by commas, wrapped under each other at `width` columns.
-fn wrap(head: &str, names: &[String], width: usize) -> String {
-    let indent = 4 + head.len();
-    let mut out = format!("    {head}");
+/// `head` then the words, wrapped at `width` columns with continuation lines aligned after `head`;
+/// every line starts with `margin` spaces.
+fn wrap<'a>(
+    margin: usize,
+    head: &str,
+    words: impl Iterator<Item = &'a str>,
+    width: usize,
+) -> String {
+    let indent = margin + head.len();
+    let mut out = format!("{:margin$}{head}", "");
     let mut col = indent;
-    for (i, name) in names.iter().enumerate() {
-        let piece = if i + 1 < names.len() {
-            format!("{name},")
-        } else {
-            name.clone()
-        };
-        if col > indent && col + 1 + piece.len() > width {
+    for word in words {
+        if col > indent && col + 1 + word.len() > width {
             let _ = write!(out, "\n{:indent$}", "");
             col = indent;
         } else if col > indent {
             out.push(' ');
             col += 1;
         }
-        out.push_str(&piece);
-        col += piece.len();
+        out.push_str(word);
+        col += word.len();
     }
     out.push('\n');
     out

@@ -230,6 +230,12 @@ impl Opener {
         } else {
             *self.pmu_present.get_or_insert_with(hardware_pmu_present)
         };
+        // Without a PMU, privileges would not help: say what would remain true as root.
+        let errno = if !pmu_present && matches!(errno, libc::EACCES | libc::EPERM) {
+            libc::ENOENT
+        } else {
+            errno
+        };
         set.unavailable.insert(
             events::key(scope, def.name),
             events::reason(errno, scope, self.privilege, pmu_present),

@@ -224,3 +224,29 @@ fn a_command_that_cannot_start_is_an_error() {
     };
     assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
 }
+
+#[test]
+fn events_opened_one_by_one_read_the_same_way() {
+    // The path taken where the kernel refuses group reads: every event alone.
+    let mut opener = Opener::new(Target::Thread);
+    opener.groups_work = false;
+    let mut set = opener.open_everything();
+    assert!(set.handles.iter().all(|h| !h.grouped));
+    assert!(set.has(Scope::Software, "task-clock"));
+    let before = set.read();
+    touch_fresh_pages(200);
+    let d = counter_delta(&before, &set.read());
+    assert!(d.software["page-faults"] >= 200.0, "{d:?}");
+    assert!(d.software["task-clock"] > 0.0, "{d:?}");
+}
+
+#[test]
+fn groups_are_used_where_the_kernel_allows_them() {
+    let set = CounterSet::open_all();
+    let sw = set
+        .handles
+        .iter()
+        .find(|h| h.events.iter().any(|e| e.1 == "task-clock"))
+        .unwrap();
+    assert!(sw.grouped && sw.events.len() >= 4, "{:?}", sw.events);
+}
