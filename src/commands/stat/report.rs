@@ -1,0 +1,470 @@
+//! What `osmeter stat` reports: the figures taken from each run, their summaries, and the table.
+
+use super::{shown, RunRecord, StatDoc, STAT_SCHEMA};
+use crate::harness::stats;
+use crate::results::model::{CounterScopes, CounterValues};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FigureSummary {
+    pub unit: &'static str,
+    /// Runs that gave a value for this figure.
+    pub n: usize,
+    pub mean: f64,
+    /// 95 % confidence interval of the mean (Student t).
+    pub ci95: [f64; 2],
+    pub stddev: f64,
+    /// Coefficient of variation, stddev / mean.
+    pub cv: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl FigureSummary {
+    fn of(unit: &'static str, xs: &[f64]) -> Self {
+        let mean = stats::mean(xs);
+        let sd = stats::stddev(xs);
+        FigureSummary {
+            unit,
+            n: xs.len(),
+            mean,
+            ci95: stats::mean_ci95(xs),
+            stddev: sd,
+            cv: if mean != 0.0 { sd / mean.abs() } else { 0.0 },
+            min: xs.iter().copied().fold(f64::INFINITY, f64::min),
+            max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+}
+
+/// Event names in the order they are shown: software first, then hardware.
+const EVENT_ORDER: &[&str] = &[
+    "task-clock",
+    "page-faults",
+    "minor-faults",
+    "major-faults",
+    "context-switches",
+    "cpu-migrations",
+    "cycles",
+    "instructions",
+    "branch-misses",
+    "stalled-cycles-frontend",
+    "stalled-cycles-backend",
+    "L1-dcache-load-misses",
+    "L1-icache-load-misses",
+    "LLC-load-misses",
+    "dTLB-load-misses",
+    "iTLB-load-misses",
+];
+
+/// One figure: key, label for the table, unit, and its value in each run that has one.
+struct Figure {
+    key: String,
+    label: String,
+    unit: &'static str,
+    values: Vec<f64>,
+}
+
+fn scope_values<'a>(c: &'a CounterScopes, scope: &str) -> &'a CounterValues {
+    match scope {
+        "software" => &c.software,
+        "user" => &c.user,
+        _ => &c.kernel,
+    }
+}
+
+/// A figure every run has.
+fn every_run(
+    runs: &[RunRecord],
+    key: &str,
+    label: &str,
+    unit: &'static str,
+    f: impl Fn(&RunRecord) -> f64,
+) -> Figure {
+    Figure {
+        key: key.to_string(),
+        label: label.to_string(),
+        unit,
+        values: runs.iter().map(f).collect(),
+    }
+}
+
+fn figures(runs: &[RunRecord]) -> Vec<Figure> {
+    let mut out = vec![
+        every_run(runs, "time:wall", "wall time", "ns", |r| r.wall_ns as f64),
+        every_run(runs, "time:user", "user time", "ns", |r| r.user_ns as f64),
+        every_run(runs, "time:system", "system time", "ns", |r| {
+            r.system_ns as f64
+        }),
+        every_run(runs, "rusage:max-rss", "max resident set", "KiB", |r| {
+            r.max_rss_kib as f64
+        }),
+        every_run(
+            runs,
+            "rusage:csw-voluntary",
+            "voluntary switches",
+            "count",
+            |r| r.csw_voluntary as f64,
+        ),
+        every_run(
+            runs,
+            "rusage:csw-involuntary",
+            "involuntary switches",
+            "count",
+            |r| r.csw_involuntary as f64,
+        ),
+    ];
+    for scope in ["software", "user", "kernel"] {
+        let map = |c| scope_values(c, scope);
+        for name in EVENT_ORDER {
+            let values: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| map(&r.counters).get(*name).copied())
+                .collect();
+            if values.is_empty() {
+                continue;
+            }
+            let (unit, label) = match (scope, *name) {
+                (_, "task-clock") => ("ns", "task-clock".to_string()),
+                ("software", n) => ("count", n.to_string()),
+                (s, n) => ("count", format!("{n} ({s})")),
+            };
+            out.push(Figure {
+                key: format!("{scope}:{name}"),
+                label,
+                unit,
+                values,
+            });
+        }
+        // Instructions per cycle, run by run, where both were counted.
+        let ipc: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| {
+                let m = map(&r.counters);
+                Some(m.get("instructions")? / m.get("cycles").filter(|c| **c > 0.0)?)
+            })
+            .collect();
+        if !ipc.is_empty() {
+            out.push(Figure {
+                key: format!("{scope}:insn-per-cycle"),
+                label: format!("insn per cycle ({scope})"),
+                unit: "ratio",
+                values: ipc,
+            });
+        }
+    }
+    out.push(every_run(
+        runs,
+        "system:irq-timer",
+        "timer interrupts, all CPUs",
+        "count",
+        |r| r.irq_timer as f64,
+    ));
+    out.push(every_run(
+        runs,
+        "system:irq-other",
+        "other interrupts, all CPUs",
+        "count",
+        |r| r.irq_other as f64,
+    ));
+    out.push(every_run(
+        runs,
+        "system:steal",
+        "stolen by hypervisor",
+        "ms",
+        |r| r.steal_ms,
+    ));
+    out
+}
+
+/// The document of a set of runs, with a summary of every figure.
+pub(super) fn document(
+    argv: &[String],
+    repeat: usize,
+    runs: Vec<RunRecord>,
+    counters_unavailable: BTreeMap<String, String>,
+    failure: Option<String>,
+    interrupted: bool,
+) -> StatDoc {
+    let mut summary = serde_json::Map::new();
+    for f in figures(&runs) {
+        let s = FigureSummary::of(f.unit, &f.values);
+        summary.insert(f.key, serde_json::to_value(s).unwrap_or_default());
+    }
+    StatDoc {
+        schema: STAT_SCHEMA,
+        command: argv.to_vec(),
+        repeat,
+        counters_scaled: runs.iter().any(|r| r.counters.scaled),
+        runs,
+        summary,
+        counters_unavailable,
+        failure,
+        interrupted,
+    }
+}
+
+/// How a figure is shown: the factor its values are multiplied by and the unit then printed, chosen
+/// from the size of the mean (ns become us/ms/s, KiB become MiB).
+fn display_unit(mean: f64, unit: &str) -> (f64, &'static str) {
+    match unit {
+        "ns" if mean >= 1e9 => (1e-9, "s"),
+        "ns" if mean >= 1e6 => (1e-6, "ms"),
+        "ns" if mean >= 1e3 => (1e-3, "us"),
+        "ns" => (1.0, "ns"),
+        "ms" => (1.0, "ms"),
+        "KiB" if mean >= 10_240.0 => (1.0 / 1024.0, "MiB"),
+        "KiB" => (1.0, "KiB"),
+        _ => (1.0, ""),
+    }
+}
+
+/// `v` with `digits` significant digits (whole numbers stay whole), without trailing zeros.
+fn sig(v: f64, digits: i32) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let magnitude = v.abs().log10().floor() as i32;
+    let decimals = (digits - 1 - magnitude).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// The terminal report. Written after the command's own output.
+pub fn render(doc: &StatDoc) -> String {
+    let mut out = String::new();
+    let n = doc.runs.len();
+    let _ = writeln!(
+        out,
+        "\nosmeter stat: `{}`, {n} run{}{}",
+        shown(&doc.command),
+        if n == 1 { "" } else { "s" },
+        if n < doc.repeat {
+            format!(" of {} asked", doc.repeat)
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        out,
+        "\n  {:<28} {:>10} {:>10} {:<4} {:>7}",
+        "figure", "mean", "±95% CI", "unit", "CV"
+    );
+    let figs = figures(&doc.runs);
+    let wall = stats::mean(&figs[0].values);
+    for f in &figs {
+        let s = FigureSummary::of(f.unit, &f.values);
+        let (factor, unit) = display_unit(s.mean, f.unit);
+        let (ci, cv) = if s.n < 2 {
+            ("-".to_string(), "-".to_string())
+        } else {
+            let half = (s.ci95[1] - s.ci95[0]) / 2.0;
+            (sig(half * factor, 2), format!("{:.1}%", s.cv * 100.0))
+        };
+        let mut line = format!(
+            "  {:<28} {:>10} {:>10} {:<4} {:>7}",
+            f.label,
+            sig(s.mean * factor, 4),
+            ci,
+            unit,
+            cv
+        );
+        if f.key == "software:task-clock" && wall > 0.0 {
+            let _ = write!(line, "   {:.2} CPUs utilized", s.mean / wall);
+        }
+        if s.n < n {
+            let _ = write!(line, "   ({} of {n} runs)", s.n);
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    if doc.counters_scaled {
+        let _ = writeln!(
+            out,
+            "\n  Some counts were multiplexed and are scaled by time enabled / time running."
+        );
+    }
+    if !doc.counters_unavailable.is_empty() {
+        let _ = writeln!(out, "\n  Not counted here:");
+        for ReasonGroup { reason, by_scopes } in group_unavailable(&doc.counters_unavailable) {
+            for (scopes, names) in by_scopes {
+                let list = names.join(", ");
+                out.push_str(&wrap(4, &format!("{scopes}: "), list.split(' '), 100));
+            }
+            out.push_str(&wrap(6, "", reason.split(' '), 100));
+        }
+    }
+    out
+}
+
+/// `head` then the words, wrapped at `width` columns with continuation lines aligned after `head`;
+/// every line starts with `margin` spaces.
+fn wrap<'a>(
+    margin: usize,
+    head: &str,
+    words: impl Iterator<Item = &'a str>,
+    width: usize,
+) -> String {
+    let indent = margin + head.len();
+    let mut out = format!("{:margin$}{head}", "");
+    let mut col = indent;
+    for word in words {
+        if col > indent && col + 1 + word.len() > width {
+            let _ = write!(out, "\n{:indent$}", "");
+            col = indent;
+        } else if col > indent {
+            out.push(' ');
+            col += 1;
+        }
+        out.push_str(word);
+        col += word.len();
+    }
+    out.push('\n');
+    out
+}
+
+/// Events missing for one reason: (scopes, e.g. "user, kernel", and the events missing in exactly
+/// those scopes).
+struct ReasonGroup {
+    reason: String,
+    by_scopes: Vec<(String, Vec<String>)>,
+}
+
+/// Unavailable events grouped by reason, then by the set of scopes they are missing in:
+/// "user, kernel" -> [cycles, instructions, ...].
+fn group_unavailable(map: &BTreeMap<String, String>) -> Vec<ReasonGroup> {
+    // Reason -> event name -> scopes it is missing in, in first-seen order.
+    type Missing<'a> = Vec<(&'a str, Vec<&'a str>)>;
+    let mut by_reason: Vec<(&str, Missing)> = Vec::new();
+    for (key, reason) in map {
+        let (scope, name) = key.split_once(':').unwrap_or(("", key));
+        let idx = match by_reason.iter().position(|(r, _)| r == reason) {
+            Some(i) => i,
+            None => {
+                by_reason.push((reason, Vec::new()));
+                by_reason.len() - 1
+            }
+        };
+        let names = &mut by_reason[idx].1;
+        match names.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, scopes)) => scopes.push(scope),
+            None => names.push((name, vec![scope])),
+        }
+    }
+    let event_rank = |n: &str| {
+        EVENT_ORDER
+            .iter()
+            .position(|e| *e == n)
+            .unwrap_or(usize::MAX)
+    };
+    let scope_rank = |s: &&str| ["user", "kernel", "software"].iter().position(|x| x == s);
+    by_reason
+        .into_iter()
+        .map(|(reason, mut names)| {
+            names.sort_by_key(|(n, _)| event_rank(n));
+            let mut by_scopes: Vec<(String, Vec<String>)> = Vec::new();
+            for (name, mut scopes) in names {
+                scopes.sort_by_key(scope_rank);
+                let label = scopes.join(", ");
+                match by_scopes.iter_mut().find(|(l, _)| *l == label) {
+                    Some((_, ns)) => ns.push(name.to_string()),
+                    None => by_scopes.push((label, vec![name.to_string()])),
+                }
+            }
+            ReasonGroup {
+                reason: reason.to_string(),
+                by_scopes,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(wall: u64, faults: f64) -> RunRecord {
+        let mut r = RunRecord {
+            wall_ns: wall,
+            exit_code: Some(0),
+            ..Default::default()
+        };
+        r.counters.software.insert("page-faults".into(), faults);
+        r.counters
+            .software
+            .insert("task-clock".into(), wall as f64 / 2.0);
+        r
+    }
+
+    #[test]
+    fn summary_has_mean_ci_and_cv() {
+        let doc = document(
+            &["ls".into()],
+            3,
+            vec![
+                run(1_000_000, 100.0),
+                run(2_000_000, 110.0),
+                run(3_000_000, 120.0),
+            ],
+            BTreeMap::new(),
+            None,
+            false,
+        );
+        let wall = &doc.summary["time:wall"];
+        assert_eq!(wall["mean"], 2_000_000.0);
+        assert_eq!(wall["n"], 3);
+        let half = 4.303 * 1_000_000.0 / 3f64.sqrt();
+        let lo = wall["ci95"][0].as_f64().unwrap();
+        assert!((lo - (2_000_000.0 - half)).abs() < 1e-3);
+        assert!((wall["cv"].as_f64().unwrap() - 0.5).abs() < 1e-12);
+        assert_eq!(doc.summary["software:page-faults"]["mean"], 110.0);
+        let text = render(&doc);
+        assert!(text.contains("3 runs"), "{text}");
+        assert!(
+            text.contains("wall time") && text.contains(" 2 ") && text.contains(" ms "),
+            "{text}"
+        );
+        assert!(text.contains("0.50 CPUs utilized"), "{text}");
+    }
+
+    #[test]
+    fn derived_ipc_needs_both_counts() {
+        let mut r = run(1000, 1.0);
+        r.counters.user.insert("instructions".into(), 300.0);
+        r.counters.user.insert("cycles".into(), 200.0);
+        r.counters.kernel.insert("instructions".into(), 50.0);
+        let keys: Vec<String> = figures(&[r]).into_iter().map(|f| f.key).collect();
+        assert!(keys.contains(&"user:insn-per-cycle".to_string()));
+        assert!(!keys.contains(&"kernel:insn-per-cycle".to_string()));
+        assert!(keys.contains(&"kernel:instructions".to_string()));
+    }
+
+    #[test]
+    fn unavailable_events_are_grouped_by_reason_and_scope() {
+        let mut m = BTreeMap::new();
+        for n in ["cycles", "instructions"] {
+            m.insert(format!("user:{n}"), "no PMU".to_string());
+            m.insert(format!("kernel:{n}"), "no PMU".to_string());
+        }
+        m.insert("kernel:LLC-load-misses".into(), "no PMU".into());
+        m.insert("software:context-switches".into(), "paranoid".into());
+        let g = group_unavailable(&m);
+        assert_eq!(g.len(), 2);
+        let pmu = g.iter().find(|r| r.reason == "no PMU").unwrap();
+        assert_eq!(
+            pmu.by_scopes,
+            vec![
+                (
+                    "user, kernel".to_string(),
+                    vec!["cycles".to_string(), "instructions".to_string()]
+                ),
+                ("kernel".to_string(), vec!["LLC-load-misses".to_string()]),
+            ]
+        );
+    }
+}

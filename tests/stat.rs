@@ -1,0 +1,135 @@
+//! `osmeter stat` end to end: runs, JSON, pass-through output, and every exit code it documents.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn osmeter() -> Command {
+    Command::cargo_bin("osmeter").unwrap()
+}
+
+#[test]
+fn repeats_the_command_and_reports_every_run() {
+    osmeter()
+        .args(["stat", "-r", "3", "--", "true"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("`true`, 3 runs"))
+        .stdout(predicate::str::contains("wall time"))
+        .stdout(predicate::str::contains("task-clock"));
+}
+
+#[test]
+fn json_has_the_schema_runs_and_figures() {
+    let out = osmeter()
+        .args(["stat", "-r", "2", "--json", "--", "true"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let doc: serde_json::Value = serde_json::from_slice(&out).expect("stdout is one JSON document");
+    assert_eq!(doc["schema"], "osmeter.stat/1");
+    assert_eq!(doc["command"], serde_json::json!(["true"]));
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(runs.iter().all(|r| r["wall_ns"].as_u64().unwrap() > 0));
+    let summary = doc["summary"].as_object().unwrap();
+    assert!(summary.contains_key("time:wall"));
+    let wall = &summary["time:wall"];
+    assert_eq!(wall["n"], 2);
+    let ci = wall["ci95"].as_array().unwrap();
+    assert!(ci[0].as_f64().unwrap() <= wall["mean"].as_f64().unwrap());
+    if let Some(tc) = summary.get("software:task-clock") {
+        assert!(tc["mean"].as_f64().unwrap() > 0.0);
+        assert_eq!(tc["unit"], "ns");
+    }
+    assert!(doc["counters_unavailable"].is_object());
+}
+
+#[test]
+fn the_commands_own_output_passes_through_before_the_report() {
+    let out = osmeter()
+        .args(["stat", "-r", "1", "--", "echo", "hello from the command"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let hello = text
+        .find("hello from the command")
+        .expect("output passed through");
+    let report = text.find("osmeter stat:").expect("report printed");
+    assert!(hello < report, "{text}");
+}
+
+#[test]
+fn stderr_of_the_command_passes_through_too() {
+    osmeter()
+        .args(["stat", "-r", "1", "--", "sh", "-c", "echo oops >&2"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("oops"));
+}
+
+#[test]
+fn a_missing_command_is_a_runtime_error_naming_it() {
+    osmeter()
+        .args(["stat", "--", "osmeter-no-such-command-xyz"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("osmeter-no-such-command-xyz"))
+        .stderr(predicate::str::contains("cannot start"));
+}
+
+#[test]
+fn a_failing_command_gives_exit_3_after_the_report() {
+    osmeter()
+        .args(["stat", "-r", "3", "--", "sh", "-c", "exit 4"])
+        .assert()
+        .code(3)
+        .stdout(predicate::str::contains("1 run of 3"))
+        .stderr(predicate::str::contains("exited with status 4"));
+}
+
+#[test]
+fn a_command_killed_by_a_signal_gives_exit_3() {
+    osmeter()
+        .args(["stat", "-r", "2", "--json", "--", "sh", "-c", "kill -9 $$"])
+        .assert()
+        .code(3)
+        .stdout(predicate::str::contains("\"signal\": 9"))
+        .stderr(predicate::str::contains("signal 9"));
+}
+
+#[test]
+fn zero_runs_is_a_usage_error() {
+    osmeter()
+        .args(["stat", "-r", "0", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("at least 1"));
+}
+
+#[test]
+fn counts_cover_the_children_of_the_command() {
+    // The shell forks three `true`s: their page faults add to the shell's own.
+    let run = |script: &str| -> f64 {
+        let out = osmeter()
+            .args(["stat", "-r", "1", "--json", "--", "sh", "-c", script])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        doc["summary"]["software:page-faults"]["mean"]
+            .as_f64()
+            .unwrap_or(0.0)
+    };
+    let alone = run(":");
+    let with_children = run("/bin/true; /bin/true; /bin/true");
+    if alone > 0.0 {
+        assert!(with_children > alone + 60.0, "{alone} vs {with_children}");
+    }
+}
