@@ -103,9 +103,9 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     let rb: Vec<&Run> = b.iter().collect();
     let c = compare_runs(&ra, &rb, &config);
     if args.output.json {
-        println!("{}", serde_json::to_string_pretty(&c)?);
+        super::emit_json(&c)?;
     } else {
-        print!("{}", render(&c, args.all));
+        super::emit(&render(&c, args.all))?;
     }
     if let Some(pct) = args.fail_if_slower {
         let limit = 1.0 - pct / 100.0;

@@ -50,9 +50,9 @@ pub fn info(json: bool) -> Result<i32> {
                 "reason": c.reason,
             })).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        super::emit_json(&doc)?;
     } else {
-        print!("{}", render(&fp, &features, &counters));
+        super::emit(&render(&fp, &features, &counters))?;
     }
     Ok(crate::error::EXIT_OK)
 }

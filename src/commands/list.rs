@@ -3,6 +3,7 @@
 use crate::probes::{self, Scale};
 use anyhow::Result;
 use serde_json::json;
+use std::fmt::Write;
 
 pub fn list(json: bool) -> Result<i32> {
     let registry = probes::registry();
@@ -24,36 +25,40 @@ pub fn list(json: bool) -> Result<i32> {
                 "probes": s.probes().iter().map(|p| p.id).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        super::emit_json(&doc)?;
         return Ok(0);
     }
-    println!("Suites:");
+    let mut out = String::new();
+    writeln!(out, "Suites:")?;
     for s in probes::SUITES {
-        println!(
+        writeln!(
+            out,
             "  {:<14} {} ({} probes)",
             s.name,
             s.summary,
             s.probes().len()
-        );
+        )?;
     }
     let width = registry.iter().map(|p| p.id.len()).max().unwrap_or(10);
     let mut group = "";
     for p in &registry {
         if p.group() != group {
             group = p.group();
-            println!("\n{group}:");
+            writeln!(out, "\n{group}:")?;
         }
         let origins: Vec<&str> = p.origins.iter().map(|o| o.name()).collect();
-        println!(
+        writeln!(
+            out,
             "  {:<width$}  {:<4} {}  [{}]",
             p.id,
             p.unit.symbol(),
             p.summary,
             origins.join(", ")
-        );
+        )?;
         if !p.params.is_empty() {
-            println!("  {:<width$}       parameters: {}", "", p.params);
+            writeln!(out, "  {:<width$}       parameters: {}", "", p.params)?;
         }
     }
+    super::emit(&out)?;
     Ok(0)
 }

@@ -31,3 +31,20 @@ pub fn stderr_is_terminal() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal()
 }
+
+/// Writes results to stdout. A reader that went away (`| head`) is not an error worth a panic.
+pub fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::anyhow!("cannot write the results to stdout: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A JSON document on stdout, pretty-printed, with a final line feed.
+pub fn emit_json<T: serde::Serialize>(doc: &T) -> Result<()> {
+    emit(&format!("{}\n", serde_json::to_string_pretty(doc)?))
+}

@@ -178,9 +178,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     crate::results::derive::annotate(&mut run);
 
     if config.json {
-        println!("{}", serde_json::to_string_pretty(&run)?);
+        super::emit_json(&run)?;
     } else {
-        print!("{}", table::render(&run));
+        super::emit(&table::render(&run))?;
     }
     if let Some(location) = &config.store {
         // The figures are already on stdout: a store that fails loses nothing the user saw.

@@ -5,6 +5,7 @@ use crate::config::parse_tags;
 use crate::results::store::{resolve_id, Location, RunFilter};
 use crate::results::table;
 use anyhow::Result;
+use std::fmt::Write;
 
 pub fn runs(args: &RunsArgs) -> Result<i32> {
     let mut store = Location::resolve(args.store.store.as_deref())?.open()?;
@@ -16,20 +17,23 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
     };
     let list = store.list(&filter)?;
     if args.output.json {
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        super::emit_json(&list)?;
         return Ok(0);
     }
     if list.is_empty() {
         eprintln!("osmeter: no runs in {} match", store.describe());
         return Ok(0);
     }
-    println!(
+    let mut out = String::new();
+    writeln!(
+        out,
         "{:<18} {:<20} {:<16} {:<8} {:>6}  tags",
         "id", "started", "host", "suite", "figs"
-    );
+    )?;
     for r in &list {
         let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!(
+        writeln!(
+            out,
             "{:<18} {:<20} {:<16} {:<8} {:>6}  {}{}",
             r.id,
             r.started_at,
@@ -38,8 +42,9 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
             r.measurements,
             tags.join(" "),
             if r.interrupted { " (interrupted)" } else { "" }
-        );
+        )?;
     }
+    super::emit(&out)?;
     Ok(0)
 }
 
@@ -50,15 +55,15 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         anyhow::anyhow!("run {id} vanished from {} while reading", store.describe())
     })?;
     if args.output.json {
-        println!("{}", serde_json::to_string_pretty(&run)?);
+        super::emit_json(&run)?;
     } else {
-        println!(
-            "run {} started {} ({})",
+        let head = format!(
+            "run {} started {} ({})\n",
             run.id,
             run.started_at,
             run.suite.as_deref().unwrap_or("chosen probes")
         );
-        print!("{}", table::render(&run));
+        super::emit(&(head + &table::render(&run)))?;
     }
     Ok(0)
 }

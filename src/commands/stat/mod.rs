@@ -233,7 +233,7 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
     } else {
         render(&doc)
     };
-    emit(&text)?;
+    super::emit(&text)?;
     if interrupted {
         eprintln!("osmeter: interrupted; the runs above are all that was measured");
         return Ok(EXIT_INTERRUPTED);
@@ -243,18 +243,6 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
         return Ok(EXIT_COMMAND_FAILED);
     }
     Ok(EXIT_OK)
-}
-
-/// Writes the report to stdout. A reader that went away (`| head`) is not an error worth a panic.
-fn emit(text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(anyhow!("cannot write the report to stdout: {e}"))
-        }
-        _ => Ok(()),
-    }
 }
 
 #[cfg(test)]
