@@ -273,27 +273,27 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
     let mut warnings = Vec::new();
     if summary.cv > config.cv_warning {
         warnings.push(format!(
-            "large spread: CV {:.1} % over {} samples; the machine may be busy, rerun with more samples",
+            "spread CV {:.1} % (over {:.0} %)",
             summary.cv * 100.0,
-            samples.len()
+            config.cv_warning * 100.0
         ));
     }
     if !summary.outliers.is_empty() {
         warnings.push(format!(
-            "{} of {} samples are outliers (kept in the samples, the median resists them)",
+            "{} of {} samples are outliers",
             summary.outliers.len(),
             samples.len()
         ));
     }
-    if interference.disturbed_samples * 2 > raws.len() {
+    if interference.disturbed_samples > 0 {
         warnings.push(format!(
-            "{} of {} samples saw steal time or involuntary context switches",
+            "hypervisor stole time in {} of {} samples",
             interference.disturbed_samples,
             raws.len()
         ));
     }
     if counters.scaled {
-        warnings.push("counters were multiplexed and scaled by time enabled/running".into());
+        warnings.push("counters multiplexed, scaled by time enabled/running".into());
     }
     if per_op_ns.contains(&0.0) {
         warnings.push("some samples were no longer than the harness's own cost".into());

@@ -282,7 +282,11 @@ fn a_hiccup_is_an_outlier_with_a_warning_and_leaves_the_median() {
     assert_eq!(s.median, 1000.0);
     assert_eq!(s.outliers, vec![3], "samples {:?}", m.samples);
     assert!(m.warnings.iter().any(|w| w.contains("outliers")));
-    assert!(m.warnings.iter().any(|w| w.contains("large spread")));
+    assert!(m.warnings.iter().any(|w| w.contains("spread CV")));
+    assert!(m
+        .warnings
+        .iter()
+        .any(|w| w.contains("stole time in 1 of 9")));
     assert_eq!(m.interference.disturbed_samples, 1);
     assert_eq!(m.interference.steal_ms, 1.0);
 }

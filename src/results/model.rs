@@ -131,9 +131,11 @@ impl SampleInterference {
         }
     }
 
-    /// The hypervisor took time, or the scheduler preempted the measuring thread.
+    /// The hypervisor took time away. (Involuntary context switches are not counted as a
+    /// disturbance: in a same-CPU two-party probe the woken partner preempts the measuring thread by
+    /// design.)
     pub fn disturbed(&self) -> bool {
-        self.steal_ms > 0.0 || self.csw_involuntary > 0
+        self.steal_ms > 0.0
     }
 }
 
@@ -145,7 +147,7 @@ pub struct Interference {
     pub csw_voluntary: u64,
     pub csw_involuntary: u64,
     pub steal_ms: f64,
-    /// Samples during which the hypervisor stole time or the thread was preempted.
+    /// Samples during which the hypervisor stole time.
     pub disturbed_samples: usize,
     /// Per kept sample, in the order of `samples`.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]

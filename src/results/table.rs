@@ -182,11 +182,20 @@ pub fn render(run: &Run) -> String {
         .filter(|m| !m.warnings.is_empty())
         .collect();
     if !flagged.is_empty() {
-        let _ = writeln!(out, "\n! warnings:");
-        for m in flagged {
-            for w in &m.warnings {
-                let _ = writeln!(out, "  {}: {w}", m.label());
-            }
+        let _ = writeln!(out, "\n! marks figures to read with care:");
+        for m in &flagged {
+            let _ = writeln!(out, "  {}: {}", m.label(), m.warnings.join("; "));
+        }
+        if flagged.iter().any(|m| {
+            m.summary
+                .as_ref()
+                .is_some_and(|s| !s.outliers.is_empty() || s.cv > 0.05)
+        }) {
+            let _ = writeln!(
+                out,
+                "  The median and its interval resist outliers; for tighter figures rerun on an idle machine, \
+                 with more samples (--repeat 21) or at real-time priority (--fifo 50)."
+            );
         }
     }
     if run.interrupted {
