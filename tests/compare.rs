@@ -42,6 +42,7 @@ fn synthetic(id: &str, null_ns: f64, tag: &str, kernel: &str) -> Run {
             figure("syscall.null", null_ns),
         ],
         interrupted: false,
+        sections: Default::default(),
     }
 }
 

@@ -173,6 +173,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         overhead: Some(overhead),
         measurements,
         interrupted,
+        sections: Default::default(),
     };
     drop(scratch);
     crate::results::derive::annotate(&mut run);

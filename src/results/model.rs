@@ -32,6 +32,20 @@ pub struct Run {
     pub measurements: Vec<Measurement>,
     /// True when the run was stopped early (Ctrl-C): what is here was measured, the rest was not.
     pub interrupted: bool,
+    /// Results of the other parts of osmeter ("latency", "memsim", "stat"), each its own versioned
+    /// document with a "schema" key, kept beside the microbenchmark measurements.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sections: BTreeMap<String, serde_json::Value>,
+}
+
+impl Run {
+    /// What produced the run: "run" for microbenchmarks, else the name of its first section.
+    pub fn kind(&self) -> &str {
+        if !self.measurements.is_empty() {
+            return "run";
+        }
+        self.sections.keys().next().map(String::as_str).unwrap_or("run")
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -261,6 +275,7 @@ pub mod tests {
             overhead: None,
             measurements: Vec::new(),
             interrupted: false,
+            sections: BTreeMap::new(),
         }
     }
 

@@ -192,7 +192,7 @@ impl Store for SqliteStore {
         }
         tx.execute(
             "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document)
-             VALUES (?1, 'run', ?2, ?3, ?4, ?5, ?6, ?7)",
+             VALUES (?1, ?8, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
                 run.id,
                 run.started_at,
@@ -200,7 +200,8 @@ impl Store for SqliteStore {
                 run.suite,
                 run.tool_version,
                 run.interrupted as i64,
-                serde_json::to_string(run)?
+                serde_json::to_string(run)?,
+                run.kind()
             ],
         )?;
         for (k, v) in &run.tags {
