@@ -79,7 +79,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     } else {
         CounterSet::none()
     };
-    let mut sensors = SystemSensors::new(counters);
+    let mut sensors = SystemSensors::new(counters, Some(config.cpu));
 
     let started_at = now_rfc3339();
     let show_progress = super::stderr_is_terminal();

@@ -14,10 +14,18 @@ pub struct InterferenceReader {
     buf: Vec<u8>,
     /// USER_HZ: the unit of /proc/stat times.
     ticks_per_second: f64,
+    /// Steal is read for this CPU (the measuring one) when set, else for all CPUs together.
+    steal_cpu: Option<usize>,
 }
 
 impl InterferenceReader {
     pub fn new() -> Self {
+        Self::for_cpu(None)
+    }
+
+    /// A reader whose steal time is that of one CPU: time stolen from the other CPU does not
+    /// disturb a thread pinned to this one.
+    pub fn for_cpu(steal_cpu: Option<usize>) -> Self {
         // SAFETY: sysconf has no preconditions.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         InterferenceReader {
@@ -25,6 +33,7 @@ impl InterferenceReader {
             stat: File::open("/proc/stat").ok(),
             buf: Vec::with_capacity(64 * 1024),
             ticks_per_second: if hz > 0 { hz as f64 } else { 100.0 },
+            steal_cpu,
         }
     }
 
@@ -35,7 +44,10 @@ impl InterferenceReader {
             out.irq_timer = irq.timer;
             out.irq_other = irq.other;
         }
-        if let Some(ticks) = read_whole(self.stat.as_ref(), &mut self.buf).and_then(parse_steal) {
+        let cpu = self.steal_cpu;
+        if let Some(ticks) =
+            read_whole(self.stat.as_ref(), &mut self.buf).and_then(|t| parse_steal(t, cpu))
+        {
             out.steal_ms = ticks as f64 * 1000.0 / self.ticks_per_second;
         }
         let (voluntary, involuntary) = thread_context_switches();
@@ -149,9 +161,14 @@ pub fn parse_interrupts(text: &str) -> IrqTotals {
     out
 }
 
-/// Steal time of all CPUs in USER_HZ ticks: the eighth value of the aggregate `cpu` line.
-pub fn parse_steal(text: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+/// Steal time in USER_HZ ticks: the eighth value of the `cpuN` line of one CPU, or of the aggregate
+/// `cpu` line.
+pub fn parse_steal(text: &str, cpu: Option<usize>) -> Option<u64> {
+    let prefix = match cpu {
+        Some(n) => format!("cpu{n} "),
+        None => "cpu ".to_string(),
+    };
+    let line = text.lines().find(|l| l.starts_with(&prefix))?;
     line.split_whitespace().nth(8)?.parse().ok()
 }
 
@@ -203,10 +220,15 @@ MIS:          2
         let text = "cpu  188928 0 7333 92142 964 0 37 239 0 0\n\
                     cpu0 93995 0 3237 47381 119 0 7 116 0 0\n\
                     intr 1 2 3\n";
-        assert_eq!(parse_steal(text), Some(239));
-        assert_eq!(parse_steal("cpu0 1 2 3 4 5 6 7 8\n"), None);
+        assert_eq!(parse_steal(text, None), Some(239));
+        assert_eq!(parse_steal("cpu0 1 2 3 4 5 6 7 8\n", None), None);
+        assert_eq!(
+            parse_steal("cpu  1 2 3 4 5 6 7 8 9\ncpu0 1 2 3 4 5 6 7 5\n", Some(0)),
+            Some(5)
+        );
+        assert_eq!(parse_steal("cpu0 1 2 3 4 5 6 7 5\n", Some(1)), None);
         // Old kernels without the steal column.
-        assert_eq!(parse_steal("cpu  1 2 3 4 5 6 7\n"), None);
+        assert_eq!(parse_steal("cpu  1 2 3 4 5 6 7\n", None), None);
     }
 
     #[test]

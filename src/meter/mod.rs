@@ -91,11 +91,12 @@ pub struct SystemSensors {
 }
 
 impl SystemSensors {
-    pub fn new(counters: perf::CounterSet) -> Self {
+    /// Sensors for a thread pinned to `cpu` (steal time is read for that CPU), or unpinned.
+    pub fn new(counters: perf::CounterSet, cpu: Option<usize>) -> Self {
         SystemSensors {
             origin: Instant::now(),
             counters,
-            interference: interference::InterferenceReader::new(),
+            interference: interference::InterferenceReader::for_cpu(cpu),
         }
     }
 }
