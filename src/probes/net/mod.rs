@@ -23,7 +23,7 @@ pub const PROBES: &[ProbeDef] = &[
     ProbeDef {
         id: "net.tcp_bandwidth",
         summary: "256 KB sent over loopback TCP and fully received by a partner process, which \
-                  acknowledges each transfer with one byte",
+                  acknowledges each transfer with one byte (TCP_NODELAY both ways)",
         params: "rcvbuf: SO_RCVBUF of the receiver set before listen (24576, or \"default\" for \
                  autotuning); placement: partner on the same or another CPU",
         unit: Unit::BytesPerSecond,

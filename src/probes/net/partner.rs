@@ -2,7 +2,7 @@
 //! not need, and killed and reaped when the workload goes.
 
 use anyhow::{bail, Result};
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// A forked child serving one end of a connection. Dropping it kills and reaps it.
 pub(super) struct Partner {
@@ -30,6 +30,16 @@ impl Partner {
         let mut kept = [RawFd::MAX; MAX_KEEP];
         kept[..keep.len()].copy_from_slice(keep);
         kept.sort_unstable();
+        // The child reports on this pipe that it is set up (or why not), so measuring starts
+        // only once the partner is running where it should.
+        let mut ends = [0 as RawFd; 2];
+        // SAFETY: ends is a valid out-array of two descriptors.
+        if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            bail!("pipe failed: {}", std::io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors were just created and are owned here only.
+        let (ready_r, ready_w) =
+            unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
         // SAFETY: getpid has no preconditions.
         let parent = unsafe { libc::getpid() };
         // SAFETY: the child only makes system calls on memory it already owns, then _exits
@@ -42,24 +52,33 @@ impl Partner {
             );
         }
         if pid == 0 {
-            // SAFETY: plain system calls on stack values.
-            unsafe {
-                // Dies with the thread that forked it, even if that thread is killed outright.
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                if libc::getppid() != parent {
-                    libc::_exit(0);
-                }
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-                close_all_but(&kept);
-            }
+            // SAFETY: plain system calls on stack values and inherited descriptors.
+            unsafe { child_setup(parent, cpu, &kept, ready_w.as_raw_fd()) };
             // A panic must never unwind into the parent's code running in this copy.
             let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(101);
             // SAFETY: leaves the child at once, without running the parent's destructors.
             unsafe { libc::_exit(code) };
         }
-        Ok(Partner { pid })
+        let partner = Partner { pid };
+        drop(ready_w);
+        let mut status = 0u8;
+        // SAFETY: one byte into a stack value.
+        let n = unsafe { libc::read(ready_r.as_raw_fd(), (&mut status as *mut u8).cast(), 1) };
+        match (n, status) {
+            (1, READY) => Ok(partner),
+            (1, _) => bail!(
+                "the partner process could not be pinned to CPU {cpu}: check the CPUs this \
+                 process may use (taskset, cgroup cpuset)"
+            ),
+            (0, _) => bail!("the partner process died while starting"),
+            _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {
+                Err(anyhow::anyhow!(crate::interrupt::Interrupted))
+            }
+            _ => bail!(
+                "waiting for the partner process failed: {}",
+                std::io::Error::last_os_error()
+            ),
+        }
     }
 
     #[cfg(test)]
@@ -78,6 +97,31 @@ impl Drop for Partner {
             {}
         }
     }
+}
+
+const READY: u8 = 0;
+const PIN_FAILED: u8 = 1;
+
+/// Everything the child does before its body: die with its parent, pin itself, report, and drop
+/// the descriptors it was not given.
+///
+/// # Safety
+/// Only in a freshly forked child; `ready` is the write end of the set-up pipe.
+unsafe fn child_setup(parent: libc::pid_t, cpu: usize, kept: &[RawFd], ready: RawFd) {
+    // Dies with the thread that forked it, even if that thread is killed outright.
+    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    if libc::getppid() != parent {
+        libc::_exit(0);
+    }
+    let mut set: libc::cpu_set_t = std::mem::zeroed();
+    libc::CPU_SET(cpu, &mut set);
+    let pinned = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0;
+    let status = if pinned { READY } else { PIN_FAILED };
+    libc::write(ready, (&status as *const u8).cast(), 1);
+    if !pinned {
+        libc::_exit(1);
+    }
+    close_all_but(kept);
 }
 
 /// Closes every descriptor from 3 up except those in `keep` (sorted; unused slots hold

@@ -156,3 +156,11 @@ fn a_partner_keeps_only_the_descriptors_it_was_given() {
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
     std::mem::forget(p);
 }
+
+#[test]
+fn a_partner_that_cannot_be_pinned_is_reported() {
+    let err = Partner::spawn(libc::CPU_SETSIZE as usize - 1, &[], || 0)
+        .err()
+        .expect("pinning to a CPU that does not exist must fail");
+    assert!(format!("{err:#}").contains("pinned"), "{err:#}");
+}

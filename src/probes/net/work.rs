@@ -150,6 +150,11 @@ pub(super) struct Bandwidth {
 impl Bandwidth {
     pub(super) fn new(cpu: usize, rcvbuf: Option<i32>) -> Result<Bandwidth> {
         let (near, far) = tcp_pair(rcvbuf)?;
+        // Without it, Nagle holds back the short tail of each transfer (256 KB is not a multiple
+        // of the loopback MSS) and the one-byte acknowledgement until earlier data is acknowledged,
+        // and a delayed ACK then stalls a transfer for tens of milliseconds.
+        no_delay(near.as_raw_fd())?;
+        no_delay(far.as_raw_fd())?;
         partner_timeouts(near.as_raw_fd())?;
         let f = far.as_raw_fd();
         let mut buf = vec![0u8; TRANSFER];
