@@ -441,7 +441,9 @@ mod tests {
     #[test]
     fn select_read_ends_fit_in_fd_setsize() {
         let _serial = one_at_a_time();
-        let pipes = Pipes::new(1000, false, true).unwrap().unwrap();
+        // 900, not the probe's 1000: tests of other modules running in parallel in this process hold
+        // descriptors too, and the point is that the write ends are moved out of the read ends' way.
+        let pipes = Pipes::new(900, false, true).unwrap().unwrap();
         assert!(pipes.raw_reads().all(|fd| (fd as usize) < libc::FD_SETSIZE));
     }
 
