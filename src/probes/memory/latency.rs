@@ -1,0 +1,236 @@
+//! Load latency across the memory hierarchy by pointer chasing (Chen et al. 1996 section 4.4;
+//! lmbench lat_mem_rd): every load's address is the value of the previous load, so loads cannot
+//! overlap and the time per load is the latency of whichever level holds the buffer.
+
+use super::{llc_bytes, Region};
+use crate::harness::Workload;
+use crate::params;
+use crate::probes::util::{param_str, param_u64};
+use crate::probes::{Built, ProbeEnv, Scale};
+use crate::results::model::Params;
+use anyhow::{bail, Result};
+
+const SMALLEST: u64 = 512;
+/// Node spacing of the stride pattern (lmbench's default stride).
+const STRIDE: usize = 128;
+/// Slot size of the random pattern: one cache line, so every load touches a new line.
+const SLOT: usize = 64;
+/// Fixed so that every run chases the same cycle.
+const SEED: u64 = 0x6f73_6d65_7465_7221;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pattern {
+    Stride,
+    Random,
+}
+
+/// Buffer sizes: powers of two from 512 B up to the first one at least 4x the last-level cache.
+fn sizes(scale: Scale) -> Vec<u64> {
+    let top = (4 * llc_bytes()).next_power_of_two().max(SMALLEST);
+    let all: Vec<u64> = (0..)
+        .map(|k| SMALLEST << k)
+        .take_while(|&s| s <= top)
+        .collect();
+    match scale {
+        Scale::Full => all,
+        Scale::Quick => {
+            // Every other power still lands at least one point on each cache level's plateau.
+            let mut q: Vec<u64> = all.iter().copied().step_by(2).collect();
+            if q.last() != Some(&top) {
+                q.push(top);
+            }
+            q
+        }
+    }
+}
+
+pub fn variants(scale: Scale) -> Vec<Params> {
+    ["stride128", "random"]
+        .iter()
+        .flat_map(|pat| {
+            sizes(scale)
+                .into_iter()
+                .map(move |s| params![("pattern", pat), ("size", s)])
+        })
+        .collect()
+}
+
+pub fn build(_: &ProbeEnv, p: &Params) -> Result<Built> {
+    let pattern = match param_str(p, "pattern")? {
+        "stride128" => Pattern::Stride,
+        "random" => Pattern::Random,
+        other => bail!("pattern={other}: expected stride128 or random"),
+    };
+    let size = usize::try_from(param_u64(p, "size")?)?;
+    if size < 2 * STRIDE || size % STRIDE != 0 {
+        bail!(
+            "size={size}: must be a multiple of {STRIDE} bytes, at least {}",
+            2 * STRIDE
+        );
+    }
+    Ok(Built::Ready(Box::new(Chase::new(pattern, size)?)))
+}
+
+struct Chase {
+    /// Owns the nodes; read only through `at` outside the tests.
+    #[cfg_attr(not(test), allow(dead_code))]
+    region: Region,
+    /// Where the chase stands; kept between samples so each sample continues the cycle.
+    at: *const usize,
+}
+
+impl Chase {
+    fn new(pattern: Pattern, size: usize) -> Result<Chase> {
+        let region = Region::anon(size)?;
+        let base = region.ptr as usize;
+        let link = |from: usize, to: usize| {
+            // SAFETY: both offsets are inside the mapping and word-aligned; writing every node
+            // also faults its page in before timing.
+            unsafe { *((base + from) as *mut usize) = base + to };
+        };
+        match pattern {
+            Pattern::Stride => {
+                let n = size / STRIDE;
+                for i in 0..n {
+                    link(i * STRIDE, (i + 1) % n * STRIDE);
+                }
+            }
+            Pattern::Random => {
+                let next = sattolo(size / SLOT, SEED);
+                for (i, &j) in next.iter().enumerate() {
+                    link(i * SLOT, j as usize * SLOT);
+                }
+            }
+        }
+        Ok(Chase {
+            at: base as *const usize,
+            region,
+        })
+    }
+}
+
+/// A random cyclic permutation of 0..n (Sattolo's variant of the Fisher-Yates shuffle): following
+/// i -> next[i] from any slot visits every slot once before returning.
+fn sattolo(n: usize, seed: u64) -> Vec<u32> {
+    let mut next: Vec<u32> = (0..n as u32).collect();
+    let mut rng = SplitMix64(seed);
+    for i in (1..n).rev() {
+        // Drawing j strictly below i (never i itself) is what makes the result a single cycle.
+        let j = ((rng.next() as u128 * i as u128) >> 64) as usize;
+        next.swap(i, j);
+    }
+    next
+}
+
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// Follows `n` links from `p`. Unrolled so the loop's own counter and branch cost next to nothing
+/// per load.
+#[inline(never)]
+fn chase(mut p: *const usize, n: u64) -> *const usize {
+    macro_rules! step {
+        () => {
+            // SAFETY: every node holds the address of another node of the same live mapping.
+            p = unsafe { *p } as *const usize
+        };
+    }
+    for _ in 0..n / 8 {
+        step!();
+        step!();
+        step!();
+        step!();
+        step!();
+        step!();
+        step!();
+        step!();
+    }
+    for _ in 0..n % 8 {
+        step!();
+    }
+    p
+}
+
+impl Workload for Chase {
+    fn run(&mut self, iters: u64) -> Result<()> {
+        self.at = std::hint::black_box(chase(self.at, iters));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Length of the cycle through the start node, and whether every hop stayed inside the buffer.
+    fn cycle(c: &Chase, limit: usize) -> (usize, bool) {
+        let base = c.region.ptr as usize;
+        let start = base as *const usize;
+        let (mut p, mut n, mut inside) = (start, 0, true);
+        loop {
+            p = chase(p, 1);
+            n += 1;
+            inside &= (p as usize) >= base && (p as usize) < base + c.region.len;
+            if p == start || n > limit {
+                return (n, inside);
+            }
+        }
+    }
+
+    #[test]
+    fn stride_visits_every_128th_byte() {
+        let c = Chase::new(Pattern::Stride, 4096).unwrap();
+        assert_eq!(cycle(&c, 1000), (32, true));
+        // SAFETY: node 0 is readable.
+        let second = unsafe { *(c.region.ptr as *const usize) };
+        assert_eq!(second, c.region.ptr as usize + 128);
+    }
+
+    #[test]
+    fn random_is_one_cycle_over_every_line() {
+        for size in [512usize, 8192, 1 << 20] {
+            let c = Chase::new(Pattern::Random, size).unwrap();
+            assert_eq!(cycle(&c, size), (size / 64, true), "size {size}");
+        }
+        let p = sattolo(1000, SEED);
+        let mut seen = p.clone();
+        seen.sort_unstable();
+        assert!(seen.iter().enumerate().all(|(i, &v)| v as usize == i));
+        assert!(p.iter().enumerate().all(|(i, &v)| v as usize != i));
+        assert_eq!(p, sattolo(1000, SEED), "the seed fixes the order");
+    }
+
+    #[test]
+    fn run_counts_loads() {
+        let mut c = Chase::new(Pattern::Stride, 1024).unwrap();
+        let base = c.region.ptr as usize;
+        // 8 nodes: 8 loads return to the start, 11 (one unrolled block plus three) land on node 3.
+        c.run(8).unwrap();
+        assert_eq!(c.at as usize, base);
+        c.run(11).unwrap();
+        assert_eq!(c.at as usize, base + 3 * 128);
+    }
+
+    #[test]
+    fn sizes_span_the_hierarchy() {
+        let top = (4 * llc_bytes()).next_power_of_two();
+        let full = sizes(Scale::Full);
+        let quick = sizes(Scale::Quick);
+        assert_eq!(full.first(), Some(&512));
+        assert_eq!(full.last(), Some(&top));
+        assert!(full.windows(2).all(|w| w[1] == 2 * w[0]));
+        assert_eq!(&quick[..3], &[512, 2048, 8192]);
+        assert_eq!(quick.last(), Some(&top));
+        assert!(quick.iter().all(|s| full.contains(s)));
+        assert_eq!(variants(Scale::Full).len(), 2 * full.len());
+    }
+}

@@ -1,0 +1,239 @@
+//! Memory: block copy in and out of the caches, load latency across the memory hierarchy, and the
+//! kernel's virtual-memory operations (page faults, mmap/munmap, brk).
+
+mod copy;
+mod latency;
+mod vm;
+
+use super::{Origin, ProbeDef};
+use crate::results::model::Unit;
+use anyhow::{bail, Result};
+
+pub const PROBES: &[ProbeDef] = &[
+    ProbeDef {
+        id: "memory.copy",
+        summary: "copy one block of `size` bytes to another buffer with the C library's memcpy",
+        params: "size=bytes per copy; cache=hot (16 KiB: source and destination stay in the \
+                 L1/L2 caches) | cold (8x the last-level cache, at least 64 MiB: every copy \
+                 streams from and to DRAM)",
+        unit: Unit::BytesPerSecond,
+        origins: &[Origin::Ousterhout89],
+        variants: copy::variants,
+        build: copy::build,
+    },
+    ProbeDef {
+        id: "memory.latency",
+        summary: "one dependent load (pointer chase) in a buffer of `size` bytes; 4 KiB pages, \
+                  transparent huge pages as the system sets them",
+        params: "pattern=stride128 (each node points 128 bytes further, wrapping; prefetchers can \
+                 follow) | random (64-byte slots in one random cycle; they cannot); size=buffer \
+                 bytes, powers of two from 512 B to at least 4x the last-level cache (Quick: every \
+                 other power)",
+        unit: Unit::Nanoseconds,
+        origins: &[Origin::Chen96, Origin::Lmbench],
+        variants: latency::variants,
+        build: latency::build,
+    },
+    ProbeDef {
+        id: "memory.page_fault",
+        summary: "first touch of one 4 KiB page of a fresh mapping (the kernel may map neighbours \
+                  in the same fault: fault-around, large folios, THP as configured)",
+        params: "kind=anon (write to private anonymous memory: a zeroed page is allocated) | file \
+                 (read through a MAP_SHARED mapping of a scratch file already in the page cache: \
+                 a minor fault)",
+        unit: Unit::Nanoseconds,
+        origins: &[Origin::Lmbench, Origin::LEBench],
+        variants: vm::page_fault_variants,
+        build: vm::build_page_fault,
+    },
+    ProbeDef {
+        id: "memory.mmap_munmap",
+        summary: "mmap of an anonymous private region of `size` bytes, then munmap of it",
+        params: "size=4 KiB | 2 MiB | 64 MiB (Quick: 4 KiB and 64 MiB); touch=false (the pages \
+                 are never used) | true (one byte written per page before the munmap; Full only)",
+        unit: Unit::Nanoseconds,
+        origins: &[Origin::Lmbench, Origin::LEBench],
+        variants: vm::mmap_variants,
+        build: vm::build_mmap,
+    },
+    ProbeDef {
+        id: "memory.brk",
+        summary: "grow the heap by 4 KiB with the brk system call, then shrink it back",
+        params: "",
+        unit: Unit::Nanoseconds,
+        origins: &[Origin::LEBench],
+        variants: |_| vec![crate::params!()],
+        build: vm::build_brk,
+    },
+];
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+
+/// Assumed when sysfs does not describe the caches (some containers and VMs).
+const FALLBACK_LLC: u64 = 32 * MIB;
+
+/// Size of the last-level cache seen by CPU 0: the highest-level data or unified cache in sysfs.
+pub fn llc_bytes() -> u64 {
+    llc_from_sysfs(std::path::Path::new("/sys/devices/system/cpu/cpu0/cache"))
+        .unwrap_or(FALLBACK_LLC)
+}
+
+fn llc_from_sysfs(dir: &std::path::Path) -> Option<u64> {
+    let read = |p: std::path::PathBuf| std::fs::read_to_string(p).ok();
+    let mut best: Option<(u32, u64)> = None;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if !entry.file_name().to_string_lossy().starts_with("index") {
+            continue;
+        }
+        let (Some(level), Some(kind), Some(size)) = (
+            read(path.join("level")),
+            read(path.join("type")),
+            read(path.join("size")),
+        ) else {
+            continue;
+        };
+        if kind.trim() == "Instruction" {
+            continue;
+        }
+        let (Ok(level), Some(size)) = (level.trim().parse::<u32>(), parse_cache_size(&size)) else {
+            continue;
+        };
+        if best.is_none_or(|(l, _)| level > l) {
+            best = Some((level, size));
+        }
+    }
+    best.map(|(_, s)| s)
+}
+
+/// sysfs writes cache sizes as "32K", "1024K" or "32M".
+fn parse_cache_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (digits, mult) = match t.as_bytes().last()? {
+        b'K' => (&t[..t.len() - 1], KIB),
+        b'M' => (&t[..t.len() - 1], MIB),
+        b'G' => (&t[..t.len() - 1], 1024 * MIB),
+        _ => (t, 1),
+    };
+    digits.parse::<u64>().ok().map(|n| n * mult)
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
+}
+
+/// A private anonymous mapping, unmapped on drop. Probes use it instead of a Vec so buffers are
+/// page-aligned and their pages are touched (or not) exactly when the probe says.
+struct Region {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Region {
+    fn anon(len: usize) -> Result<Region> {
+        // SAFETY: a fresh anonymous mapping; no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            bail!(
+                "cannot map {} MiB of memory: {}",
+                len as u64 / MIB,
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(Region { ptr: p.cast(), len })
+    }
+
+    /// Writes every byte so every page is present (and no longer the shared zero page) before
+    /// timing starts.
+    fn fill(&mut self, byte: u8) {
+        // SAFETY: ptr..ptr+len is our own writable mapping.
+        unsafe { std::ptr::write_bytes(self.ptr, byte, self.len) };
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours and no reference into it outlives self.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probes::{Built, ProbeEnv, Scale};
+
+    #[test]
+    fn every_probe_builds_and_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = ProbeEnv {
+            scratch: dir.path(),
+            cpu: 0,
+            scale: Scale::Full,
+        };
+        for p in PROBES {
+            // Quick is a subset of Full here, so running Full covers every variant once.
+            let full = (p.variants)(Scale::Full);
+            assert!((p.variants)(Scale::Quick).iter().all(|v| full.contains(v)));
+            for v in full {
+                match (p.build)(&env, &v).unwrap() {
+                    // brk races with malloc in the other test threads; vm::tests runs it in a
+                    // child process instead.
+                    Built::Ready(_) if p.id == "memory.brk" => {}
+                    Built::Ready(mut w) => {
+                        let n = 3.min(w.max_iters());
+                        w.prepare(n).unwrap();
+                        w.run(n).unwrap();
+                        w.finish().unwrap();
+                    }
+                    Built::Skip(why) => panic!("{} {v:?} skipped: {why}", p.id),
+                }
+            }
+        }
+        // Scratch files are gone once their workloads are.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn cache_sizes_parse() {
+        assert_eq!(parse_cache_size("32K\n"), Some(32 * KIB));
+        assert_eq!(parse_cache_size("32768K"), Some(32 * MIB));
+        assert_eq!(parse_cache_size("2M"), Some(2 * MIB));
+        assert_eq!(parse_cache_size("x"), None);
+    }
+
+    #[test]
+    fn llc_is_the_highest_data_level() {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, level, kind, size) in [
+            (0, "1", "Data", "32K"),
+            (1, "1", "Instruction", "32K"),
+            (2, "2", "Unified", "1024K"),
+            (3, "3", "Unified", "16384K"),
+        ] {
+            let d = dir.path().join(format!("index{i}"));
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("level"), level).unwrap();
+            std::fs::write(d.join("type"), kind).unwrap();
+            std::fs::write(d.join("size"), size).unwrap();
+        }
+        assert_eq!(llc_from_sysfs(dir.path()), Some(16 * MIB));
+        assert!(llc_bytes() >= 256 * KIB);
+    }
+}
