@@ -33,6 +33,12 @@ pub trait Workload {
     fn max_iters(&self) -> u64 {
         u64::MAX / 2
     }
+    /// Whether one turn of the empty timed loop is part of each operation's cost. False for bodies
+    /// whose loop control is amortised (unrolled) or hidden behind a chain of dependent loads, where
+    /// subtracting it would understate the operation.
+    fn subtract_loop_overhead(&self) -> bool {
+        true
+    }
 }
 
 /// An empty timed loop: what the harness costs per iteration when the body does nothing.
@@ -225,11 +231,15 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
     }
 
     let bytes = work.bytes_per_op();
+    let loop_ns = if work.subtract_loop_overhead() {
+        overhead.per_iteration_ns
+    } else {
+        0.0
+    };
     let per_op_ns: Vec<f64> = raws
         .iter()
         .map(|r| {
-            let t = (r.elapsed_ns as f64 - overhead.per_sample_ns) / iters as f64
-                - overhead.per_iteration_ns;
+            let t = (r.elapsed_ns as f64 - overhead.per_sample_ns) / iters as f64 - loop_ns;
             t.max(0.0)
         })
         .collect();

@@ -310,3 +310,30 @@ fn zero_samples_is_refused() {
     )
     .is_err());
 }
+
+#[test]
+fn a_workload_can_keep_its_loop_overhead() {
+    struct Unrolled(FakeOp);
+    impl Workload for Unrolled {
+        fn run(&mut self, iters: u64) -> Result<()> {
+            self.0.run(iters)
+        }
+        fn subtract_loop_overhead(&self) -> bool {
+            false
+        }
+    }
+    // 1000 ns of work plus 3 ns of loop per op, loop overhead measured at 3 ns: kept, so 1003.
+    let (mut sensors, op, _) = setup(1000, 3);
+    let oh = fake_overhead_with_loop(&mut sensors, 3);
+    let m = measure(
+        &mut sensors,
+        &mut Unrolled(op),
+        &config(),
+        &oh,
+        "fake.op",
+        Params::new(),
+        Unit::Nanoseconds,
+    )
+    .unwrap();
+    assert!((m.summary.unwrap().median - 1003.0).abs() < 1e-9);
+}

@@ -165,6 +165,10 @@ impl Workload for Chase {
         self.at = std::hint::black_box(chase(self.at, iters));
         Ok(())
     }
+    /// The chase is unrolled and its loop control runs beside the dependent loads.
+    fn subtract_loop_overhead(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]
