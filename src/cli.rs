@@ -145,10 +145,10 @@ pub struct JsonArg {
 pub struct RunArgs {
     /// Suites (quick, full, ousterhout89, chen96), groups (e.g. ipc) or probe ids (e.g. syscall.null)
     pub targets: Vec<String>,
-    /// Samples kept per figure [default: 5 in quick, 11 otherwise]
+    /// Samples kept per figure [default: 7 in quick, 11 otherwise]
     #[arg(long, short = 'r', value_name = "N")]
     pub repeat: Option<usize>,
-    /// Minimum length of one sample, e.g. 5ms, 20ms, 1s [default: 5ms in quick, 20ms otherwise]
+    /// Minimum length of one sample, e.g. 5ms, 20ms, 1s [default: 10ms in quick, 20ms otherwise]
     #[arg(long, value_name = "DURATION")]
     pub min_time: Option<String>,
     /// Samples run and discarded before the kept ones

@@ -207,7 +207,7 @@ impl RunConfig {
     pub fn from_args(args: &RunArgs) -> Result<RunConfig> {
         let (selected, suite) = select(&args.targets)?;
         let quick = selected.iter().all(|s| s.scale == Scale::Quick);
-        let samples = args.repeat.unwrap_or(if quick { 5 } else { 11 });
+        let samples = args.repeat.unwrap_or(if quick { 7 } else { 11 });
         if samples == 0 {
             return Err(usage!(
                 "--repeat 0: at least one sample is needed (try --repeat 5)"
@@ -215,7 +215,7 @@ impl RunConfig {
         }
         let min_sample_ns = match &args.min_time {
             Some(t) => parse_duration_ns(t)?,
-            None if quick => 5_000_000,
+            None if quick => 10_000_000,
             None => 20_000_000,
         };
         let cpu = match args.cpu {

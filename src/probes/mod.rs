@@ -10,6 +10,8 @@ pub mod process;
 pub mod select;
 pub mod signal;
 pub mod syscall;
+#[cfg(test)]
+pub mod testing;
 pub mod thread;
 pub mod util;
 

@@ -362,6 +362,7 @@ impl Workload for EpollWait {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probes::testing::env;
     use std::sync::Mutex;
 
     /// Tests here open up to thousands of descriptors; run concurrently, one test's pipes would push
@@ -372,30 +373,11 @@ mod tests {
         FDS.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn env(dir: &std::path::Path, scale: Scale) -> ProbeEnv<'_> {
-        ProbeEnv {
-            scratch: dir,
-            cpu: crate::meter::placement::allowed_cpus()[0],
-            scale,
-        }
-    }
-
     #[test]
     fn every_probe_and_variant_builds_and_runs() {
         let _serial = one_at_a_time();
-        let dir = tempfile::tempdir().unwrap();
-        for scale in [Scale::Quick, Scale::Full] {
-            let env = env(dir.path(), scale);
-            for p in PROBES {
-                for v in (p.variants)(scale) {
-                    match (p.build)(&env, &v).unwrap() {
-                        // run() itself checks the ready count against the set-up.
-                        Built::Ready(mut w) => w.run(20).unwrap(),
-                        Built::Skip(why) => panic!("{} {v:?} skipped: {why}", p.id),
-                    }
-                }
-            }
-        }
+        // run() itself checks the ready count against the set-up.
+        crate::probes::testing::exercise(PROBES, 20, crate::probes::testing::all);
     }
 
     #[test]

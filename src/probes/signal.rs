@@ -209,7 +209,7 @@ impl Drop for Deliver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::{ProbeEnv, Scale};
+
     use std::sync::Mutex;
 
     /// Dispositions are process-wide: tests that change them take turns.
@@ -226,24 +226,7 @@ mod tests {
     #[test]
     fn every_probe_builds_and_runs() {
         let _s = serial();
-        let dir = tempfile::tempdir().unwrap();
-        let env = ProbeEnv {
-            scratch: dir.path(),
-            cpu: crate::meter::placement::allowed_cpus()[0],
-            scale: Scale::Quick,
-        };
-        for p in PROBES {
-            for v in (p.variants)(Scale::Full) {
-                match (p.build)(&env, &v).unwrap() {
-                    Built::Ready(mut w) => {
-                        w.prepare(100).unwrap();
-                        w.run(100).unwrap();
-                        w.finish().unwrap();
-                    }
-                    Built::Skip(why) => panic!("{} skipped: {why}", p.id),
-                }
-            }
-        }
+        crate::probes::testing::exercise(PROBES, 100, crate::probes::testing::all);
     }
 
     #[test]

@@ -127,23 +127,9 @@ impl Workload for SchedYield {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::ProbeEnv;
 
     #[test]
     fn every_probe_builds_and_runs() {
-        let dir = tempfile::tempdir().unwrap();
-        let env = ProbeEnv {
-            scratch: dir.path(),
-            cpu: 0,
-            scale: Scale::Quick,
-        };
-        for p in PROBES {
-            for v in (p.variants)(Scale::Quick) {
-                match (p.build)(&env, &v).unwrap() {
-                    Built::Ready(mut w) => w.run(100).unwrap(),
-                    Built::Skip(why) => panic!("{} skipped: {why}", p.id),
-                }
-            }
-        }
+        crate::probes::testing::exercise(PROBES, 100, crate::probes::testing::all);
     }
 }

@@ -102,24 +102,10 @@ impl Drop for CreateJoin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::{ProbeEnv, Scale};
 
     #[test]
     fn every_probe_builds_and_runs() {
-        let dir = tempfile::tempdir().unwrap();
-        let env = ProbeEnv {
-            scratch: dir.path(),
-            cpu: crate::meter::placement::allowed_cpus()[0],
-            scale: Scale::Quick,
-        };
-        for p in PROBES {
-            for v in (p.variants)(Scale::Full) {
-                match (p.build)(&env, &v).unwrap() {
-                    Built::Ready(mut w) => w.run(20).unwrap(),
-                    Built::Skip(why) => panic!("{} skipped: {why}", p.id),
-                }
-            }
-        }
+        crate::probes::testing::exercise(PROBES, 20, crate::probes::testing::all);
     }
 
     #[test]

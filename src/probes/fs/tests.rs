@@ -5,7 +5,6 @@ use super::meta::{
 };
 use super::*;
 use crate::harness::Workload;
-use crate::probes::ProbeEnv;
 
 fn entries(dir: &Path) -> usize {
     std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
@@ -28,35 +27,10 @@ fn files_below(dir: &Path) -> usize {
 
 #[test]
 fn every_probe_and_variant_builds_runs_and_cleans_up() {
-    for scale in [Scale::Quick, Scale::Full] {
-        let dir = tempfile::tempdir().unwrap();
-        let env = ProbeEnv {
-            scratch: dir.path(),
-            cpu: 0,
-            scale,
-        };
-        for p in PROBES {
-            for v in (p.variants)(scale) {
-                // The full small-file workload takes a while; its quick form covers the code.
-                if scale == Scale::Full && p.id == "fs.small_files" {
-                    continue;
-                }
-                match (p.build)(&env, &v).unwrap() {
-                    Built::Ready(mut w) => {
-                        let iters = 3.min(w.max_iters());
-                        w.prepare(iters).unwrap();
-                        w.run(iters).unwrap();
-                        w.finish().unwrap();
-                        if p.unit == Unit::BytesPerSecond {
-                            assert!(w.bytes_per_op().is_some(), "{}", p.id);
-                        }
-                    }
-                    Built::Skip(why) => panic!("{} skipped: {why}", p.id),
-                }
-                assert_eq!(entries(dir.path()), 0, "{} left files behind", p.id);
-            }
-        }
-    }
+    // The full small-file workload takes a while; its quick form covers the code.
+    crate::probes::testing::exercise(PROBES, 3, |p, scale| {
+        !(scale == Scale::Full && p.id == "fs.small_files")
+    });
 }
 
 #[test]

@@ -1,25 +1,6 @@
 use super::*;
 use crate::harness::Workload;
-use crate::probes::ProbeEnv;
-
-fn first_cpu() -> usize {
-    placement::allowed_cpus()[0]
-}
-
-/// The test thread is left unpinned: `partner_cpu` reads the calling thread's affinity, so pinning
-/// here would hide the cross-CPU variants.
-fn env(dir: &std::path::Path, scale: Scale) -> ProbeEnv<'_> {
-    let cpu = first_cpu();
-    ProbeEnv {
-        scratch: dir,
-        cpu,
-        scale,
-    }
-}
-
-fn two_cpus() -> bool {
-    placement::allowed_cpus().len() >= 2
-}
+use crate::probes::testing::{env, first_cpu};
 
 fn is_gone(pid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks for existence.
@@ -29,25 +10,7 @@ fn is_gone(pid: libc::pid_t) -> bool {
 
 #[test]
 fn every_probe_and_variant_builds_and_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    for scale in [Scale::Quick, Scale::Full] {
-        let env = env(dir.path(), scale);
-        for p in PROBES {
-            for v in (p.variants)(scale) {
-                match (p.build)(&env, &v).unwrap() {
-                    Built::Ready(mut w) => {
-                        w.prepare(50).unwrap();
-                        w.run(50).unwrap();
-                        w.finish().unwrap();
-                    }
-                    Built::Skip(why) => {
-                        assert!(!two_cpus(), "{} {v:?} skipped: {why}", p.id);
-                        assert_eq!(why, CROSS_NEEDS_TWO);
-                    }
-                }
-            }
-        }
-    }
+    crate::probes::testing::exercise(PROBES, 50, crate::probes::testing::all);
 }
 
 #[test]

@@ -177,37 +177,11 @@ impl Drop for Region {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::{Built, ProbeEnv, Scale};
 
     #[test]
     fn every_probe_builds_and_runs() {
-        let dir = tempfile::tempdir().unwrap();
-        let env = ProbeEnv {
-            scratch: dir.path(),
-            cpu: 0,
-            scale: Scale::Full,
-        };
-        for p in PROBES {
-            // Quick is a subset of Full here, so running Full covers every variant once.
-            let full = (p.variants)(Scale::Full);
-            assert!((p.variants)(Scale::Quick).iter().all(|v| full.contains(v)));
-            for v in full {
-                match (p.build)(&env, &v).unwrap() {
-                    // brk races with malloc in the other test threads; vm::tests runs it in a
-                    // child process instead.
-                    Built::Ready(_) if p.id == "memory.brk" => {}
-                    Built::Ready(mut w) => {
-                        let n = 3.min(w.max_iters());
-                        w.prepare(n).unwrap();
-                        w.run(n).unwrap();
-                        w.finish().unwrap();
-                    }
-                    Built::Skip(why) => panic!("{} {v:?} skipped: {why}", p.id),
-                }
-            }
-        }
-        // Scratch files are gone once their workloads are.
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // brk races with malloc in the other test threads; vm::tests runs it in a child process.
+        crate::probes::testing::exercise(PROBES, 3, |p, _| p.id != "memory.brk");
     }
 
     #[test]

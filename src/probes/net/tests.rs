@@ -1,44 +1,13 @@
 use super::partner::{gone, Partner};
 use super::sock::{get_int_opt, tcp_pair};
-use super::work::{Bandwidth, Connect, RoundTrip, CONNECT_MAX_ITERS, TRANSFER};
+use super::work::{Bandwidth, Connect, RoundTrip, CONNECT_MAX_ITERS};
 use super::*;
+use crate::probes::testing::env;
 use std::os::fd::AsRawFd;
-
-fn env(dir: &std::path::Path, scale: Scale) -> ProbeEnv<'_> {
-    ProbeEnv {
-        scratch: dir,
-        cpu: 0,
-        scale,
-    }
-}
-
-fn two_cpus() -> bool {
-    crate::meter::placement::allowed_cpus().len() >= 2
-}
 
 #[test]
 fn every_probe_and_variant_builds_and_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    for scale in [Scale::Quick, Scale::Full] {
-        for p in PROBES {
-            for v in (p.variants)(scale) {
-                match (p.build)(&env(dir.path(), scale), &v).unwrap() {
-                    Built::Ready(mut w) => {
-                        w.run(20).unwrap();
-                        w.run(0).unwrap();
-                        w.run(1).unwrap();
-                        if p.unit == Unit::BytesPerSecond {
-                            assert_eq!(w.bytes_per_op(), Some(TRANSFER as u64));
-                        }
-                    }
-                    Built::Skip(why) => {
-                        assert!(!two_cpus(), "{} {v:?} skipped: {why}", p.id);
-                    }
-                }
-            }
-        }
-    }
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    crate::probes::testing::exercise(PROBES, 20, crate::probes::testing::all);
 }
 
 #[test]
