@@ -83,6 +83,23 @@ pub fn counter_delta(before: &CounterReading, after: &CounterReading) -> Counter
     out
 }
 
+/// Counts since the events were opened (for counters enabled at a child's exec, which start at zero).
+pub fn counts_since_open(reading: &CounterReading) -> CounterScopes {
+    let zero = CounterReading(
+        reading
+            .0
+            .iter()
+            .map(|e| EventCount {
+                value: 0,
+                enabled_ns: 0,
+                running_ns: 0,
+                ..e.clone()
+            })
+            .collect(),
+    );
+    counter_delta(&zero, reading)
+}
+
 /// The real sensors: CLOCK_MONOTONIC, the open perf_event groups and /proc.
 pub struct SystemSensors {
     origin: Instant,

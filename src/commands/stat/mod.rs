@@ -7,7 +7,6 @@ use crate::error::{EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::interrupt;
 use crate::meter::interference::InterferenceReader;
 use crate::meter::perf::{spawn_counted, CountedChild};
-use crate::meter::{counter_delta, CounterReading, EventCount};
 use crate::results::model::CounterScopes;
 use anyhow::{anyhow, Result};
 use serde::Serialize;
@@ -121,23 +120,6 @@ fn tv_ns(tv: libc::timeval) -> u64 {
     tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000
 }
 
-/// Counts since exec: the events start at zero when the child execs.
-fn whole_counts(reading: &CounterReading) -> CounterScopes {
-    let zero = CounterReading(
-        reading
-            .0
-            .iter()
-            .map(|e| EventCount {
-                value: 0,
-                enabled_ns: 0,
-                running_ns: 0,
-                ..e.clone()
-            })
-            .collect(),
-    );
-    counter_delta(&zero, reading)
-}
-
 /// Runs the command once. Returns the record and the events that could not be counted.
 fn run_once(
     argv: &[String],
@@ -164,7 +146,7 @@ fn run_once(
         csw_involuntary: ru.ru_nivcsw as u64,
         exit_code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
         signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
-        counters: whole_counts(&reading),
+        counters: crate::meter::counts_since_open(&reading),
         irq_timer: irq.irq_timer,
         irq_other: irq.irq_other,
         steal_ms: irq.steal_ms,

@@ -179,19 +179,7 @@ fn counts_a_child_from_exec() {
     let mut counted = spawn_counted(cmd).unwrap();
     assert!(counted.child.wait().unwrap().success());
     let reading = counted.counters.read();
-    let zero = CounterReading(
-        reading
-            .0
-            .iter()
-            .map(|e| EventCount {
-                value: 0,
-                enabled_ns: 0,
-                running_ns: 0,
-                ..e.clone()
-            })
-            .collect(),
-    );
-    let d = counter_delta(&zero, &reading);
+    let d = crate::meter::counts_since_open(&reading);
     assert!(
         d.software["page-faults"] >= PAGES as f64,
         "{d:?} {:?}",
