@@ -307,3 +307,53 @@ fn ctrl_c_stops_cleanly_with_what_was_measured() {
         entries(dir.path())
     );
 }
+
+#[test]
+fn ctrl_c_during_two_party_probes_leaves_no_partner_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = TestEnv::new();
+    let child = env
+        .osmeter_std()
+        .args([
+            "run",
+            "ipc",
+            "--repeat",
+            "50",
+            "--min-time",
+            "50ms",
+            "--no-store",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Forked partners carry the parent's command line, and with it this test's unique directory.
+    let marker = dir.path().to_str().unwrap().to_string();
+    let running = || {
+        std::process::Command::new("pgrep")
+            .args(["-f", &marker])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
+            .unwrap_or(0)
+    };
+    assert!(running() >= 1, "osmeter should be running");
+    // SAFETY: the pid is our own child's.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(running(), 0, "partner processes outlived osmeter");
+    assert!(
+        entries(dir.path()).is_empty(),
+        "scratch left: {:?}",
+        entries(dir.path())
+    );
+}
