@@ -34,6 +34,28 @@ pub enum Command {
     Rm(RmArgs),
     /// Compare two runs, or two groups of runs, with statistics
     Compare(CompareArgs),
+    /// Copy stored runs to another store (typically a shared postgres:// one), skipping runs
+    /// already there
+    Push(PushArgs),
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct PushArgs {
+    /// Run ids, or unique prefixes
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub runs: Vec<String>,
+    /// Push every run of the source store
+    #[arg(long)]
+    pub all: bool,
+    /// Destination: a postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE URL (the password may come
+    /// from $PGPASSWORD instead) or a SQLite path
+    #[arg(long, value_name = "URL|PATH")]
+    pub to: String,
+    /// The source store
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(Args, Debug, Clone, Default)]
