@@ -458,6 +458,16 @@ fn a_missing_database_is_named() {
 }
 
 #[test]
+fn a_url_that_requires_tls_is_refused_with_the_way_out() {
+    let url = format!("{}?sslmode=require", pg::fresh_database());
+    let err = format!("{:#}", PostgresStore::open(&url).err().unwrap());
+    assert!(
+        err.contains("TLS") && err.contains("sslmode=disable"),
+        "{err}"
+    );
+}
+
+#[test]
 fn unreachable_port_is_a_clear_error() {
     let env = TestEnv::new();
     let port = free_port();

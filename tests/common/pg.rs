@@ -288,7 +288,8 @@ fn find_binaries() -> Result<PathBuf, String> {
             Ok(d)
         } else {
             Err(format!(
-                "OSMETER_PG_BIN={} holds no initdb and postgres",
+                "OSMETER_PG_BIN={} holds no initdb and postgres: point it at a PostgreSQL \
+                 server's bin directory, or unset it after `apt-get install postgresql`",
                 d.display()
             ))
         };

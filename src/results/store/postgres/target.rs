@@ -63,9 +63,13 @@ impl Target {
 
 /// Parses the URL; the error names no part of it, since it may hold a password.
 pub fn parse(url: &str) -> Result<(Config, Target)> {
-    let mut config: Config = url.parse().map_err(|e| {
+    let mut config: Config = url.parse().map_err(|e: postgres::Error| {
+        // The parser's own words name the option at fault, never its value.
+        let why = std::error::Error::source(&e)
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| e.to_string());
         crate::usage!(
-            "the PostgreSQL URL given as the store is malformed ({e}); \
+            "the PostgreSQL URL given as the store is malformed ({why}); \
              expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
         )
     })?;
@@ -92,10 +96,31 @@ pub fn parse(url: &str) -> Result<(Config, Target)> {
     Ok((config, target))
 }
 
+/// Connects within the connect timeout, handshake included: the client library bounds only the
+/// TCP connection, and a port that accepts but never answers (a dead backend behind a proxy, the
+/// wrong service) would otherwise hang the command for good.
 pub fn connect(config: &Config, target: &Target) -> Result<postgres::Client> {
-    config
-        .connect(postgres::NoTls)
-        .map_err(|e| explain_connect(&e, config, target))
+    let limit = *config.get_connect_timeout().unwrap_or(&CONNECT_TIMEOUT);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let attempt = config.clone();
+    // On time-out the thread is left behind, blocked; it ends with the process.
+    std::thread::Builder::new()
+        .name("pg-connect".into())
+        .spawn(move || {
+            let _ = tx.send(attempt.connect(postgres::NoTls));
+        })?;
+    // A little over the limit, so the library's own time-out (with its cause) wins when it fires.
+    match rx.recv_timeout(limit + Duration::from_secs(1)) {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(e)) => Err(explain_connect(&e, config, target)),
+        Err(_) => Err(anyhow!(
+            "PostgreSQL at {} took the connection but did not answer within {} s: check that \
+             a PostgreSQL server (not another service) listens there and is not overloaded \
+             (connect_timeout=SECONDS in the URL waits longer)",
+            target.server,
+            limit.as_secs()
+        )),
+    }
 }
 
 /// Turns a failed connection into what went wrong and what to do about it.
@@ -138,14 +163,18 @@ fn explain_connect(err: &postgres::Error, config: &Config, target: &Target) -> a
     let cause = std::error::Error::source(err)
         .map(|s| s.to_string())
         .unwrap_or_else(|| text.clone());
-    if text.contains("TLS") || config.get_ssl_mode() == SslMode::Require {
+    if text.contains("TLS") {
         return anyhow!(
             "cannot connect to PostgreSQL at {server}: the connection asks for TLS \
-             (sslmode=require), which this osmeter build does not speak; use sslmode=disable on a \
-             trusted network, or reach the server through a tunnel (ssh -L, a VPN or a sidecar)"
+             ({}), which this osmeter build does not speak; use sslmode=disable on a \
+             trusted network, or reach the server through a tunnel (ssh -L, a VPN or a sidecar)",
+            match config.get_ssl_mode() {
+                SslMode::Require => "sslmode=require",
+                _ => "the server insists on it",
+            }
         );
     }
-    if text.contains("timeout") || text.contains("timed out") {
+    if text.contains("timeout") || cause.contains("timed out") {
         return anyhow!(
             "no answer from PostgreSQL at {server} (user {user:?}) within {} s: check the host \
              name and port, that the server is up, and that no firewall drops the traffic \
@@ -184,6 +213,23 @@ mod tests {
         let text = format!("{err:#}");
         assert!(!text.contains("s3cret"), "{text}");
         assert!(text.contains("postgres://USER"), "{text}");
+    }
+
+    #[test]
+    fn a_port_that_accepts_but_never_answers_times_out() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Accepted by the kernel's backlog; nobody ever reads or writes.
+        let url = format!("postgres://osm:s3cret@127.0.0.1:{port}/fleet?connect_timeout=1");
+        let (config, target) = parse(&url).unwrap();
+        let t0 = std::time::Instant::now();
+        let err = connect(&config, &target).err().unwrap().to_string();
+        assert!(t0.elapsed() < Duration::from_secs(30));
+        assert!(
+            err.contains(&format!("127.0.0.1:{port}")) && err.contains("did not answer within 1 s"),
+            "{err}"
+        );
+        drop(listener);
     }
 
     #[test]
