@@ -36,6 +36,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// Write a stored run as json, csv, markdown or openmetrics
     Export(ExportArgs),
+    /// Copy stored runs to another store (typically a shared postgres:// one), skipping runs
+    /// already there
+    Push(PushArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -53,6 +56,25 @@ pub struct ExportArgs {
     pub output: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub store: StoreArg,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct PushArgs {
+    /// Run ids, or unique prefixes
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub runs: Vec<String>,
+    /// Push every run of the source store
+    #[arg(long)]
+    pub all: bool,
+    /// Destination: a postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE URL (the password may come
+    /// from $PGPASSWORD instead) or a SQLite path
+    #[arg(long, value_name = "URL|PATH")]
+    pub to: String,
+    /// The source store
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(Args, Debug, Clone, Default)]

@@ -4,6 +4,7 @@ pub mod compare;
 pub mod export;
 pub mod info;
 pub mod list;
+pub mod push;
 pub mod run;
 pub mod stat;
 pub mod stored;
@@ -23,6 +24,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Rm(args) => stored::rm(&args),
         Command::Compare(args) => compare::compare(&args),
         Command::Export(args) => export::export(&args),
+        Command::Push(args) => push::push(&args),
     }
 }
 

@@ -184,12 +184,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         super::emit(&table::render(&run))?;
     }
     if let Some(location) = &config.store {
-        // The figures are already on stdout: a store that fails loses nothing the user saw.
-        let mut store = location.open()?;
-        store
-            .save(&run)
-            .with_context(|| format!("saving run {} to {}", run.id, store.describe()))?;
-        eprintln!("osmeter: run {} saved to {}", run.id, store.describe());
+        // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.
+        let saved = crate::results::store::save_with_fallback(location, &run)?;
+        eprintln!("osmeter: run {} saved to {}", run.id, saved.store);
     }
     if interrupted {
         return Ok(crate::error::EXIT_INTERRUPTED);

@@ -2,12 +2,13 @@
 //! Both hold the same schema: one row per run with the whole run document, its tags, and one row per
 //! measurement for queries.
 
+pub mod postgres;
 pub mod schema;
 pub mod sqlite;
 
 use crate::results::model::Run;
 use crate::usage;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -60,41 +61,122 @@ pub enum Location {
 }
 
 impl Location {
-    /// `--store` if given, else $OSMETER_STORE, else `$XDG_DATA_HOME/osmeter/runs.db`
-    /// (`~/.local/share/osmeter/runs.db`).
+    /// `--store` if given, else $OSMETER_STORE, else [`Location::default_local`]. A malformed
+    /// postgres:// URL is a usage error here, before anything is measured.
     pub fn resolve(flag: Option<&str>) -> Result<Location> {
         let text = match flag {
             Some(t) => Some(t.to_string()),
             None => std::env::var(STORE_ENV).ok().filter(|s| !s.is_empty()),
         };
         match text {
-            Some(t) if t.starts_with("postgres://") || t.starts_with("postgresql://") => {
+            Some(t) if is_postgres_url(&t) => {
+                postgres::check_url(&t)?;
                 Ok(Location::Postgres(t))
             }
             Some(t) => Ok(Location::Sqlite(PathBuf::from(t))),
-            None => {
-                let base = std::env::var_os("XDG_DATA_HOME")
-                    .filter(|s| !s.is_empty())
-                    .map(PathBuf::from)
-                    .or_else(|| {
-                        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share"))
-                    })
-                    .ok_or_else(|| {
-                        usage!("neither XDG_DATA_HOME nor HOME is set: give --store PATH")
-                    })?;
-                Ok(Location::Sqlite(base.join("osmeter").join("runs.db")))
-            }
+            None => Location::default_local(),
         }
+    }
+
+    /// `$XDG_DATA_HOME/osmeter/runs.db` (`~/.local/share/osmeter/runs.db`), whatever
+    /// $OSMETER_STORE says: where a run goes when the shared store cannot take it.
+    pub fn default_local() -> Result<Location> {
+        let base = std::env::var_os("XDG_DATA_HOME")
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+            .ok_or_else(|| usage!("neither XDG_DATA_HOME nor HOME is set: give --store PATH"))?;
+        Ok(Location::Sqlite(base.join("osmeter").join("runs.db")))
     }
 
     pub fn open(&self) -> Result<Box<dyn Store>> {
         match self {
             Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(path)?)),
-            Location::Postgres(_) => Err(usage!(
-                "PostgreSQL stores are not supported by this build yet; use a SQLite path with --store"
-            )),
+            Location::Postgres(url) => Ok(Box::new(postgres::PostgresStore::open(url)?)),
         }
     }
+
+    /// Where the store is, safe to print (a URL's password left out), without opening it.
+    pub fn describe(&self) -> String {
+        match self {
+            Location::Sqlite(path) => path.display().to_string(),
+            Location::Postgres(url) => postgres::check_url(url)
+                .map(|t| t.describe())
+                .unwrap_or_else(|_| "a PostgreSQL server (malformed URL)".to_string()),
+        }
+    }
+}
+
+fn is_postgres_url(text: &str) -> bool {
+    text.starts_with("postgres://") || text.starts_with("postgresql://")
+}
+
+/// Where [`save_with_fallback`] kept a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saved {
+    /// The store, as [`Store::describe`] gives it.
+    pub store: String,
+    /// False when the store already held a run with this id (nothing was written).
+    pub new: bool,
+}
+
+/// Saves a run to `location`. When that is a PostgreSQL server that cannot take it (unreachable,
+/// wrong password, refused database), the run is saved to the local default store instead and the
+/// error says so, and how to send it on later with `osmeter push`: a measurement is never lost
+/// because the network was down. A SQLite store that fails is reported as it is, with no fallback.
+pub fn save_with_fallback(location: &Location, run: &Run) -> Result<Saved> {
+    let fallback = match location {
+        Location::Postgres(_) => Some(Location::default_local()),
+        Location::Sqlite(_) => None,
+    };
+    save_with_fallback_to(location, fallback, run)
+}
+
+/// [`save_with_fallback`] with the fallback store given (tests keep it in a temporary directory).
+pub fn save_with_fallback_to(
+    location: &Location,
+    fallback: Option<Result<Location>>,
+    run: &Run,
+) -> Result<Saved> {
+    let err = match save_to(location, run) {
+        Ok(saved) => return Ok(saved),
+        Err(e) => e,
+    };
+    let (Location::Postgres(_), Some(fallback)) = (location, fallback) else {
+        return Err(err);
+    };
+    let local = fallback.and_then(|f| {
+        if &f == location {
+            anyhow::bail!("it is the same store");
+        }
+        save_to(&f, run)
+    });
+    // The cause first, then where the run went: the cause is what the user has to fix.
+    match local {
+        Ok(saved) => Err(anyhow::anyhow!(
+            "{err:#}\nosmeter: run {id} was saved to {local} instead; once the server can be \
+             reached, `osmeter push {id} --store {local} --to URL` (URL: the same postgres:// \
+             address) sends it there",
+            id = run.id,
+            local = saved.store,
+        )),
+        Err(local_err) => Err(anyhow::anyhow!(
+            "{err:#}\nosmeter: run {} could not be saved locally either ({local_err:#}); the \
+             figures printed above are the only copy",
+            run.id,
+        )),
+    }
+}
+
+fn save_to(location: &Location, run: &Run) -> Result<Saved> {
+    let mut store = location.open()?;
+    let new = store
+        .save(run)
+        .with_context(|| format!("saving run {} to {}", run.id, store.describe()))?;
+    Ok(Saved {
+        store: store.describe(),
+        new,
+    })
 }
 
 /// Finds the one stored run an id or unique id prefix names; otherwise an error listing the closest.

@@ -1,0 +1,345 @@
+//! The PostgreSQL store, where a fleet meets: the same tables, versions and refusals as the SQLite
+//! store, with server-side locking so any number of hosts can write at once.
+
+mod target;
+
+use super::schema::{self, APPLICATION};
+use super::{RunFilter, RunInfo, Store};
+use crate::results::model::Run;
+use ::postgres::error::SqlState;
+use ::postgres::types::ToSql;
+use ::postgres::{Client, GenericClient};
+use anyhow::{anyhow, bail, Context, Result};
+use std::collections::BTreeMap;
+pub use target::Target;
+
+/// Key of the transaction-scoped advisory lock taken while creating or migrating the tables, so two
+/// hosts starting at once on an empty database do not both try ("osmeter" in ASCII).
+const MIGRATION_LOCK: i64 = 0x006f_736d_6574_6572;
+
+pub struct PostgresStore {
+    client: Client,
+    target: Target,
+}
+
+/// Checks the URL's syntax without connecting; the error never repeats the URL.
+pub fn check_url(url: &str) -> Result<Target> {
+    target::parse(url).map(|(_, t)| t)
+}
+
+impl PostgresStore {
+    pub fn open(url: &str) -> Result<PostgresStore> {
+        let (config, target) = target::parse(url)?;
+        let client = target::connect(&config, &target)?;
+        let mut store = PostgresStore { client, target };
+        store.prepare()?;
+        Ok(store)
+    }
+
+    /// Brings the schema up to date, refusing foreign or newer databases before writing anything.
+    fn prepare(&mut self) -> Result<()> {
+        let current = schema::current_version();
+        let where_ = self.target.describe();
+        if inspect_schema(&mut self.client, &where_)? == Some(current) {
+            return Ok(());
+        }
+        let mut tx = self.client.transaction()?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+        // Again under the lock: another host may have migrated while this one waited.
+        let version = match inspect_schema(&mut tx, &where_)? {
+            Some(v) => v,
+            None => {
+                tx.batch_execute(
+                    "CREATE TABLE osmeter_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                )
+                .map_err(|e| explain_create(e, &self.target))?;
+                tx.execute(
+                    "INSERT INTO osmeter_meta VALUES ('application', $1), ('schema_version', '0')",
+                    &[&APPLICATION],
+                )?;
+                0
+            }
+        };
+        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.batch_execute(sql)
+                .map_err(|e| explain_create(e, &self.target))
+                .with_context(|| format!("migrating {where_} to schema version {}", i + 1))?;
+        }
+        tx.execute(
+            "UPDATE osmeter_meta SET value = $1 WHERE key = 'schema_version'",
+            &[&current.to_string()],
+        )?;
+        tx.commit()
+            .with_context(|| format!("creating osmeter's tables in {where_}"))?;
+        Ok(())
+    }
+}
+
+/// Most likely cause of a failed CREATE: the user may not create tables in the schema.
+fn explain_create(e: ::postgres::Error, target: &Target) -> anyhow::Error {
+    if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+        anyhow!(
+            "user {:?} may not create tables in database {:?} on {} ({}); make the user the \
+             database's owner, or GRANT CREATE ON SCHEMA public TO {}",
+            target.user,
+            target.dbname,
+            target.server,
+            e.as_db_error()
+                .map(|d| d.message())
+                .unwrap_or("permission denied"),
+            target.user
+        )
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+/// The schema version of an osmeter database, `None` for an empty one, an error for a database that
+/// is someone else's or newer than this binary. Reads only; looks at the schema that unqualified
+/// names resolve to (normally `public`, or the one set with `options=-csearch_path=...`).
+fn inspect_schema(c: &mut impl GenericClient, where_: &str) -> Result<Option<i64>> {
+    // One statement, so one snapshot: another host committing its tables meanwhile is seen either
+    // entirely or not at all, never as "tables but no osmeter_meta".
+    let row = c.query_one(
+        "SELECT count(*) FILTER (WHERE c.relname = 'osmeter_meta'), count(*)
+         FROM pg_catalog.pg_class c
+         JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+        &[],
+    )?;
+    let (has_meta, tables): (i64, i64) = (row.get(0), row.get(1));
+    if has_meta == 0 {
+        if tables > 0 {
+            bail!(
+                "{where_} already holds tables that are not osmeter's (left untouched); give \
+                 osmeter a database of its own, or a schema of its own with \
+                 ?options=-csearch_path%3DSCHEMA in the URL"
+            );
+        }
+        return Ok(None);
+    }
+    let app: Option<String> = c
+        .query_opt(
+            "SELECT value FROM osmeter_meta WHERE key = 'application'",
+            &[],
+        )?
+        .map(|r| r.get(0));
+    if app.as_deref() != Some(APPLICATION) {
+        bail!("{where_} is not an osmeter database (left untouched)");
+    }
+    let v: String = c
+        .query_opt(
+            "SELECT value FROM osmeter_meta WHERE key = 'schema_version'",
+            &[],
+        )?
+        .map(|r| r.get(0))
+        .ok_or_else(|| anyhow!("{where_} has no schema_version in osmeter_meta"))?;
+    let version = v
+        .parse::<i64>()
+        .map_err(|_| anyhow!("bad schema_version {v:?} in {where_}"))?;
+    let current = schema::current_version();
+    if version > current {
+        bail!(
+            "{where_} has schema version {version}, newer than this osmeter understands \
+             ({current}); upgrade osmeter or use another store"
+        );
+    }
+    Ok(Some(version))
+}
+
+fn host_of(run: &Run) -> Option<String> {
+    run.fingerprint
+        .get("hostname")
+        .and_then(|h| h.as_str())
+        .map(str::to_string)
+}
+
+impl Store for PostgresStore {
+    fn save(&mut self, run: &Run) -> Result<bool> {
+        let document = serde_json::to_string(run)?;
+        let mut tx = self.client.transaction()?;
+        // A concurrent save of the same id waits here for the other to commit, then inserts nothing.
+        let inserted = tx.execute(
+            "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document)
+             VALUES ($1, 'run', $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+            &[
+                &run.id,
+                &run.started_at,
+                &host_of(run),
+                &run.suite,
+                &run.tool_version,
+                &i32::from(run.interrupted),
+                &document,
+            ],
+        )?;
+        if inserted == 0 {
+            return Ok(false); // dropping the transaction rolls it back
+        }
+        // One statement per table rather than one per row: a fleet's server may be far away.
+        let (keys, values): (Vec<&str>, Vec<&str>) = run
+            .tags
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .unzip();
+        tx.execute(
+            "INSERT INTO run_tags (run_id, key, value)
+             SELECT $1, k, v FROM unnest($2::text[], $3::text[]) AS t (k, v)",
+            &[&run.id, &keys, &values],
+        )?;
+        let mut cols = MeasurementColumns::default();
+        for (seq, m) in run.measurements.iter().enumerate() {
+            let s = m.summary.as_ref();
+            cols.seq
+                .push(i32::try_from(seq).context("too many measurements in one run")?);
+            cols.probe.push(m.probe.clone());
+            cols.params.push(serde_json::to_string(&m.params)?);
+            cols.unit.push(m.unit.symbol().to_string());
+            cols.status.push(
+                serde_json::to_value(m.status)?
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string(),
+            );
+            cols.median.push(s.map(|s| s.median));
+            cols.ci_low.push(s.map(|s| s.ci95[0]));
+            cols.ci_high.push(s.map(|s| s.ci95[1]));
+            cols.cv.push(s.map(|s| s.cv));
+        }
+        let args: [&(dyn ToSql + Sync); 10] = [
+            &run.id,
+            &cols.seq,
+            &cols.probe,
+            &cols.params,
+            &cols.unit,
+            &cols.status,
+            &cols.median,
+            &cols.ci_low,
+            &cols.ci_high,
+            &cols.cv,
+        ];
+        tx.execute(
+            "INSERT INTO measurements
+                 (run_id, seq, probe, params, unit, status, median, ci_low, ci_high, cv)
+             SELECT $1, seq, probe, params, unit, status, median, ci_low, ci_high, cv
+             FROM unnest($2::int4[], $3::text[], $4::text[], $5::text[], $6::text[],
+                         $7::float8[], $8::float8[], $9::float8[], $10::float8[])
+                  AS m (seq, probe, params, unit, status, median, ci_low, ci_high, cv)",
+            &args,
+        )?;
+        tx.commit()?;
+        Ok(true)
+    }
+
+    fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
+        // COLLATE "C": times and ids compare byte by byte, as in SQLite, whatever the server's locale.
+        let mut sql = String::from(
+            "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
+                    (SELECT count(*) FROM measurements m WHERE m.run_id = r.id)
+             FROM runs r WHERE true",
+        );
+        let mut args: Vec<&(dyn ToSql + Sync)> = Vec::new();
+        if let Some(h) = &filter.host {
+            args.push(h);
+            sql.push_str(&format!(" AND r.host = ${}", args.len()));
+        }
+        if let Some(s) = &filter.suite {
+            args.push(s);
+            sql.push_str(&format!(" AND r.suite = ${}", args.len()));
+        }
+        if let Some(s) = &filter.since {
+            args.push(s);
+            sql.push_str(&format!(
+                " AND r.started_at COLLATE \"C\" >= ${}",
+                args.len()
+            ));
+        }
+        for (k, v) in &filter.tags {
+            args.push(k);
+            args.push(v);
+            sql.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = ${} AND t.value = ${})",
+                args.len() - 1,
+                args.len()
+            ));
+        }
+        sql.push_str(" ORDER BY r.started_at COLLATE \"C\" DESC, r.id COLLATE \"C\" DESC");
+        let mut out: Vec<RunInfo> = self
+            .client
+            .query(&sql, &args)?
+            .iter()
+            .map(|r| RunInfo {
+                id: r.get(0),
+                kind: r.get(1),
+                started_at: r.get(2),
+                host: r.get(3),
+                suite: r.get(4),
+                tool_version: r.get(5),
+                interrupted: r.get::<_, i32>(6) != 0,
+                measurements: r.get::<_, i64>(7) as usize,
+                tags: BTreeMap::new(),
+            })
+            .collect();
+        let ids: Vec<&str> = out.iter().map(|r| r.id.as_str()).collect();
+        let mut tags: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        for row in self.client.query(
+            "SELECT run_id, key, value FROM run_tags WHERE run_id = ANY($1)",
+            &[&ids],
+        )? {
+            tags.entry(row.get(0))
+                .or_default()
+                .insert(row.get(1), row.get(2));
+        }
+        for info in &mut out {
+            info.tags = tags.remove(&info.id).unwrap_or_default();
+        }
+        Ok(out)
+    }
+
+    fn load(&mut self, id: &str) -> Result<Option<Run>> {
+        let doc: Option<String> = self
+            .client
+            .query_opt("SELECT document FROM runs WHERE id = $1", &[&id])?
+            .map(|r| r.get(0));
+        doc.map(|d| {
+            serde_json::from_str(&d).with_context(|| format!("run {id} in the store is unreadable"))
+        })
+        .transpose()
+    }
+
+    fn remove(&mut self, id: &str) -> Result<bool> {
+        Ok(self
+            .client
+            .execute("DELETE FROM runs WHERE id = $1", &[&id])?
+            > 0)
+    }
+
+    fn ids(&mut self) -> Result<Vec<String>> {
+        Ok(self
+            .client
+            .query(
+                "SELECT id FROM runs ORDER BY started_at COLLATE \"C\" DESC",
+                &[],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect())
+    }
+
+    fn describe(&self) -> String {
+        self.target.describe()
+    }
+}
+
+/// The measurements of one run, column by column, for one `unnest` insert.
+#[derive(Default)]
+struct MeasurementColumns {
+    seq: Vec<i32>,
+    probe: Vec<String>,
+    params: Vec<String>,
+    unit: Vec<String>,
+    status: Vec<String>,
+    median: Vec<Option<f64>>,
+    ci_low: Vec<Option<f64>>,
+    ci_high: Vec<Option<f64>>,
+    cv: Vec<Option<f64>>,
+}
