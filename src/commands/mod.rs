@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod info;
 pub mod list;
+pub mod report;
 pub mod run;
 pub mod stat;
 pub mod stored;
@@ -21,6 +22,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Show(args) => stored::show(&args),
         Command::Rm(args) => stored::rm(&args),
         Command::Compare(args) => compare::compare(&args),
+        Command::Report(args) => report::report(&args),
     }
 }
 

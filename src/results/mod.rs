@@ -4,5 +4,6 @@ pub mod compare;
 pub mod derive;
 pub mod fingerprint;
 pub mod model;
+pub mod report;
 pub mod store;
 pub mod table;
