@@ -111,7 +111,8 @@ fn class_attr(class: &str) -> String {
 
 /// A table from a header (none when empty) and rows of already-escaped cells.
 pub fn table<R: Clone + Into<Row>>(class: &str, header: &[&str], rows: &[R]) -> String {
-    let mut out = format!("<table{}>\n", class_attr(class));
+    // The wrapper scrolls a wide table sideways on a narrow screen instead of widening the page.
+    let mut out = format!("<div class=\"wide\"><table{}>\n", class_attr(class));
     if !header.is_empty() {
         out.push_str("<thead><tr>");
         for h in header {
@@ -128,7 +129,7 @@ pub fn table<R: Clone + Into<Row>>(class: &str, header: &[&str], rows: &[R]) -> 
         }
         out.push_str("</tr>\n");
     }
-    out.push_str("</tbody>\n</table>\n");
+    out.push_str("</tbody>\n</table></div>\n");
     out
 }
 
@@ -153,6 +154,9 @@ tbody tr:nth-child(even) { background: var(--band); }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.mono, code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 0.85rem; }
 table.kv td:first-child { color: var(--muted); white-space: nowrap; }
+table.diff td, table.kv td { overflow-wrap: anywhere; }
+table.diff td { max-width: 380px; }
+.wide { overflow-x: auto; }
 table.kv { margin: 0; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(440px, 1fr)); gap: 4px 28px; }
 .grid h3 { margin-top: 10px; }
@@ -177,6 +181,9 @@ footer { margin-top: 40px; padding: 10px 24px 30px; color: var(--muted); font-si
   tbody tr:nth-child(even) { background: none; }
   * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   .grid { grid-template-columns: 1fr 1fr; }
+  .wide { overflow: visible; }
+  table { max-width: 100%; }
+  td { overflow-wrap: anywhere; }
 }
 "#;
 
