@@ -53,11 +53,20 @@ fn write_whole(path: &Path, data: &[u8]) -> Result<()> {
     if path.is_dir() {
         anyhow::bail!("it is a directory");
     }
+    if !dir.is_dir() {
+        anyhow::bail!("the directory {} does not exist", dir.display());
+    }
     let mut tmp = tempfile::Builder::new()
         .prefix(".osmeter-report-")
         .suffix(".tmp")
         .tempfile_in(dir)
-        .with_context(|| format!("creating a file in {}", dir.display()))?;
+        .map_err(|e| {
+            // tempfile appends its random file name (` at path "..."`); the reader needs only the
+            // directory and the system's reason.
+            let text = e.to_string();
+            let why = text.split(" at path ").next().unwrap_or(&text).to_string();
+            anyhow::anyhow!("cannot create a file in {}: {why}", dir.display())
+        })?;
     tmp.write_all(data)?;
     // A report is for sharing: readable by others, as a file made by a plain write would be.
     use std::os::unix::fs::PermissionsExt as _;
