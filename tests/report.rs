@@ -418,6 +418,19 @@ fn report_of_synthetic_runs_has_every_plot_and_loads_in_chromium() {
     // Per-group time charts (cpu, syscall, process, ipc), bandwidth, memory curve, two counter
     // charts, one comparison.
     check_in_browser(&out, &sections, 9, "report-screenshot.png");
+
+    // One run: no comparison, a curve per pattern.
+    let one = env.dir.path().join("one.html");
+    env.osmeter()
+        .args(["report", "6b0300bb", "-o"])
+        .arg(&one)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&one).unwrap();
+    check_static(&html);
+    assert!(!html.contains("id=\"comparison\""));
+    // Four time groups, bandwidth, memory curve, counters.
+    check_in_browser(&one, ALWAYS, 7, "report-screenshot-one-run.png");
 }
 
 #[test]

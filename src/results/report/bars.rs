@@ -2,7 +2,7 @@
 //! group, bandwidths and rates in charts of their own (their units do not mix).
 
 use super::html::{esc, figure, note, value};
-use super::plot::{color, Axis, HBar, HBars, Scale};
+use super::plot::{color, Axis, HBar, HBars, LegendItem, Scale};
 use super::{has_own_section, Context, Section};
 use crate::results::model::{Measurement, Status, Unit};
 use anyhow::Result;
@@ -106,7 +106,7 @@ impl Bars {
             x_fmt: &fmt,
             legend: if several {
                 (0..ctx.runs.len())
-                    .map(|i| (ctx.run_label(i), color(i)))
+                    .map(|i| LegendItem::boxed(ctx.run_label(i), color(i)))
                     .collect()
             } else {
                 Vec::new()

@@ -4,7 +4,7 @@
 //! colour; then the figures that changed, with the counters that explain them.
 
 use super::html::{esc, figure, note, num, table, value, Cell, Row};
-use super::plot::{clip_label, Axis, HBar, HBars, Scale, FASTER, GREY, SLOWER};
+use super::plot::{clip_label, Axis, HBar, HBars, LegendItem, Scale, FASTER, GREY, SLOWER};
 use super::{has_own_section, Context, Section};
 use crate::results::compare::{Comparison, FigureComparison, Verdict};
 use anyhow::Result;
@@ -121,9 +121,9 @@ fn chart(ctx: &Context, index: usize, c: &Comparison) -> Result<String> {
         ),
         x_fmt: &fmt,
         legend: vec![
-            ("faster beyond noise".into(), FASTER),
-            ("slower beyond noise".into(), SLOWER),
-            ("no significant change".into(), GREY),
+            LegendItem::boxed("faster beyond noise".into(), FASTER),
+            LegendItem::boxed("slower beyond noise".into(), SLOWER),
+            LegendItem::boxed("no significant change".into(), GREY),
         ],
         reference: Some(1.0),
         ticks: Some(ratio_ticks(half)),

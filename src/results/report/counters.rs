@@ -3,7 +3,7 @@
 //! hardware ones are missing.
 
 use super::html::{esc, figure, note};
-use super::plot::{clip_label, color, count_label, Axis, HBar, HBars, Scale};
+use super::plot::{clip_label, color, count_label, Axis, HBar, HBars, LegendItem, Scale};
 use super::{has_own_section, Context, Section};
 use crate::results::model::{Measurement, Run, Status};
 use anyhow::Result;
@@ -74,8 +74,8 @@ fn hardware_chart(run: &Run, event: &str) -> Result<String> {
         x_desc: format!("{event} per operation"),
         x_fmt: &count_label,
         legend: vec![
-            (format!("user-mode {event}"), color(0)),
-            (format!("kernel-mode {event}"), color(3)),
+            LegendItem::boxed(format!("user-mode {event}"), color(0)),
+            LegendItem::boxed(format!("kernel-mode {event}"), color(3)),
         ],
         reference: None,
         ticks: None,
@@ -143,7 +143,7 @@ fn software_chart(run: &Run) -> Result<Option<String>> {
         legend: events
             .iter()
             .enumerate()
-            .map(|(i, e)| (e.to_string(), color(i + 1)))
+            .map(|(i, e)| LegendItem::boxed(e.to_string(), color(i + 1)))
             .collect(),
         reference: None,
         ticks: None,

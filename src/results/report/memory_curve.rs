@@ -3,7 +3,9 @@
 //! read against them.
 
 use super::html::{esc, figure, note, num, table, Cell, Row};
-use super::plot::{color, legend, legend_height, svg, Axis, Scale, Ticked, FONT, WIDTH};
+use super::plot::{
+    color, legend, legend_height, svg, Axis, LegendItem, Scale, Swatch, Ticked, FONT, WIDTH,
+};
 use super::{Context, Section};
 use crate::results::fingerprint::text::bytes;
 use crate::results::model::{Measurement, Status, Unit};
@@ -25,8 +27,8 @@ struct Point {
 
 struct Series {
     run: usize,
+    run_label: String,
     pattern: String,
-    name: String,
     dashed: bool,
     /// Colour: by run when several runs share the plot, else by pattern.
     color: RGBColor,
@@ -79,14 +81,9 @@ fn series(ctx: &Context) -> Vec<Series> {
                 .map(|(_, pt)| *pt)
                 .collect();
             pts.sort_by(|a, b| a.size.total_cmp(&b.size));
-            let name = if ctx.runs.len() > 1 {
-                format!("{} {pat}", ctx.run_label(r))
-            } else {
-                pat.clone()
-            };
             out.push(Series {
                 run: r,
-                name,
+                run_label: ctx.run_label(r),
                 dashed: pat.contains("random"),
                 color: color(if ctx.runs.len() > 1 { r } else { pi }),
                 pattern: pat,
@@ -127,19 +124,56 @@ fn caches(ctx: &Context) -> Vec<(String, f64)> {
     out
 }
 
+/// One run: an entry per pattern in its own colour and line. Several runs: an entry per run (its
+/// colour) and one per pattern (its line style), rather than every combination.
+fn legend_items(all: &[Series]) -> Vec<LegendItem> {
+    let swatch = |s: &Series| {
+        if s.dashed {
+            Swatch::Dashed
+        } else {
+            Swatch::Line
+        }
+    };
+    let several = all.iter().any(|s| s.run != all[0].run);
+    if !several {
+        return all
+            .iter()
+            .map(|s| LegendItem {
+                name: s.pattern.clone(),
+                color: s.color,
+                swatch: swatch(s),
+            })
+            .collect();
+    }
+    let mut items: Vec<LegendItem> = Vec::new();
+    let mut runs_seen: Vec<usize> = Vec::new();
+    for s in all {
+        if !runs_seen.contains(&s.run) {
+            runs_seen.push(s.run);
+            items.push(LegendItem::boxed(s.run_label.clone(), s.color));
+        }
+    }
+    let mut patterns_seen: Vec<&str> = Vec::new();
+    for s in all {
+        if !patterns_seen.contains(&s.pattern.as_str()) {
+            patterns_seen.push(&s.pattern);
+            items.push(LegendItem {
+                name: s.pattern.clone(),
+                color: RGBColor(90, 90, 90),
+                swatch: swatch(s),
+            });
+        }
+    }
+    items
+}
+
 fn plot(all: &[Series], marks: &[(String, f64)]) -> Result<(String, Axis)> {
     let pts = || all.iter().flat_map(|s| s.points.iter());
     let min = pts().map(|p| p.size).fold(f64::INFINITY, f64::min);
     let max = pts().map(|p| p.size).fold(0.0, f64::max);
     let x = Axis::log2(min, max);
     let y = Axis::for_values(pts().flat_map(|p| [p.median, p.ci[0], p.ci[1]]), 10.0);
-    let items: Vec<(String, RGBColor)> = all
-        .iter()
-        .map(|s| {
-            let how = if s.dashed { " (dashed)" } else { "" };
-            (format!("{}{how}", s.name), s.color)
-        })
-        .collect();
+    let items = legend_items(all);
     let legend_h = legend_height(&items);
     let text = svg((WIDTH, 500 + legend_h), |root| {
         let (top, body) = root.split_vertically(legend_h);

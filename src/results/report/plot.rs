@@ -299,39 +299,93 @@ impl Ranged for Ticked {
     }
 }
 
-/// A row of coloured squares with names, wrapped to the width of the area.
-pub fn legend(area: &Area, items: &[(String, RGBColor)]) -> Result<()> {
-    let (w, _) = area.dim_in_pixel();
-    let style = (FONT, 13).into_font().color(&BLACK);
-    let (mut x, mut y) = (12i32, 6i32);
-    for (name, c) in items {
-        let item_w = 24 + (name.chars().count() as i32 * 7) + 18;
-        if x + item_w > w as i32 && x > 12 {
+/// How a legend entry shows its series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Swatch {
+    Box,
+    Line,
+    Dashed,
+}
+
+pub struct LegendItem {
+    pub name: String,
+    pub color: RGBColor,
+    pub swatch: Swatch,
+}
+
+impl LegendItem {
+    pub fn boxed(name: String, color: RGBColor) -> LegendItem {
+        LegendItem {
+            name,
+            color,
+            swatch: Swatch::Box,
+        }
+    }
+}
+
+/// Top-left corner of each entry, wrapped to the plot width, and the number of rows.
+fn legend_layout(items: &[LegendItem]) -> (Vec<(i32, i32)>, u32) {
+    let (mut x, mut y, mut rows) = (12i32, 6i32, 1u32);
+    let mut at = Vec::with_capacity(items.len());
+    for item in items {
+        let sample = if item.swatch == Swatch::Box { 20 } else { 36 };
+        let w = sample + item.name.chars().count() as i32 * 7 + 22;
+        if x + w > WIDTH as i32 && x > 12 {
             x = 12;
             y += 20;
+            rows += 1;
         }
-        area.draw(&Rectangle::new([(x, y + 2), (x + 14, y + 16)], c.filled()))?;
-        area.draw(&Text::new(name.clone(), (x + 20, y + 2), style.clone()))?;
-        x += item_w;
+        at.push((x, y));
+        x += w;
+    }
+    (at, rows)
+}
+
+/// A row of entries (coloured box or line sample, then the name), wrapped to the width.
+pub fn legend(area: &Area, items: &[LegendItem]) -> Result<()> {
+    let style = (FONT, 13).into_font().color(&BLACK);
+    let (at, _) = legend_layout(items);
+    for (item, (x, y)) in items.iter().zip(at) {
+        let text_x = match item.swatch {
+            Swatch::Box => {
+                area.draw(&Rectangle::new(
+                    [(x, y + 2), (x + 14, y + 16)],
+                    item.color.filled(),
+                ))?;
+                x + 20
+            }
+            Swatch::Line => {
+                area.draw(&PathElement::new(
+                    [(x, y + 9), (x + 30, y + 9)],
+                    item.color.stroke_width(2),
+                ))?;
+                x + 36
+            }
+            Swatch::Dashed => {
+                for dash in [0, 12, 24] {
+                    area.draw(&PathElement::new(
+                        [(x + dash, y + 9), (x + dash + 7, y + 9)],
+                        item.color.stroke_width(2),
+                    ))?;
+                }
+                x + 36
+            }
+        };
+        area.draw(&Text::new(
+            item.name.clone(),
+            (text_x, y + 2),
+            style.clone(),
+        ))?;
     }
     Ok(())
 }
 
 /// Height in pixels the legend strip needs for these items at the plot width.
-pub fn legend_height(items: &[(String, RGBColor)]) -> u32 {
+pub fn legend_height(items: &[LegendItem]) -> u32 {
     if items.is_empty() {
         return 0;
     }
-    let (mut x, mut rows) = (12i32, 1u32);
-    for (name, _) in items {
-        let item_w = 24 + (name.chars().count() as i32 * 7) + 18;
-        if x + item_w > WIDTH as i32 && x > 12 {
-            x = 12;
-            rows += 1;
-        }
-        x += item_w;
-    }
-    rows * 20 + 8
+    legend_layout(items).1 * 20 + 8
 }
 
 /// Shortens a label that would crowd the axis.
@@ -366,7 +420,7 @@ pub struct HBars<'a> {
     pub origin: f64,
     pub x_desc: String,
     pub x_fmt: &'a dyn Fn(f64) -> String,
-    pub legend: Vec<(String, RGBColor)>,
+    pub legend: Vec<LegendItem>,
     /// A vertical reference line, e.g. at ratio 1.
     pub reference: Option<f64>,
     /// Tick values in data units, when the axis's own do not suit.
@@ -549,7 +603,7 @@ mod tests {
             origin: 0.0,
             x_desc: "time per operation".into(),
             x_fmt: &fmt,
-            legend: vec![("R1".into(), color(0))],
+            legend: vec![LegendItem::boxed("R1".into(), color(0))],
             reference: None,
             ticks: None,
         };

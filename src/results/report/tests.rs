@@ -125,3 +125,16 @@ fn several_runs_add_differences_and_comparisons() {
     let xmlns = page.matches("xmlns=\"http://www.w3.org/2000/svg\"").count();
     assert_eq!(page.matches("http").count(), xmlns);
 }
+
+#[test]
+fn an_empty_run_without_fingerprint_still_renders() {
+    let mut r = crate::results::model::tests::empty_run();
+    r.interrupted = true;
+    let page = render(&[r.clone(), r]).unwrap();
+    assert!(page.contains("no stored fingerprint"));
+    assert!(page.contains("no figures in ns"));
+    assert!(page.contains("no memory.latency figures"));
+    assert!(page.contains("have no measured figure in common"));
+    assert!(page.contains("interrupted"));
+    assert!(render(&[]).is_err());
+}
