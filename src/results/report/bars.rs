@@ -1,8 +1,9 @@
 //! Bar charts of the medians with their 95 % intervals: times per operation one chart per probe
 //! group, bandwidths and rates in charts of their own (their units do not mix).
 
+use super::hbars::{HBar, HBars};
 use super::html::{esc, figure, note, value};
-use super::plot::{color, Axis, HBar, HBars, LegendItem, Scale};
+use super::plot::{color, Axis, LegendItem, Scale};
 use super::{has_own_section, Context, Section};
 use crate::results::model::{Measurement, Status, Unit};
 use anyhow::Result;

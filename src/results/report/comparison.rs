@@ -3,8 +3,9 @@
 //! lie equally far from the centre), with the bootstrap interval as whiskers and the verdict as
 //! colour; then the figures that changed, with the counters that explain them.
 
+use super::hbars::{HBar, HBars};
 use super::html::{esc, figure, note, num, table, value, Cell, Row};
-use super::plot::{clip_label, Axis, HBar, HBars, LegendItem, Scale, FASTER, GREY, SLOWER};
+use super::plot::{clip_label, Axis, LegendItem, Scale, FASTER, GREY, SLOWER};
 use super::{has_own_section, Context, Section};
 use crate::results::compare::{Comparison, FigureComparison, Verdict};
 use anyhow::Result;

@@ -2,8 +2,9 @@
 //! machine has no hardware counters (most VMs), the software events per operation and why the
 //! hardware ones are missing.
 
+use super::hbars::{HBar, HBars};
 use super::html::{esc, figure, note};
-use super::plot::{clip_label, color, count_label, Axis, HBar, HBars, LegendItem, Scale};
+use super::plot::{clip_label, color, count_label, Axis, LegendItem, Scale};
 use super::{has_own_section, Context, Section};
 use crate::results::model::{Measurement, Run, Status};
 use anyhow::Result;

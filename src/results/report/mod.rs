@@ -11,6 +11,7 @@ mod bars;
 mod comparison;
 mod counters;
 mod fingerprint;
+mod hbars;
 pub mod html;
 mod memory_curve;
 pub mod plot;
