@@ -39,6 +39,8 @@ pub enum Command {
     /// Copy stored runs to another store (typically a shared postgres:// one), skipping runs
     /// already there
     Push(PushArgs),
+    /// Write a self-contained HTML report of stored runs (the first is the baseline)
+    Report(ReportArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -75,6 +77,18 @@ pub struct PushArgs {
     pub store: StoreArg,
     #[command(flatten)]
     pub output: JsonArg,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Runs to show (ids or unique prefixes); the first is the baseline of the comparison
+    #[arg(required = true, num_args = 1.., value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// The HTML file to write (replaced whole, never left half-written)
+    #[arg(short = 'o', long = "output", value_name = "PATH", required = true)]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 #[derive(Args, Debug, Clone, Default)]

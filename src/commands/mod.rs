@@ -5,6 +5,7 @@ pub mod export;
 pub mod info;
 pub mod list;
 pub mod push;
+pub mod report;
 pub mod run;
 pub mod stat;
 pub mod stored;
@@ -25,6 +26,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Compare(args) => compare::compare(&args),
         Command::Export(args) => export::export(&args),
         Command::Push(args) => push::push(&args),
+        Command::Report(args) => report::report(&args),
     }
 }
 

@@ -5,5 +5,6 @@ pub mod derive;
 pub mod export;
 pub mod fingerprint;
 pub mod model;
+pub mod report;
 pub mod store;
 pub mod table;

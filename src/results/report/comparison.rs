@@ -1,0 +1,310 @@
+//! The baseline (R1) against every other run: speed-up per figure as bars sorted from the most
+//! improved to the most regressed, on a logarithmic axis centred at 1 (twice as fast and half as fast
+//! lie equally far from the centre), with the bootstrap interval as whiskers and the verdict as
+//! colour; then the figures that changed, with the counters that explain them.
+
+use super::hbars::{HBar, HBars};
+use super::html::{esc, figure, note, num, table, value, Cell, Row};
+use super::plot::{clip_label, Axis, LegendItem, Scale, FASTER, GREY, SLOWER};
+use super::{has_own_section, Context, Section};
+use crate::results::compare::{Comparison, FigureComparison, Verdict};
+use anyhow::Result;
+use std::fmt::Write as _;
+
+pub struct ComparisonSection;
+
+/// The interval of the speed-up (above 1 is faster whatever the unit).
+fn speedup_ci(f: &FigureComparison) -> [f64; 2] {
+    let [lo, hi] = f.ratio_ci95;
+    if f.unit.higher_is_better() {
+        [lo, hi]
+    } else {
+        [1.0 / hi, 1.0 / lo]
+    }
+}
+
+fn verdict_color(v: Verdict) -> plotters::style::RGBColor {
+    match v {
+        Verdict::Faster => FASTER,
+        Verdict::Slower => SLOWER,
+        Verdict::NoChange => GREY,
+    }
+}
+
+fn factor(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}×")
+    } else {
+        format!("{v:.2}×")
+    }
+}
+
+/// Tick labels carry no more digits than the tick needs: "2×", "1.25×", "0.91×".
+fn factor_tick(v: f64) -> String {
+    let s = if v < 1.0 {
+        format!("{v:.2}")
+    } else {
+        super::plot::compact(v)
+    };
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &s
+    };
+    format!("{s}×")
+}
+
+/// Figures shown in the general comparison chart and table (swept ones have their own section).
+fn general(c: &Comparison) -> impl Iterator<Item = &FigureComparison> {
+    c.figures.iter().filter(|f| !has_own_section(&f.probe))
+}
+
+/// Ticks symmetric about 1 in log space, a handful per side.
+fn ratio_ticks(half_span: f64) -> Vec<f64> {
+    const NICE: [f64; 14] = [
+        1.02, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0, 1000.0, 10000.0,
+    ];
+    let min_gap = half_span.log10() / 4.5;
+    let mut picked: Vec<f64> = Vec::new();
+    for c in NICE.into_iter().filter(|c| *c <= half_span) {
+        let last = picked.last().map_or(0.0, |l: &f64| l.log10());
+        if c.log10() - last >= min_gap {
+            picked.push(c);
+        }
+    }
+    let mut out: Vec<f64> = picked.iter().rev().map(|c| 1.0 / c).collect();
+    out.push(1.0);
+    out.extend(picked);
+    out
+}
+
+fn chart(ctx: &Context, index: usize, c: &Comparison) -> Result<String> {
+    let mut figs: Vec<&FigureComparison> = general(c).collect();
+    figs.sort_by(|a, b| b.speedup.total_cmp(&a.speedup));
+    let half = figs
+        .iter()
+        .flat_map(|f| {
+            let [lo, hi] = speedup_ci(f);
+            [f.speedup, lo, hi]
+        })
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(|v| v.max(1.0 / v))
+        .fold(1.25f64, f64::max)
+        * 1.15;
+    let axis = Axis {
+        scale: Scale::Log10,
+        lo: 1.0 / half,
+        hi: half,
+    };
+    let bars = figs
+        .iter()
+        .enumerate()
+        .map(|(i, f)| HBar {
+            category: i,
+            slot: 0,
+            value: f.speedup,
+            interval: Some(speedup_ci(f)),
+            color: verdict_color(f.verdict),
+            text: Some(factor(f.speedup)),
+        })
+        .collect();
+    let fmt = |v: f64| factor_tick(v);
+    let other = ctx.run_label(index + 1);
+    let svg = HBars {
+        categories: figs.iter().map(|f| clip_label(&f.key, 60)).collect(),
+        slots: 1,
+        bars,
+        axis,
+        origin: 1.0,
+        x_desc: format!(
+            "speed-up of {} over R1 (right of 1: faster; left: slower)",
+            other.split(' ').next().unwrap_or("")
+        ),
+        x_fmt: &fmt,
+        legend: vec![
+            LegendItem::boxed("faster beyond noise".into(), FASTER),
+            LegendItem::boxed("slower beyond noise".into(), SLOWER),
+            LegendItem::boxed("no significant change".into(), GREY),
+        ],
+        reference: Some(1.0),
+        ticks: Some(ratio_ticks(half)),
+    }
+    .to_svg()?;
+    Ok(figure(
+        &svg,
+        &format!(
+            "<b>Speed-up of {} against R1, per figure.</b> A bar right of the centre line means the \
+             figure is faster in {} (shorter time or higher bandwidth), left means slower; its \
+             length is the factor, on a logarithmic axis so that 2× and 0.5× are equally far from \
+             1. Whiskers are the 95&nbsp;% bootstrap interval of the ratio. A bar is coloured only \
+             when the change is beyond noise: rank-test p&nbsp;&lt;&nbsp;{}, interval excluding \
+             1 and a change of at least {}&nbsp;%.",
+            esc(&other),
+            esc(&other),
+            c.alpha,
+            super::plot::compact(c.min_effect * 100.0)
+        ),
+    ))
+}
+
+fn changed_table(c: &Comparison) -> String {
+    let mut changed: Vec<&FigureComparison> = general(c)
+        .filter(|f| f.verdict != Verdict::NoChange)
+        .collect();
+    if changed.is_empty() {
+        return String::new();
+    }
+    changed.sort_by(|a, b| a.speedup.total_cmp(&b.speedup));
+    let rows: Vec<Row> = changed
+        .iter()
+        .map(|f| {
+            let [lo, hi] = speedup_ci(f);
+            let deltas: Vec<String> = f
+                .counter_deltas
+                .iter()
+                .map(|(e, a, b)| format!("{}: {} → {}", esc(e), num(*a), num(*b)))
+                .collect();
+            let verdict = match f.verdict {
+                Verdict::Faster => "faster",
+                Verdict::Slower => "<span class=\"bad\">slower</span>",
+                Verdict::NoChange => "~",
+            };
+            Row {
+                class: "",
+                cells: vec![
+                    Cell::from(format!("<code>{}</code>", esc(&f.key))),
+                    Cell::num(value(f.median_a, f.unit)),
+                    Cell::num(value(f.median_b, f.unit)),
+                    Cell::num(factor(f.speedup)),
+                    Cell::num(format!("{} – {}", factor(lo), factor(hi))),
+                    Cell::num(format!("{:.2e}", f.p_value)),
+                    Cell::from(verdict.to_string()),
+                    Cell::with_class("warn", deltas.join("<br>")),
+                ],
+            }
+        })
+        .collect();
+    table(
+        "changed",
+        &[
+            "figure",
+            "R1",
+            "other",
+            "speed-up",
+            "95 % CI",
+            "p",
+            "verdict",
+            "counters per op that moved",
+        ],
+        &rows,
+    )
+}
+
+/// One line per swept probe: how many of its points changed, and their geometric mean.
+fn swept_notes(c: &Comparison) -> String {
+    let mut probes: Vec<&str> = Vec::new();
+    for f in c.figures.iter().filter(|f| has_own_section(&f.probe)) {
+        if !probes.contains(&f.probe.as_str()) {
+            probes.push(&f.probe);
+        }
+    }
+    let mut out = String::new();
+    for p in probes {
+        let pts: Vec<&FigureComparison> = c.figures.iter().filter(|f| f.probe == p).collect();
+        let changed = pts
+            .iter()
+            .filter(|f| f.verdict != Verdict::NoChange)
+            .count();
+        let geo = (pts.iter().map(|f| f.speedup.ln()).sum::<f64>() / pts.len() as f64).exp();
+        out.push_str(&note(&format!(
+            "{p}: {} points compared, {changed} changed beyond noise, geometric mean speed-up {}; \
+             the runs' curves are drawn together in their own section.",
+            pts.len(),
+            factor(geo)
+        )));
+    }
+    out
+}
+
+impl Section for ComparisonSection {
+    fn id(&self) -> &'static str {
+        "comparison"
+    }
+    fn title(&self) -> &'static str {
+        "Comparison with the baseline"
+    }
+    fn render(&self, ctx: &Context) -> Result<Option<String>> {
+        if ctx.comparisons.is_empty() {
+            return Ok(None);
+        }
+        let mut out = String::new();
+        for (i, c) in ctx.comparisons.iter().enumerate() {
+            let other = ctx.run_label(i + 1);
+            let _ = writeln!(out, "<h3>R1 → {}</h3>", esc(&other));
+            if c.figures.is_empty() {
+                out.push_str(&note(&format!(
+                    "R1 and {other} have no measured figure in common."
+                )));
+                continue;
+            }
+            let n_changed = c
+                .figures
+                .iter()
+                .filter(|f| f.verdict != Verdict::NoChange)
+                .count();
+            let mut line = format!(
+                "{n_changed} of {} common figures changed beyond noise.",
+                c.figures.len()
+            );
+            if let Some(g) = c.geomean {
+                let _ = write!(line, " Geometric mean speed-up: {}.", factor(g));
+            }
+            if let (Some(cpu), Some(rel)) = (c.cpu_speedup, c.os_speedup_relative_to_cpu) {
+                let _ = write!(
+                    line,
+                    " The CPU-bound reference sped up {}; the OS figures relative to it: {} \
+                     (below 1: the OS gained less than the CPU).",
+                    factor(cpu),
+                    factor(rel)
+                );
+            }
+            out.push_str(&format!("<p>{}</p>\n", esc(&line)));
+            if general(c).next().is_some() {
+                out.push_str(&chart(ctx, i, c)?);
+                out.push_str(&changed_table(c));
+            }
+            out.push_str(&swept_notes(c));
+            for (side, keys) in [("R1", &c.only_in_a), (other.as_str(), &c.only_in_b)] {
+                if !keys.is_empty() {
+                    out.push_str(&note(&format!(
+                        "Only in {side} (not compared): {}",
+                        keys.join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_symmetric_about_one() {
+        let t = ratio_ticks(2.5);
+        assert!(t.contains(&1.0));
+        let n = t.len();
+        for i in 0..n / 2 {
+            assert!((t[i] * t[n - 1 - i] - 1.0).abs() < 1e-9, "{t:?}");
+        }
+        assert!(t.len() <= 11);
+        assert_eq!(factor(1.5), "1.50×");
+        assert_eq!(factor(0.25), "0.25×");
+        assert_eq!(factor(20.0), "20×");
+        assert_eq!(factor_tick(2.0), "2×");
+        assert_eq!(factor_tick(0.8), "0.8×");
+        assert_eq!(factor_tick(1.0 / 1.1), "0.91×");
+    }
+}

@@ -1,0 +1,138 @@
+//! `osmeter report`: one self-contained HTML file (inline CSS and SVG, no script, nothing fetched)
+//! that shows stored runs to a person, on screen and on paper.
+//!
+//! The page is a list of sections. Each section is a type implementing [`Section`] in its own module
+//! and is listed once in [`sections`]; a section that has nothing to show for the given runs returns
+//! `None` and is left out. Data the run model does not hold yet (wakeup-latency histograms with the
+//! buffer table, memory-simulation cycles per instruction) will arrive as new modules added to that
+//! list, each reading its own part of the run document.
+
+mod bars;
+mod comparison;
+mod counters;
+mod fingerprint;
+mod hbars;
+pub mod html;
+mod memory_curve;
+pub mod plot;
+mod runs;
+mod summary;
+
+use crate::results::compare::{compare, CompareConfig, Comparison};
+use crate::results::model::Run;
+use anyhow::Result;
+use std::fmt::Write as _;
+
+/// What every section sees: the runs in the order given (the first is the baseline) and, for two or
+/// more runs, the baseline compared with each other run.
+pub struct Context<'a> {
+    pub runs: &'a [Run],
+    /// `comparisons[i]` compares `runs[0]` (A) with `runs[i + 1]` (B).
+    pub comparisons: Vec<Comparison>,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(runs: &'a [Run]) -> Context<'a> {
+        let config = CompareConfig::default();
+        let Some((base, rest)) = runs.split_first() else {
+            return Context {
+                runs,
+                comparisons: Vec::new(),
+            };
+        };
+        // The bootstrap intervals are most of a many-run report's cost, and the comparisons are
+        // independent: spread them over the CPUs.
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(rest.len().max(1));
+        let chunk = rest.len().div_ceil(workers).max(1);
+        let comparisons = std::thread::scope(|s| {
+            let handles: Vec<_> = rest
+                .chunks(chunk)
+                .map(|part| {
+                    s.spawn(move || {
+                        part.iter()
+                            .map(|other| compare(&[base], &[other], &config))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("comparison thread panicked"))
+                .collect()
+        });
+        Context { runs, comparisons }
+    }
+
+    /// Short name of a run in legends and headings: "R1", or "R1 kernel=6.6" when it has tags.
+    pub fn run_label(&self, index: usize) -> String {
+        let run = &self.runs[index];
+        let tags: Vec<String> = run.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if tags.is_empty() {
+            format!("R{}", index + 1)
+        } else {
+            format!("R{} {}", index + 1, tags.join(","))
+        }
+    }
+}
+
+/// Probes whose figures form a plot of their own section (a curve over a swept parameter): the
+/// general tables and charts leave them out and say where they are.
+const OWN_SECTION: &[&str] = &[memory_curve::PROBE];
+
+pub fn has_own_section(probe: &str) -> bool {
+    OWN_SECTION.contains(&probe)
+}
+
+/// One part of the page.
+pub trait Section {
+    /// The element id of the section (stable: tests and links use it).
+    fn id(&self) -> &'static str;
+    fn title(&self) -> &'static str;
+    /// The section's inner HTML, or `None` when it has nothing to show for these runs.
+    fn render(&self, ctx: &Context) -> Result<Option<String>>;
+}
+
+/// Every section, in page order.
+pub fn sections() -> Vec<Box<dyn Section>> {
+    vec![
+        Box::new(runs::Runs),
+        Box::new(fingerprint::Fingerprint),
+        Box::new(summary::SummaryTables),
+        Box::new(bars::Bars::TIME),
+        Box::new(bars::Bars::BANDWIDTH),
+        Box::new(bars::Bars::RATE),
+        Box::new(memory_curve::MemoryCurve),
+        Box::new(counters::Counters),
+        Box::new(comparison::ComparisonSection),
+    ]
+}
+
+/// The whole page for these runs (at least one).
+pub fn render(runs: &[Run]) -> Result<String> {
+    anyhow::ensure!(!runs.is_empty(), "a report needs at least one run");
+    let ctx = Context::new(runs);
+    let mut body = String::new();
+    let mut toc = Vec::new();
+    for section in sections() {
+        let Some(inner) = section.render(&ctx)? else {
+            continue;
+        };
+        toc.push((section.id(), section.title()));
+        let _ = write!(
+            body,
+            "<section id=\"{}\">\n<h2>{}</h2>\n{inner}</section>\n",
+            section.id(),
+            html::esc(section.title())
+        );
+    }
+    let title = match runs {
+        [one] => format!("osmeter report: run {}", one.id),
+        many => format!("osmeter report: {} runs", many.len()),
+    };
+    Ok(html::page(&title, &toc, &body))
+}
+
+#[cfg(test)]
+mod tests;

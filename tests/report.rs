@@ -1,0 +1,564 @@
+//! End-to-end tests of `osmeter report`: reports of real and synthetic stored runs are written, hold
+//! nothing from the network and no script, and load in a real headless Chromium with every section
+//! and plot in the rendered DOM and no console error. Screenshots land next to the test output
+//! (target/report-screenshot*.png) for a person to look at.
+
+mod common;
+
+use common::{which, TestEnv, FAST};
+use osmeter::harness::stats::summarize;
+use osmeter::results::model::{Measurement, Params, Run, RunOptions, Status, Unit, RUN_SCHEMA};
+use osmeter::results::store::{sqlite::SqliteStore, Store};
+use predicates::prelude::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn figure(probe: &str, params: Params, unit: Unit, center: f64) -> Measurement {
+    let wobble = [0.985, 1.0, 1.012, 0.994, 1.006, 1.0, 0.997];
+    let samples: Vec<f64> = wobble.iter().map(|w| w * center).collect();
+    let mut m = Measurement::not_measured(probe, params, unit, Status::Ok, String::new());
+    m.reason = None;
+    m.summary = Some(summarize(&samples));
+    m.samples = samples;
+    m
+}
+
+fn params(pairs: &[(&str, serde_json::Value)]) -> Params {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect()
+}
+
+/// Latency of one dependent load on a machine with 32 KiB L1d, 1 MiB L2 and 32 MiB L3; the
+/// sequential stride is helped by the prefetcher.
+fn load_ns(size: u64, random: bool) -> f64 {
+    let ns = match size {
+        s if s <= 32 << 10 => 1.3,
+        s if s <= 1 << 20 => 4.2,
+        s if s <= 32 << 20 => 16.0,
+        _ => 95.0,
+    };
+    if random {
+        ns
+    } else {
+        (ns * 0.45_f64).max(1.3)
+    }
+}
+
+/// A run with syscall, process and cpu figures, a bandwidth, a memory-latency curve and counters:
+/// user/kernel instructions when `hardware`, else software events and the reason hardware ones are
+/// missing. `slow` multiplies the OS times.
+fn synthetic(id: &str, slow: f64, hardware: bool, tags: &[(&str, &str)]) -> Run {
+    let mut ms = vec![
+        figure("cpu.reference", Params::new(), Unit::Nanoseconds, 2000.0),
+        figure(
+            "syscall.null",
+            Params::new(),
+            Unit::Nanoseconds,
+            95.0 * slow,
+        ),
+        figure(
+            "syscall.dup",
+            Params::new(),
+            Unit::Nanoseconds,
+            310.0 * slow,
+        ),
+        figure(
+            "syscall.clock_gettime",
+            Params::new(),
+            Unit::Nanoseconds,
+            22.0,
+        ),
+        figure(
+            "process.fork_exit",
+            Params::new(),
+            Unit::Nanoseconds,
+            95_000.0 * slow,
+        ),
+        figure(
+            "ipc.pipe_pingpong",
+            params(&[("placement", "same".into())]),
+            Unit::Nanoseconds,
+            4_100.0 * slow,
+        ),
+        figure(
+            "ipc.pipe_pingpong",
+            params(&[("placement", "cross".into())]),
+            Unit::Nanoseconds,
+            9_800.0 / slow,
+        ),
+        figure(
+            "memory.copy",
+            params(&[("size", 1_048_576.into())]),
+            Unit::BytesPerSecond,
+            11.5e9 / slow,
+        ),
+        figure(
+            "fs.read",
+            params(&[("size", 65_536.into())]),
+            Unit::BytesPerSecond,
+            3.2e9,
+        ),
+    ];
+    for m in ms.iter_mut() {
+        let kernel = match m.probe.as_str() {
+            "cpu.reference" => 3.0,
+            "syscall.clock_gettime" => 0.0,
+            "process.fork_exit" => 210_000.0,
+            "memory.copy" => 120.0,
+            _ => 900.0 * slow,
+        };
+        if hardware {
+            m.counters.user.insert(
+                "instructions".into(),
+                if kernel > 100.0 { 60.0 } else { 5000.0 },
+            );
+            m.counters.kernel.insert("instructions".into(), kernel);
+            m.counters.user.insert("cycles".into(), 100.0);
+        } else {
+            m.counters.software.insert(
+                "page-faults".into(),
+                if m.probe == "process.fork_exit" {
+                    130.0
+                } else {
+                    0.0
+                },
+            );
+            m.counters.software.insert(
+                "context-switches".into(),
+                if m.probe.starts_with("ipc") {
+                    2.0
+                } else {
+                    0.0001
+                },
+            );
+        }
+    }
+    ms[2]
+        .warnings
+        .push("large spread: CV 12 % over 7 samples".into());
+    ms.push(Measurement::not_measured(
+        "net.tcp_connect",
+        Params::new(),
+        Unit::Nanoseconds,
+        Status::Skipped,
+        "no loopback interface".into(),
+    ));
+    for pattern in ["stride128", "random"] {
+        for shift in 12..=27 {
+            for size in [1u64 << shift, 3u64 << (shift - 1)] {
+                if size > 1 << 27 {
+                    continue;
+                }
+                ms.push(figure(
+                    "memory.latency",
+                    params(&[("pattern", pattern.into()), ("size", size.into())]),
+                    Unit::Nanoseconds,
+                    load_ns(size, pattern == "random") * slow.sqrt(),
+                ));
+            }
+        }
+    }
+    let mut counters_unavailable = std::collections::BTreeMap::new();
+    if !hardware {
+        for e in [
+            "user:cycles",
+            "user:instructions",
+            "kernel:cycles",
+            "kernel:instructions",
+        ] {
+            counters_unavailable.insert(
+                e.to_string(),
+                "perf_event_open: the virtual CPU exposes no hardware PMU (ENOENT)".to_string(),
+            );
+        }
+    }
+    Run {
+        schema: RUN_SCHEMA.into(),
+        id: id.into(),
+        started_at: "2026-11-20T10:00:00Z".into(),
+        finished_at: Some("2026-11-20T10:01:00Z".into()),
+        tool_version: "test".into(),
+        suite: Some("quick".into()),
+        options: RunOptions {
+            samples: 7,
+            min_sample_ms: 5.0,
+            warmup_samples: 1,
+            cpu: Some(1),
+            ..Default::default()
+        },
+        tags: tags
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        fingerprint: serde_json::json!({
+            "hostname": "bench1",
+            "kernel_release": if slow > 1.0 { "6.6.0-patched" } else { "6.6.0" },
+            "cpu_model": "Test CPU",
+            "hypervisor": if hardware { serde_json::Value::Null } else { "kvm".into() },
+            "cache_l1d_bytes": 32768,
+            "cache_l2_bytes": 1048576,
+            "cache_l3_bytes": 33554432,
+            "notes": [],
+        }),
+        counters_unavailable,
+        overhead: None,
+        measurements: ms,
+        interrupted: false,
+        sections: Default::default(),
+    }
+}
+
+fn save(env: &TestEnv, runs: &[Run]) {
+    let mut s = SqliteStore::open(&env.store()).unwrap();
+    for r in runs {
+        s.save(r).unwrap();
+    }
+}
+
+fn real_run(env: &TestEnv, tag: &str) -> String {
+    let out = env
+        .osmeter()
+        .args(["run", "syscall", "cpu.reference", "--json", "--tag", tag])
+        .args(FAST)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["id"].as_str().unwrap().to_string()
+}
+
+/// Where screenshots go: target/, beside the tests' own temporary directory.
+fn screenshot_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join(name)
+}
+
+/// Checks that need no browser: the file is whole, offline and script-free.
+fn check_static(html: &str) {
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert!(!html.to_lowercase().contains("<script"), "no script");
+    let without_xmlns = html.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    assert!(
+        !without_xmlns.contains("http://") && !without_xmlns.contains("https://"),
+        "nothing may be loaded from the network"
+    );
+    assert!(!html.contains("<link") && !html.contains("<img") && !html.contains("@import"));
+    assert!(html.contains("@media print"));
+}
+
+fn chromium() -> Option<PathBuf> {
+    let found = which("chromium").or_else(|| which("chromium-browser"));
+    if found.is_none() {
+        // CI installs it; elsewhere say loudly what was not checked.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is missing: apt-get install -y chromium"
+        );
+        eprintln!(
+            "SKIPPED the browser checks: chromium is not installed (apt-get install -y chromium)"
+        );
+    }
+    found
+}
+
+/// Runs headless Chromium with a time limit; returns (stdout, stderr).
+fn run_chromium(bin: &Path, profile: &Path, extra: &[String], url: &str) -> (String, String) {
+    let mut child = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+    let out_pipe = child.stdout.take().unwrap();
+    let err_pipe = child.stderr.take().unwrap();
+    let read = |mut p: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = p.read_to_string(&mut s);
+            s
+        })
+    };
+    let (out_t, err_t) = (read(Box::new(out_pipe)), read(Box::new(err_pipe)));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (out_t.join().unwrap(), err_t.join().unwrap())
+}
+
+/// Loads the report in Chromium: every section id and at least `min_svgs` plots in the rendered
+/// DOM, no console error; then a full-page screenshot into target/.
+fn check_in_browser(report: &Path, sections: &[&str], min_svgs: usize, shot: &str) {
+    let Some(bin) = chromium() else { return };
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", report.display());
+    let (dom, log) = run_chromium(&bin, profile.path(), &["--dump-dom".into()], &url);
+    for line in log.lines() {
+        assert!(
+            !line.contains("Uncaught") && !line.contains("ERROR:CONSOLE"),
+            "console error while loading the report: {line}"
+        );
+    }
+    assert!(
+        dom.contains("</html>"),
+        "no DOM dumped; chromium said:\n{log}"
+    );
+    for id in sections {
+        assert!(
+            dom.contains(&format!("<section id=\"{id}\">")),
+            "section {id} missing from the rendered DOM"
+        );
+    }
+    let svgs = dom.matches("<svg").count();
+    assert!(
+        svgs >= min_svgs,
+        "{svgs} <svg> in the DOM, want >= {min_svgs}"
+    );
+    assert!(dom.matches("<figcaption>").count() >= min_svgs);
+    assert!(dom.contains("<text"), "plot text is SVG text");
+
+    let path = screenshot_path(shot);
+    let _ = std::fs::remove_file(&path);
+    let (_, log) = run_chromium(
+        &bin,
+        profile.path(),
+        &[
+            format!("--screenshot={}", path.display()),
+            "--window-size=1280,4000".into(),
+        ],
+        &url,
+    );
+    let png = std::fs::read(&path).unwrap_or_else(|e| panic!("no screenshot ({e}):\n{log}"));
+    assert!(png.starts_with(b"\x89PNG"), "screenshot is a PNG");
+    // The page itself beside its screenshot, for a closer look.
+    let _ = std::fs::copy(report, path.with_extension("html"));
+    eprintln!("screenshot: {}", path.display());
+}
+
+const ALWAYS: &[&str] = &[
+    "runs",
+    "fingerprint",
+    "summary",
+    "time-bars",
+    "bandwidth-bars",
+    "memory-latency",
+    "counters",
+];
+
+#[test]
+fn report_of_synthetic_runs_has_every_plot_and_loads_in_chromium() {
+    let env = TestEnv::new();
+    let runs = [
+        synthetic("6b0300aa-base0001", 1.0, true, &[("kernel", "6.6")]),
+        synthetic(
+            "6b0300bb-patch001",
+            1.25,
+            true,
+            &[("kernel", "6.6-patched")],
+        ),
+    ];
+    save(&env, &runs);
+    let out = env.dir.path().join("report.html");
+    env.osmeter()
+        .args(["report", "6b0300aa", "6b0300bb", "-o"])
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("report of 2 run(s) written"));
+    let html = std::fs::read_to_string(&out).unwrap();
+    check_static(&html);
+    // Figures come from the stored data.
+    for text in [
+        "kernel_release",
+        "6.6.0-patched",
+        "L2 1 MiB",
+        "user-mode instructions",
+        "Speed-up of R2 kernel=6.6-patched against R1",
+        "process.fork_exit",
+        "no loopback interface",
+        "1.25×",
+    ] {
+        assert!(html.contains(text), "report lacks {text:?}");
+    }
+    let mut sections = ALWAYS.to_vec();
+    sections.push("comparison");
+    // Per-group time charts (cpu, syscall, process, ipc), bandwidth, memory curve, two counter
+    // charts, one comparison.
+    check_in_browser(&out, &sections, 9, "report-screenshot.png");
+
+    // One run: no comparison, a curve per pattern.
+    let one = env.dir.path().join("one.html");
+    env.osmeter()
+        .args(["report", "6b0300bb", "-o"])
+        .arg(&one)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&one).unwrap();
+    check_static(&html);
+    assert!(!html.contains("id=\"comparison\""));
+    // Four time groups, bandwidth, memory curve, counters.
+    check_in_browser(&one, ALWAYS, 7, "report-screenshot-one-run.png");
+}
+
+#[test]
+fn report_of_real_runs_and_a_counterless_vm_run() {
+    let env = TestEnv::new();
+    let a = real_run(&env, "kernel=one");
+    let b = real_run(&env, "kernel=two");
+    save(&env, &[synthetic("6b03ffff-vm000001", 1.0, false, &[])]);
+    let out = env.dir.path().join("real.html");
+    env.osmeter()
+        .args(["report", &a, &b, "6b03ffff", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    check_static(&html);
+    assert!(html.contains(&a) && html.contains(&b));
+    assert!(html.contains("syscall.null"));
+    assert!(
+        html.contains("context-switches"),
+        "software counters of the VM run"
+    );
+    assert!(
+        html.contains("exposes no hardware PMU"),
+        "why hardware counters are missing"
+    );
+    let mut sections = ALWAYS.to_vec();
+    sections.push("comparison");
+    check_in_browser(&out, &sections, 6, "report-screenshot-real.png");
+}
+
+#[test]
+fn unknown_run_is_a_usage_error_with_suggestions() {
+    let env = TestEnv::new();
+    save(&env, &[synthetic("6b0300aa-base0001", 1.0, true, &[])]);
+    let out = env.dir.path().join("r.html");
+    env.osmeter()
+        .args(["report", "6b0300aa-base0002", "-o"])
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("did you mean 6b0300aa-base0001"));
+    assert!(!out.exists());
+    // The arguments themselves are checked by the parser.
+    env.osmeter().args(["report", "6b0300aa"]).assert().code(2);
+    env.osmeter()
+        .args(["report", "-o", "x.html"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn unwritable_output_fails_cleanly_and_leaves_nothing() {
+    let env = TestEnv::new();
+    save(&env, &[synthetic("6b0300aa-base0001", 1.0, true, &[])]);
+    let before = common::entries(env.dir.path());
+    for target in [
+        env.dir.path().join("no-such-dir").join("r.html"),
+        // A directory where the file should go.
+        env.dir.path().to_path_buf(),
+        // Not creatable even by root.
+        PathBuf::from("/proc/osmeter-report.html"),
+    ] {
+        env.osmeter()
+            .args(["report", "6b0300aa", "-o"])
+            .arg(&target)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("cannot write the report to"))
+            .stderr(predicate::str::contains("choose a writable path with -o"));
+    }
+    let mut after = common::entries(env.dir.path());
+    let mut before = before;
+    before.sort();
+    after.sort();
+    assert_eq!(before, after, "no partial or temporary file left behind");
+    assert!(!Path::new("/proc/osmeter-report.html").exists());
+}
+
+#[test]
+fn an_existing_report_is_replaced_whole() {
+    let env = TestEnv::new();
+    save(&env, &[synthetic("6b0300aa-base0001", 1.0, true, &[])]);
+    let out = env.dir.path().join("r.html");
+    std::fs::write(&out, "old").unwrap();
+    env.osmeter()
+        .args(["report", "6b0300aa", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+}
+
+#[test]
+fn twenty_runs_in_one_report() {
+    let env = TestEnv::new();
+    let runs: Vec<Run> = (0..20)
+        .map(|i| {
+            synthetic(
+                &format!("6b04{i:04x}-twenty{i:02}"),
+                1.0 + i as f64 * 0.02,
+                i % 2 == 0,
+                &[("n", &i.to_string())],
+            )
+        })
+        .collect();
+    save(&env, &runs);
+    let ids: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
+    let out = env.dir.path().join("twenty.html");
+    let start = Instant::now();
+    env.osmeter()
+        .arg("report")
+        .args(&ids)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let took = start.elapsed();
+    let html = std::fs::read_to_string(&out).unwrap();
+    check_static(&html);
+    assert_eq!(html.matches("<h3>R1 → R").count(), 19);
+    let _ = std::fs::copy(&out, screenshot_path("report-twenty-runs.html"));
+    // Timing is only reported: other work shares this machine.
+    eprintln!(
+        "report of 20 runs: {:.0} ms, {} KiB",
+        took.as_secs_f64() * 1e3,
+        html.len() / 1024
+    );
+}
