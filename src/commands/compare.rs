@@ -132,6 +132,15 @@ fn fmt_value(v: f64, unit: crate::results::model::Unit) -> String {
     format!("{x:.3} {u}")
 }
 
+/// Three significant digits, without an exponent for everyday sizes.
+fn sig3(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{v:.digits$}")
+}
+
 pub fn render(c: &Comparison, all: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "A: {}\nB: {}", c.runs_a.join(" "), c.runs_b.join(" "));
@@ -186,7 +195,13 @@ pub fn render(c: &Comparison, all: bool) -> String {
             f.p_value
         );
         for (event, va, vb) in &f.counter_deltas {
-            let _ = writeln!(out, "{:<width$}    {event}: {va:.1} -> {vb:.1} per op", "");
+            let _ = writeln!(
+                out,
+                "{:<width$}    {event}: {} -> {} per op",
+                "",
+                sig3(*va),
+                sig3(*vb)
+            );
         }
     }
     if let Some(g) = c.geomean {

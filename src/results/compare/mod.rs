@@ -138,6 +138,10 @@ fn mean_counters(sets: &[&CounterScopes]) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// Smallest count per operation worth explaining a change with: below it a counter is noise
+/// (a context switch every thousand operations).
+const COUNTER_FLOOR: f64 = 0.01;
+
 /// Counters that changed by more than 10 %, largest relative change first, at most five.
 fn counter_deltas(a: &[&CounterScopes], b: &[&CounterScopes]) -> Vec<(String, f64, f64)> {
     let (ma, mb) = (mean_counters(a), mean_counters(b));
@@ -146,7 +150,7 @@ fn counter_deltas(a: &[&CounterScopes], b: &[&CounterScopes]) -> Vec<(String, f6
         .filter_map(|(k, &va)| {
             let vb = *mb.get(k)?;
             let base = va.abs().max(vb.abs());
-            if base < 1e-9 {
+            if base < COUNTER_FLOOR {
                 return None;
             }
             let rel = (vb - va).abs() / base;
