@@ -123,6 +123,19 @@ pub struct CompareArgs {
     pub output: JsonArg,
 }
 
+/// How a measuring command's result is kept.
+#[derive(Args, Debug, Clone, Default)]
+pub struct KeepArgs {
+    /// Label the result (repeatable), e.g. --tag kernel=6.6-patched
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Print the results without keeping them in the store
+    #[arg(long)]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
 #[derive(Args, Debug, Clone, Default)]
 pub struct StoreArg {
     /// Where runs are kept: a SQLite file or a postgres:// URL [default: $OSMETER_STORE, else
@@ -219,6 +232,8 @@ pub struct StatArgs {
     /// Number of runs of the command
     #[arg(long, short = 'r', value_name = "N", default_value_t = 5)]
     pub repeat: usize,
+    #[command(flatten)]
+    pub keep: KeepArgs,
     #[command(flatten)]
     pub output: JsonArg,
     /// The command and its arguments

@@ -3,8 +3,14 @@
 use assert_cmd::Command;
 use predicates::prelude::*;
 
+/// Results are kept in a store of this test binary's own, under cargo's target directory.
 fn osmeter() -> Command {
-    Command::cargo_bin("osmeter").unwrap()
+    let mut c = Command::cargo_bin("osmeter").unwrap();
+    c.env(
+        "OSMETER_STORE",
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("stat-tests.db"),
+    );
+    c
 }
 
 #[test]
@@ -132,4 +138,35 @@ fn counts_cover_the_children_of_the_command() {
     if alone > 0.0 {
         assert!(with_children > alone + 60.0, "{alone} vs {with_children}");
     }
+}
+
+#[test]
+fn stat_results_are_stored_with_their_tags() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    Command::cargo_bin("osmeter")
+        .unwrap()
+        .args(["stat", "-r", "2", "--tag", "case=stored", "--store"])
+        .arg(&store)
+        .args(["--", "true"])
+        .assert()
+        .success();
+    let out = Command::cargo_bin("osmeter")
+        .unwrap()
+        .args(["runs", "--json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list[0]["kind"], "stat");
+    assert_eq!(list[0]["tags"]["case"], "stored");
+    let id = list[0]["id"].as_str().unwrap();
+    let shown = Command::cargo_bin("osmeter")
+        .unwrap()
+        .args(["show", id, "--json", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let run: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(run["sections"]["stat"]["runs"].as_array().unwrap().len(), 2);
 }

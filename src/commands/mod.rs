@@ -52,3 +52,40 @@ pub fn emit(text: &str) -> Result<()> {
 pub fn emit_json<T: serde::Serialize>(doc: &T) -> Result<()> {
     emit(&format!("{}\n", serde_json::to_string_pretty(doc)?))
 }
+
+/// Keeps the document of a measuring command other than `run` (stat, latency, memsim) as a stored run
+/// with the system fingerprint, under `run.sections[kind]`. Returns the run id, or `None` with
+/// `--no-store`. Check the tags before measuring with [`crate::config::parse_tags`] so a typo costs
+/// nothing.
+pub fn keep_section(
+    keep: &crate::cli::KeepArgs,
+    kind: &str,
+    doc: serde_json::Value,
+    started_at: String,
+    interrupted: bool,
+) -> Result<Option<String>> {
+    use crate::results::model::{Run, RunOptions, RUN_SCHEMA};
+    if keep.no_store {
+        return Ok(None);
+    }
+    let location = crate::results::store::Location::resolve(keep.store.store.as_deref())?;
+    let run = Run {
+        schema: RUN_SCHEMA.to_string(),
+        id: run::new_run_id(),
+        started_at,
+        finished_at: Some(run::now_rfc3339()),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        suite: None,
+        options: RunOptions::default(),
+        tags: crate::config::parse_tags(&keep.tags)?,
+        fingerprint: crate::results::fingerprint::collect(None),
+        counters_unavailable: Default::default(),
+        overhead: None,
+        measurements: Vec::new(),
+        interrupted,
+        sections: [(kind.to_string(), doc)].into(),
+    };
+    let saved = crate::results::store::save_with_fallback(&location, &run)?;
+    eprintln!("osmeter: {kind} result {} saved to {}", run.id, saved.store);
+    Ok(Some(run.id))
+}

@@ -61,9 +61,17 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
             "run {} started {} ({})\n",
             run.id,
             run.started_at,
-            run.suite.as_deref().unwrap_or("chosen probes")
+            run.suite.as_deref().unwrap_or(run.kind())
         );
-        super::emit(&(head + &table::render(&run)))?;
+        let mut body = String::new();
+        if !run.measurements.is_empty() {
+            body.push_str(&table::render(&run));
+        }
+        // Other parts' results are shown as their documents until each has a renderer here.
+        for (kind, doc) in &run.sections {
+            body.push_str(&format!("\n{kind}:\n{}\n", serde_json::to_string_pretty(doc)?));
+        }
+        super::emit(&(head + &body))?;
     }
     Ok(0)
 }

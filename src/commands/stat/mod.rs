@@ -188,7 +188,12 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
             "no command given: osmeter stat -- CMD [ARGS...]"
         ));
     }
+    crate::config::parse_tags(&args.keep.tags)?;
+    if !args.keep.no_store {
+        crate::results::store::Location::resolve(args.keep.store.store.as_deref())?;
+    }
     interrupt::install();
+    let started_at = super::run::now_rfc3339();
     let mut interference = InterferenceReader::new();
     let mut runs = Vec::with_capacity(args.repeat);
     let mut unavailable = BTreeMap::new();
@@ -216,6 +221,15 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
         render(&doc)
     };
     super::emit(&text)?;
+    if !doc.runs.is_empty() {
+        super::keep_section(
+            &args.keep,
+            "stat",
+            serde_json::to_value(&doc)?,
+            started_at,
+            interrupted,
+        )?;
+    }
     if interrupted {
         eprintln!("osmeter: interrupted; the runs above are all that was measured");
         return Ok(EXIT_INTERRUPTED);
