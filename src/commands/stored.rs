@@ -69,7 +69,10 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         }
         // Other parts' results are shown as their documents until each has a renderer here.
         for (kind, doc) in &run.sections {
-            body.push_str(&format!("\n{kind}:\n{}\n", serde_json::to_string_pretty(doc)?));
+            body.push_str(&format!(
+                "\n{kind}:\n{}\n",
+                serde_json::to_string_pretty(doc)?
+            ));
         }
         super::emit(&(head + &body))?;
     }

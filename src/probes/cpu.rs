@@ -7,7 +7,17 @@ use crate::harness::Workload;
 use crate::results::model::Unit;
 use anyhow::Result;
 
-pub const PROBES: &[ProbeDef] = &[ProbeDef {
+pub const PROBES: &[ProbeDef] = &[
+    ProbeDef {
+        id: "cpu.null",
+        summary: "the null measurement: one turn of the empty timed loop, the harness's own cost (nothing subtracted)",
+        params: "",
+        unit: Unit::Nanoseconds,
+        origins: &[Origin::Chen96],
+        variants: no_params,
+        build: |_, _| Ok(Built::Ready(Box::new(Null))),
+    },
+    ProbeDef {
     id: "cpu.reference",
     summary: "CPU-bound reference: 1000 steps of a dependent integer hash, no memory traffic",
     params: "",
@@ -19,7 +29,20 @@ pub const PROBES: &[ProbeDef] = &[ProbeDef {
             state: 0x9E37_79B9_7F4A_7C15,
         })))
     },
-}];
+    },
+];
+
+/// The harness's empty loop, measured like any operation but with nothing subtracted from it.
+struct Null;
+
+impl Workload for Null {
+    fn run(&mut self, iters: u64) -> Result<()> {
+        crate::harness::NullWorkload.run(iters)
+    }
+    fn subtract_loop_overhead(&self) -> bool {
+        false
+    }
+}
 
 /// Steps per operation: long enough that the loop itself does not matter.
 const STEPS: u64 = 1000;
