@@ -4,3 +4,4 @@
 pub mod accounting;
 pub mod buffer;
 pub mod histogram;
+pub mod threads;
