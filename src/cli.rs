@@ -9,7 +9,8 @@ use std::path::PathBuf;
     version,
     about = "Measures how well this Linux kernel serves programs, and where the time goes",
     after_help = "Exit codes: 0 success, 1 runtime error, 2 usage error, 3 the command under `stat` failed, \
-                  4 `compare --fail-if-slower` threshold crossed, 130 interrupted."
+                  4 `compare --fail-if-slower` threshold crossed, 5 `latency --fail-over` exceeded, \
+                  130 interrupted."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -36,6 +37,53 @@ pub enum Command {
     Compare(CompareArgs),
     /// Write a stored run as json, csv, markdown or openmetrics
     Export(ExportArgs),
+    /// Wakeup latency of periodic threads per priority class and wake path, under load
+    Latency(LatencyArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LatencyArgs {
+    /// Period of the measuring threads, e.g. 1ms, 500us
+    #[arg(long, value_name = "DURATION", default_value = "1ms")]
+    pub period: String,
+    /// Length of the measurement, e.g. 10s, 30min (at most 24h)
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub duration: String,
+    /// CPUs to measure on, e.g. 1 or 0,1 [default: the last usable CPU]
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Classes: high (SCHED_FIFO --prio-high), medium (SCHED_FIFO --prio-medium), normal (SCHED_OTHER)
+    #[arg(long, value_name = "LIST", default_value = "high,medium,normal")]
+    pub classes: String,
+    /// Wake paths: timer, futex, eventfd, pipe
+    #[arg(long, value_name = "LIST", default_value = "timer,futex")]
+    pub paths: String,
+    /// SCHED_FIFO priority of the high class (1-98)
+    #[arg(long, value_name = "PRIO", default_value_t = 90)]
+    pub prio_high: i32,
+    /// SCHED_FIFO priority of the medium class (1-98)
+    #[arg(long, value_name = "PRIO", default_value_t = 50)]
+    pub prio_medium: i32,
+    /// A pipeline to evaluate: period t, n buffers, compute c (a time, or a fraction of t), e.g.
+    /// 5ms,3,2ms (repeatable; added to the default table)
+    #[arg(long = "buffer", value_name = "T,N,C")]
+    pub buffers: Vec<String>,
+    /// Compute time of the default buffer table, as a fraction of t
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.5)]
+    pub compute_fraction: f64,
+    /// Exit with code 5 when any wake (missed periods included) is later than this, e.g. 500us
+    #[arg(long, value_name = "LATENCY")]
+    pub fail_over: Option<String>,
+    /// Label the run (repeatable), e.g. --tag load=server
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Print the results without keeping them in the store
+    #[arg(long)]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(Args, Debug, Clone)]

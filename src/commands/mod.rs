@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod export;
 pub mod info;
+pub mod latency;
 pub mod list;
 pub mod run;
 pub mod stat;
@@ -23,6 +24,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Rm(args) => stored::rm(&args),
         Command::Compare(args) => compare::compare(&args),
         Command::Export(args) => export::export(&args),
+        Command::Latency(args) => latency::latency(&args),
     }
 }
 

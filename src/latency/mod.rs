@@ -4,4 +4,5 @@
 pub mod accounting;
 pub mod buffer;
 pub mod histogram;
+pub mod report;
 pub mod threads;
