@@ -71,6 +71,17 @@ pub struct LatencyArgs {
     /// Compute time of the default buffer table, as a fraction of t
     #[arg(long, value_name = "FRACTION", default_value_t = 0.5)]
     pub compute_fraction: f64,
+    /// Background load at normal priority: cpu, memory, io, net, fork, faults, or the mixes desktop
+    /// and server (comma-separated)
+    #[arg(long, value_name = "LIST")]
+    pub load: Option<String>,
+    /// A command run as load (through /bin/sh) for the whole measurement, stopped at the end
+    #[arg(long, value_name = "CMD")]
+    pub load_cmd: Option<String>,
+    /// Directory for the io load's file (a fresh subdirectory is made and removed) [default: the
+    /// system temporary directory]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
     /// Exit with code 5 when any wake (missed periods included) is later than this, e.g. 500us
     #[arg(long, value_name = "LATENCY")]
     pub fail_over: Option<String>,

@@ -126,3 +126,63 @@ fn bad_input_is_a_usage_error() {
         );
     }
 }
+
+#[test]
+fn ctrl_c_stops_the_run_and_the_loads_and_keeps_what_was_measured() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let child = env
+        .osmeter_std()
+        .args([
+            "latency",
+            "--duration",
+            "60s",
+            "--classes",
+            "normal",
+            "--paths",
+            "timer",
+            "--load",
+            "server,faults",
+            "--load-cmd",
+            "sleep 100",
+            "--json",
+            "--no-store",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling the child we started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed().as_secs() < 10);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = &run["sections"]["latency"];
+    assert_eq!(doc["interrupted"], true);
+    let s = &doc["streams"][0];
+    let periods = s["periods"].as_u64().unwrap();
+    assert!(periods > 0 && periods < 60_000);
+    assert_eq!(
+        s["woken"].as_u64().unwrap() + s["missed"].as_u64().unwrap(),
+        periods
+    );
+    let loads = doc["loads"].as_array().unwrap();
+    assert_eq!(loads.len(), 6, "{loads:?}"); // net, io, fork, cpu, faults and the command
+    for l in &loads[..5] {
+        assert!(l["rate"].as_f64().unwrap() > 0.0, "{l}");
+    }
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "the io load left files behind"
+    );
+}

@@ -5,6 +5,7 @@ use crate::cli::LatencyArgs;
 use crate::config::{parse_duration_ns, parse_tags};
 use crate::interrupt;
 use crate::latency::buffer::BufferConfig;
+use crate::latency::load;
 use crate::latency::report::{self, LATENCY_SCHEMA};
 use crate::latency::threads::{self, Class, Path, Plan, StreamSpec};
 use crate::meter::placement;
@@ -34,6 +35,8 @@ pub struct LatencyConfig {
     pub paths: Vec<Path>,
     pub buffers: Vec<BufferConfig>,
     pub fail_over_ns: Option<u64>,
+    pub loads: Vec<load::Kind>,
+    pub dir: std::path::PathBuf,
 }
 
 fn split(list: &str) -> impl Iterator<Item = &str> {
@@ -142,7 +145,17 @@ impl LatencyConfig {
             .as_deref()
             .map(parse_duration_ns)
             .transpose()?;
+        let loads = match &args.load {
+            Some(list) => load::parse(list)?,
+            None => Vec::new(),
+        };
+        let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+        if loads.contains(&load::Kind::Io) {
+            crate::config::check_scratch_parent(&dir)?;
+        }
         Ok(LatencyConfig {
+            loads,
+            dir,
             period_ns,
             duration_ns,
             cpus,
@@ -265,7 +278,25 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
             }
         })
     };
+    let loads = if config.loads.is_empty() && args.load_cmd.is_none() {
+        None
+    } else {
+        match load::LoadSet::start(
+            &config.loads,
+            args.load_cmd.as_deref(),
+            &config.dir,
+            placement::usable_cpus().len(),
+        ) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                stop.store(true, Ordering::Relaxed);
+                let _ = watcher.join();
+                return Err(e);
+            }
+        }
+    };
     let results = threads::run_streams(&specs, &plan);
+    let load_reports = loads.map(|mut l| l.stop()).unwrap_or_default();
     let interrupted = interrupt::requested();
     stop.store(true, Ordering::Relaxed);
     let _ = watcher.join();
@@ -294,6 +325,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         "fail_over_ns": config.fail_over_ns,
         "worst_ns": worst,
         "interrupted": interrupted,
+        "loads": load_reports,
         "streams": streams,
     });
 

@@ -4,5 +4,6 @@
 pub mod accounting;
 pub mod buffer;
 pub mod histogram;
+pub mod load;
 pub mod report;
 pub mod threads;

@@ -143,6 +143,21 @@ pub fn render(doc: &Value) -> String {
             us(s["raw"]["max_ns"].as_u64().unwrap_or(0)),
         ));
     }
+    if let Some(loads) = doc["loads"].as_array().filter(|a| !a.is_empty()) {
+        out.push_str("\nLoad (normal priority):\n");
+        for l in loads {
+            let name = l["load"].as_str().unwrap_or("?");
+            match (l["error"].as_str(), l["unit"].as_str().unwrap_or("")) {
+                (Some(e), _) => out.push_str(&format!("  {name}: {e}\n")),
+                (None, "") => out.push_str(&format!("  {name}\n")),
+                (None, unit) => out.push_str(&format!(
+                    "  {name:<8} {:>12.4e} {unit} ({} threads)\n",
+                    l["rate"].as_f64().unwrap_or(0.0),
+                    l["threads"].as_u64().unwrap_or(0)
+                )),
+            }
+        }
+    }
     if let Some(skipped) = doc["skipped"].as_array().filter(|a| !a.is_empty()) {
         out.push('\n');
         for k in skipped {
