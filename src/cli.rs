@@ -82,6 +82,16 @@ pub struct LatencyArgs {
     /// system temporary directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Cause capture (root, tracefs): trace scheduler, interrupt, softirq, hrtimer and workqueue
+    /// events on the measured CPUs and explain wakes later than --threshold
+    #[arg(long)]
+    pub trace: bool,
+    /// Lateness that triggers a cause-capture episode
+    #[arg(long, value_name = "LATENCY", default_value = "1ms")]
+    pub threshold: String,
+    /// Cause-capture episodes kept
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    pub episodes: usize,
     /// Exit with code 5 when any wake (missed periods included) is later than this, e.g. 500us
     #[arg(long, value_name = "LATENCY")]
     pub fail_over: Option<String>,

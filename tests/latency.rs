@@ -186,3 +186,106 @@ fn ctrl_c_stops_the_run_and_the_loads_and_keeps_what_was_measured() {
         "the io load left files behind"
     );
 }
+
+/// A thread in this test process that holds `cpu` at SCHED_FIFO 80 for `ms`, after `after_ms`.
+fn hog(cpu: usize, after_ms: u64, ms: u64) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("osm-hog".into())
+        .spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(after_ms));
+            // SAFETY: pinning and switching the class of this thread only.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                let p = libc::sched_param { sched_priority: 80 };
+                libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
+            }
+            let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+            while std::time::Instant::now() < end {
+                std::hint::spin_loop();
+            }
+        })
+        .unwrap()
+}
+
+fn last_cpu() -> usize {
+    // SAFETY: cpu_set_t is plain data filled by the kernel.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .last()
+            .unwrap_or(0)
+    }
+}
+
+fn tracefs_state() -> (bool, Vec<String>) {
+    let mounted = std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .any(|l| l.split_whitespace().nth(2) == Some("tracefs"));
+    let instances = std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("osmeter-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    (mounted, instances)
+}
+
+#[test]
+fn cause_capture_names_an_injected_delay_and_restores_tracefs() {
+    if !is_root() {
+        eprintln!("skipped: cause capture needs root");
+        return;
+    }
+    let before = tracefs_state();
+    let cpu = last_cpu();
+    let h = hog(cpu, 800, 40);
+    let out = TestEnv::new()
+        .osmeter()
+        .args([
+            "latency",
+            "--trace",
+            "--threshold",
+            "15ms",
+            "--episodes",
+            "1",
+            "--classes",
+            "normal",
+            "--paths",
+            "timer",
+            "--duration",
+            "2s",
+            "--cpus",
+            &cpu.to_string(),
+            "--json",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    h.join().unwrap();
+    if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("tracefs") {
+        eprintln!("skipped: {}", String::from_utf8_lossy(&out.stderr));
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let eps = run["sections"]["latency"]["episodes"].as_array().unwrap();
+    assert_eq!(eps.len(), 1, "{eps:?}");
+    let ran = eps[0]["ran"].as_array().unwrap();
+    assert!(
+        ran.iter().any(|r| r[0] == "osm-hog"),
+        "the hog is not named: {}",
+        eps[0]["summary"]
+    );
+    assert_eq!(tracefs_state(), before, "tracefs not restored");
+}

@@ -249,6 +249,18 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
     }
 
     let periods = config.duration_ns / config.period_ns;
+    let tracer = if args.trace {
+        let threshold = parse_duration_ns(&args.threshold)?;
+        if args.episodes == 0 {
+            return Err(usage!("--episodes 0: keep at least one episode"));
+        }
+        Some(
+            crate::latency::trace::Tracer::start(&config.cpus, threshold, args.episodes)
+                .context("--trace: cannot set up cause capture")?,
+        )
+    } else {
+        None
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let plan = Plan {
         period_ns: config.period_ns,
@@ -257,6 +269,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         start_ns: threads::monotonic_ns() + 50_000_000,
         buffers: config.buffers.clone(),
         stop: Arc::clone(&stop),
+        trigger: tracer.as_ref().map(|t| Arc::clone(&t.trigger)),
     };
     let rt_limit = RtTimeLimit::set();
     let started_at = super::run::now_rfc3339();
@@ -267,15 +280,24 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
             config.duration_ns as f64 / 1e9
         );
     }
+    // Watches for Ctrl-C and collects cause-capture episodes; hands the tracer back at the end.
     let watcher = {
         let stop = Arc::clone(&stop);
+        let mut tracer = tracer;
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 if interrupt::requested() {
                     stop.store(true, Ordering::Relaxed);
                 }
+                if let Some(t) = tracer.as_mut() {
+                    t.poll();
+                }
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
+            if let Some(t) = tracer.as_mut() {
+                t.poll();
+            }
+            tracer
         })
     };
     let loads = if config.loads.is_empty() && args.load_cmd.is_none() {
@@ -290,7 +312,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
             Ok(l) => Some(l),
             Err(e) => {
                 stop.store(true, Ordering::Relaxed);
-                let _ = watcher.join();
+                drop(watcher.join());
                 return Err(e);
             }
         }
@@ -299,7 +321,8 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let load_reports = loads.map(|mut l| l.stop()).unwrap_or_default();
     let interrupted = interrupt::requested();
     stop.store(true, Ordering::Relaxed);
-    let _ = watcher.join();
+    // Dropping the tracer removes the trace instance (and unmounts tracefs if osmeter mounted it).
+    let episodes = watcher.join().ok().flatten().map(|t| t.episodes.clone());
     drop(rt_limit);
 
     let streams: Vec<serde_json::Value> = results.iter().map(report::stream_doc).collect();
@@ -326,6 +349,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         "worst_ns": worst,
         "interrupted": interrupted,
         "loads": load_reports,
+        "episodes": episodes,
         "streams": streams,
     });
 

@@ -7,3 +7,4 @@ pub mod histogram;
 pub mod load;
 pub mod report;
 pub mod threads;
+pub mod trace;

@@ -169,6 +169,15 @@ pub fn render(doc: &Value) -> String {
         }
     }
 
+    if let Some(eps) = doc["episodes"].as_array() {
+        out.push_str(&format!(
+            "\nCause capture: {} episode(s) over the threshold\n",
+            eps.len()
+        ));
+        for e in eps {
+            out.push_str(e["summary"].as_str().unwrap_or(""));
+        }
+    }
     out.push_str("\nWorst case per window (us): min / median / p90 / max of the window maxima\n");
     for s in &streams {
         for w in s["windows"].as_array().into_iter().flatten() {
@@ -232,9 +241,13 @@ pub fn render(doc: &Value) -> String {
         let rows = first["buffers"].as_array().map(Vec::len).unwrap_or(0);
         for i in 0..rows {
             let b = &first["buffers"][i];
+            let f = |k: &str| b[k].as_f64().unwrap_or(0.0);
             out.push_str(&format!(
-                "{:<4} {:>2} {:>5} {:>7}  ",
-                b["period_ms"], b["buffers"], b["compute_ms"], b["tolerance_ms"]
+                "{:>5} {:>2} {:>6} {:>7}",
+                f("period_ms"),
+                b["buffers"].as_u64().unwrap_or(0),
+                f("compute_ms"),
+                f("tolerance_ms")
             ));
             for s in &ok {
                 let r = &s["buffers"][i];

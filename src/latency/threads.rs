@@ -6,6 +6,7 @@
 
 use super::accounting::{Accounting, Deadlines};
 use super::buffer::BufferConfig;
+use super::trace::{Mark, Trigger};
 use crate::meter::placement;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -119,6 +120,21 @@ pub struct Plan {
     pub start_ns: u64,
     pub buffers: Vec<BufferConfig>,
     pub stop: Arc<AtomicBool>,
+    /// Cause capture (`--trace`): fired by a wake over its threshold.
+    pub trigger: Option<Arc<Trigger>>,
+}
+
+#[inline]
+fn check_trigger(plan: &Plan, spec: &StreamSpec, reference_ns: u64, wake_ns: u64) {
+    if let Some(t) = &plan.trigger {
+        t.check(Mark {
+            cpu: spec.cpu,
+            class: spec.class.name,
+            path: spec.path.name(),
+            reference_ns,
+            wake_ns,
+        });
+    }
 }
 
 /// Runs every stream to the end of the plan (or the stop flag) and returns one result each.
@@ -180,7 +196,9 @@ fn timer_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
     let mut k = 0;
     while k < d.total && !plan.stop.load(Ordering::Relaxed) {
         sleep_until(d.at(k));
-        k = d.wake(&mut acct, k, monotonic_ns());
+        let now = monotonic_ns();
+        check_trigger(plan, &spec, d.at(k), now);
+        k = d.wake(&mut acct, k, now);
     }
     result(acct, thread_cpu_ns() - cpu0, None)
 }
@@ -370,6 +388,10 @@ fn signal_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
             }
             let now = monotonic_ns();
             let newest = chan.times[(posted - 1) as usize % RING].load(Ordering::Relaxed);
+            if posted - last <= RING as u64 {
+                let first = chan.times[last as usize % RING].load(Ordering::Relaxed);
+                check_trigger(plan, &spec, first, now);
+            }
             for j in last..posted {
                 let sent = if posted - j <= RING as u64 {
                     chan.times[j as usize % RING].load(Ordering::Relaxed)
@@ -414,6 +436,7 @@ mod tests {
             start_ns: monotonic_ns() + 5_000_000,
             buffers: BufferConfig::default_table(0.5),
             stop: Arc::new(AtomicBool::new(false)),
+            trigger: None,
         }
     }
 
