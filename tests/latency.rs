@@ -215,8 +215,8 @@ fn last_cpu() -> usize {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
         (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .last()
+            .rev()
+            .find(|&c| libc::CPU_ISSET(c, &set))
             .unwrap_or(0)
     }
 }
