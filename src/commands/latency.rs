@@ -353,6 +353,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         "paths": config.paths.iter().map(|p| p.name()).collect::<Vec<_>>(),
         "skipped": skipped,
         "rttime_limit_us": RTTIME_LIMIT_US,
+        "timer_slack_ns": 1,
         "fail_over_ns": config.fail_over_ns,
         "worst_ns": worst,
         "interrupted": interrupted,
