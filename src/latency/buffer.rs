@@ -129,26 +129,27 @@ pub struct BufferResult {
     pub p_underrun: f64,
     /// Mean time between failures in seconds, when at least one failure was seen.
     pub mttf_s: Option<f64>,
-    /// With no failure: the time covered without one, a lower bound on the MTTF.
+    /// With no failure: the measured duration, a lower bound on the MTTF.
     pub mttf_more_than_s: Option<f64>,
     /// Human-readable MTTF, never "infinity".
     pub mttf: String,
 }
 
-/// Applies the counts to the pipeline: each measured period stands for one of its periods, so N
-/// periods with F failures give an MTTF of N·t/F. With no failure, the MTTF is "more than" the time
-/// covered, but never more than the measured duration (the measurement cannot vouch for longer).
+/// Failures are counted on the measured wake sequence and spread over the measured time: the MTTF
+/// is the measured duration divided by the failures. For a pipeline whose period t is longer than
+/// the measuring period this is conservative (a stall long enough to underrun it hits every
+/// periodic thread, but short spikes between its wakes would not); it never claims more than was
+/// observed. With no failure the MTTF is "more than the measured duration".
 pub fn evaluate(cfg: &BufferConfig, t: &BufferTracker, measured_ns: u64) -> BufferResult {
-    let covered_ns = (t.periods as f64) * cfg.period_ns as f64;
+    let measured_s = measured_ns as f64 / 1e9;
     let (mttf_s, more_than, text) = if t.failures > 0 {
-        let s = covered_ns / t.failures as f64 / 1e9;
+        let s = measured_s / t.failures as f64;
         (Some(s), None, format_seconds(s))
     } else {
-        let s = covered_ns.min(measured_ns as f64) / 1e9;
         (
             None,
-            Some(s),
-            format!("more than {} (measured)", format_seconds(s)),
+            Some(measured_s),
+            format!("more than {} (measured)", format_seconds(measured_s)),
         )
     };
     BufferResult {
@@ -258,12 +259,25 @@ mod tests {
         let cfg = BufferConfig::parse("20ms,4,0.5").unwrap();
         let t = run(&cfg, &[1_000_000; 3000]);
         assert_eq!(t.failures, 0);
-        // 3000 periods stand for 60 s of a 20 ms pipeline, but only 3 s were measured.
         let r = evaluate(&cfg, &t, 3_000 * MS);
         assert!(r.mttf_s.is_none());
         assert_eq!(r.mttf_more_than_s, Some(3.0));
         assert_eq!(r.mttf, "more than 3.0 s (measured)");
         assert!(!r.mttf.contains("inf"));
+    }
+
+    #[test]
+    fn a_longer_pipeline_period_does_not_stretch_the_mttf_past_what_was_seen() {
+        // Measured at 1 ms for 30 s; one 30 ms stall. A 10 ms x 4 pipeline (tolerance 25 ms)
+        // fails once: once in 30 s, as observed, not once in 30000 x 10 ms.
+        let cfg = BufferConfig::parse("10ms,4,0.5").unwrap();
+        let mut seq = vec![10_000u64; 30_000];
+        seq[12_345] = 30 * MS;
+        let t = run(&cfg, &seq);
+        let r = evaluate(&cfg, &t, 30_000 * MS);
+        assert_eq!(r.failures, 1);
+        assert!((r.mttf_s.unwrap() - 30.0).abs() < 1e-9);
+        assert!((r.p_underrun - 1.0 / 30_000.0).abs() < 1e-12);
     }
 
     #[test]
