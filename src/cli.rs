@@ -82,6 +82,10 @@ pub struct LatencyArgs {
     /// system temporary directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Hold /dev/cpu_dma_latency at this many microseconds during the run (0 keeps CPUs out of deep
+    /// idle states, as cyclictest does by default); without it the system is measured as configured
+    #[arg(long, value_name = "US")]
+    pub cpu_dma_latency: Option<u32>,
     /// Cause capture (root, tracefs): trace scheduler, interrupt, softirq, hrtimer and workqueue
     /// events on the measured CPUs and explain wakes later than --threshold
     #[arg(long)]

@@ -279,6 +279,20 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         stop: Arc::clone(&stop),
         trigger: tracer.as_ref().map(|t| Arc::clone(&t.trigger)),
     };
+    // The PM QoS request lasts as long as the descriptor is open.
+    let _dma_latency = match args.cpu_dma_latency {
+        None => None,
+        Some(us) => {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/cpu_dma_latency")
+                .context("--cpu-dma-latency: cannot open /dev/cpu_dma_latency (needs root)")?;
+            f.write_all(&(us as i32).to_ne_bytes())
+                .context("--cpu-dma-latency: cannot write /dev/cpu_dma_latency")?;
+            Some(f)
+        }
+    };
     let rt_limit = RtTimeLimit::set();
     let started_at = super::run::now_rfc3339();
     if super::stderr_is_terminal() {
@@ -354,6 +368,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         "skipped": skipped,
         "rttime_limit_us": RTTIME_LIMIT_US,
         "timer_slack_ns": 1,
+        "cpu_dma_latency_us": args.cpu_dma_latency,
         "fail_over_ns": config.fail_over_ns,
         "worst_ns": worst,
         "interrupted": interrupted,
