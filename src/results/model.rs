@@ -44,11 +44,7 @@ impl Run {
         if !self.measurements.is_empty() {
             return "run";
         }
-        self.sections
-            .keys()
-            .next()
-            .map(String::as_str)
-            .unwrap_or("run")
+        self.sections.keys().next().map(String::as_str).unwrap_or("run")
     }
 }
 
