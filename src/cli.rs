@@ -9,7 +9,8 @@ use std::path::PathBuf;
     version,
     about = "Measures how well this Linux kernel serves programs, and where the time goes",
     after_help = "Exit codes: 0 success, 1 runtime error, 2 usage error, 3 the command under `stat` failed, \
-                  4 `compare --fail-if-slower` threshold crossed, 130 interrupted."
+                  4 `compare --fail-if-slower` threshold crossed, 5 `latency --fail-over` exceeded, \
+                  130 interrupted."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -41,6 +42,78 @@ pub enum Command {
     Push(PushArgs),
     /// Write a self-contained HTML report of stored runs (the first is the baseline)
     Report(ReportArgs),
+    /// Wakeup latency of periodic threads per priority class and wake path, under load
+    Latency(LatencyArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct LatencyArgs {
+    /// Period of the measuring threads, e.g. 1ms, 500us
+    #[arg(long, value_name = "DURATION", default_value = "1ms")]
+    pub period: String,
+    /// Length of the measurement, e.g. 10s, 30min (at most 24h)
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub duration: String,
+    /// CPUs to measure on, e.g. 1 or 0,1 [default: the last usable CPU]
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Classes: high (SCHED_FIFO --prio-high), medium (SCHED_FIFO --prio-medium), normal (SCHED_OTHER)
+    #[arg(long, value_name = "LIST", default_value = "high,medium,normal")]
+    pub classes: String,
+    /// Wake paths: timer, futex, eventfd, pipe
+    #[arg(long, value_name = "LIST", default_value = "timer,futex")]
+    pub paths: String,
+    /// SCHED_FIFO priority of the high class (1-98)
+    #[arg(long, value_name = "PRIO", default_value_t = 90)]
+    pub prio_high: i32,
+    /// SCHED_FIFO priority of the medium class (1-98)
+    #[arg(long, value_name = "PRIO", default_value_t = 50)]
+    pub prio_medium: i32,
+    /// A pipeline to evaluate: period t, n buffers, compute c (a time, or a fraction of t), e.g.
+    /// 5ms,3,2ms (repeatable; added to the default table)
+    #[arg(long = "buffer", value_name = "T,N,C")]
+    pub buffers: Vec<String>,
+    /// Compute time of the default buffer table, as a fraction of t
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.5)]
+    pub compute_fraction: f64,
+    /// Background load at normal priority: cpu, memory, io, net, fork, faults, or the mixes desktop
+    /// and server (comma-separated)
+    #[arg(long, value_name = "LIST")]
+    pub load: Option<String>,
+    /// A command run as load (through /bin/sh) for the whole measurement, stopped at the end
+    #[arg(long, value_name = "CMD")]
+    pub load_cmd: Option<String>,
+    /// Directory for the io load's file (a fresh subdirectory is made and removed) [default: the
+    /// system temporary directory]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Hold /dev/cpu_dma_latency at this many microseconds during the run (0 keeps CPUs out of deep
+    /// idle states, as cyclictest does by default); without it the system is measured as configured
+    #[arg(long, value_name = "US")]
+    pub cpu_dma_latency: Option<u32>,
+    /// Cause capture (root, tracefs): trace scheduler, interrupt, softirq, hrtimer and workqueue
+    /// events on the measured CPUs and explain wakes later than --threshold
+    #[arg(long)]
+    pub trace: bool,
+    /// Lateness that triggers a cause-capture episode
+    #[arg(long, value_name = "LATENCY", default_value = "1ms")]
+    pub threshold: String,
+    /// Cause-capture episodes kept
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    pub episodes: usize,
+    /// Exit with code 5 when any wake (missed periods included) is later than this, e.g. 500us
+    #[arg(long, value_name = "LATENCY")]
+    pub fail_over: Option<String>,
+    /// Label the run (repeatable), e.g. --tag load=server
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Print the results without keeping them in the store
+    #[arg(long)]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(Args, Debug, Clone)]

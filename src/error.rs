@@ -10,6 +10,8 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_COMMAND_FAILED: i32 = 3;
 /// `compare --fail-if-slower PCT` found a figure slower by more than PCT.
 pub const EXIT_THRESHOLD: i32 = 4;
+/// `latency --fail-over LATENCY`: a wake was later than that.
+pub const EXIT_LATENCY_OVER: i32 = 5;
 /// Stopped by Ctrl-C after printing what was measured (128 + SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: i32 = 130;
 

@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod export;
 pub mod info;
+pub mod latency;
 pub mod list;
 pub mod push;
 pub mod report;
@@ -27,6 +28,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Export(args) => export::export(&args),
         Command::Push(args) => push::push(&args),
         Command::Report(args) => report::report(&args),
+        Command::Latency(args) => latency::latency(&args),
     }
 }
 

@@ -1,0 +1,430 @@
+//! `osmeter latency`: periodic measuring threads per class and path in one window, their wake
+//! lateness with every missed period counted, worst cases per window and the buffer model.
+
+use crate::cli::LatencyArgs;
+use crate::config::{parse_duration_ns, parse_tags};
+use crate::interrupt;
+use crate::latency::buffer::BufferConfig;
+use crate::latency::load;
+use crate::latency::report::{self, LATENCY_SCHEMA};
+use crate::latency::threads::{self, Class, Path, Plan, StreamSpec};
+use crate::meter::placement;
+use crate::results::fingerprint;
+use crate::results::model::{Run, RunOptions, RUN_SCHEMA};
+use crate::results::store::Location;
+use crate::usage;
+use anyhow::{Context, Result};
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+pub const MAX_DURATION_NS: u64 = 24 * 3600 * 1_000_000_000;
+pub const MIN_PERIOD_NS: u64 = 50_000;
+pub const MAX_PERIOD_NS: u64 = 1_000_000_000;
+/// A real-time thread that runs this long without blocking gets SIGXCPU: the measuring threads
+/// sleep every period, so only a bug can reach it.
+const RTTIME_LIMIT_US: u64 = 500_000;
+
+pub struct LatencyConfig {
+    pub period_ns: u64,
+    pub duration_ns: u64,
+    pub cpus: Vec<usize>,
+    pub classes: Vec<Class>,
+    pub paths: Vec<Path>,
+    pub buffers: Vec<BufferConfig>,
+    pub fail_over_ns: Option<u64>,
+    pub loads: Vec<load::Kind>,
+    pub dir: std::path::PathBuf,
+}
+
+fn split(list: &str) -> impl Iterator<Item = &str> {
+    list.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn check_prio(flag: &str, prio: i32) -> Result<()> {
+    if !(1..=placement::MAX_FIFO_PRIORITY).contains(&prio) {
+        return Err(usage!(
+            "{flag} {prio}: the priority must be between 1 and {} (99 is left to the kernel)",
+            placement::MAX_FIFO_PRIORITY
+        ));
+    }
+    Ok(())
+}
+
+impl LatencyConfig {
+    pub fn from_args(args: &LatencyArgs) -> Result<LatencyConfig> {
+        let period_ns = parse_duration_ns(&args.period)?;
+        if !(MIN_PERIOD_NS..=MAX_PERIOD_NS).contains(&period_ns) {
+            return Err(usage!(
+                "--period {}: must be between 50us and 1s",
+                args.period
+            ));
+        }
+        let duration_ns = parse_duration_ns(&args.duration)?;
+        if duration_ns > MAX_DURATION_NS {
+            return Err(usage!("--duration {}: at most 24h", args.duration));
+        }
+        if duration_ns < period_ns {
+            return Err(usage!(
+                "--duration {} is shorter than one period",
+                args.duration
+            ));
+        }
+        check_prio("--prio-high", args.prio_high)?;
+        check_prio("--prio-medium", args.prio_medium)?;
+        let mut classes = Vec::new();
+        for name in split(&args.classes) {
+            let class = match name {
+                "high" => Class {
+                    name: "high",
+                    fifo: Some(args.prio_high),
+                },
+                "medium" => Class {
+                    name: "medium",
+                    fifo: Some(args.prio_medium),
+                },
+                "normal" => Class {
+                    name: "normal",
+                    fifo: None,
+                },
+                other => {
+                    return Err(usage!(
+                        "unknown class {other:?} in --classes: use high, medium and/or normal"
+                    ))
+                }
+            };
+            if !classes.contains(&class) {
+                classes.push(class);
+            }
+        }
+        let mut paths = Vec::new();
+        for name in split(&args.paths) {
+            let p = Path::parse(name).ok_or_else(|| {
+                usage!("unknown path {name:?} in --paths: use timer, futex, eventfd and/or pipe")
+            })?;
+            if !paths.contains(&p) {
+                paths.push(p);
+            }
+        }
+        if classes.is_empty() || paths.is_empty() {
+            return Err(usage!("--classes and --paths need at least one entry each"));
+        }
+        let cpus = match &args.cpus {
+            None => vec![*placement::usable_cpus().last().unwrap_or(&0)],
+            Some(list) => {
+                let mut v = Vec::new();
+                for c in split(list) {
+                    let cpu: usize = c
+                        .parse()
+                        .map_err(|_| usage!("--cpus {list:?}: expected CPU numbers, e.g. 0,1"))?;
+                    placement::validate_cpu(cpu).map_err(|e| usage!("--cpus: {e:#}"))?;
+                    if !v.contains(&cpu) {
+                        v.push(cpu);
+                    }
+                }
+                if v.is_empty() {
+                    return Err(usage!("--cpus needs at least one CPU"));
+                }
+                v
+            }
+        };
+        if !(0.0..1.0).contains(&args.compute_fraction) {
+            return Err(usage!(
+                "--compute-fraction {}: must be at least 0 and below 1",
+                args.compute_fraction
+            ));
+        }
+        let mut buffers = BufferConfig::default_table(args.compute_fraction);
+        for b in &args.buffers {
+            buffers.push(BufferConfig::parse(b)?);
+        }
+        let fail_over_ns = args
+            .fail_over
+            .as_deref()
+            .map(parse_duration_ns)
+            .transpose()?;
+        let loads = match &args.load {
+            Some(list) => load::parse(list)?,
+            None => Vec::new(),
+        };
+        let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+        if loads.contains(&load::Kind::Io) {
+            crate::config::check_scratch_parent(&dir)?;
+        }
+        Ok(LatencyConfig {
+            loads,
+            dir,
+            period_ns,
+            duration_ns,
+            cpus,
+            classes,
+            paths,
+            buffers,
+            fail_over_ns,
+        })
+    }
+}
+
+/// Lowers the soft RLIMIT_RTTIME for the run; the old limit comes back on drop.
+struct RtTimeLimit(Option<libc::rlimit>);
+
+impl RtTimeLimit {
+    fn set() -> RtTimeLimit {
+        let mut old = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: plain get/set of this process's limit with valid pointers.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_RTTIME, &mut old) != 0 {
+                return RtTimeLimit(None);
+            }
+            let new = libc::rlimit {
+                rlim_cur: RTTIME_LIMIT_US.min(old.rlim_max),
+                rlim_max: old.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_RTTIME, &new) != 0 {
+                return RtTimeLimit(None);
+            }
+        }
+        RtTimeLimit(Some(old))
+    }
+}
+
+impl Drop for RtTimeLimit {
+    fn drop(&mut self) {
+        if let Some(old) = self.0 {
+            // SAFETY: as above.
+            unsafe { libc::setrlimit(libc::RLIMIT_RTTIME, &old) };
+        }
+    }
+}
+
+pub fn latency(args: &LatencyArgs) -> Result<i32> {
+    let config = LatencyConfig::from_args(args)?;
+    let tags = parse_tags(&args.tags)?;
+    let store = if args.no_store {
+        None
+    } else {
+        Some(Location::resolve(args.store.store.as_deref())?)
+    };
+    interrupt::install();
+
+    // Real-time classes this user may not use are skipped with the reason, not failed.
+    let mut skipped = Vec::new();
+    let classes: Vec<Class> = config
+        .classes
+        .iter()
+        .copied()
+        .filter(|c| match c.fifo {
+            None => true,
+            Some(p) => match placement::check_fifo_priority(p) {
+                Ok(()) => true,
+                Err(e) => {
+                    let why = if format!("{e:#}").contains("needs root") {
+                        format!(
+                            "SCHED_FIFO priority {p} is not allowed for this user (needs root, CAP_SYS_NICE \
+                             or an RLIMIT_RTPRIO of at least {p}); run as root or use --classes normal"
+                        )
+                    } else {
+                        format!("{e:#}")
+                    };
+                    skipped.push(json!({"class": c.name, "reason": why}));
+                    false
+                }
+            },
+        })
+        .collect();
+    if classes.is_empty() {
+        return Err(usage!(
+            "no class can run here: {}",
+            skipped
+                .iter()
+                .map(|s| s["reason"].as_str().unwrap_or("").to_string())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    let mut specs = Vec::new();
+    for &cpu in &config.cpus {
+        for &class in &classes {
+            for &path in &config.paths {
+                specs.push(StreamSpec { class, path, cpu });
+            }
+        }
+    }
+
+    let periods = config.duration_ns / config.period_ns;
+    let tracer = if args.trace {
+        let threshold = parse_duration_ns(&args.threshold)?;
+        if args.episodes == 0 {
+            return Err(usage!("--episodes 0: keep at least one episode"));
+        }
+        Some(
+            crate::latency::trace::Tracer::start(&config.cpus, threshold, args.episodes)
+                .context("--trace: cannot set up cause capture")?,
+        )
+    } else {
+        None
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let plan = Plan {
+        period_ns: config.period_ns,
+        periods,
+        // Time for every thread to start, pin itself and change class before the first deadline.
+        start_ns: threads::monotonic_ns() + 50_000_000,
+        buffers: config.buffers.clone(),
+        stop: Arc::clone(&stop),
+        trigger: tracer.as_ref().map(|t| Arc::clone(&t.trigger)),
+    };
+    // The PM QoS request lasts as long as the descriptor is open.
+    let _dma_latency = match args.cpu_dma_latency {
+        None => None,
+        Some(us) => {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/cpu_dma_latency")
+                .context("--cpu-dma-latency: cannot open /dev/cpu_dma_latency (needs root)")?;
+            f.write_all(&(us as i32).to_ne_bytes())
+                .context("--cpu-dma-latency: cannot write /dev/cpu_dma_latency")?;
+            Some(f)
+        }
+    };
+    let rt_limit = RtTimeLimit::set();
+    let started_at = super::run::now_rfc3339();
+    if super::stderr_is_terminal() {
+        eprintln!(
+            "osmeter: measuring {} streams for {:.1} s",
+            specs.len(),
+            config.duration_ns as f64 / 1e9
+        );
+    }
+    // Watches for Ctrl-C and collects cause-capture episodes; hands the tracer back at the end.
+    let watcher = {
+        let stop = Arc::clone(&stop);
+        let mut tracer = tracer;
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if interrupt::requested() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                if let Some(t) = tracer.as_mut() {
+                    t.poll();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            if let Some(t) = tracer.as_mut() {
+                t.poll();
+            }
+            tracer
+        })
+    };
+    let loads = if config.loads.is_empty() && args.load_cmd.is_none() {
+        None
+    } else {
+        match load::LoadSet::start(
+            &config.loads,
+            args.load_cmd.as_deref(),
+            &config.dir,
+            placement::usable_cpus().len(),
+        ) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                stop.store(true, Ordering::Relaxed);
+                drop(watcher.join());
+                return Err(e);
+            }
+        }
+    };
+    let results = threads::run_streams(&specs, &plan);
+    let load_reports = loads.map(|mut l| l.stop()).unwrap_or_default();
+    let interrupted = interrupt::requested();
+    stop.store(true, Ordering::Relaxed);
+    // Dropping the tracer removes the trace instance (and unmounts tracefs if osmeter mounted it).
+    let episodes = watcher.join().ok().flatten().map(|t| t.episodes.clone());
+    drop(rt_limit);
+
+    let streams: Vec<serde_json::Value> = results.iter().map(report::stream_doc).collect();
+    let measured_s = results.iter().map(|r| r.acct.periods()).max().unwrap_or(0) as f64
+        * config.period_ns as f64
+        / 1e9;
+    let worst = results
+        .iter()
+        .filter(|r| r.error.is_none())
+        .map(|r| r.acct.corrected.max())
+        .max()
+        .unwrap_or(0);
+    let doc = json!({
+        "schema": LATENCY_SCHEMA,
+        "period_ns": config.period_ns,
+        "duration_s": config.duration_ns as f64 / 1e9,
+        "measured_s": measured_s,
+        "cpus": config.cpus,
+        "classes": config.classes.iter().map(|c| json!({"name": c.name, "fifo_priority": c.fifo})).collect::<Vec<_>>(),
+        "paths": config.paths.iter().map(|p| p.name()).collect::<Vec<_>>(),
+        "skipped": skipped,
+        "rttime_limit_us": RTTIME_LIMIT_US,
+        "timer_slack_ns": 1,
+        "cpu_dma_latency_us": args.cpu_dma_latency,
+        "fail_over_ns": config.fail_over_ns,
+        "worst_ns": worst,
+        "interrupted": interrupted,
+        "loads": load_reports,
+        "episodes": episodes,
+        "streams": streams,
+    });
+
+    let fingerprint = fingerprint::collect(None);
+    let mut sections = std::collections::BTreeMap::new();
+    sections.insert("latency".to_string(), doc.clone());
+    let run = Run {
+        schema: RUN_SCHEMA.to_string(),
+        id: super::run::new_run_id(),
+        started_at,
+        finished_at: Some(super::run::now_rfc3339()),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        suite: Some("latency".to_string()),
+        options: RunOptions {
+            cpu: config.cpus.first().copied(),
+            fifo_priority: classes.iter().filter_map(|c| c.fifo).max(),
+            ..RunOptions::default()
+        },
+        tags,
+        fingerprint,
+        counters_unavailable: Default::default(),
+        overhead: None,
+        measurements: Vec::new(),
+        interrupted,
+        sections,
+    };
+    if args.output.json {
+        super::emit_json(&run)?;
+    } else {
+        super::emit(&report::render(&doc))?;
+    }
+    if let Some(location) = &store {
+        let mut store = location.open()?;
+        store
+            .save(&run)
+            .with_context(|| format!("saving run {} to {}", run.id, store.describe()))?;
+        eprintln!("osmeter: run {} saved to {}", run.id, store.describe());
+    }
+    if interrupted {
+        return Ok(crate::error::EXIT_INTERRUPTED);
+    }
+    if let Some(limit) = config.fail_over_ns {
+        if worst > limit {
+            eprintln!(
+                "osmeter: the worst wake was {:.1} us late, over --fail-over {:.1} us",
+                worst as f64 / 1e3,
+                limit as f64 / 1e3
+            );
+            return Ok(crate::error::EXIT_LATENCY_OVER);
+        }
+    }
+    if results.iter().any(|r| r.error.is_some()) {
+        return Ok(crate::error::EXIT_RUNTIME);
+    }
+    Ok(crate::error::EXIT_OK)
+}

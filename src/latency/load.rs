@@ -1,0 +1,439 @@
+//! Background loads at normal priority, running while the measuring threads measure: each
+//! generator counts what it did, so the report says how hard the machine was pushed. Everything
+//! stops and is cleaned up when the set is stopped or dropped (also after Ctrl-C).
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::io::{Read, Seek, Write};
+use std::os::unix::process::CommandExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Cpu,
+    Memory,
+    Io,
+    Net,
+    Fork,
+    Faults,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Cpu => "cpu",
+            Kind::Memory => "memory",
+            Kind::Io => "io",
+            Kind::Net => "net",
+            Kind::Fork => "fork",
+            Kind::Faults => "faults",
+        }
+    }
+    fn unit(self) -> &'static str {
+        match self {
+            Kind::Cpu => "loops/s",
+            Kind::Memory => "B/s copied",
+            Kind::Io => "fsync/s (64 KiB writes)",
+            Kind::Net => "B/s over loopback TCP",
+            Kind::Fork => "fork+exit+wait/s",
+            Kind::Faults => "page faults/s",
+        }
+    }
+}
+
+pub const NAMES: &str = "cpu, memory, io, net, fork, faults, desktop, server";
+
+/// `cpu,io` or a mix name into generator kinds (duplicates kept once).
+pub fn parse(list: &str) -> Result<Vec<Kind>> {
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let kinds: &[Kind] = match name {
+            "cpu" => &[Kind::Cpu],
+            "memory" => &[Kind::Memory],
+            "io" => &[Kind::Io],
+            "net" => &[Kind::Net],
+            "fork" => &[Kind::Fork],
+            "faults" => &[Kind::Faults],
+            // Interactive use: computation, memory traffic, fresh pages from allocations.
+            "desktop" => &[Kind::Cpu, Kind::Memory, Kind::Faults],
+            // Services: network traffic, durable writes, short-lived processes.
+            "server" => &[Kind::Net, Kind::Io, Kind::Fork, Kind::Cpu],
+            other => {
+                return Err(crate::usage!(
+                    "unknown load {other:?} in --load: use {NAMES}"
+                ))
+            }
+        };
+        for k in kinds {
+            if !out.contains(k) {
+                out.push(*k);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What one generator did.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    pub load: String,
+    pub threads: usize,
+    pub ops: u64,
+    pub rate: f64,
+    pub unit: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+struct Generator {
+    kind: Kind,
+    threads: Vec<std::thread::JoinHandle<Result<(), String>>>,
+    count: Arc<AtomicU64>,
+}
+
+pub struct LoadSet {
+    stop: Arc<AtomicBool>,
+    generators: Vec<Generator>,
+    command: Option<(String, std::process::Child)>,
+    scratch: Option<tempfile::TempDir>,
+    started: Instant,
+    reports: Vec<LoadReport>,
+}
+
+impl LoadSet {
+    /// Starts the generators (and the command, in its own process group).
+    pub fn start(
+        kinds: &[Kind],
+        command: Option<&str>,
+        dir: &std::path::Path,
+        cpus: usize,
+    ) -> Result<LoadSet> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut set = LoadSet {
+            stop: Arc::clone(&stop),
+            generators: Vec::new(),
+            command: None,
+            scratch: None,
+            started: Instant::now(),
+            reports: Vec::new(),
+        };
+        for &kind in kinds {
+            let count = Arc::new(AtomicU64::new(0));
+            let copies = if kind == Kind::Cpu { cpus.max(1) } else { 1 };
+            let mut threads = Vec::new();
+            for _ in 0..copies {
+                let (stop, count) = (Arc::clone(&stop), Arc::clone(&count));
+                let body: Box<dyn FnOnce() -> Result<(), String> + Send> = match kind {
+                    Kind::Cpu => Box::new(move || cpu(&stop, &count)),
+                    Kind::Memory => Box::new(move || memory(&stop, &count)),
+                    Kind::Fork => Box::new(move || fork(&stop, &count)),
+                    Kind::Faults => Box::new(move || faults(&stop, &count)),
+                    Kind::Net => Box::new(move || net(&stop, &count)),
+                    Kind::Io => {
+                        if set.scratch.is_none() {
+                            set.scratch = Some(
+                                tempfile::Builder::new()
+                                    .prefix("osmeter-load-")
+                                    .tempdir_in(dir)
+                                    .with_context(|| {
+                                        format!(
+                                            "cannot create a scratch directory in {}",
+                                            dir.display()
+                                        )
+                                    })?,
+                            );
+                        }
+                        let path = set.scratch.as_ref().unwrap().path().join("fsync.dat");
+                        Box::new(move || io(&stop, &count, &path))
+                    }
+                };
+                threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("load-{}", kind.name()))
+                        .spawn(body)
+                        .context("cannot start a load thread")?,
+                );
+            }
+            set.generators.push(Generator {
+                kind,
+                threads,
+                count,
+            });
+        }
+        if let Some(cmd) = command {
+            // SAFETY: pre_exec runs in the child between fork and exec and only calls setpgid and
+            // prctl, both async-signal-safe.
+            let child = unsafe {
+                std::process::Command::new("/bin/sh")
+                    .arg("-c")
+                    .arg(cmd)
+                    .stdin(std::process::Stdio::null())
+                    .pre_exec(|| {
+                        libc::setpgid(0, 0);
+                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                        Ok(())
+                    })
+                    .spawn()
+            }
+            .with_context(|| format!("cannot start --load-cmd {cmd:?}"))?;
+            set.command = Some((cmd.to_string(), child));
+        }
+        Ok(set)
+    }
+
+    /// Stops everything, waits for it, and says what each generator did.
+    pub fn stop(&mut self) -> Vec<LoadReport> {
+        self.stop.store(true, Ordering::Relaxed);
+        let secs = self.started.elapsed().as_secs_f64().max(1e-9);
+        for g in self.generators.drain(..) {
+            let n = g.threads.len();
+            let mut error = None;
+            for t in g.threads {
+                match t.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => error = Some(e),
+                    Err(_) => error = Some("the load thread panicked".into()),
+                }
+            }
+            let ops = g.count.load(Ordering::Relaxed);
+            self.reports.push(LoadReport {
+                load: g.kind.name().to_string(),
+                threads: n,
+                ops,
+                rate: ops as f64 / secs,
+                unit: g.kind.unit(),
+                error,
+            });
+        }
+        if let Some((cmd, mut child)) = self.command.take() {
+            let pgid = child.id() as libc::pid_t;
+            // SAFETY: signalling the process group we created for the command.
+            unsafe { libc::kill(-pgid, libc::SIGTERM) };
+            let deadline = Instant::now() + std::time::Duration::from_secs(2);
+            let status = loop {
+                match child.try_wait() {
+                    Ok(Some(s)) => break Some(s),
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(std::time::Duration::from_millis(20))
+                    }
+                    _ => {
+                        // SAFETY: as above.
+                        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                        break child.wait().ok();
+                    }
+                }
+            };
+            // Whatever the shell left behind in its group goes too.
+            // SAFETY: as above.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            self.reports.push(LoadReport {
+                load: format!("command: {cmd}"),
+                threads: 0,
+                ops: 0,
+                rate: 0.0,
+                unit: "",
+                error: status
+                    .and_then(|s| s.code())
+                    .filter(|&c| c != 0)
+                    .map(|c| format!("exited with status {c} before the end")),
+            });
+        }
+        self.scratch.take();
+        std::mem::take(&mut self.reports)
+    }
+}
+
+impl Drop for LoadSet {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn cpu(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..10_000 {
+            x = x.rotate_left(7).wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x1234;
+        }
+        std::hint::black_box(x);
+        count.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+fn memory(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
+    // Larger than the caches, so every copy goes to memory.
+    const SIZE: usize = 32 << 20;
+    let src = vec![1u8; SIZE];
+    let mut dst = vec![0u8; SIZE];
+    const CHUNK: usize = 1 << 20;
+    while !stop.load(Ordering::Relaxed) {
+        for i in (0..SIZE).step_by(CHUNK) {
+            dst[i..i + CHUNK].copy_from_slice(&src[i..i + CHUNK]);
+            count.fetch_add(CHUNK as u64, Ordering::Relaxed);
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        std::hint::black_box(&dst);
+    }
+    Ok(())
+}
+
+fn io(stop: &AtomicBool, count: &AtomicU64, path: &std::path::Path) -> Result<(), String> {
+    let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let block = vec![0x5au8; 64 << 10];
+    let mut written = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        f.write_all(&block).map_err(|e| e.to_string())?;
+        f.sync_data().map_err(|e| e.to_string())?;
+        written += block.len() as u64;
+        // Keep the file small: rewrite the same 4 MiB.
+        if written >= 4 << 20 {
+            f.rewind().map_err(|e| e.to_string())?;
+            written = 0;
+        }
+        count.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+fn net(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let reader = std::thread::spawn(move || -> Result<(), String> {
+        let (mut s, _) = listener.accept().map_err(|e| e.to_string())?;
+        let mut buf = vec![0u8; 64 << 10];
+        while s.read(&mut buf).map_err(|e| e.to_string())? > 0 {}
+        Ok(())
+    });
+    let result = (|| {
+        let mut s = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
+        let buf = vec![0u8; 64 << 10];
+        while !stop.load(Ordering::Relaxed) {
+            s.write_all(&buf).map_err(|e| e.to_string())?;
+            count.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        }
+        Ok(())
+        // Dropping the stream ends the reader with EOF.
+    })();
+    reader
+        .join()
+        .map_err(|_| "the loopback reader panicked".to_string())??;
+    result
+}
+
+fn fork(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
+    while !stop.load(Ordering::Relaxed) {
+        // SAFETY: the child calls only _exit, which is async-signal-safe after fork in a
+        // multi-threaded process; the parent reaps it at once.
+        unsafe {
+            let pid = libc::fork();
+            if pid == 0 {
+                libc::_exit(0);
+            }
+            if pid < 0 {
+                return Err(format!("fork: {}", std::io::Error::last_os_error()));
+            }
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+        count.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+fn faults(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
+    const SIZE: usize = 4 << 20;
+    let page = 4096;
+    while !stop.load(Ordering::Relaxed) {
+        // SAFETY: a private anonymous mapping we touch within bounds and unmap.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return Err(format!("mmap: {}", std::io::Error::last_os_error()));
+            }
+            let base = p.cast::<u8>();
+            for off in (0..SIZE).step_by(page) {
+                base.add(off).write_volatile(1);
+            }
+            libc::munmap(p, SIZE);
+        }
+        count.fetch_add((SIZE / page) as u64, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Processes of a process group that are not zombies, from /proc/PID/stat.
+    fn live_in_group(pgid: libc::pid_t) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            // Fields after the ")" closing the command name: state, ppid, pgrp, ...
+            let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+                continue;
+            };
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            if f.len() > 2 && f[2] == pgid.to_string() && f[0] != "Z" {
+                out.push(stat);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn mixes_expand_and_unknown_names_are_usage_errors() {
+        assert_eq!(parse("cpu,cpu").unwrap(), vec![Kind::Cpu]);
+        assert_eq!(parse("desktop").unwrap().len(), 3);
+        assert_eq!(
+            parse("server,io").unwrap(),
+            vec![Kind::Net, Kind::Io, Kind::Fork, Kind::Cpu]
+        );
+        let e = parse("gpu").unwrap_err();
+        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
+    }
+
+    #[test]
+    fn every_generator_runs_reports_a_rate_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = parse("cpu,memory,io,net,fork,faults").unwrap();
+        let mut set = LoadSet::start(&all, Some("sleep 30"), dir.path(), 1).unwrap();
+        let pgid = set.command.as_ref().unwrap().1.id() as libc::pid_t;
+        // Every generator gets going (the debug build is slow to fill its buffers).
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while Instant::now() < deadline
+            && set
+                .generators
+                .iter()
+                .any(|g| g.count.load(Ordering::Relaxed) == 0)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let reports = set.stop();
+        assert_eq!(reports.len(), 7);
+        for r in &reports[..6] {
+            assert!(r.error.is_none(), "{r:?}");
+            assert!(r.ops > 0 && r.rate > 0.0, "{r:?}");
+        }
+        // The command's process group is gone and the scratch directory is removed.
+        // SAFETY: probing a process group with signal 0.
+        // (A zombie whose parent shell already died may linger until init reaps it: dead is enough.)
+        assert!(live_in_group(pgid).is_empty(), "{:?}", live_in_group(pgid));
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+        drop(set);
+    }
+}

@@ -1,0 +1,510 @@
+//! The measuring threads. Each stream (a class on a path on a CPU) is one thread, plus a signalling
+//! thread for the thread-to-thread paths; all share one start time and one set of periods, with
+//! their phases spread across the period so that they do not queue behind each other.
+//!
+//! Inside the loop a thread only sleeps, reads the clock and records into preallocated structures.
+
+use super::accounting::{Accounting, Deadlines};
+use super::buffer::BufferConfig;
+use super::trace::{Mark, Trigger};
+use crate::meter::placement;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// How a wake reaches the measuring thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Path {
+    /// Absolute-deadline sleep on CLOCK_MONOTONIC; lateness = running - deadline.
+    Timer,
+    /// A timer-driven thread signals through a futex; lateness = running - signal.
+    Futex,
+    Eventfd,
+    Pipe,
+}
+
+impl Path {
+    pub const ALL: [Path; 4] = [Path::Timer, Path::Futex, Path::Eventfd, Path::Pipe];
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Timer => "timer",
+            Path::Futex => "futex",
+            Path::Eventfd => "eventfd",
+            Path::Pipe => "pipe",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Path> {
+        Path::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
+/// A scheduling class: a name and a SCHED_FIFO priority, or SCHED_OTHER.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Class {
+    pub name: &'static str,
+    pub fifo: Option<i32>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct StreamSpec {
+    pub class: Class,
+    pub path: Path,
+    pub cpu: usize,
+}
+
+#[derive(Debug)]
+pub struct StreamResult {
+    pub spec: StreamSpec,
+    pub periods_planned: u64,
+    pub acct: Accounting,
+    /// CPU time of the measuring thread (and of its signaller, for the signal paths), nanoseconds.
+    pub cpu_ns: u64,
+    pub error: Option<String>,
+}
+
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: as above.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sleeps until `deadline` (CLOCK_MONOTONIC); an interruption by a signal just resumes, the caller
+/// checks the stop flag once per period.
+fn sleep_until(deadline: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: ts is valid; TIMER_ABSTIME makes a resumed sleep keep the same deadline.
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != libc::EINTR {
+            return;
+        }
+    }
+}
+
+fn enter_class(spec: &StreamSpec) -> Result<(), String> {
+    placement::pin_current_thread(spec.cpu).map_err(|e| format!("{e:#}"))?;
+    // Normal threads get 50 us of timer slack by default, which would be measured as lateness;
+    // real-time threads have none. 1 ns (0 would mean "the default") puts the classes on equal terms.
+    // SAFETY: a per-thread setting of the calling thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    if let Some(p) = spec.class.fifo {
+        placement::set_fifo(p).map_err(|e| format!("{e:#}"))?;
+    }
+    Ok(())
+}
+
+/// What every stream shares: periods, start, and the stop flag (Ctrl-C).
+#[derive(Clone)]
+pub struct Plan {
+    pub period_ns: u64,
+    pub periods: u64,
+    pub start_ns: u64,
+    pub buffers: Vec<BufferConfig>,
+    pub stop: Arc<AtomicBool>,
+    /// Cause capture (`--trace`): fired by a wake over its threshold.
+    pub trigger: Option<Arc<Trigger>>,
+}
+
+#[inline]
+fn check_trigger(plan: &Plan, spec: &StreamSpec, reference_ns: u64, wake_ns: u64) {
+    if let Some(t) = &plan.trigger {
+        t.check(Mark {
+            cpu: spec.cpu,
+            class: spec.class.name,
+            path: spec.path.name(),
+            reference_ns,
+            wake_ns,
+        });
+    }
+}
+
+/// Runs every stream to the end of the plan (or the stop flag) and returns one result each.
+pub fn run_streams(specs: &[StreamSpec], plan: &Plan) -> Vec<StreamResult> {
+    let n = specs.len().max(1) as u64;
+    let handles: Vec<_> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, &spec)| {
+            let plan = plan.clone();
+            let phase = plan.period_ns * i as u64 / n;
+            std::thread::Builder::new()
+                .name(format!("lat-{}-{}", spec.class.name, spec.path.name()))
+                .spawn(move || match spec.path {
+                    Path::Timer => timer_stream(spec, &plan, phase),
+                    _ => signal_stream(spec, &plan, phase),
+                })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .zip(specs)
+        .map(|(h, &spec)| {
+            let failed = |why: String| StreamResult {
+                spec,
+                periods_planned: plan.periods,
+                acct: Accounting::new(plan.period_ns, 0, &[]),
+                cpu_ns: 0,
+                error: Some(why),
+            };
+            match h {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|_| failed("the measuring thread panicked".into())),
+                Err(e) => failed(format!("cannot start the measuring thread: {e}")),
+            }
+        })
+        .collect()
+}
+
+fn timer_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
+    let mut acct = Accounting::new(plan.period_ns, plan.periods, &plan.buffers);
+    let result = |acct, cpu_ns, error| StreamResult {
+        spec,
+        periods_planned: plan.periods,
+        acct,
+        cpu_ns,
+        error,
+    };
+    if let Err(e) = enter_class(&spec) {
+        return result(acct, 0, Some(e));
+    }
+    let cpu0 = thread_cpu_ns();
+    let d = Deadlines {
+        first_ns: plan.start_ns + phase + plan.period_ns,
+        period_ns: plan.period_ns,
+        total: plan.periods,
+    };
+    let mut k = 0;
+    while k < d.total && !plan.stop.load(Ordering::Relaxed) {
+        sleep_until(d.at(k));
+        let now = monotonic_ns();
+        check_trigger(plan, &spec, d.at(k), now);
+        k = d.wake(&mut acct, k, now);
+    }
+    result(acct, thread_cpu_ns() - cpu0, None)
+}
+
+/// Signal times kept for a waiter that falls behind; older ones are extrapolated by the period.
+const RING: usize = 4096;
+
+struct Channel {
+    /// Signals posted so far; also the futex word.
+    seq: AtomicU32,
+    times: Vec<AtomicU64>,
+    done: AtomicBool,
+    /// The waiter could not start: the signaller stops at once.
+    quit: AtomicBool,
+    fds: [libc::c_int; 2],
+    path: Path,
+}
+
+impl Channel {
+    fn new(path: Path) -> Result<Channel, String> {
+        let mut fds = [-1, -1];
+        // SAFETY: plain descriptor creation; fds is a valid out array.
+        let rc = unsafe {
+            match path {
+                Path::Eventfd => {
+                    fds[0] = libc::eventfd(0, libc::EFD_CLOEXEC);
+                    fds[1] = fds[0];
+                    fds[0]
+                }
+                Path::Pipe => libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC),
+                _ => 0,
+            }
+        };
+        if rc < 0 {
+            return Err(format!(
+                "cannot create the {} channel: {}",
+                path.name(),
+                std::io::Error::last_os_error()
+            ));
+        }
+        if path == Path::Pipe {
+            // A waiter stalled for a long time must not block the signaller on a full pipe.
+            // SAFETY: fcntl on our own descriptor.
+            unsafe { libc::fcntl(fds[1], libc::F_SETFL, libc::O_NONBLOCK) };
+        }
+        Ok(Channel {
+            seq: AtomicU32::new(0),
+            times: (0..RING).map(|_| AtomicU64::new(0)).collect(),
+            done: AtomicBool::new(false),
+            quit: AtomicBool::new(false),
+            fds,
+            path,
+        })
+    }
+
+    fn notify(&self) {
+        let one: u64 = 1;
+        // SAFETY: the futex word and the descriptors live as long as self; results are ignored
+        // because the waiter re-reads `seq` on every wake anyway.
+        unsafe {
+            match self.path {
+                Path::Futex => {
+                    libc::syscall(
+                        libc::SYS_futex,
+                        self.seq.as_ptr(),
+                        libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                        1,
+                    );
+                }
+                Path::Eventfd => {
+                    libc::write(self.fds[1], (&one as *const u64).cast(), 8);
+                }
+                Path::Pipe => {
+                    libc::write(self.fds[1], (&one as *const u64).cast(), 1);
+                }
+                Path::Timer => {}
+            }
+        }
+    }
+
+    /// Blocks until something may have been posted (spurious returns are fine).
+    fn wait(&self, seen: u32) {
+        let mut buf = [0u8; 64];
+        // SAFETY: as above; buf is large enough for one eventfd counter or a batch of pipe bytes.
+        unsafe {
+            match self.path {
+                Path::Futex => {
+                    libc::syscall(
+                        libc::SYS_futex,
+                        self.seq.as_ptr(),
+                        libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                        seen,
+                        std::ptr::null::<libc::timespec>(),
+                    );
+                }
+                Path::Eventfd => {
+                    libc::read(self.fds[0], buf.as_mut_ptr().cast(), 8);
+                }
+                Path::Pipe => {
+                    libc::read(self.fds[0], buf.as_mut_ptr().cast(), buf.len());
+                }
+                Path::Timer => {}
+            }
+        }
+    }
+}
+
+impl Drop for Channel {
+    fn drop(&mut self) {
+        // SAFETY: closing descriptors we own, once (eventfd uses the same one twice).
+        unsafe {
+            if self.fds[0] >= 0 {
+                libc::close(self.fds[0]);
+            }
+            if self.fds[1] >= 0 && self.fds[1] != self.fds[0] {
+                libc::close(self.fds[1]);
+            }
+        }
+    }
+}
+
+/// Marks the channel done and wakes the waiter however the signaller leaves.
+struct Finish<'a>(&'a Channel);
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        self.0.done.store(true, Ordering::Release);
+        self.0.notify();
+    }
+}
+
+fn signal_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
+    let mut acct = Accounting::new(plan.period_ns, plan.periods, &plan.buffers);
+    let chan = match Channel::new(spec.path) {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            return StreamResult {
+                spec,
+                periods_planned: plan.periods,
+                acct,
+                cpu_ns: 0,
+                error: Some(e),
+            }
+        }
+    };
+    let signaller = {
+        let chan = Arc::clone(&chan);
+        let plan = plan.clone();
+        std::thread::Builder::new()
+            .name(format!("sig-{}-{}", spec.class.name, spec.path.name()))
+            .spawn(move || -> (u64, Option<String>) {
+                let _finish = Finish(&chan);
+                if let Err(e) = enter_class(&spec) {
+                    return (0, Some(e));
+                }
+                let cpu0 = thread_cpu_ns();
+                let d = Deadlines {
+                    first_ns: plan.start_ns + phase + plan.period_ns,
+                    period_ns: plan.period_ns,
+                    total: plan.periods,
+                };
+                let mut k = 0;
+                while k < d.total {
+                    if plan.stop.load(Ordering::Relaxed) || chan.quit.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    sleep_until(d.at(k));
+                    let now = monotonic_ns();
+                    // A late signaller posts every deadline already past in one go (same time),
+                    // so it still sleeps once per wake; the waiter counts them as missed.
+                    let mut next = k + 1;
+                    while next < d.total && d.at(next) <= now {
+                        next += 1;
+                    }
+                    for j in k..next {
+                        chan.times[j as usize % RING].store(now, Ordering::Relaxed);
+                    }
+                    chan.seq.store(next as u32, Ordering::Release);
+                    chan.notify();
+                    k = next;
+                }
+                (thread_cpu_ns() - cpu0, None)
+            })
+    };
+    let mut error = enter_class(&spec).err();
+    let cpu0 = thread_cpu_ns();
+    let mut last: u64 = 0;
+    if error.is_none() {
+        loop {
+            let posted = u64::from(chan.seq.load(Ordering::Acquire));
+            if posted == last {
+                if chan.done.load(Ordering::Acquire)
+                    && u64::from(chan.seq.load(Ordering::Acquire)) == last
+                {
+                    break;
+                }
+                chan.wait(last as u32);
+                continue;
+            }
+            let now = monotonic_ns();
+            let newest = chan.times[(posted - 1) as usize % RING].load(Ordering::Relaxed);
+            if posted - last <= RING as u64 {
+                let first = chan.times[last as usize % RING].load(Ordering::Relaxed);
+                check_trigger(plan, &spec, first, now);
+            }
+            for j in last..posted {
+                let sent = if posted - j <= RING as u64 {
+                    chan.times[j as usize % RING].load(Ordering::Relaxed)
+                } else {
+                    newest.saturating_sub((posted - 1 - j) * plan.period_ns)
+                };
+                acct.period(j, now.saturating_sub(sent), j == last);
+            }
+            last = posted;
+        }
+    } else {
+        chan.quit.store(true, Ordering::Relaxed);
+    }
+    let mut cpu_ns = thread_cpu_ns() - cpu0;
+    match signaller {
+        Ok(h) => match h.join() {
+            Ok((ns, e)) => {
+                cpu_ns += ns;
+                error = error.or(e);
+            }
+            Err(_) => error = error.or(Some("the signalling thread panicked".into())),
+        },
+        Err(e) => error = error.or(Some(format!("cannot start the signalling thread: {e}"))),
+    }
+    StreamResult {
+        spec,
+        periods_planned: plan.periods,
+        acct,
+        cpu_ns,
+        error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(periods: u64) -> Plan {
+        Plan {
+            period_ns: 1_000_000,
+            periods,
+            start_ns: monotonic_ns() + 5_000_000,
+            buffers: BufferConfig::default_table(0.5),
+            stop: Arc::new(AtomicBool::new(false)),
+            trigger: None,
+        }
+    }
+
+    #[test]
+    fn every_path_accounts_for_every_period_at_normal_priority() {
+        let cpu = *placement::usable_cpus().last().unwrap();
+        let specs: Vec<StreamSpec> = Path::ALL
+            .into_iter()
+            .map(|path| StreamSpec {
+                class: Class {
+                    name: "normal",
+                    fifo: None,
+                },
+                path,
+                cpu,
+            })
+            .collect();
+        let results = run_streams(&specs, &plan(200));
+        assert_eq!(results.len(), 4);
+        for r in &results {
+            assert!(r.error.is_none(), "{:?}", r.error);
+            assert_eq!(r.acct.periods(), 200, "{:?}", r.spec.path);
+            assert_eq!(r.acct.corrected.count(), 200);
+            assert_eq!(r.acct.raw.count(), r.acct.woken);
+            assert!(r.acct.woken > 0);
+            assert!(r.cpu_ns > 0);
+            assert_eq!(r.acct.buffers[0].1.periods, 200);
+        }
+    }
+
+    #[test]
+    fn the_stop_flag_ends_early_with_consistent_counts() {
+        let p = plan(100_000);
+        let stop = Arc::clone(&p.stop);
+        let cpu = *placement::usable_cpus().last().unwrap();
+        let specs = [Path::Timer, Path::Pipe].map(|path| StreamSpec {
+            class: Class {
+                name: "normal",
+                fifo: None,
+            },
+            path,
+            cpu,
+        });
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            stop.store(true, Ordering::Relaxed);
+        });
+        let results = run_streams(&specs, &p);
+        t.join().unwrap();
+        for r in results {
+            assert!(r.error.is_none());
+            assert!(r.acct.periods() < 100_000);
+            assert_eq!(r.acct.corrected.count(), r.acct.periods());
+        }
+    }
+}

@@ -1,0 +1,528 @@
+//! Cause capture: scheduler, interrupt, softirq, hrtimer and workqueue events on the measured CPUs
+//! go into a private tracefs instance; a wake later than the threshold stops that instance's
+//! tracing at once (one write from the measuring thread), and the collector reads back what the
+//! CPU did between the deadline and the wake. A private instance leaves the global trace settings
+//! alone; removing it (and unmounting tracefs when osmeter mounted it) restores everything.
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+const EVENTS: &[&str] = &[
+    "sched/sched_switch",
+    "sched/sched_wakeup",
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "timer/hrtimer_expire_entry",
+    "timer/hrtimer_expire_exit",
+    "workqueue/workqueue_execute_start",
+    "workqueue/workqueue_execute_end",
+];
+
+/// A wake that crossed the threshold, as the measuring thread saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    pub cpu: usize,
+    pub class: &'static str,
+    pub path: &'static str,
+    pub reference_ns: u64,
+    pub wake_ns: u64,
+}
+
+/// Shared between the measuring threads (which fire it) and the collector.
+pub struct Trigger {
+    pub threshold_ns: u64,
+    armed: AtomicBool,
+    /// The instance's tracing_on, written raw so the measuring thread pays one write(2). Closed by
+    /// the Tracer after every measuring thread is gone; the instance cannot be removed while open.
+    tracing_on: libc::c_int,
+    pending: Mutex<Option<Mark>>,
+}
+
+impl Trigger {
+    /// Called by a measuring thread after each wake; does nothing unless the wake is over the
+    /// threshold and no episode is being collected.
+    #[inline]
+    pub fn check(&self, mark: Mark) {
+        if mark.wake_ns.saturating_sub(mark.reference_ns) <= self.threshold_ns
+            || !self.armed.swap(false, Ordering::AcqRel)
+        {
+            return;
+        }
+        // SAFETY: writing one byte from a static buffer to a descriptor the Tracer keeps open for
+        // as long as measuring threads run.
+        unsafe { libc::write(self.tracing_on, b"0".as_ptr().cast(), 1) };
+        if let Ok(mut p) = self.pending.lock() {
+            *p = Some(mark);
+        }
+    }
+}
+
+/// The tracefs instance and what must be undone.
+pub struct Tracer {
+    instance: PathBuf,
+    mounted_by_us: Option<PathBuf>,
+    pub trigger: std::sync::Arc<Trigger>,
+    pub episodes: Vec<Episode>,
+    pub max_episodes: usize,
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text)
+        .with_context(|| format!("cannot write {text:?} to {}", path.display()))
+}
+
+fn find_tracefs() -> Result<(PathBuf, Option<PathBuf>)> {
+    for dir in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        if Path::new(dir).join("instances").is_dir() {
+            return Ok((PathBuf::from(dir), None));
+        }
+    }
+    let dir = PathBuf::from("/sys/kernel/tracing");
+    let target = std::ffi::CString::new(dir.as_os_str().as_bytes())?;
+    // SAFETY: valid NUL-terminated strings; a plain tracefs mount undone in Drop.
+    let rc = unsafe {
+        libc::mount(
+            c"tracefs".as_ptr(),
+            target.as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        bail!(
+            "tracefs is not mounted and cannot be mounted on {}: {} (needs root and a kernel with tracing)",
+            dir.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok((dir.clone(), Some(dir)))
+}
+
+impl Tracer {
+    pub fn start(cpus: &[usize], threshold_ns: u64, max_episodes: usize) -> Result<Tracer> {
+        let (root, mounted_by_us) = find_tracefs()?;
+        let instance = root
+            .join("instances")
+            .join(format!("osmeter-{}", std::process::id()));
+        let made = std::fs::create_dir(&instance)
+            .with_context(|| format!("cannot create the trace instance {}", instance.display()));
+        let cleanup_mount = |m: &Option<PathBuf>| {
+            if let Some(dir) = m {
+                if let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) {
+                    // SAFETY: unmounting what we mounted.
+                    unsafe { libc::umount(c.as_ptr()) };
+                }
+            }
+        };
+        if let Err(e) = made {
+            cleanup_mount(&mounted_by_us);
+            return Err(e);
+        }
+        let tracing_on = std::fs::OpenOptions::new()
+            .write(true)
+            .open(instance.join("tracing_on"));
+        let tracing_on = match tracing_on {
+            Ok(f) => std::os::fd::IntoRawFd::into_raw_fd(f),
+            Err(e) => {
+                let _ = std::fs::remove_dir(&instance);
+                cleanup_mount(&mounted_by_us);
+                return Err(e).context("cannot open tracing_on of the trace instance");
+            }
+        };
+        let tracer = Tracer {
+            instance,
+            mounted_by_us,
+            trigger: std::sync::Arc::new(Trigger {
+                threshold_ns,
+                armed: AtomicBool::new(false),
+                tracing_on,
+                pending: Mutex::new(None),
+            }),
+            episodes: Vec::new(),
+            max_episodes,
+        };
+        // From here on Drop removes the instance whatever fails.
+        let i = &tracer.instance;
+        write(&i.join("tracing_on"), "0")?;
+        write(&i.join("trace_clock"), "mono")?;
+        write(&i.join("buffer_size_kb"), "4096")?;
+        let mut mask = vec![0u32; cpus.iter().max().map(|m| m / 32 + 1).unwrap_or(1)];
+        for &c in cpus {
+            mask[c / 32] |= 1 << (c % 32);
+        }
+        let mask_text: Vec<String> = mask.iter().rev().map(|w| format!("{w:08x}")).collect();
+        write(&i.join("tracing_cpumask"), &mask_text.join(","))?;
+        for ev in EVENTS {
+            let p = i.join("events").join(ev).join("enable");
+            if p.exists() {
+                write(&p, "1")?;
+            }
+        }
+        write(&i.join("trace"), "")?;
+        write(&i.join("tracing_on"), "1")?;
+        tracer.trigger.armed.store(true, Ordering::Release);
+        Ok(tracer)
+    }
+
+    /// Collects a fired episode, if any, and re-arms while episodes remain to be kept.
+    pub fn poll(&mut self) {
+        let mark = match self.trigger.pending.lock() {
+            Ok(mut p) => p.take(),
+            Err(_) => None,
+        };
+        let Some(mark) = mark else { return };
+        let text = std::fs::read_to_string(self.instance.join("trace")).unwrap_or_default();
+        self.episodes.push(summarise(&mark, &parse(&text)));
+        if self.episodes.len() < self.max_episodes
+            && write(&self.instance.join("trace"), "").is_ok()
+            && write(&self.instance.join("tracing_on"), "1").is_ok()
+        {
+            self.trigger.armed.store(true, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        self.trigger.armed.store(false, Ordering::Release);
+        let _ = write(&self.instance.join("tracing_on"), "0");
+        // SAFETY: our descriptor; the measuring threads that could write to it have been joined.
+        unsafe { libc::close(self.trigger.tracing_on) };
+        for ev in EVENTS {
+            let _ = write(&self.instance.join("events").join(ev).join("enable"), "0");
+        }
+        let _ = std::fs::remove_dir(&self.instance);
+        if let Some(dir) = &self.mounted_by_us {
+            if let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) {
+                // SAFETY: unmounting what we mounted.
+                unsafe { libc::umount(c.as_ptr()) };
+            }
+        }
+    }
+}
+
+/// One trace line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub task: String,
+    pub cpu: usize,
+    pub ts_ns: u64,
+    pub name: String,
+    pub detail: String,
+}
+
+/// Reads the default text format: `task-pid [cpu] flags secs.frac: event: details`.
+pub fn parse(text: &str) -> Vec<Event> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let Some(open) = line.find("] ") else {
+            continue;
+        };
+        let Some(lb) = line[..open].rfind('[') else {
+            continue;
+        };
+        let Ok(cpu) = line[lb + 1..open].trim().parse::<usize>() else {
+            continue;
+        };
+        let task = line[..lb].trim().to_string();
+        let rest = &line[open + 2..];
+        // Skip the flags column (absent on some kernels): the timestamp is the first token with a
+        // dot followed by a colon.
+        let mut parts = rest.splitn(2, ": ");
+        let (Some(head), Some(tail)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let Some(ts) = head.split_whitespace().last() else {
+            continue;
+        };
+        let Some((secs, frac)) = ts.split_once('.') else {
+            continue;
+        };
+        let (Ok(s), Ok(f)) = (secs.parse::<u64>(), frac.parse::<u64>()) else {
+            continue;
+        };
+        let ts_ns = s * 1_000_000_000 + f * 10u64.pow(9u32.saturating_sub(frac.len() as u32));
+        let (name, detail) = tail.split_once(": ").unwrap_or((tail, ""));
+        out.push(Event {
+            task,
+            cpu,
+            ts_ns,
+            name: name.trim().to_string(),
+            detail: detail.trim().to_string(),
+        });
+    }
+    out
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Episode {
+    pub cpu: usize,
+    pub class: &'static str,
+    pub path: &'static str,
+    pub lateness_ns: u64,
+    /// Time each task ran on the CPU between the deadline and the wake, longest first.
+    pub ran: Vec<(String, u64)>,
+    pub irqs: Vec<(String, u64, u64)>,
+    pub softirqs: Vec<(String, u64, u64)>,
+    pub hrtimers: Vec<(String, u64)>,
+    pub work: Vec<(String, u64)>,
+    /// Longest stretch with no event on the CPU inside the window.
+    pub longest_gap_ns: u64,
+    pub verdict: String,
+    pub events: usize,
+    /// The episode as the table prints it.
+    pub summary: String,
+}
+
+fn field<'a>(detail: &'a str, key: &str) -> Option<&'a str> {
+    detail
+        .split_whitespace()
+        .map(|t| t.trim_matches(|c| c == '[' || c == ']'))
+        .find_map(|t| t.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+}
+
+/// What the CPU did from the deadline to the wake.
+pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
+    let (from, to) = (mark.reference_ns, mark.wake_ns);
+    let on_cpu: Vec<&Event> = events.iter().filter(|e| e.cpu == mark.cpu).collect();
+    // Who was running at the deadline: the last switch before it.
+    let mut current = on_cpu
+        .iter()
+        .rfind(|e| e.ts_ns <= from && e.name == "sched_switch")
+        .and_then(|e| field(&e.detail, "next_comm").map(str::to_string))
+        .unwrap_or_else(|| "(unknown)".into());
+    let mut since = from;
+    let mut ran: BTreeMap<String, u64> = BTreeMap::new();
+    let mut irqs: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut softirqs: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut hrtimers: BTreeMap<String, u64> = BTreeMap::new();
+    let mut work: BTreeMap<String, u64> = BTreeMap::new();
+    let mut open_irq: Option<(String, u64)> = None;
+    let mut open_soft: Option<(String, u64)> = None;
+    let mut last = from;
+    let mut gap = 0;
+    let mut gap_task = current.clone();
+    let mut count = 0;
+    for e in on_cpu.iter().filter(|e| e.ts_ns > from && e.ts_ns <= to) {
+        count += 1;
+        if e.ts_ns - last > gap {
+            gap = e.ts_ns - last;
+            gap_task = current.clone();
+        }
+        last = e.ts_ns;
+        match e.name.as_str() {
+            "sched_switch" => {
+                *ran.entry(current.clone()).or_default() += e.ts_ns - since;
+                since = e.ts_ns;
+                current = field(&e.detail, "next_comm").unwrap_or("?").to_string();
+            }
+            "irq_handler_entry" => {
+                let name = field(&e.detail, "name").unwrap_or("?");
+                let irq = field(&e.detail, "irq").unwrap_or("?");
+                open_irq = Some((format!("irq {irq} {name}"), e.ts_ns));
+            }
+            "irq_handler_exit" => {
+                if let Some((n, t)) = open_irq.take() {
+                    let s = irqs.entry(n).or_default();
+                    s.0 += 1;
+                    s.1 += e.ts_ns - t;
+                }
+            }
+            "softirq_entry" => {
+                let action = field(&e.detail, "action").unwrap_or("?");
+                open_soft = Some((
+                    action.trim_matches(|c| c == '[' || c == ']').to_string(),
+                    e.ts_ns,
+                ));
+            }
+            "softirq_exit" => {
+                if let Some((n, t)) = open_soft.take() {
+                    let s = softirqs.entry(n).or_default();
+                    s.0 += 1;
+                    s.1 += e.ts_ns - t;
+                }
+            }
+            "hrtimer_expire_entry" => {
+                *hrtimers
+                    .entry(field(&e.detail, "function").unwrap_or("?").to_string())
+                    .or_default() += 1;
+            }
+            "workqueue_execute_start" => {
+                // `work struct 0x...: function name`
+                let f = e.detail.rsplit_once("function ").map(|(_, f)| f.trim());
+                *work.entry(f.unwrap_or("?").to_string()).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    if to.saturating_sub(last) > gap {
+        gap = to - last;
+        gap_task = current.clone();
+    }
+    *ran.entry(current).or_default() += to.saturating_sub(since);
+    let mut ran: Vec<(String, u64)> = ran.into_iter().filter(|(_, t)| *t > 0).collect();
+    ran.sort_by_key(|r| std::cmp::Reverse(r.1));
+    let lateness = to.saturating_sub(from);
+    // A CPU that was idle (or whose state is unknown) and saw no event at all for most of the
+    // window, not even the timer that should have woken the thread, was not running this guest.
+    let idle_gap = gap_task.starts_with("swapper") || gap_task == "(unknown)";
+    let verdict = if idle_gap && gap * 2 >= lateness {
+        format!(
+            "no event on CPU {} for {:.0} us of the {:.0} us: the CPU was probably not running this guest (hypervisor)",
+            mark.cpu,
+            gap as f64 / 1e3,
+            lateness as f64 / 1e3
+        )
+    } else if let Some((task, t)) = ran.first().filter(|(t, _)| !t.starts_with("swapper")) {
+        format!(
+            "{task} ran for {:.0} us of the {:.0} us",
+            *t as f64 / 1e3,
+            lateness as f64 / 1e3
+        )
+    } else {
+        "the CPU was idle or in interrupts; see the lists".to_string()
+    };
+    let mut e = Episode {
+        cpu: mark.cpu,
+        class: mark.class,
+        path: mark.path,
+        lateness_ns: lateness,
+        ran,
+        irqs: irqs.into_iter().map(|(k, (n, t))| (k, n, t)).collect(),
+        softirqs: softirqs.into_iter().map(|(k, (n, t))| (k, n, t)).collect(),
+        hrtimers: hrtimers.into_iter().collect(),
+        work: work.into_iter().collect(),
+        longest_gap_ns: gap,
+        verdict,
+        events: count,
+        summary: String::new(),
+    };
+    e.summary = render(&e);
+    e
+}
+
+/// The episode as the table prints it.
+pub fn render(e: &Episode) -> String {
+    let mut s = format!(
+        "  {}/{} cpu{}: {:.0} us late, {} events. {}\n",
+        e.class,
+        e.path,
+        e.cpu,
+        e.lateness_ns as f64 / 1e3,
+        e.events,
+        e.verdict
+    );
+    if !e.ran.is_empty() {
+        let ran: Vec<String> = e
+            .ran
+            .iter()
+            .take(5)
+            .map(|(t, ns)| format!("{t} {:.0} us", *ns as f64 / 1e3))
+            .collect();
+        s.push_str(&format!("    ran: {}\n", ran.join(", ")));
+    }
+    for (label, list) in [("irqs", &e.irqs), ("softirqs", &e.softirqs)] {
+        if !list.is_empty() {
+            let v: Vec<String> = list
+                .iter()
+                .map(|(n, c, ns)| format!("{n} x{c} {:.1} us", *ns as f64 / 1e3))
+                .collect();
+            s.push_str(&format!("    {label}: {}\n", v.join(", ")));
+        }
+    }
+    if !e.hrtimers.is_empty() {
+        let v: Vec<String> = e
+            .hrtimers
+            .iter()
+            .map(|(n, c)| format!("{n} x{c}"))
+            .collect();
+        s.push_str(&format!("    hrtimers: {}\n", v.join(", ")));
+    }
+    if !e.work.is_empty() {
+        let v: Vec<String> = e.work.iter().map(|(n, c)| format!("{n} x{c}")).collect();
+        s.push_str(&format!("    work: {}\n", v.join(", ")));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "\
+# tracer: nop
+#
+           <...>-100     [001] d..2.   10.000000: sched_switch: prev_comm=lat prev_pid=100 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+          <idle>-0       [001] d.h1.   10.000900: irq_handler_entry: irq=11 name=virtio0
+          <idle>-0       [001] d.h1.   10.000920: irq_handler_exit: irq=11 ret=handled
+          <idle>-0       [001] ..s1.   10.000930: softirq_entry: vec=3 [action=NET_RX]
+          <idle>-0       [001] ..s1.   10.000960: softirq_exit: vec=3 [action=NET_RX]
+          <idle>-0       [001] d..2.   10.000970: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hog next_pid=200 next_prio=120
+             hog-200     [001] d.h1.   10.002000: hrtimer_expire_entry: hrtimer=0000 function=hrtimer_wakeup now=1
+             hog-200     [001] ....1   10.002100: workqueue_execute_start: work struct 00000000deadbeef: function vmstat_update
+             hog-200     [000] d..2.   10.002500: sched_switch: prev_comm=x prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=y next_pid=2 next_prio=120
+             hog-200     [001] d..2.   10.004970: sched_switch: prev_comm=hog prev_pid=200 prev_prio=120 prev_state=R ==> next_comm=lat next_pid=100 next_prio=120
+             lat-100     [001] d..2.   10.005000: sched_switch: prev_comm=lat prev_pid=100 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+";
+
+    #[test]
+    fn parses_the_text_format() {
+        let ev = parse(TRACE);
+        assert_eq!(ev.len(), 11);
+        assert_eq!(ev[0].cpu, 1);
+        assert_eq!(ev[0].ts_ns, 10_000_000_000);
+        assert_eq!(ev[1].name, "irq_handler_entry");
+        assert_eq!(ev[1].ts_ns, 10_000_900_000);
+        assert_eq!(field(&ev[1].detail, "name"), Some("virtio0"));
+    }
+
+    #[test]
+    fn names_the_task_that_held_the_cpu() {
+        let mark = Mark {
+            cpu: 1,
+            class: "normal",
+            path: "timer",
+            reference_ns: 10_000_500_000,
+            wake_ns: 10_005_000_000,
+        };
+        let e = summarise(&mark, &parse(TRACE));
+        assert_eq!(e.lateness_ns, 4_500_000);
+        assert_eq!(e.ran[0], ("hog".to_string(), 4_000_000));
+        assert_eq!(e.ran[1].0, "swapper/1");
+        assert_eq!(e.irqs, vec![("irq 11 virtio0".to_string(), 1, 20_000)]);
+        assert_eq!(e.softirqs, vec![("NET_RX".to_string(), 1, 30_000)]);
+        assert_eq!(e.hrtimers, vec![("hrtimer_wakeup".to_string(), 1)]);
+        assert_eq!(e.work, vec![("vmstat_update".to_string(), 1)]);
+        assert!(
+            e.verdict.starts_with("hog ran for 4000 us"),
+            "{}",
+            e.verdict
+        );
+        assert!(render(&e).contains("irq 11 virtio0"));
+    }
+
+    #[test]
+    fn an_empty_window_is_named_as_hypervisor_time() {
+        let mark = Mark {
+            cpu: 1,
+            class: "high",
+            path: "timer",
+            reference_ns: 10_005_500_000,
+            wake_ns: 10_008_500_000,
+        };
+        let e = summarise(&mark, &parse(TRACE));
+        assert_eq!(e.events, 0);
+        assert!(e.verdict.contains("hypervisor"), "{}", e.verdict);
+    }
+}
