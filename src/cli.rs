@@ -104,14 +104,8 @@ pub struct LatencyArgs {
     /// Exit with code 5 when any wake (missed periods included) is later than this, e.g. 500us
     #[arg(long, value_name = "LATENCY")]
     pub fail_over: Option<String>,
-    /// Label the run (repeatable), e.g. --tag load=server
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    pub tags: Vec<String>,
-    /// Print the results without keeping them in the store
-    #[arg(long)]
-    pub no_store: bool,
     #[command(flatten)]
-    pub store: StoreArg,
+    pub keep: KeepArgs,
     #[command(flatten)]
     pub output: JsonArg,
 }
@@ -288,14 +282,8 @@ pub struct RunArgs {
     /// Do not open perf_event counters (time and interference only)
     #[arg(long)]
     pub no_counters: bool,
-    /// Label the run (repeatable), e.g. --tag kernel=6.6-patched
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    pub tags: Vec<String>,
-    /// Print the results without keeping them in the store
-    #[arg(long)]
-    pub no_store: bool,
     #[command(flatten)]
-    pub store: StoreArg,
+    pub keep: KeepArgs,
     #[command(flatten)]
     pub output: JsonArg,
 }

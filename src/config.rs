@@ -243,11 +243,11 @@ impl RunConfig {
             scratch_parent,
             counters: !args.no_counters,
             fifo: args.fifo,
-            tags: parse_tags(&args.tags)?,
-            store: if args.no_store {
+            tags: parse_tags(&args.keep.tags)?,
+            store: if args.keep.no_store {
                 None
             } else {
-                Some(Location::resolve(args.store.store.as_deref())?)
+                Some(Location::resolve(args.keep.store.store.as_deref())?)
             },
             json: args.output.json,
         })

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{TestEnv, FAST};
-use osmeter::results::model::{Measurement, Params, Run, RunOptions, Status, Unit, RUN_SCHEMA};
+use osmeter::results::model::{Measurement, Params, Run, Status, Unit};
 use osmeter::results::store::{sqlite::SqliteStore, Store};
 use predicates::prelude::*;
 
@@ -26,23 +26,18 @@ fn synthetic(id: &str, null_ns: f64, tag: &str, kernel: &str) -> Run {
         m
     };
     Run {
-        schema: RUN_SCHEMA.into(),
-        id: id.into(),
-        started_at: format!("2026-11-0{}T00:00:00Z", id.len() % 9 + 1),
-        finished_at: None,
         tool_version: "test".into(),
         suite: Some("quick".into()),
-        options: RunOptions::default(),
         tags: [("side".to_string(), tag.to_string())].into(),
         fingerprint: serde_json::json!({ "hostname": "h", "kernel_release": kernel }),
-        counters_unavailable: Default::default(),
-        overhead: None,
         measurements: vec![
             figure("cpu.reference", 1000.0),
             figure("syscall.null", null_ns),
         ],
-        interrupted: false,
-        sections: Default::default(),
+        ..Run::new(
+            id.into(),
+            format!("2026-11-0{}T00:00:00Z", id.len() % 9 + 1),
+        )
     }
 }
 

@@ -7,7 +7,7 @@ mod common;
 mod pg;
 
 use common::TestEnv;
-use osmeter::results::model::{Measurement, Params, Run, RunOptions, Status, Summary, Unit};
+use osmeter::results::model::{Measurement, Params, Run, Status, Summary, Unit};
 use osmeter::results::store::postgres::PostgresStore;
 use osmeter::results::store::{self, Location, RunFilter, Store};
 use predicates::prelude::*;
@@ -52,22 +52,15 @@ fn run(id: &str, started: &str, host: &str, tags: &[(&str, &str)]) -> Run {
         .insert("size".into(), serde_json::json!(65536));
     Run {
         schema: osmeter::results::model::RUN_SCHEMA.into(),
-        id: id.into(),
-        started_at: started.into(),
-        finished_at: None,
         tool_version: "0.0.0-test".into(),
         suite: Some("quick".into()),
-        options: RunOptions::default(),
         tags: tags
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         fingerprint: serde_json::json!({ "hostname": host }),
-        counters_unavailable: BTreeMap::new(),
-        overhead: None,
         measurements: vec![m, skipped],
-        interrupted: false,
-        sections: Default::default(),
+        ..Run::new(id.into(), started.into())
     }
 }
 

@@ -7,7 +7,7 @@ mod common;
 
 use common::{which, TestEnv, FAST};
 use osmeter::harness::stats::summarize;
-use osmeter::results::model::{Measurement, Params, Run, RunOptions, Status, Unit, RUN_SCHEMA};
+use osmeter::results::model::{Measurement, Params, Run, RunOptions, Status, Unit};
 use osmeter::results::store::{sqlite::SqliteStore, Store};
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
@@ -176,9 +176,6 @@ fn synthetic(id: &str, slow: f64, hardware: bool, tags: &[(&str, &str)]) -> Run 
         }
     }
     Run {
-        schema: RUN_SCHEMA.into(),
-        id: id.into(),
-        started_at: "2026-11-20T10:00:00Z".into(),
         finished_at: Some("2026-11-20T10:01:00Z".into()),
         tool_version: "test".into(),
         suite: Some("quick".into()),
@@ -204,10 +201,8 @@ fn synthetic(id: &str, slow: f64, hardware: bool, tags: &[(&str, &str)]) -> Run 
             "notes": [],
         }),
         counters_unavailable,
-        overhead: None,
         measurements: ms,
-        interrupted: false,
-        sections: Default::default(),
+        ..Run::new(id.into(), "2026-11-20T10:00:00Z".into())
     }
 }
 

@@ -10,7 +10,7 @@ use crate::latency::report::{self, LATENCY_SCHEMA};
 use crate::latency::threads::{self, Class, Path, Plan, StreamSpec};
 use crate::meter::placement;
 use crate::results::fingerprint;
-use crate::results::model::{Run, RunOptions, RUN_SCHEMA};
+use crate::results::model::{Run, RunOptions};
 use crate::results::store::Location;
 use crate::usage;
 use anyhow::{Context, Result};
@@ -202,11 +202,11 @@ impl Drop for RtTimeLimit {
 
 pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let config = LatencyConfig::from_args(args)?;
-    let tags = parse_tags(&args.tags)?;
-    let store = if args.no_store {
+    let tags = parse_tags(&args.keep.tags)?;
+    let store = if args.keep.no_store {
         None
     } else {
-        Some(Location::resolve(args.store.store.as_deref())?)
+        Some(Location::resolve(args.keep.store.store.as_deref())?)
     };
     interrupt::install();
 
@@ -379,9 +379,6 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let mut sections = std::collections::BTreeMap::new();
     sections.insert("latency".to_string(), doc.clone());
     let run = Run {
-        schema: RUN_SCHEMA.to_string(),
-        id: super::run::new_run_id(),
-        started_at,
         finished_at: Some(super::run::now_rfc3339()),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         suite: Some("latency".to_string()),
@@ -392,11 +389,9 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         },
         tags,
         fingerprint,
-        counters_unavailable: Default::default(),
-        overhead: None,
-        measurements: Vec::new(),
         interrupted,
         sections,
+        ..Run::new(super::run::new_run_id(), started_at)
     };
     if args.output.json {
         super::emit_json(&run)?;

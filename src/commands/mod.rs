@@ -66,26 +66,18 @@ pub fn keep_section(
     started_at: String,
     interrupted: bool,
 ) -> Result<Option<String>> {
-    use crate::results::model::{Run, RunOptions, RUN_SCHEMA};
+    use crate::results::model::Run;
     if keep.no_store {
         return Ok(None);
     }
     let location = crate::results::store::Location::resolve(keep.store.store.as_deref())?;
     let run = Run {
-        schema: RUN_SCHEMA.to_string(),
-        id: run::new_run_id(),
-        started_at,
         finished_at: Some(run::now_rfc3339()),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        suite: None,
-        options: RunOptions::default(),
         tags: crate::config::parse_tags(&keep.tags)?,
         fingerprint: crate::results::fingerprint::collect(None),
-        counters_unavailable: Default::default(),
-        overhead: None,
-        measurements: Vec::new(),
         interrupted,
         sections: [(kind.to_string(), doc)].into(),
+        ..Run::new(run::new_run_id(), started_at)
     };
     let saved = crate::results::store::save_with_fallback(&location, &run)?;
     eprintln!("osmeter: {kind} result {} saved to {}", run.id, saved.store);

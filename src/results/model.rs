@@ -39,6 +39,26 @@ pub struct Run {
 }
 
 impl Run {
+    /// An empty run of this osmeter version, to be filled in.
+    pub fn new(id: String, started_at: String) -> Run {
+        Run {
+            schema: RUN_SCHEMA.to_string(),
+            id,
+            started_at,
+            finished_at: None,
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            suite: None,
+            options: RunOptions::default(),
+            tags: BTreeMap::new(),
+            fingerprint: serde_json::Value::Null,
+            counters_unavailable: BTreeMap::new(),
+            overhead: None,
+            measurements: Vec::new(),
+            interrupted: false,
+            sections: BTreeMap::new(),
+        }
+    }
+
     /// What produced the run: "run" for microbenchmarks, else the name of its first section.
     pub fn kind(&self) -> &str {
         if !self.measurements.is_empty() {
@@ -266,20 +286,8 @@ pub mod tests {
 
     pub fn empty_run() -> Run {
         Run {
-            schema: RUN_SCHEMA.into(),
-            id: "test".into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-            finished_at: None,
             tool_version: "0".into(),
-            suite: None,
-            options: RunOptions::default(),
-            tags: BTreeMap::new(),
-            fingerprint: serde_json::Value::Null,
-            counters_unavailable: BTreeMap::new(),
-            overhead: None,
-            measurements: Vec::new(),
-            interrupted: false,
-            sections: BTreeMap::new(),
+            ..Run::new("test".into(), "2026-01-01T00:00:00Z".into())
         }
     }
 
