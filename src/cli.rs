@@ -276,6 +276,10 @@ pub struct RunArgs {
     /// Directory for scratch files (a fresh subdirectory is made and removed) [default: the system temporary directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Override a parameter of the selected probes, e.g. --set rcvbuf=65536 or --set placement=cross
+    /// (repeatable; probes without that parameter are unchanged)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
     /// Run the measuring thread at this SCHED_FIFO priority (1-98; needs root or CAP_SYS_NICE)
     #[arg(long, value_name = "PRIO")]
     pub fifo: Option<i32>,

@@ -5,6 +5,7 @@ use crate::cli::RunArgs;
 use crate::harness::HarnessConfig;
 use crate::meter::placement;
 use crate::probes::{self, ProbeDef, Scale};
+use crate::results::model::Params;
 use crate::results::store::Location;
 use crate::usage;
 use anyhow::Result;
@@ -12,10 +13,68 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// One probe to run, at a scale.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Selected {
     pub probe: &'static ProbeDef,
     pub scale: Scale,
+    /// The parameter points to measure: the probe's own at this scale, with `--set` applied.
+    pub variants: Vec<Params>,
+}
+
+/// `--set key=value`: a number, `true`/`false`, or text.
+pub fn parse_set(raw: &str) -> Result<(String, serde_json::Value)> {
+    let (k, v) = raw
+        .split_once('=')
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| usage!("--set {raw:?}: expected KEY=VALUE, e.g. --set rcvbuf=65536"))?;
+    let value = if let Ok(n) = v.parse::<u64>() {
+        serde_json::json!(n)
+    } else if let Ok(b) = v.parse::<bool>() {
+        serde_json::json!(b)
+    } else {
+        serde_json::json!(v)
+    };
+    Ok((k.to_string(), value))
+}
+
+/// Applies `--set` overrides: every variant that has the key gets the value (duplicates collapse);
+/// a probe that has none of the keys keeps its variants. A key that no selected probe has is an error.
+pub fn apply_sets(selected: &mut [Selected], sets: &[(String, serde_json::Value)]) -> Result<()> {
+    for (key, value) in sets {
+        let mut used = false;
+        for sel in selected.iter_mut() {
+            if !sel.variants.iter().any(|v| v.contains_key(key)) {
+                continue;
+            }
+            used = true;
+            let mut out: Vec<Params> = Vec::new();
+            for mut v in sel.variants.drain(..) {
+                v.insert(key.clone(), value.clone());
+                if !out.contains(&v) {
+                    out.push(v);
+                }
+            }
+            sel.variants = out;
+        }
+        if !used {
+            let mut keys: Vec<&String> = selected
+                .iter()
+                .flat_map(|s| s.variants.iter().flat_map(|v| v.keys()))
+                .collect();
+            keys.sort();
+            keys.dedup();
+            let keys: Vec<&str> = keys.into_iter().map(String::as_str).collect();
+            return Err(usage!(
+                "--set {key}: no selected probe has a parameter {key:?} (their parameters: {})",
+                if keys.is_empty() {
+                    "none".to_string()
+                } else {
+                    keys.join(", ")
+                }
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub struct RunConfig {
@@ -141,7 +200,11 @@ pub fn select(targets: &[String]) -> Result<(Vec<Selected>, Option<String>)> {
     let mut out: Vec<Selected> = Vec::new();
     let mut push = |probe: &'static ProbeDef, scale: Scale| {
         if !out.iter().any(|s| s.probe.id == probe.id) {
-            out.push(Selected { probe, scale });
+            out.push(Selected {
+                probe,
+                scale,
+                variants: (probe.variants)(scale),
+            });
         }
     };
     for t in &targets {
@@ -205,7 +268,13 @@ pub fn check_scratch_parent(dir: &Path) -> Result<()> {
 
 impl RunConfig {
     pub fn from_args(args: &RunArgs) -> Result<RunConfig> {
-        let (selected, suite) = select(&args.targets)?;
+        let (mut selected, suite) = select(&args.targets)?;
+        let sets = args
+            .sets
+            .iter()
+            .map(|s| parse_set(s))
+            .collect::<Result<Vec<_>>>()?;
+        apply_sets(&mut selected, &sets)?;
         let quick = selected.iter().all(|s| s.scale == Scale::Quick);
         let samples = args.repeat.unwrap_or(if quick { 7 } else { 11 });
         if samples == 0 {
@@ -282,6 +351,41 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(err.contains("syscall.null"), "{err}");
+    }
+
+    #[test]
+    fn set_overrides_the_parameter_where_it_exists() {
+        let (mut sel, _) = select(&["net.tcp_bandwidth".into(), "syscall.null".into()]).unwrap();
+        apply_sets(&mut sel, &[parse_set("rcvbuf=65536").unwrap()]).unwrap();
+        let bw = &sel[0];
+        assert!(!bw.variants.is_empty());
+        assert!(bw
+            .variants
+            .iter()
+            .all(|v| v["rcvbuf"] == serde_json::json!(65536)));
+        // The 24 KB and default variants of each placement collapse into one per placement.
+        assert_eq!(
+            bw.variants.len(),
+            (bw.probe.variants)(Scale::Full).len() / 2
+        );
+        assert_eq!(
+            sel[1].variants.len(),
+            1,
+            "syscall.null has no rcvbuf and keeps its variant"
+        );
+        let err = apply_sets(&mut sel, &[parse_set("nope=1").unwrap()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("no selected probe has a parameter \"nope\"") && err.contains("rcvbuf"),
+            "{err}"
+        );
+        assert!(parse_set("=3").is_err() && parse_set("x").is_err());
+        assert_eq!(parse_set("fsync=true").unwrap().1, serde_json::json!(true));
+        assert_eq!(
+            parse_set("placement=cross").unwrap().1,
+            serde_json::json!("cross")
+        );
     }
 
     #[test]

@@ -357,3 +357,39 @@ fn ctrl_c_during_two_party_probes_leaves_no_partner_behind() {
         entries(dir.path())
     );
 }
+
+#[test]
+fn set_overrides_a_parameter_and_rejects_unknown_keys() {
+    let env = TestEnv::new();
+    let out = env
+        .osmeter()
+        .args([
+            "run",
+            "select.poll",
+            "--set",
+            "fds=100",
+            "--set",
+            "ready=true",
+            "--json",
+        ])
+        .args(FAST)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ms = doc["measurements"].as_array().unwrap();
+    assert_eq!(ms.len(), 1);
+    assert_eq!(ms[0]["params"]["fds"], 100);
+    assert_eq!(ms[0]["params"]["ready"], true);
+    osmeter()
+        .args(["run", "syscall.null", "--set", "size=1"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "no selected probe has a parameter \"size\"",
+        ));
+}

@@ -91,11 +91,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         cpu: config.cpu,
         scale: crate::probes::Scale::Quick,
     };
-    let total: usize = config
-        .selected
-        .iter()
-        .map(|s| (s.probe.variants)(s.scale).len())
-        .sum();
+    let total: usize = config.selected.iter().map(|s| s.variants.len()).sum();
     let mut measurements = Vec::with_capacity(total);
     let mut interrupted = false;
     'probes: for sel in &config.selected {
@@ -103,7 +99,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             scale: sel.scale,
             ..env
         };
-        for params in (sel.probe.variants)(sel.scale) {
+        for params in sel.variants.iter().cloned() {
             if interrupt::requested() {
                 interrupted = true;
                 break 'probes;
