@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod harness;
 pub mod interrupt;
+pub mod memsim;
 pub mod meter;
 pub mod probes;
 pub mod results;

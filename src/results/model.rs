@@ -44,7 +44,11 @@ impl Run {
         if !self.measurements.is_empty() {
             return "run";
         }
-        self.sections.keys().next().map(String::as_str).unwrap_or("run")
+        self.sections
+            .keys()
+            .next()
+            .map(String::as_str)
+            .unwrap_or("run")
     }
 }
 

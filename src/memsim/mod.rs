@@ -1,0 +1,7 @@
+//! Memory-system simulation: reference traces in, stall cycles by user/system and component out.
+//!
+//! `trace` reads and writes reference traces; `cache`, `tlb`, `wbuf` and `mapping` are the models;
+//! `machine` puts them together with a cost model; `config` names presets and parses geometry;
+//! `sweep` runs several machines over one read of a trace; `report` renders the results.
+
+pub mod trace;
