@@ -4,4 +4,5 @@
 //! `machine` puts them together with a cost model; `config` names presets and parses geometry;
 //! `sweep` runs several machines over one read of a trace; `report` renders the results.
 
+pub mod cache;
 pub mod trace;
