@@ -5,6 +5,7 @@
 //! `sweep` runs several machines over one read of a trace; `report` renders the results.
 
 pub mod cache;
+pub mod machine;
 pub mod mapping;
 pub mod tlb;
 pub mod trace;
