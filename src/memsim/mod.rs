@@ -5,8 +5,10 @@
 //! `sweep` runs several machines over one read of a trace; `report` renders the results.
 
 pub mod cache;
+pub mod config;
 pub mod machine;
 pub mod mapping;
+pub mod sweep;
 pub mod tlb;
 pub mod trace;
 pub mod wbuf;
