@@ -8,6 +8,7 @@ pub mod cache;
 pub mod config;
 pub mod machine;
 pub mod mapping;
+pub mod report;
 pub mod sweep;
 pub mod tlb;
 pub mod trace;
