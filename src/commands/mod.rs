@@ -4,9 +4,11 @@ pub mod compare;
 pub mod export;
 pub mod info;
 pub mod list;
+pub mod memsim;
 pub mod run;
 pub mod stat;
 pub mod stored;
+pub mod trace;
 
 use crate::cli::{Cli, Command};
 use anyhow::Result;
@@ -23,6 +25,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Rm(args) => stored::rm(&args),
         Command::Compare(args) => compare::compare(&args),
         Command::Export(args) => export::export(&args),
+        Command::Trace(args) => trace::trace(&args),
+        Command::Memsim(args) => memsim::memsim(&args),
     }
 }
 

@@ -272,7 +272,7 @@ impl Machine {
         } else {
             if let Some(t) = &mut self.tlb {
                 self.stats.mode[m].tlb_refs += 1;
-                if !t.access(r.asid, r.vaddr, kernel) {
+                if !t.access_stream(r.asid, r.vaddr, kernel, usize::from(r.kind != Kind::Instr)) {
                     self.stats.mode[m].tlb_misses += 1;
                     let c = self.cfg.tlb.as_ref().map_or(0, |c| {
                         if kernel {
@@ -288,7 +288,8 @@ impl Machine {
                 Some(p) => p,
                 None if self.needs_paddr => {
                     let space = if kernel { u32::MAX } else { r.asid };
-                    self.mapper.translate(space, r.vaddr)
+                    self.mapper
+                        .translate_stream(space, r.vaddr, usize::from(r.kind != Kind::Instr))
                 }
                 None => r.vaddr,
             }

@@ -30,8 +30,8 @@ pub struct Mapper {
     page_shift: u32,
     table: FastMap<u64, u64>,
     next: Vec<u64>,
-    /// One-entry memo: consecutive references mostly stay on a page.
-    memo: (u64, u64),
+    /// Last (key, frame) of the instruction and data streams: references mostly stay on a page.
+    memo: [(u64, u64); 2],
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -53,7 +53,7 @@ impl Mapper {
             page_shift: page_size.trailing_zeros(),
             table: FastMap::default(),
             next: vec![0; colours],
-            memo: (u64::MAX, 0),
+            memo: [(u64::MAX, 0); 2],
         }
     }
 
@@ -107,13 +107,19 @@ impl Mapper {
 
     #[inline]
     pub fn translate(&mut self, asid: u32, vaddr: u64) -> u64 {
+        self.translate_stream(asid, vaddr, 1)
+    }
+
+    /// As `translate`, remembering the last page of stream 0 (instructions) or 1 (data).
+    #[inline]
+    pub fn translate_stream(&mut self, asid: u32, vaddr: u64, stream: usize) -> u64 {
         let vpn = vaddr >> self.page_shift;
         let key = Self::key(asid, vpn);
-        let frame = if self.memo.0 == key {
-            self.memo.1
+        let frame = if self.memo[stream].0 == key {
+            self.memo[stream].1
         } else {
             let f = self.frame(asid, vpn);
-            self.memo = (key, f);
+            self.memo[stream] = (key, f);
             f
         };
         frame << self.page_shift | (vaddr & ((1 << self.page_shift) - 1))

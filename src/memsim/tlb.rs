@@ -60,6 +60,11 @@ pub struct Tlb {
     main: Store,
     kernel: Option<Store>,
     page_shift: u32,
+    /// Last key seen by the instruction and the data stream, plus one (0: none). Without LRU
+    /// order to maintain, a hit changes no state, so a key known present needs no search; any
+    /// insertion may evict, so it clears both.
+    memo: [u64; 2],
+    memo_ok: bool,
 }
 
 impl Tlb {
@@ -77,12 +82,20 @@ impl Tlb {
             main: Store::new(u64::from(shared), cfg.assoc, cfg.replacement, cfg.seed),
             kernel,
             page_shift: cfg.page_size.trailing_zeros(),
+            memo: [0; 2],
+            memo_ok: cfg.replacement != Replacement::Lru,
         }
     }
 
     /// Looks up and on a miss loads the translation; true on a hit.
     #[inline]
     pub fn access(&mut self, asid: u32, vaddr: u64, kernel: bool) -> bool {
+        self.access_stream(asid, vaddr, kernel, 1)
+    }
+
+    /// As `access`, for stream 0 (instructions) or 1 (data).
+    #[inline]
+    pub fn access_stream(&mut self, asid: u32, vaddr: u64, kernel: bool, stream: usize) -> bool {
         let vpn = vaddr >> self.page_shift;
         let tag = if kernel {
             KERNEL_ASID
@@ -91,15 +104,20 @@ impl Tlb {
         };
         // Page bits low so that the set index is the page number, as in hardware.
         let key = (vpn & ((1 << 52) - 1)) | tag << 52;
+        if self.memo_ok && self.memo[stream] == key.wrapping_add(1) {
+            return true;
+        }
         let store = match (&mut self.kernel, kernel) {
             (Some(k), true) => k,
             _ => &mut self.main,
         };
-        if store.touch(key, false) {
-            return true;
+        let hit = store.touch(key, false);
+        if !hit {
+            store.insert(key, false);
+            self.memo = [0; 2];
         }
-        store.insert(key, false);
-        false
+        self.memo[stream] = key.wrapping_add(1);
+        hit
     }
 }
 
@@ -151,6 +169,27 @@ mod tests {
         assert!(t.access(1, 0x1fff, false));
         assert!(!t.access(1, 0xc000_0000, true));
         assert!(t.access(2, 0xc000_0000, true));
+    }
+
+    #[test]
+    fn memo_agrees_with_searching() {
+        use crate::memsim::trace::synth::Rng;
+        let mut c = cfg(16, 2);
+        c.replacement = Replacement::Random;
+        let mut a = Tlb::new(&c);
+        let mut b = Tlb::new(&c);
+        b.memo_ok = false;
+        let mut rng = Rng::new(4);
+        for _ in 0..20_000 {
+            let page = rng.below(40);
+            let kernel = page >= 36;
+            let stream = rng.below(2) as usize;
+            let addr = page << 12;
+            assert_eq!(
+                a.access_stream(1, addr, kernel, stream),
+                b.access_stream(1, addr, kernel, stream)
+            );
+        }
     }
 
     #[test]
