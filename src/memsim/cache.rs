@@ -391,6 +391,9 @@ pub struct Level {
     shadow: Option<(FullLru, FastMap<u64, ()>)>,
     /// Miss classes of the last miss (valid when 3C is on).
     pub last_class: Class,
+    /// The line of this level's previous access, when it is present: a read of it again is a hit
+    /// that changes no state (it is already most recent here and in the shadow).
+    last: u64,
 }
 
 impl Level {
@@ -402,6 +405,7 @@ impl Level {
             fetch_lines: u64::from(cfg.fetch_bytes() / cfg.line),
             shadow: three_c.then(|| (FullLru::new(lines as usize), FastMap::default())),
             last_class: Class::Compulsory,
+            last: EMPTY,
             cfg: cfg.clone(),
         }
     }
@@ -420,6 +424,9 @@ impl Level {
         whole_line: bool,
         evicted: &mut impl FnMut(u64),
     ) -> Outcome {
+        if line == self.last && !write {
+            return Outcome::Hit;
+        }
         let mark = write && self.cfg.write_back;
         let hit = self.store.touch(line, mark);
         let shadow_hit = match &mut self.shadow {
