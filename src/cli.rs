@@ -44,6 +44,11 @@ pub enum Command {
     Report(ReportArgs),
     /// Wakeup latency of periodic threads per priority class and wake path, under load
     Latency(LatencyArgs),
+    /// Capture a memory-reference trace of a command (valgrind lackey), or convert, inspect or
+    /// synthesise traces
+    Trace(TraceArgs),
+    /// Simulate memory systems (caches, write buffer, TLB) on a reference trace
+    Memsim(MemsimArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -104,6 +109,101 @@ pub struct LatencyArgs {
     /// Exit with code 5 when any wake (missed periods included) is later than this, e.g. 500us
     #[arg(long, value_name = "LATENCY")]
     pub fail_over: Option<String>,
+    #[command(flatten)]
+    pub keep: KeepArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug, Clone)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    pub action: Option<TraceAction>,
+    /// Trace file to write (`.zst` compresses)
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Compress with zstd
+    #[arg(long)]
+    pub zstd: bool,
+    /// The command to trace and its arguments
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum TraceAction {
+    /// Convert a trace (osmeter, lackey or din; `-` for stdin) to the osmeter format
+    Convert {
+        input: PathBuf,
+        output: PathBuf,
+        /// Input format: osmeter | lackey | din [default: detected]
+        #[arg(long, value_name = "FORMAT")]
+        from: Option<String>,
+        /// Compress with zstd (also implied by an output name ending in .zst)
+        #[arg(long)]
+        zstd: bool,
+    },
+    /// Counts by kind and mode, address spaces and footprint of a trace
+    Info {
+        file: PathBuf,
+        /// Input format: osmeter | lackey | din [default: detected]
+        #[arg(long, value_name = "FORMAT")]
+        from: Option<String>,
+        #[command(flatten)]
+        output: JsonArg,
+    },
+    /// Write a deterministic synthetic trace with user and kernel references
+    Synth {
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: PathBuf,
+        /// Number of references
+        #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+        refs: u64,
+        #[arg(long, value_name = "S", default_value_t = 1)]
+        seed: u64,
+        /// Compress with zstd
+        #[arg(long)]
+        zstd: bool,
+    },
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct MemsimArgs {
+    /// Trace file (osmeter, lackey or din; `-` for stdin)
+    pub trace: PathBuf,
+    /// Input format: osmeter | lackey | din [default: detected]
+    #[arg(long, value_name = "FORMAT")]
+    pub from: Option<String>,
+    /// Machine preset or sweep (repeatable): ds5000-200, ds5000-200-2way, ds5000-200-random,
+    /// ds5000-200-unified, pentium, x86-modern, paper (the four ds5000 variants)
+    #[arg(long = "preset", value_name = "NAME")]
+    pub presets: Vec<String>,
+    /// Machine described in a JSON file (repeatable; see the memsim module for the fields)
+    #[arg(long = "config", value_name = "FILE")]
+    pub configs: Vec<PathBuf>,
+    /// First-level data (or unified) cache of an extra machine based on the first preset,
+    /// SIZE:ASSOC:LINE, e.g. 32K:8:64
+    #[arg(long, value_name = "GEOMETRY")]
+    pub l1d: Option<String>,
+    /// First-level instruction cache of that machine, SIZE:ASSOC:LINE
+    #[arg(long, value_name = "GEOMETRY")]
+    pub l1i: Option<String>,
+    /// Second-level unified cache of that machine, SIZE:ASSOC:LINE
+    #[arg(long, value_name = "GEOMETRY")]
+    pub l2: Option<String>,
+    /// TLB of that machine, ENTRIES:ASSOC:PAGE, e.g. 64:full:4K
+    #[arg(long, value_name = "GEOMETRY")]
+    pub tlb: Option<String>,
+    /// Skip the 3C miss classification (faster)
+    #[arg(long)]
+    pub no_3c: bool,
+    /// Threads for several machines [default: usable CPUs]
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Print references per second on stderr
+    #[arg(long)]
+    pub stats: bool,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]

@@ -10,6 +10,7 @@ pub mod error;
 pub mod harness;
 pub mod interrupt;
 pub mod latency;
+pub mod memsim;
 pub mod meter;
 pub mod probes;
 pub mod results;

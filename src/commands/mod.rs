@@ -5,11 +5,13 @@ pub mod export;
 pub mod info;
 pub mod latency;
 pub mod list;
+pub mod memsim;
 pub mod push;
 pub mod report;
 pub mod run;
 pub mod stat;
 pub mod stored;
+pub mod trace;
 
 use crate::cli::{Cli, Command};
 use anyhow::Result;
@@ -29,6 +31,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Push(args) => push::push(&args),
         Command::Report(args) => report::report(&args),
         Command::Latency(args) => latency::latency(&args),
+        Command::Trace(args) => trace::trace(&args),
+        Command::Memsim(args) => memsim::memsim(&args),
     }
 }
 
@@ -80,6 +84,6 @@ pub fn keep_section(
         ..Run::new(run::new_run_id(), started_at)
     };
     let saved = crate::results::store::save_with_fallback(&location, &run)?;
-    eprintln!("osmeter: {kind} result {} saved to {}", run.id, saved.store);
+    eprintln!("osmeter: run {} ({kind}) saved to {}", run.id, saved.store);
     Ok(Some(run.id))
 }

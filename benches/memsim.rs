@@ -1,0 +1,91 @@
+//! References per second of the memsim engine on a synthetic trace decoded from memory.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use osmeter::memsim::cache::CacheConfig;
+use osmeter::memsim::config::preset;
+use osmeter::memsim::machine::MachineConfig;
+use osmeter::memsim::mapping::Mapping;
+use osmeter::memsim::sweep::simulate;
+use osmeter::memsim::trace::binary::{TraceReader, TraceWriter};
+use osmeter::memsim::trace::synth::Synth;
+use osmeter::memsim::trace::{read_all, RefSource};
+
+const REFS: u64 = 2_000_000;
+
+fn trace_bytes() -> Vec<u8> {
+    let refs = read_all(&mut Synth::new(REFS, 1)).unwrap();
+    let mut w = TraceWriter::new(Vec::new(), 0).unwrap();
+    for r in &refs {
+        w.write(r).unwrap();
+    }
+    w.finish(0).unwrap()
+}
+
+/// A plain split L1 (32K 8-way, 64-byte lines each), virtual, no TLB or write buffer.
+fn l1_only() -> MachineConfig {
+    let mut m = preset("x86-modern").unwrap();
+    m.name = "l1".into();
+    let mut c = CacheConfig::new(32 * 1024, 8, 64);
+    c.physical = false;
+    m.l1i = Some(c.clone());
+    m.l1d = c;
+    m.lower.clear();
+    m.tlb = None;
+    m.mapping = Mapping::Identity;
+    m.three_c = false;
+    m
+}
+
+fn no3c(name: &str) -> MachineConfig {
+    let mut m = preset(name).unwrap();
+    m.three_c = false;
+    m
+}
+
+fn bench(c: &mut Criterion) {
+    let bytes = trace_bytes();
+    let mut g = c.benchmark_group("memsim");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(REFS));
+    g.bench_function("decode", |b| {
+        b.iter(|| {
+            let mut r = TraceReader::new(&bytes[..]).unwrap();
+            let mut v = Vec::with_capacity(1 << 16);
+            let mut n = 0;
+            loop {
+                v.clear();
+                let k = r.next_batch(&mut v, 1 << 16).unwrap();
+                if k == 0 {
+                    break;
+                }
+                n += k;
+            }
+            n
+        })
+    });
+    let cases: Vec<(&str, Vec<MachineConfig>, usize)> = vec![
+        ("l1-split-32K", vec![l1_only()], 1),
+        ("ds5000-200", vec![no3c("ds5000-200")], 1),
+        ("ds5000-200+3C", vec![preset("ds5000-200").unwrap()], 1),
+        (
+            "4-configs-one-pass",
+            ["ds5000-200", "ds5000-200-2way", "pentium", "x86-modern"]
+                .iter()
+                .map(|n| no3c(n))
+                .collect(),
+            2,
+        ),
+    ];
+    for (name, cfgs, threads) in cases {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let mut r = TraceReader::new(&bytes[..]).unwrap();
+                simulate(&mut r, &cfgs, threads).unwrap().refs
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

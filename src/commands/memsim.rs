@@ -1,0 +1,137 @@
+//! `osmeter memsim`: simulate one or more memory systems over one read of a trace and store the
+//! result as a run whose "memsim" section holds the `osmeter.memsim/1` document.
+
+use crate::cli::MemsimArgs;
+use crate::memsim::config::{parse_cache, parse_tlb, preset, PRESETS, SWEEPS};
+use crate::memsim::machine::MachineConfig;
+use crate::memsim::{report, sweep, trace};
+use crate::results::store::Location;
+use crate::usage;
+use anyhow::{Context, Result};
+use serde_json::json;
+
+fn machines(args: &MemsimArgs) -> Result<Vec<MachineConfig>> {
+    let mut out = Vec::new();
+    for name in &args.presets {
+        if let Some((_, names)) = SWEEPS.iter().find(|(s, _)| s == name) {
+            out.extend(names.iter().filter_map(|n| preset(n)));
+        } else {
+            out.push(preset(name).ok_or_else(|| {
+                let known: Vec<&str> = PRESETS
+                    .iter()
+                    .map(|p| p.0)
+                    .chain(SWEEPS.iter().map(|s| s.0))
+                    .collect();
+                usage!(
+                    "unknown preset {name:?}: known presets are {}",
+                    known.join(", ")
+                )
+            })?);
+        }
+    }
+    for path in &args.configs {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read machine config {}", path.display()))?;
+        let m: MachineConfig = serde_json::from_str(&text)
+            .map_err(|e| usage!("machine config {}: {e}", path.display()))?;
+        m.validate()
+            .map_err(|e| usage!("machine config {}: {e}", path.display()))?;
+        out.push(m);
+    }
+    let custom =
+        args.l1d.is_some() || args.l1i.is_some() || args.l2.is_some() || args.tlb.is_some();
+    if custom {
+        let mut m = out
+            .first()
+            .cloned()
+            .unwrap_or_else(|| preset("ds5000-200").expect("built-in preset"));
+        let mut name = vec![m.name.clone()];
+        if let Some(g) = &args.l1d {
+            m.l1d = parse_cache(g, Some(&m.l1d)).map_err(|e| usage!("--l1d: {e}"))?;
+            name.push(format!("l1d={g}"));
+        }
+        if let Some(g) = &args.l1i {
+            m.l1i = Some(
+                parse_cache(g, m.l1i.as_ref().or(Some(&m.l1d)))
+                    .map_err(|e| usage!("--l1i: {e}"))?,
+            );
+            name.push(format!("l1i={g}"));
+        }
+        if let Some(g) = &args.l2 {
+            let mut base = m.lower.first().cloned();
+            if base.is_none() {
+                let mut b = m.l1d.clone();
+                b.write_back = true;
+                b.fetch = 0;
+                b.hit_cycles = 10;
+                base = Some(b);
+            }
+            let l2 = parse_cache(g, base.as_ref()).map_err(|e| usage!("--l2: {e}"))?;
+            if m.lower.is_empty() {
+                m.lower.push(l2);
+            } else {
+                m.lower[0] = l2;
+            }
+            name.push(format!("l2={g}"));
+        }
+        if let Some(g) = &args.tlb {
+            m.tlb = Some(parse_tlb(g, m.tlb.as_ref()).map_err(|e| usage!("--tlb: {e}"))?);
+            name.push(format!("tlb={g}"));
+        }
+        m.name = name.join(",");
+        out.push(m);
+    }
+    if out.is_empty() {
+        out.push(preset("ds5000-200").expect("built-in preset"));
+    }
+    if args.no_3c {
+        for m in &mut out {
+            m.three_c = false;
+        }
+    }
+    Ok(out)
+}
+
+pub fn memsim(args: &MemsimArgs) -> Result<i32> {
+    let cfgs = machines(args)?;
+    let format = super::trace::parse_format(args.from.as_deref())?;
+    // Checked before the simulation so a typo costs nothing.
+    crate::config::parse_tags(&args.keep.tags)?;
+    if !args.keep.no_store {
+        Location::resolve(args.keep.store.store.as_deref())?;
+    }
+    let started_at = super::run::now_rfc3339();
+    let mut src = trace::open(&args.trace, format)?;
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    if threads == 0 {
+        return Err(usage!("--threads must be at least 1"));
+    }
+    let result = sweep::simulate(src.as_mut(), &cfgs, threads)
+        .with_context(|| format!("simulating {}", args.trace.display()))?;
+    if args.stats {
+        eprintln!(
+            "osmeter: {} references x {} configuration(s) in {:.3} s: {:.1} M refs/s, {:.1} M ref-configs/s",
+            result.refs,
+            cfgs.len(),
+            result.seconds,
+            result.refs as f64 / result.seconds.max(1e-9) / 1e6,
+            (result.refs * cfgs.len() as u64) as f64 / result.seconds.max(1e-9) / 1e6
+        );
+    }
+    let doc = report::document(
+        json!({"path": args.trace.display().to_string(), "format": args.from}),
+        &cfgs,
+        &result,
+    );
+    if args.output.json {
+        super::emit_json(&doc)?;
+    } else {
+        super::emit(&report::render(&doc))?;
+    }
+    super::keep_section(&args.keep, "memsim", doc, started_at, false)?;
+    Ok(crate::error::EXIT_OK)
+}

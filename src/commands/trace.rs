@@ -1,0 +1,346 @@
+//! `osmeter trace`: capture (valgrind lackey through a pipe), convert, info, synth.
+
+use crate::cli::{TraceAction, TraceArgs};
+use crate::memsim::trace::{
+    self, binary::TraceWriter, synth::Synth, Format, Kind, RefSource, FLAG_INCOMPLETE,
+    FLAG_USER_ONLY,
+};
+use crate::usage;
+use anyhow::{Context, Result};
+use serde_json::json;
+use std::collections::{BTreeSet, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub fn trace(args: &TraceArgs) -> Result<i32> {
+    match &args.action {
+        Some(TraceAction::Convert {
+            input,
+            output,
+            from,
+            zstd,
+        }) => convert(input, output, parse_format(from.as_deref())?, *zstd),
+        Some(TraceAction::Info { file, from, output }) => {
+            info(file, parse_format(from.as_deref())?, output.json)
+        }
+        Some(TraceAction::Synth {
+            output,
+            refs,
+            seed,
+            zstd,
+        }) => {
+            let mut src = Synth::new(*refs, *seed);
+            let n = write_trace(&mut src, output, *zstd, 0)?;
+            eprintln!(
+                "osmeter: wrote {n} synthetic references to {}",
+                output.display()
+            );
+            Ok(crate::error::EXIT_OK)
+        }
+        None => {
+            let out = args.output.as_ref().ok_or_else(|| {
+                usage!("osmeter trace needs -o FILE -- CMD ..., or one of convert, info, synth")
+            })?;
+            if args.command.is_empty() {
+                return Err(usage!("nothing to trace: give the command after --, e.g. osmeter trace -o t.osmt -- ls"));
+            }
+            capture(out, args.zstd, &args.command)
+        }
+    }
+}
+
+pub fn parse_format(s: Option<&str>) -> Result<Option<Format>> {
+    s.map(|f| {
+        Format::parse(f)
+            .ok_or_else(|| usage!("unknown trace format {f:?}: use osmeter, lackey or din"))
+    })
+    .transpose()
+}
+
+/// A file that appears under its name only when complete: written beside it under a temporary
+/// name and renamed at the end; removed if dropped before.
+pub struct OutFile {
+    target: PathBuf,
+    temp: Option<tempfile::NamedTempFile>,
+}
+
+impl OutFile {
+    pub fn create(target: &Path) -> Result<OutFile> {
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let temp = tempfile::Builder::new()
+            .prefix(".osmeter-partial-")
+            .tempfile_in(&dir)
+            .with_context(|| {
+                format!(
+                    "cannot create {} (directory {})",
+                    target.display(),
+                    dir.display()
+                )
+            })?;
+        Ok(OutFile {
+            target: target.to_path_buf(),
+            temp: Some(temp),
+        })
+    }
+
+    pub fn file(&self) -> Result<std::fs::File> {
+        Ok(self.temp.as_ref().expect("not committed").reopen()?)
+    }
+
+    pub fn commit(mut self) -> Result<()> {
+        let t = self.temp.take().expect("committed once");
+        // Temporary files are created private; a finished trace is an ordinary 0644 file.
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o644));
+        t.persist(&self.target)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {}", self.target.display(), e.error))?;
+        Ok(())
+    }
+}
+
+/// Plain or zstd-compressed output.
+enum Sink {
+    Plain(std::fs::File),
+    Zstd(zstd::stream::write::Encoder<'static, std::fs::File>),
+}
+
+impl Write for Sink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::Plain(f) => f.write(b),
+            Sink::Zstd(z) => z.write(b),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Plain(f) => f.flush(),
+            Sink::Zstd(z) => z.flush(),
+        }
+    }
+}
+
+impl Sink {
+    fn finish(self) -> Result<()> {
+        match self {
+            Sink::Plain(_) => Ok(()),
+            Sink::Zstd(z) => {
+                z.finish().context("finishing zstd compression")?;
+                Ok(())
+            }
+        }
+    }
+}
+
+fn wants_zstd(path: &Path, flag: bool) -> bool {
+    flag || path.extension().is_some_and(|e| e == "zst")
+}
+
+/// Copies a source into a new trace file; nothing appears under `out` unless it all worked.
+fn write_trace(src: &mut dyn RefSource, out: &Path, zstd: bool, flags: u8) -> Result<u64> {
+    let file = OutFile::create(out)?;
+    let sink = if wants_zstd(out, zstd) {
+        Sink::Zstd(zstd::stream::write::Encoder::new(file.file()?, 3)?)
+    } else {
+        Sink::Plain(file.file()?)
+    };
+    let mut w = TraceWriter::new(sink, flags | src.meta().flags)?;
+    let mut batch = Vec::with_capacity(1 << 16);
+    loop {
+        batch.clear();
+        if src.next_batch(&mut batch, 1 << 16)? == 0 {
+            break;
+        }
+        for r in &batch {
+            w.write(r)?;
+        }
+    }
+    let n = w.count();
+    let late = src.meta().flags & FLAG_INCOMPLETE;
+    w.finish(late)?.finish()?;
+    file.commit()?;
+    Ok(n)
+}
+
+fn convert(input: &Path, output: &Path, from: Option<Format>, zstd: bool) -> Result<i32> {
+    let start = std::time::Instant::now();
+    let mut src = trace::open(input, from)?;
+    let n = write_trace(src.as_mut(), output, zstd, 0)
+        .with_context(|| format!("converting {}", input.display()))?;
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "osmeter: converted {n} references to {} in {secs:.2} s ({:.1} M refs/s)",
+        output.display(),
+        n as f64 / secs.max(1e-9) / 1e6
+    );
+    Ok(crate::error::EXIT_OK)
+}
+
+fn info(path: &Path, from: Option<Format>, json_out: bool) -> Result<i32> {
+    let mut src = trace::open(path, from)?;
+    let mut counts = [[0u64; 2]; 3];
+    let mut pages = HashSet::new();
+    let mut lines = HashSet::new();
+    let mut spaces = BTreeSet::new();
+    let mut uncached = 0u64;
+    let mut batch = Vec::with_capacity(1 << 16);
+    loop {
+        batch.clear();
+        if src.next_batch(&mut batch, 1 << 16)? == 0 {
+            break;
+        }
+        for r in &batch {
+            counts[r.kind as usize][r.mode as usize] += 1;
+            let key = u64::from(r.asid).rotate_right(16);
+            pages.insert((r.vaddr >> 12) ^ key);
+            lines.insert((r.vaddr >> 6) ^ key);
+            spaces.insert(r.asid);
+            uncached += u64::from(r.uncached);
+        }
+    }
+    let meta = src.meta();
+    let kinds = ["instructions", "reads", "writes"];
+    let total: u64 = counts.iter().flatten().sum();
+    let doc = json!({
+        "file": path.display().to_string(),
+        "references": total,
+        "user": kinds.iter().enumerate().map(|(i, k)| (k.to_string(), json!(counts[i][0]))).collect::<serde_json::Map<_, _>>(),
+        "kernel": kinds.iter().enumerate().map(|(i, k)| (k.to_string(), json!(counts[i][1]))).collect::<serde_json::Map<_, _>>(),
+        "uncached": uncached,
+        "address_spaces": spaces.len(),
+        "footprint_pages_4k": pages.len(),
+        "footprint_lines_64b": lines.len(),
+        "user_only": meta.user_only(),
+        "physical_addresses": meta.physical(),
+        "incomplete": meta.incomplete(),
+    });
+    if json_out {
+        super::emit_json(&doc)?;
+        return Ok(crate::error::EXIT_OK);
+    }
+    let mut t = format!("{}: {} references\n", path.display(), total);
+    t.push_str(&format!("  {:<14} {:>14} {:>14}\n", "", "user", "kernel"));
+    for (i, k) in kinds.iter().enumerate() {
+        t.push_str(&format!(
+            "  {:<14} {:>14} {:>14}\n",
+            k, counts[i][0], counts[i][1]
+        ));
+    }
+    t.push_str(&format!(
+        "  footprint: {} pages of 4 KB ({:.1} MB), {} lines of 64 B; {} address spaces; {} uncached\n",
+        pages.len(),
+        pages.len() as f64 * 4096.0 / 1048576.0,
+        lines.len(),
+        spaces.len(),
+        uncached
+    ));
+    if meta.user_only() {
+        t.push_str("  user mode only: no kernel references were captured\n");
+    }
+    if meta.incomplete() {
+        t.push_str("  INCOMPLETE: the capture ended early\n");
+    }
+    debug_assert!(Kind::Instr as usize == 0);
+    super::emit(&t)?;
+    Ok(crate::error::EXIT_OK)
+}
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Path::new(name).is_file().then(|| PathBuf::from(name));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Runs the command under lackey with its trace on a pipe (fd 3), converting as it arrives. Lackey
+/// logging to a file would make a system call per record; through the pipe it writes in blocks.
+fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
+    use std::os::unix::process::CommandExt;
+    let valgrind = find_program("valgrind").ok_or_else(|| {
+        anyhow::anyhow!("valgrind is not installed (or not on PATH): osmeter trace runs the command under valgrind's lackey tool; install valgrind")
+    })?;
+    if find_program(&cmd[0]).is_none() {
+        return Err(usage!("cannot find the command {:?} to trace", cmd[0]));
+    }
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot create a pipe for the trace");
+    }
+    let (rfd, wfd) = (fds[0], fds[1]);
+    // SAFETY: rfd is a fresh descriptor we own.
+    let reader = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(rfd) };
+    let mut child = std::process::Command::new(valgrind);
+    child
+        .args(["--tool=lackey", "--trace-mem=yes", "--log-fd=3"])
+        .args(cmd);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        child.pre_exec(move || {
+            if wfd == 3 {
+                if libc::fcntl(3, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(wfd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    crate::interrupt::install();
+    let start = std::time::Instant::now();
+    let spawned = child.spawn();
+    // SAFETY: the parent's copy of the write end is ours to close; the child has its own.
+    unsafe { libc::close(wfd) };
+    let mut proc = spawned.context("cannot start valgrind")?;
+    let mut src =
+        trace::text::LackeyReader::new(std::io::BufReader::with_capacity(1 << 20, reader));
+    let result = write_trace(&mut src, out, zstd, FLAG_USER_ONLY);
+    let status = proc.wait().context("waiting for valgrind")?;
+    let n = match result {
+        Ok(n) => n,
+        Err(e) => return Err(e.context("converting lackey's output")),
+    };
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "osmeter: traced {n} references in {secs:.2} s ({:.2} M refs/s) to {}; user mode only: lackey cannot see kernel references",
+        n as f64 / secs.max(1e-9) / 1e6,
+        out.display()
+    );
+    if !status.success() {
+        // The trailer was written before the exit status was known; a killed command leaves a
+        // trace that covers only part of its run, and says so.
+        if status.code().is_none() {
+            mark_incomplete(out)?;
+            eprintln!(
+                "osmeter: the traced command was killed ({status}); the trace is marked incomplete"
+            );
+        } else {
+            eprintln!("osmeter: the traced command failed ({status}); its trace is kept");
+        }
+        return Ok(crate::error::EXIT_COMMAND_FAILED);
+    }
+    Ok(crate::error::EXIT_OK)
+}
+
+/// Rewrites a finished trace with the incomplete flag set.
+fn mark_incomplete(path: &Path) -> Result<()> {
+    let mut src = trace::open(path, Some(Format::Osmeter))?;
+    let tmp = path.with_extension("incomplete-tmp");
+    let compressed = std::fs::File::open(path)
+        .ok()
+        .and_then(|mut f| {
+            let mut b = [0u8; 4];
+            std::io::Read::read_exact(&mut f, &mut b)
+                .ok()
+                .map(|_| b == [0x28, 0xb5, 0x2f, 0xfd])
+        })
+        .unwrap_or(false);
+    write_trace(src.as_mut(), &tmp, compressed, FLAG_INCOMPLETE)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}

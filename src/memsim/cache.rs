@@ -1,0 +1,499 @@
+//! Set-associative storage of line (or page) numbers with LRU, FIFO or random replacement, a fully
+//! associative LRU store with constant-time updates (used for big fully associative caches and for
+//! the 3C shadow), and `Level`, one cache level with its write policy, fetch size and 3C counts.
+
+use super::trace::synth::Rng;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Replacement {
+    Lru,
+    Fifo,
+    Random,
+}
+
+const EMPTY: u64 = u64::MAX;
+
+/// Multiplicative hashing is enough for line numbers and much faster than SipHash.
+#[derive(Default, Clone, Copy)]
+pub struct FastHash(u64);
+
+impl Hasher for FastHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHash>>;
+
+/// Fully associative LRU over `capacity` keys: a hash map into an intrusive doubly linked list.
+pub struct FullLru {
+    map: FastMap<u64, u32>,
+    key: Vec<u64>,
+    dirty: Vec<bool>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    head: u32,
+    tail: u32,
+    capacity: usize,
+}
+
+const NIL: u32 = u32::MAX;
+
+impl FullLru {
+    pub fn new(capacity: usize) -> FullLru {
+        FullLru {
+            map: FastMap::with_capacity_and_hasher(capacity * 2, Default::default()),
+            key: Vec::with_capacity(capacity),
+            dirty: Vec::with_capacity(capacity),
+            prev: Vec::with_capacity(capacity),
+            next: Vec::with_capacity(capacity),
+            head: NIL,
+            tail: NIL,
+            capacity,
+        }
+    }
+
+    fn unlink(&mut self, i: u32) {
+        let (p, n) = (self.prev[i as usize], self.next[i as usize]);
+        if p == NIL {
+            self.head = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n == NIL {
+            self.tail = p;
+        } else {
+            self.prev[n as usize] = p;
+        }
+    }
+
+    fn push_front(&mut self, i: u32) {
+        self.prev[i as usize] = NIL;
+        self.next[i as usize] = self.head;
+        if self.head != NIL {
+            self.prev[self.head as usize] = i;
+        }
+        self.head = i;
+        if self.tail == NIL {
+            self.tail = i;
+        }
+    }
+
+    /// Hit: moves the key to the front and ORs in `dirty`.
+    #[inline]
+    pub fn touch(&mut self, k: u64, dirty: bool) -> bool {
+        match self.map.get(&k) {
+            Some(&i) => {
+                if self.head != i {
+                    self.unlink(i);
+                    self.push_front(i);
+                }
+                self.dirty[i as usize] |= dirty;
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn contains(&self, k: u64) -> bool {
+        self.map.contains_key(&k)
+    }
+
+    /// Inserts an absent key; returns the evicted key and whether it was dirty.
+    pub fn insert(&mut self, k: u64, dirty: bool) -> Option<(u64, bool)> {
+        if self.key.len() < self.capacity {
+            let i = self.key.len() as u32;
+            self.key.push(k);
+            self.dirty.push(dirty);
+            self.prev.push(NIL);
+            self.next.push(NIL);
+            self.push_front(i);
+            self.map.insert(k, i);
+            return None;
+        }
+        let i = self.tail;
+        let old = (self.key[i as usize], self.dirty[i as usize]);
+        self.map.remove(&old.0);
+        self.unlink(i);
+        self.key[i as usize] = k;
+        self.dirty[i as usize] = dirty;
+        self.push_front(i);
+        self.map.insert(k, i);
+        Some(old)
+    }
+}
+
+/// Set-associative store; within a set, ways are kept most recent (LRU) or newest (FIFO) first.
+pub struct SetAssoc {
+    ways: usize,
+    set_mask: u64,
+    sets: u64,
+    pow2: bool,
+    tags: Vec<u64>,
+    dirty: Vec<bool>,
+    repl: Replacement,
+    rng: Rng,
+}
+
+impl SetAssoc {
+    pub fn new(sets: u64, ways: usize, repl: Replacement, seed: u64) -> SetAssoc {
+        SetAssoc {
+            ways,
+            set_mask: sets.wrapping_sub(1),
+            sets,
+            pow2: sets.is_power_of_two(),
+            tags: vec![EMPTY; sets as usize * ways],
+            dirty: vec![false; sets as usize * ways],
+            repl,
+            rng: Rng::new(seed),
+        }
+    }
+
+    #[inline]
+    fn base(&self, k: u64) -> usize {
+        let set = if self.pow2 {
+            k & self.set_mask
+        } else {
+            k % self.sets
+        };
+        set as usize * self.ways
+    }
+
+    #[inline]
+    pub fn touch(&mut self, k: u64, dirty: bool) -> bool {
+        let b = self.base(k);
+        if self.ways == 1 {
+            if self.tags[b] == k {
+                self.dirty[b] |= dirty;
+                return true;
+            }
+            return false;
+        }
+        let set = &mut self.tags[b..b + self.ways];
+        let Some(p) = set.iter().position(|&t| t == k) else {
+            return false;
+        };
+        self.dirty[b + p] |= dirty;
+        if self.repl == Replacement::Lru && p > 0 {
+            set[..=p].rotate_right(1);
+            self.dirty[b..=b + p].rotate_right(1);
+        }
+        true
+    }
+
+    pub fn contains(&self, k: u64) -> bool {
+        let b = self.base(k);
+        self.tags[b..b + self.ways].contains(&k)
+    }
+
+    /// Inserts an absent key; returns the evicted key and whether it was dirty.
+    pub fn insert(&mut self, k: u64, dirty: bool) -> Option<(u64, bool)> {
+        let b = self.base(k);
+        let w = self.ways;
+        let victim = if self.repl == Replacement::Random {
+            match self.tags[b..b + w].iter().position(|&t| t == EMPTY) {
+                Some(p) => p,
+                None => self.rng.below(w as u64) as usize,
+            }
+        } else {
+            w - 1
+        };
+        let old = (self.tags[b + victim], self.dirty[b + victim]);
+        if self.repl == Replacement::Random {
+            self.tags[b + victim] = k;
+            self.dirty[b + victim] = dirty;
+        } else {
+            // Newest at the front: shift the others down over the victim (the last way).
+            self.tags[b..b + w].rotate_right(1);
+            self.dirty[b..b + w].rotate_right(1);
+            self.tags[b] = k;
+            self.dirty[b] = dirty;
+        }
+        (old.0 != EMPTY).then_some(old)
+    }
+}
+
+/// Either storage, chosen by geometry.
+pub enum Store {
+    Set(SetAssoc),
+    Full(FullLru),
+}
+
+impl Store {
+    /// `ways == 0` means fully associative.
+    pub fn new(entries: u64, ways: u32, repl: Replacement, seed: u64) -> Store {
+        let ways = if ways == 0 { entries } else { u64::from(ways) };
+        if ways == entries && repl == Replacement::Lru && entries > 16 {
+            Store::Full(FullLru::new(entries as usize))
+        } else {
+            Store::Set(SetAssoc::new(entries / ways, ways as usize, repl, seed))
+        }
+    }
+    #[inline]
+    pub fn touch(&mut self, k: u64, dirty: bool) -> bool {
+        match self {
+            Store::Set(s) => s.touch(k, dirty),
+            Store::Full(f) => f.touch(k, dirty),
+        }
+    }
+    #[inline]
+    pub fn contains(&self, k: u64) -> bool {
+        match self {
+            Store::Set(s) => s.contains(k),
+            Store::Full(f) => f.contains(k),
+        }
+    }
+    #[inline]
+    pub fn insert(&mut self, k: u64, dirty: bool) -> Option<(u64, bool)> {
+        match self {
+            Store::Set(s) => s.insert(k, dirty),
+            Store::Full(f) => f.insert(k, dirty),
+        }
+    }
+}
+
+/// Geometry and policy of one cache.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Bytes.
+    pub size: u64,
+    /// Ways; 0 for fully associative.
+    pub assoc: u32,
+    /// Line size in bytes.
+    pub line: u32,
+    /// Bytes brought in on a miss (aligned, a multiple of the line); 0 means one line.
+    #[serde(default)]
+    pub fetch: u32,
+    #[serde(default = "lru")]
+    pub replacement: Replacement,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default = "yes")]
+    pub write_back: bool,
+    #[serde(default = "yes")]
+    pub write_allocate: bool,
+    /// Indexed and tagged by physical address (else virtual).
+    #[serde(default = "yes")]
+    pub physical: bool,
+    /// Stall cycles when a miss in the level above is satisfied here.
+    #[serde(default)]
+    pub hit_cycles: u32,
+}
+
+fn lru() -> Replacement {
+    Replacement::Lru
+}
+fn yes() -> bool {
+    true
+}
+
+impl CacheConfig {
+    pub fn new(size: u64, assoc: u32, line: u32) -> CacheConfig {
+        CacheConfig {
+            size,
+            assoc,
+            line,
+            fetch: 0,
+            replacement: Replacement::Lru,
+            seed: 0,
+            write_back: true,
+            write_allocate: true,
+            physical: true,
+            hit_cycles: 0,
+        }
+    }
+
+    pub fn lines(&self) -> u64 {
+        self.size / u64::from(self.line)
+    }
+
+    pub fn fetch_bytes(&self) -> u32 {
+        if self.fetch == 0 {
+            self.line
+        } else {
+            self.fetch
+        }
+    }
+
+    /// Checks that the geometry can be built; the message says what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.line == 0 || !self.line.is_power_of_two() {
+            return Err(format!("line size {} is not a power of two", self.line));
+        }
+        let ways = if self.assoc == 0 {
+            1
+        } else {
+            u64::from(self.assoc)
+        };
+        if self.size == 0 || self.size % (u64::from(self.line) * ways) != 0 {
+            return Err(format!(
+                "size {} is not a multiple of line size {} times associativity {}",
+                self.size, self.line, ways
+            ));
+        }
+        if self.assoc != 0 && u64::from(self.assoc) > self.lines() {
+            return Err(format!(
+                "associativity {} exceeds the {} lines",
+                self.assoc,
+                self.lines()
+            ));
+        }
+        let f = self.fetch_bytes();
+        if !f.is_power_of_two() || f < self.line || u64::from(f) > self.size {
+            return Err(format!(
+                "fetch size {f} must be a power of two, at least the line size {} and at most the cache size",
+                self.line
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Miss classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Compulsory = 0,
+    Capacity = 1,
+    Conflict = 2,
+}
+
+/// What one access to one line did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Hit,
+    /// Missed; `fetch` when the block must be read from the next level (false for a write that
+    /// does not allocate or that overwrites whole lines of a write-through cache).
+    Miss {
+        fetch: bool,
+    },
+}
+
+/// One cache with its policies and optional 3C shadow.
+pub struct Level {
+    pub cfg: CacheConfig,
+    store: Store,
+    line_bits: u32,
+    fetch_lines: u64,
+    shadow: Option<(FullLru, FastMap<u64, ()>)>,
+    /// Miss classes of the last miss (valid when 3C is on).
+    pub last_class: Class,
+    /// The line of this level's previous access, when it is present: a read of it again is a hit
+    /// that changes no state (it is already most recent here and in the shadow).
+    last: u64,
+}
+
+impl Level {
+    pub fn new(cfg: &CacheConfig, three_c: bool) -> Level {
+        let lines = cfg.lines();
+        Level {
+            store: Store::new(lines, cfg.assoc, cfg.replacement, cfg.seed),
+            line_bits: cfg.line.trailing_zeros(),
+            fetch_lines: u64::from(cfg.fetch_bytes() / cfg.line),
+            shadow: three_c.then(|| (FullLru::new(lines as usize), FastMap::default())),
+            last_class: Class::Compulsory,
+            last: EMPTY,
+            cfg: cfg.clone(),
+        }
+    }
+
+    #[inline]
+    pub fn line_bits(&self) -> u32 {
+        self.line_bits
+    }
+
+    /// Accesses one line; dirty victims are passed to `evicted` as line addresses (bytes).
+    #[inline]
+    pub fn access(
+        &mut self,
+        line: u64,
+        write: bool,
+        whole_line: bool,
+        evicted: &mut impl FnMut(u64),
+    ) -> Outcome {
+        if line == self.last && !write {
+            return Outcome::Hit;
+        }
+        let mark = write && self.cfg.write_back;
+        let hit = self.store.touch(line, mark);
+        let shadow_hit = match &mut self.shadow {
+            Some((s, _)) => s.touch(line, false),
+            None => true,
+        };
+        let fetch = if !write {
+            true
+        } else if !self.cfg.write_allocate {
+            false
+        } else {
+            self.cfg.write_back || !whole_line
+        };
+        let allocate = !write || self.cfg.write_allocate;
+        if !hit {
+            if let Some((_, seen)) = &mut self.shadow {
+                self.last_class = if seen.insert(line, ()).is_none() {
+                    Class::Compulsory
+                } else if !shadow_hit {
+                    Class::Capacity
+                } else {
+                    Class::Conflict
+                };
+            }
+            if allocate {
+                let first = if fetch {
+                    line & !(self.fetch_lines - 1)
+                } else {
+                    line
+                };
+                let n = if fetch { self.fetch_lines } else { 1 };
+                for l in first..first + n {
+                    if l == line || !self.store.contains(l) {
+                        if let Some((victim, true)) = self.store.insert(l, mark && l == line) {
+                            evicted(victim << self.line_bits);
+                        }
+                    }
+                }
+            }
+        }
+        if !shadow_hit && allocate {
+            if let Some((s, seen)) = &mut self.shadow {
+                let first = if fetch {
+                    line & !(self.fetch_lines - 1)
+                } else {
+                    line
+                };
+                let n = if fetch { self.fetch_lines } else { 1 };
+                for l in first..first + n {
+                    if !s.contains(l) {
+                        s.insert(l, false);
+                    }
+                    // Lines brought in by a wider fetch are no longer cold.
+                    seen.insert(l, ());
+                }
+            }
+        }
+        if hit {
+            Outcome::Hit
+        } else {
+            Outcome::Miss {
+                fetch: allocate && fetch,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "cache_tests.rs"]
+mod tests;

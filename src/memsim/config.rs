@@ -1,0 +1,311 @@
+//! Presets and command-line geometry (`SIZE:ASSOC:LINE`, `ENTRIES:ASSOC:PAGE`).
+
+use super::cache::{CacheConfig, Replacement};
+use super::machine::MachineConfig;
+use super::mapping::Mapping;
+use super::tlb::TlbConfig;
+use super::wbuf::WriteBufferConfig;
+
+/// Preset names with a one-line description.
+pub const PRESETS: &[(&str, &str)] = &[
+    (
+        "ds5000-200",
+        "DECstation 5000/200 as simulated by Chen and Bershad (1993)",
+    ),
+    (
+        "ds5000-200-2way",
+        "the same with 2-way LRU caches (the paper's self-interference experiment)",
+    ),
+    (
+        "ds5000-200-random",
+        "the same with random page mapping (the paper's mapping experiment)",
+    ),
+    (
+        "ds5000-200-unified",
+        "the same with one 128 KB unified direct-mapped cache",
+    ),
+    (
+        "pentium",
+        "a 1995 Pentium PC: 8K+8K 2-way L1, 256 KB L2 (as in Chen et al. 1996)",
+    ),
+    (
+        "x86-modern",
+        "a current x86 core: 32K+32K 8-way L1, 1 MB L2, 8 MB LLC",
+    ),
+];
+
+/// Named groups of presets simulated together in one pass.
+pub const SWEEPS: &[(&str, &[&str])] = &[(
+    "paper",
+    &[
+        "ds5000-200",
+        "ds5000-200-2way",
+        "ds5000-200-random",
+        "ds5000-200-unified",
+    ],
+)];
+
+/// The DECstation 5000/200 of the paper's Table 2-1. The paper does not print TLB miss costs;
+/// 10 cycles for a user miss (the short UTLB refill handler) and 50 for a kernel miss (the
+/// general handler) are consistent with the ratios of its Table 4-3 (UTLB MCPI over misses per
+/// instruction gives roughly 8 to 14 cycles).
+pub fn ds5000() -> MachineConfig {
+    let mut i = CacheConfig::new(64 * 1024, 1, 16);
+    i.write_back = false;
+    let mut d = CacheConfig::new(64 * 1024, 1, 4);
+    d.fetch = 16;
+    d.write_back = false;
+    d.write_allocate = true;
+    MachineConfig {
+        name: "ds5000-200".into(),
+        l1i: Some(i),
+        l1d: d,
+        lower: vec![],
+        memory_cycles: 15,
+        uncached_cycles: 15,
+        write_cycles: 0,
+        write_buffer: Some(WriteBufferConfig {
+            depth: 6,
+            page_cycles: 1,
+            other_cycles: 5,
+            page_size: 4096,
+        }),
+        tlb: Some(TlbConfig {
+            entries: 64,
+            assoc: 0,
+            page_size: 4096,
+            kernel_entries: 8,
+            replacement: Replacement::Random,
+            seed: 1,
+            user_miss_cycles: 10,
+            kernel_miss_cycles: 50,
+        }),
+        // Colour-preserving across the 64 KB cache (16 pages of 4 KB).
+        mapping: Mapping::Hash { colours: 16 },
+        page_size: 4096,
+        // MIPS kseg0 (cached) and kseg1 (uncached) bypass the TLB.
+        kernel_unmapped: vec![(0x8000_0000, 0xc000_0000)],
+        kernel_uncached: vec![(0xa000_0000, 0xc000_0000)],
+        three_c: true,
+    }
+}
+
+pub fn preset(name: &str) -> Option<MachineConfig> {
+    let mut m = match name {
+        "ds5000-200" => ds5000(),
+        "ds5000-200-2way" => {
+            let mut m = ds5000();
+            m.l1i.as_mut().unwrap().assoc = 2;
+            m.l1d.assoc = 2;
+            m
+        }
+        "ds5000-200-random" => {
+            let mut m = ds5000();
+            m.mapping = Mapping::Random { seed: 1 };
+            m
+        }
+        "ds5000-200-unified" => {
+            let mut m = ds5000();
+            m.l1i = None;
+            m.l1d.size = 128 * 1024;
+            m
+        }
+        "pentium" => {
+            let mut i = CacheConfig::new(8 * 1024, 2, 32);
+            i.write_back = false;
+            let mut d = CacheConfig::new(8 * 1024, 2, 32);
+            d.write_allocate = false;
+            let mut l2 = CacheConfig::new(256 * 1024, 1, 32);
+            l2.hit_cycles = 6;
+            MachineConfig {
+                name: String::new(),
+                l1i: Some(i),
+                l1d: d,
+                lower: vec![l2],
+                memory_cycles: 30,
+                uncached_cycles: 30,
+                write_cycles: 0,
+                write_buffer: None,
+                tlb: Some(TlbConfig {
+                    entries: 64,
+                    assoc: 4,
+                    page_size: 4096,
+                    kernel_entries: 0,
+                    replacement: Replacement::Lru,
+                    seed: 0,
+                    user_miss_cycles: 20,
+                    kernel_miss_cycles: 20,
+                }),
+                mapping: Mapping::Random { seed: 1 },
+                page_size: 4096,
+                kernel_unmapped: vec![],
+                kernel_uncached: vec![],
+                three_c: true,
+            }
+        }
+        "x86-modern" => {
+            let i = CacheConfig::new(32 * 1024, 8, 64);
+            let d = CacheConfig::new(32 * 1024, 8, 64);
+            let mut l2 = CacheConfig::new(1024 * 1024, 16, 64);
+            l2.hit_cycles = 14;
+            let mut l3 = CacheConfig::new(8 * 1024 * 1024, 16, 64);
+            l3.hit_cycles = 45;
+            MachineConfig {
+                name: String::new(),
+                l1i: Some(i),
+                l1d: d,
+                lower: vec![l2, l3],
+                memory_cycles: 250,
+                uncached_cycles: 250,
+                write_cycles: 0,
+                write_buffer: None,
+                tlb: Some(TlbConfig {
+                    entries: 64,
+                    assoc: 4,
+                    page_size: 4096,
+                    kernel_entries: 0,
+                    replacement: Replacement::Lru,
+                    seed: 0,
+                    user_miss_cycles: 30,
+                    kernel_miss_cycles: 30,
+                }),
+                mapping: Mapping::Random { seed: 1 },
+                page_size: 4096,
+                kernel_unmapped: vec![],
+                kernel_uncached: vec![],
+                three_c: true,
+            }
+        }
+        _ => return None,
+    };
+    m.name = name.to_string();
+    Some(m)
+}
+
+/// `64K`, `1M`, `4096`: bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1024),
+        Some((i, 'M' | 'm')) => (&t[..i], 1024 * 1024),
+        Some((i, 'G' | 'g')) => (&t[..i], 1024 * 1024 * 1024),
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{s:?} is not a size (e.g. 4096, 64K, 2M)"))
+}
+
+fn parse_assoc(s: &str) -> Result<u32, String> {
+    match s {
+        "full" | "fa" => Ok(0),
+        "dm" => Ok(1),
+        _ => {
+            s.parse::<u32>().ok().filter(|&a| a > 0).ok_or_else(|| {
+                format!("{s:?} is not an associativity (a number of ways, dm or full)")
+            })
+        }
+    }
+}
+
+fn three(s: &str, what: &str) -> Result<[String; 3], String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    match parts.as_slice() {
+        [a, b, c] => Ok([a.to_string(), b.to_string(), c.to_string()]),
+        _ => Err(format!(
+            "{what} {s:?} must have three fields separated by colons"
+        )),
+    }
+}
+
+/// `SIZE:ASSOC:LINE`, e.g. `32K:8:64` or `64K:dm:16`; other fields keep `base`'s values.
+pub fn parse_cache(s: &str, base: Option<&CacheConfig>) -> Result<CacheConfig, String> {
+    let [size, assoc, line] = three(s, "cache geometry")?;
+    let mut c = base.cloned().unwrap_or_else(|| CacheConfig::new(1, 1, 1));
+    c.size = parse_size(&size)?;
+    c.assoc = parse_assoc(&assoc)?;
+    c.line =
+        u32::try_from(parse_size(&line)?).map_err(|_| format!("line size {line} too large"))?;
+    if c.fetch != 0 && c.fetch < c.line {
+        c.fetch = 0;
+    }
+    c.validate()
+        .map_err(|e| format!("cache geometry {s:?}: {e}"))?;
+    Ok(c)
+}
+
+/// `ENTRIES:ASSOC:PAGE`, e.g. `64:full:4K`.
+pub fn parse_tlb(s: &str, base: Option<&TlbConfig>) -> Result<TlbConfig, String> {
+    let [entries, assoc, page] = three(s, "TLB geometry")?;
+    let mut t = base.cloned().unwrap_or(TlbConfig {
+        entries: 0,
+        assoc: 0,
+        page_size: 4096,
+        kernel_entries: 0,
+        replacement: Replacement::Lru,
+        seed: 0,
+        user_miss_cycles: 20,
+        kernel_miss_cycles: 20,
+    });
+    t.entries = entries
+        .parse()
+        .ok()
+        .filter(|&e| e > 0)
+        .ok_or_else(|| format!("TLB entries {entries:?} is not a positive number"))?;
+    t.assoc = parse_assoc(&assoc)?;
+    t.page_size = parse_size(&page)?;
+    if t.kernel_entries >= t.entries {
+        t.kernel_entries = 0;
+    }
+    t.validate()
+        .map_err(|e| format!("TLB geometry {s:?}: {e}"))?;
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_is_valid() {
+        for (name, _) in PRESETS {
+            let m = preset(name).unwrap();
+            assert_eq!(m.validate(), Ok(()), "{name}");
+            assert_eq!(&m.name, name);
+        }
+        for (_, names) in SWEEPS {
+            assert!(names.iter().all(|n| preset(n).is_some()));
+        }
+        assert!(preset("vax").is_none());
+    }
+
+    #[test]
+    fn geometry_strings() {
+        let c = parse_cache("32K:8:64", None).unwrap();
+        assert_eq!((c.size, c.assoc, c.line), (32768, 8, 64));
+        assert_eq!(parse_cache("64K:dm:16", None).unwrap().assoc, 1);
+        assert_eq!(parse_cache("4K:full:64", None).unwrap().assoc, 0);
+        assert!(parse_cache("33000:8:64", None)
+            .unwrap_err()
+            .contains("multiple"));
+        assert!(parse_cache("32K:8", None)
+            .unwrap_err()
+            .contains("three fields"));
+        assert!(parse_cache("32X:8:64", None)
+            .unwrap_err()
+            .contains("not a size"));
+        let t = parse_tlb("64:full:4K", None).unwrap();
+        assert_eq!((t.entries, t.assoc, t.page_size), (64, 0, 4096));
+        assert!(parse_tlb("64:3:4K", None).is_err());
+    }
+
+    #[test]
+    fn machine_config_round_trips_through_json() {
+        let m = ds5000();
+        let text = serde_json::to_string(&m).unwrap();
+        let back: MachineConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, m);
+    }
+}

@@ -1,0 +1,421 @@
+//! One simulated memory system: caches, write buffer, TLB and page mapping driven by a reference
+//! stream, with stall cycles charged to user or system and to a component.
+//!
+//! Timing is deliberately simple: every instruction fetch is one cycle, and stalls add to that
+//! clock. The clock matters only to the write buffer, which drains while the CPU runs.
+
+use super::cache::{CacheConfig, Level, Outcome};
+use super::mapping::{Mapper, Mapping};
+use super::tlb::{Tlb, TlbConfig};
+use super::trace::{Kind, Mode, Ref};
+use super::wbuf::{WriteBuffer, WriteBufferConfig};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Everything that defines a simulated machine; also the format of `--config FILE` (JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineConfig {
+    pub name: String,
+    /// Instruction cache; absent for a unified first level (`l1d` serves both).
+    #[serde(default)]
+    pub l1i: Option<CacheConfig>,
+    pub l1d: CacheConfig,
+    /// Second and further levels, unified, nearest first.
+    #[serde(default)]
+    pub lower: Vec<CacheConfig>,
+    /// Stall cycles of a read that goes to memory.
+    pub memory_cycles: u32,
+    /// Stall cycles of an uncached read.
+    #[serde(default)]
+    pub uncached_cycles: u32,
+    /// Stall cycles of a write that leaves a write-through cache when there is no write buffer.
+    #[serde(default)]
+    pub write_cycles: u32,
+    #[serde(default)]
+    pub write_buffer: Option<WriteBufferConfig>,
+    #[serde(default)]
+    pub tlb: Option<TlbConfig>,
+    pub mapping: Mapping,
+    /// Page size of the mapping policy.
+    pub page_size: u64,
+    /// Kernel virtual ranges [start, end) that bypass translation; physical = virtual - start.
+    #[serde(default)]
+    pub kernel_unmapped: Vec<(u64, u64)>,
+    /// Kernel virtual ranges [start, end) that also bypass the caches.
+    #[serde(default)]
+    pub kernel_uncached: Vec<(u64, u64)>,
+    /// Classify misses into compulsory, capacity and conflict (costs speed).
+    #[serde(default)]
+    pub three_c: bool,
+}
+
+impl MachineConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        let named = |what: &str, c: &CacheConfig| c.validate().map_err(|e| format!("{what}: {e}"));
+        if let Some(c) = &self.l1i {
+            named("l1i", c)?;
+        }
+        named("l1d", &self.l1d)?;
+        for (i, c) in self.lower.iter().enumerate() {
+            named(&format!("l{}", i + 2), c)?;
+        }
+        if let Some(t) = &self.tlb {
+            t.validate()?;
+        }
+        if let Some(w) = &self.write_buffer {
+            if w.depth == 0 {
+                return Err("write buffer depth must be at least 1".into());
+            }
+        }
+        if !self.page_size.is_power_of_two() {
+            return Err(format!(
+                "page size {} is not a power of two",
+                self.page_size
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Components that stalls are charged to.
+pub const COMPONENTS: [&str; 5] = ["icache", "dcache", "wbuffer", "tlb", "uncached"];
+const ICACHE: usize = 0;
+const DCACHE: usize = 1;
+const WBUF: usize = 2;
+const TLB: usize = 3;
+const UNCACHED: usize = 4;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CacheCounts {
+    pub accesses: u64,
+    pub misses: u64,
+    pub read_misses: u64,
+    pub write_misses: u64,
+    /// compulsory, capacity, conflict (when classified)
+    pub classes: [u64; 3],
+    pub writebacks: u64,
+}
+
+impl CacheCounts {
+    #[inline]
+    fn count(&mut self, out: Outcome, write: bool, level: &Level, three_c: bool) {
+        self.accesses += 1;
+        if out != Outcome::Hit {
+            self.misses += 1;
+            if write {
+                self.write_misses += 1;
+            } else {
+                self.read_misses += 1;
+            }
+            if three_c {
+                self.classes[level.last_class as usize] += 1;
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ModeStats {
+    pub instructions: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub uncached: u64,
+    /// Stall cycles by component, in the order of `COMPONENTS`.
+    pub stall: [u64; 5],
+    pub l1i: CacheCounts,
+    pub l1d: CacheCounts,
+    pub lower: Vec<CacheCounts>,
+    pub tlb_refs: u64,
+    pub tlb_misses: u64,
+    pub wbuf_writes: u64,
+    pub wbuf_full_stalls: u64,
+    pub wbuf_read_waits: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SpaceStats {
+    pub instructions: u64,
+    pub stall: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Indexed by `Mode`: user, kernel.
+    pub mode: [ModeStats; 2],
+    pub by_asid: BTreeMap<u32, SpaceStats>,
+    pub refs: u64,
+}
+
+pub struct Machine {
+    pub cfg: MachineConfig,
+    l1i: Option<Level>,
+    l1d: Level,
+    lower: Vec<Level>,
+    wbuf: Option<WriteBuffer>,
+    tlb: Option<Tlb>,
+    mapper: Mapper,
+    now: u64,
+    stats: Stats,
+    cur_asid: u32,
+    cur_space: SpaceStats,
+    victims: Vec<u64>,
+    needs_paddr: bool,
+}
+
+impl Machine {
+    pub fn new(cfg: &MachineConfig) -> Machine {
+        let three_c = cfg.three_c;
+        let mut stats = Stats::default();
+        for m in &mut stats.mode {
+            m.lower = vec![CacheCounts::default(); cfg.lower.len()];
+        }
+        let needs_paddr = cfg
+            .l1i
+            .iter()
+            .chain([&cfg.l1d])
+            .chain(&cfg.lower)
+            .any(|c| c.physical);
+        Machine {
+            l1i: cfg.l1i.as_ref().map(|c| Level::new(c, three_c)),
+            l1d: Level::new(&cfg.l1d, three_c),
+            lower: cfg.lower.iter().map(|c| Level::new(c, three_c)).collect(),
+            wbuf: cfg.write_buffer.as_ref().map(WriteBuffer::new),
+            tlb: cfg.tlb.as_ref().map(Tlb::new),
+            mapper: Mapper::new(&cfg.mapping, cfg.page_size),
+            now: 0,
+            stats,
+            cur_asid: 0,
+            cur_space: SpaceStats::default(),
+            victims: Vec::new(),
+            needs_paddr,
+            cfg: cfg.clone(),
+        }
+    }
+
+    /// Reads `cycles` from the lower levels and memory for a miss at `addr`; returns the stall
+    /// and the part of it spent waiting for the write buffer.
+    fn fill(&mut self, mode: usize, addr: u64) -> (u64, u64) {
+        for (i, l) in self.lower.iter_mut().enumerate() {
+            let line = addr >> l.line_bits();
+            let out = l.access(line, false, false, &mut |_| {});
+            self.stats.mode[mode].lower[i].count(out, false, l, self.cfg.three_c);
+            if out == Outcome::Hit {
+                return (u64::from(l.cfg.hit_cycles), 0);
+            }
+        }
+        let mem = u64::from(self.cfg.memory_cycles);
+        let wait = match &mut self.wbuf {
+            Some(w) => w.read(self.now, mem),
+            None => 0,
+        };
+        if wait > 0 {
+            self.stats.mode[mode].wbuf_read_waits += 1;
+        }
+        (mem, wait)
+    }
+
+    /// A write leaving the first level (write-through or a dirty victim); returns its stall.
+    fn write_down(&mut self, mode: usize, addr: u64) -> u64 {
+        for (i, l) in self.lower.iter_mut().enumerate() {
+            let line = addr >> l.line_bits();
+            let out = l.access(line, true, true, &mut |_| {});
+            self.stats.mode[mode].lower[i].count(out, true, l, self.cfg.three_c);
+            if out == Outcome::Hit || l.cfg.write_back {
+                // Absorbed by a write-back level.
+                return 0;
+            }
+        }
+        match &mut self.wbuf {
+            Some(w) => {
+                self.stats.mode[mode].wbuf_writes += 1;
+                let s = w.write(self.now, addr);
+                if s > 0 {
+                    self.stats.mode[mode].wbuf_full_stalls += 1;
+                }
+                s
+            }
+            None => u64::from(self.cfg.write_cycles),
+        }
+    }
+
+    #[inline]
+    fn in_ranges(ranges: &[(u64, u64)], a: u64) -> Option<u64> {
+        ranges.iter().find(|r| a >= r.0 && a < r.1).map(|r| r.0)
+    }
+
+    pub fn access(&mut self, r: &Ref) {
+        let m = r.mode as usize;
+        if r.asid != self.cur_asid {
+            self.flush_space();
+            self.cur_asid = r.asid;
+        }
+        let mut stall = [0u64; 5];
+        let write = r.kind == Kind::Write;
+        match r.kind {
+            Kind::Instr => {
+                self.stats.mode[m].instructions += 1;
+                self.cur_space.instructions += 1;
+                self.now += 1;
+            }
+            Kind::Read => self.stats.mode[m].reads += 1,
+            Kind::Write => self.stats.mode[m].writes += 1,
+        }
+        let kernel = r.mode == Mode::Kernel;
+        let unmapped = if kernel {
+            Self::in_ranges(&self.cfg.kernel_unmapped, r.vaddr)
+        } else {
+            None
+        };
+        let paddr = if let Some(base) = unmapped {
+            r.vaddr - base
+        } else {
+            if let Some(t) = &mut self.tlb {
+                self.stats.mode[m].tlb_refs += 1;
+                if !t.access_stream(r.asid, r.vaddr, kernel, usize::from(r.kind != Kind::Instr)) {
+                    self.stats.mode[m].tlb_misses += 1;
+                    let c = self.cfg.tlb.as_ref().map_or(0, |c| {
+                        if kernel {
+                            c.kernel_miss_cycles
+                        } else {
+                            c.user_miss_cycles
+                        }
+                    });
+                    stall[TLB] += u64::from(c);
+                }
+            }
+            match r.paddr {
+                Some(p) => p,
+                None if self.needs_paddr => {
+                    let space = if kernel { u32::MAX } else { r.asid };
+                    self.mapper
+                        .translate_stream(space, r.vaddr, usize::from(r.kind != Kind::Instr))
+                }
+                None => r.vaddr,
+            }
+        };
+        let uncached =
+            r.uncached || (kernel && Self::in_ranges(&self.cfg.kernel_uncached, r.vaddr).is_some());
+        if uncached {
+            self.stats.mode[m].uncached += 1;
+            if write {
+                let s = self.write_down(m, paddr);
+                stall[WBUF] += s;
+                self.now += s;
+            } else {
+                let c = u64::from(self.cfg.uncached_cycles);
+                let wait = self.wbuf.as_mut().map_or(0, |w| w.read(self.now, c));
+                self.now += wait;
+                stall[WBUF] += wait;
+                stall[UNCACHED] += c;
+            }
+            self.charge(m, &stall);
+            return;
+        }
+        let instr = r.kind == Kind::Instr;
+        let comp = if instr { ICACHE } else { DCACHE };
+        let split = instr && self.l1i.is_some();
+        let (physical, line_bits, line_size, write_back) = {
+            let l = if split {
+                self.l1i.as_ref().unwrap()
+            } else {
+                &self.l1d
+            };
+            (
+                l.cfg.physical,
+                l.line_bits(),
+                u64::from(l.cfg.line),
+                l.cfg.write_back,
+            )
+        };
+        let addr = if physical {
+            paddr
+        } else {
+            r.vaddr ^ u64::from(r.asid).rotate_right(16)
+        };
+        let size = u64::from(r.size.max(1));
+        let first = addr >> line_bits;
+        let last = (addr + size - 1) >> line_bits;
+        let mut victims = std::mem::take(&mut self.victims);
+        for line in first..=last {
+            let lo = (line << line_bits).max(addr);
+            let hi = ((line + 1) << line_bits).min(addr + size);
+            let whole = hi - lo == line_size;
+            let level = if split {
+                self.l1i.as_mut().unwrap()
+            } else {
+                &mut self.l1d
+            };
+            let out = level.access(line, write, whole, &mut |v| victims.push(v));
+            let counts = if split {
+                &mut self.stats.mode[m].l1i
+            } else if instr {
+                // A unified first level: instruction traffic is still reported as icache.
+                &mut self.stats.mode[m].l1i
+            } else {
+                &mut self.stats.mode[m].l1d
+            };
+            counts.count(out, write, level, self.cfg.three_c);
+            if let Outcome::Miss { fetch: true } = out {
+                let (c, wait) = self.fill(m, line << line_bits);
+                stall[comp] += c;
+                stall[WBUF] += wait;
+                self.now += c + wait;
+            }
+            for v in victims.drain(..) {
+                let counts = if instr {
+                    &mut self.stats.mode[m].l1i
+                } else {
+                    &mut self.stats.mode[m].l1d
+                };
+                counts.writebacks += 1;
+                let s = self.write_down(m, v);
+                stall[WBUF] += s;
+                self.now += s;
+            }
+            if write && !write_back {
+                let s = self.write_down(m, lo);
+                stall[WBUF] += s;
+                self.now += s;
+            }
+        }
+        self.victims = victims;
+        self.charge(m, &stall);
+    }
+
+    #[inline]
+    fn charge(&mut self, m: usize, stall: &[u64; 5]) {
+        let mut total = 0;
+        for (s, d) in self.stats.mode[m].stall.iter_mut().zip(stall) {
+            *s += d;
+            total += d;
+        }
+        // Time advanced for cache stalls already; TLB and uncached stalls advance it here.
+        self.now += stall[TLB] + stall[UNCACHED];
+        self.cur_space.stall += total;
+        self.stats.refs += 1;
+    }
+
+    fn flush_space(&mut self) {
+        let s = self.stats.by_asid.entry(self.cur_asid).or_default();
+        s.instructions += self.cur_space.instructions;
+        s.stall += self.cur_space.stall;
+        self.cur_space = SpaceStats::default();
+    }
+
+    /// The counts so far.
+    pub fn stats(&mut self) -> Stats {
+        self.flush_space();
+        self.stats
+            .by_asid
+            .retain(|_, s| s.instructions > 0 || s.stall > 0);
+        self.stats.clone()
+    }
+}
+
+/// Miss class names in the order of `CacheCounts::classes`.
+pub const CLASSES: [&str; 3] = ["compulsory", "capacity", "conflict"];
+
+#[cfg(test)]
+#[path = "machine_tests.rs"]
+mod tests;

@@ -1,0 +1,15 @@
+//! Memory-system simulation: reference traces in, stall cycles by user/system and component out.
+//!
+//! `trace` reads and writes reference traces; `cache`, `tlb`, `wbuf` and `mapping` are the models;
+//! `machine` puts them together with a cost model; `config` names presets and parses geometry;
+//! `sweep` runs several machines over one read of a trace; `report` renders the results.
+
+pub mod cache;
+pub mod config;
+pub mod machine;
+pub mod mapping;
+pub mod report;
+pub mod sweep;
+pub mod tlb;
+pub mod trace;
+pub mod wbuf;

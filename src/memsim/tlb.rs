@@ -1,0 +1,203 @@
+//! Translation buffer: a store of (address space, virtual page) keys with an optional partition of
+//! entries reserved for kernel mappings (the MIPS R3000's wired entries: user mappings can never
+//! evict them). Kernel mappings are global (the same in every address space).
+
+use super::cache::{Replacement, Store};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbConfig {
+    pub entries: u32,
+    /// Ways; 0 for fully associative.
+    pub assoc: u32,
+    pub page_size: u64,
+    /// Entries reserved for kernel mappings (0: kernel and user share all entries).
+    #[serde(default)]
+    pub kernel_entries: u32,
+    #[serde(default = "lru")]
+    pub replacement: Replacement,
+    #[serde(default)]
+    pub seed: u64,
+    /// Stall cycles of a miss on a user address and on a mapped kernel address.
+    pub user_miss_cycles: u32,
+    pub kernel_miss_cycles: u32,
+}
+
+fn lru() -> Replacement {
+    Replacement::Lru
+}
+
+impl TlbConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.page_size.is_power_of_two() || self.page_size < 256 {
+            return Err(format!(
+                "TLB page size {} is not a power of two of at least 256",
+                self.page_size
+            ));
+        }
+        let shared = self.entries.saturating_sub(self.kernel_entries);
+        if shared == 0 {
+            return Err(format!(
+                "TLB of {} entries leaves none for user pages after {} kernel entries",
+                self.entries, self.kernel_entries
+            ));
+        }
+        let ways = if self.assoc == 0 { shared } else { self.assoc };
+        if shared % ways != 0 {
+            return Err(format!(
+                "TLB entries {} (after {} kernel entries) are not a multiple of associativity {}",
+                shared, self.kernel_entries, self.assoc
+            ));
+        }
+        Ok(())
+    }
+}
+
+const KERNEL_ASID: u64 = 0xfff;
+
+pub struct Tlb {
+    main: Store,
+    kernel: Option<Store>,
+    page_shift: u32,
+    /// Last key seen by the instruction and the data stream, plus one (0: none). Without LRU
+    /// order to maintain, a hit changes no state, so a key known present needs no search; any
+    /// insertion may evict, so it clears both.
+    memo: [u64; 2],
+    memo_ok: bool,
+}
+
+impl Tlb {
+    pub fn new(cfg: &TlbConfig) -> Tlb {
+        let shared = cfg.entries - cfg.kernel_entries;
+        let kernel = (cfg.kernel_entries > 0).then(|| {
+            Store::new(
+                u64::from(cfg.kernel_entries),
+                0,
+                cfg.replacement,
+                cfg.seed ^ 1,
+            )
+        });
+        Tlb {
+            main: Store::new(u64::from(shared), cfg.assoc, cfg.replacement, cfg.seed),
+            kernel,
+            page_shift: cfg.page_size.trailing_zeros(),
+            memo: [0; 2],
+            memo_ok: cfg.replacement != Replacement::Lru,
+        }
+    }
+
+    /// Looks up and on a miss loads the translation; true on a hit.
+    #[inline]
+    pub fn access(&mut self, asid: u32, vaddr: u64, kernel: bool) -> bool {
+        self.access_stream(asid, vaddr, kernel, 1)
+    }
+
+    /// As `access`, for stream 0 (instructions) or 1 (data).
+    #[inline]
+    pub fn access_stream(&mut self, asid: u32, vaddr: u64, kernel: bool, stream: usize) -> bool {
+        let vpn = vaddr >> self.page_shift;
+        let tag = if kernel {
+            KERNEL_ASID
+        } else {
+            u64::from(asid) & 0x7ff
+        };
+        // Page bits low so that the set index is the page number, as in hardware.
+        let key = (vpn & ((1 << 52) - 1)) | tag << 52;
+        if self.memo_ok && self.memo[stream] == key.wrapping_add(1) {
+            return true;
+        }
+        let store = match (&mut self.kernel, kernel) {
+            (Some(k), true) => k,
+            _ => &mut self.main,
+        };
+        let hit = store.touch(key, false);
+        if !hit {
+            store.insert(key, false);
+            self.memo = [0; 2];
+        }
+        self.memo[stream] = key.wrapping_add(1);
+        hit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(entries: u32, kernel_entries: u32) -> TlbConfig {
+        TlbConfig {
+            entries,
+            assoc: 0,
+            page_size: 4096,
+            kernel_entries,
+            replacement: Replacement::Lru,
+            seed: 0,
+            user_miss_cycles: 10,
+            kernel_miss_cycles: 50,
+        }
+    }
+
+    #[test]
+    fn wired_kernel_entries_survive_user_pressure() {
+        let mut t = Tlb::new(&cfg(4, 1));
+        assert!(!t.access(1, 0xc000_0000, true));
+        for p in 0..10u64 {
+            t.access(1, p << 12, false);
+        }
+        assert!(
+            t.access(1, 0xc000_0000, true),
+            "user pages cannot evict the kernel entry"
+        );
+        // Without the reservation the same sweep evicts it.
+        let mut t = Tlb::new(&cfg(4, 0));
+        t.access(1, 0xc000_0000, true);
+        for p in 0..10u64 {
+            t.access(1, p << 12, false);
+        }
+        assert!(!t.access(1, 0xc000_0000, true));
+    }
+
+    #[test]
+    fn address_spaces_are_tagged_and_kernel_is_global() {
+        let mut t = Tlb::new(&cfg(8, 0));
+        assert!(!t.access(1, 0x1000, false));
+        assert!(
+            !t.access(2, 0x1000, false),
+            "another address space: another translation"
+        );
+        assert!(t.access(1, 0x1fff, false));
+        assert!(!t.access(1, 0xc000_0000, true));
+        assert!(t.access(2, 0xc000_0000, true));
+    }
+
+    #[test]
+    fn memo_agrees_with_searching() {
+        use crate::memsim::trace::synth::Rng;
+        let mut c = cfg(16, 2);
+        c.replacement = Replacement::Random;
+        let mut a = Tlb::new(&c);
+        let mut b = Tlb::new(&c);
+        b.memo_ok = false;
+        let mut rng = Rng::new(4);
+        for _ in 0..20_000 {
+            let page = rng.below(40);
+            let kernel = page >= 36;
+            let stream = rng.below(2) as usize;
+            let addr = page << 12;
+            assert_eq!(
+                a.access_stream(1, addr, kernel, stream),
+                b.access_stream(1, addr, kernel, stream)
+            );
+        }
+    }
+
+    #[test]
+    fn validation() {
+        assert!(cfg(64, 8).validate().is_ok());
+        assert!(cfg(8, 8).validate().is_err());
+        let mut c = cfg(64, 0);
+        c.assoc = 3;
+        assert!(c.validate().is_err());
+    }
+}

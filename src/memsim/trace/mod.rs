@@ -1,0 +1,194 @@
+//! Memory-reference traces: one record per instruction fetch, load or store.
+//!
+//! # The osmeter trace format, version 1
+//!
+//! A file is an 8-byte header followed by records and one trailer record. The whole stream may be
+//! wrapped in a zstd frame; readers recognise the zstd magic (`28 b5 2f fd`) and decompress.
+//!
+//! Header:
+//!
+//! | bytes | meaning |
+//! |-------|---------|
+//! | 0..4  | magic `OSMT` |
+//! | 4     | version, 1 |
+//! | 5     | flags: bit 0 user-only (no kernel references were captured), bit 1 records carry physical addresses, bit 2 incomplete (the capture was cut short) |
+//! | 6..8  | zero, reserved |
+//!
+//! Record: a tag byte, then optional fields in this order.
+//!
+//! | tag bits | meaning |
+//! |----------|---------|
+//! | 0-1 | kind: 0 instruction fetch, 1 read, 2 write, 3 control record (see below) |
+//! | 2   | mode: 0 user, 1 kernel |
+//! | 3   | uncached access (bypasses the caches, e.g. device memory) |
+//! | 4   | a new address-space id follows as a varint; otherwise the previous record's id holds (0 at the start) |
+//! | 5-7 | size code: 1..7 stand for 1, 2, 3, 4, 5, 6 or 8 bytes; 0 means a varint size follows |
+//!
+//! After the tag (and the optional asid and size) comes the virtual address as a zigzag varint
+//! delta from the previous address of the same stream, where the four streams are instruction and
+//! data (reads and writes together) crossed with user and kernel. With header bit 1, a physical
+//! address follows as a zigzag varint delta from the previous physical address of the same stream.
+//! Varints are LEB128: 7 bits per byte, low bits first, high bit set on all but the last byte.
+//!
+//! Control records (kind 3) use tag `0x03` only: the trailer, followed by a varint count of the
+//! records and a varint of flags that are ORed into the header's (bit 2 marks a capture that ended
+//! early, which a streaming writer cannot know when it writes the header). A stream that ends
+//! without a trailer is truncated and is reported as an error, with the byte offset.
+
+pub mod binary;
+pub mod synth;
+pub mod text;
+
+use anyhow::{Context, Result};
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+/// What a reference does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    Instr = 0,
+    Read = 1,
+    Write = 2,
+}
+
+/// The processor mode the reference was made in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Mode {
+    User = 0,
+    Kernel = 1,
+}
+
+/// One memory reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ref {
+    pub kind: Kind,
+    pub mode: Mode,
+    pub uncached: bool,
+    pub asid: u32,
+    pub size: u32,
+    pub vaddr: u64,
+    /// Present only in traces whose header says so.
+    pub paddr: Option<u64>,
+}
+
+impl Ref {
+    pub fn new(kind: Kind, mode: Mode, asid: u32, size: u32, vaddr: u64) -> Ref {
+        Ref {
+            kind,
+            mode,
+            uncached: false,
+            asid,
+            size,
+            vaddr,
+            paddr: None,
+        }
+    }
+}
+
+/// Header flags.
+pub const FLAG_USER_ONLY: u8 = 1;
+pub const FLAG_PHYSICAL: u8 = 2;
+pub const FLAG_INCOMPLETE: u8 = 4;
+
+/// What a reader knows about the trace it is reading.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TraceMeta {
+    pub flags: u8,
+}
+
+impl TraceMeta {
+    pub fn user_only(&self) -> bool {
+        self.flags & FLAG_USER_ONLY != 0
+    }
+    pub fn physical(&self) -> bool {
+        self.flags & FLAG_PHYSICAL != 0
+    }
+    pub fn incomplete(&self) -> bool {
+        self.flags & FLAG_INCOMPLETE != 0
+    }
+}
+
+/// A source of references, read in batches so the caller's loop stays tight.
+pub trait RefSource {
+    /// Appends up to `max` references to `out`; returns how many. Zero means the end.
+    fn next_batch(&mut self, out: &mut Vec<Ref>, max: usize) -> Result<usize>;
+    /// Flags known so far (a trailer can add some at the end).
+    fn meta(&self) -> TraceMeta;
+}
+
+/// Input formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Osmeter,
+    Lackey,
+    Din,
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Option<Format> {
+        match s {
+            "osmeter" | "osmt" | "bin" => Some(Format::Osmeter),
+            "lackey" => Some(Format::Lackey),
+            "din" | "dinero" => Some(Format::Din),
+            _ => None,
+        }
+    }
+}
+
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+const BUF: usize = 1 << 18;
+
+/// Opens `path` (`-` for stdin), undoing zstd compression if present. Returns the stream and its
+/// first bytes so the caller can tell the format.
+fn open_raw(path: &Path) -> Result<Box<dyn BufRead + Send>> {
+    let inner: Box<dyn Read + Send> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(
+            std::fs::File::open(path)
+                .with_context(|| format!("cannot open trace {}", path.display()))?,
+        )
+    };
+    let mut buffered = BufReader::with_capacity(BUF, inner);
+    let head = buffered.fill_buf()?;
+    if head.len() >= 4 && head[..4] == ZSTD_MAGIC {
+        let dec = zstd::stream::read::Decoder::with_buffer(buffered)
+            .context("cannot start zstd decompression")?;
+        Ok(Box::new(BufReader::with_capacity(BUF, dec)))
+    } else {
+        Ok(Box::new(buffered))
+    }
+}
+
+/// Opens a trace in any supported format. Without `format`, the osmeter magic selects the binary
+/// reader, and text is taken for lackey unless its first record line looks like Dinero `din`.
+pub fn open(path: &Path, format: Option<Format>) -> Result<Box<dyn RefSource + Send>> {
+    let mut raw = open_raw(path)?;
+    let head = raw.fill_buf()?.to_vec();
+    let format = match format {
+        Some(f) => f,
+        None if head.starts_with(binary::MAGIC) => Format::Osmeter,
+        None if head.is_empty() => {
+            return Err(anyhow::anyhow!(
+                "trace {} is empty: not an osmeter, lackey or din trace",
+                path.display()
+            ))
+        }
+        None => text::sniff(&head),
+    };
+    let name = path.display().to_string();
+    Ok(match format {
+        Format::Osmeter => Box::new(binary::TraceReader::new(raw).with_context(|| name.clone())?),
+        Format::Lackey => Box::new(text::LackeyReader::new(raw)),
+        Format::Din => Box::new(text::DinReader::new(raw)),
+    })
+}
+
+/// Reads every reference of a source into memory (tests and small traces).
+pub fn read_all(src: &mut dyn RefSource) -> Result<Vec<Ref>> {
+    let mut all = Vec::new();
+    while src.next_batch(&mut all, 1 << 16)? > 0 {}
+    Ok(all)
+}

@@ -1,0 +1,218 @@
+//! A deterministic synthetic trace: a few user processes with loops over their text, stack, array
+//! and heap data, interrupted now and then by system calls whose kernel code runs in an unmapped
+//! segment (as on MIPS kseg0) and which copy blocks between kernel and user buffers. It is not a
+//! model of any real program; it exercises every part of the simulator with the same references
+//! every time for one seed.
+
+use super::{Kind, Mode, Ref, RefSource, TraceMeta};
+use anyhow::Result;
+
+/// Start of the unmapped kernel segment used for kernel text and data (MIPS kseg0).
+pub const KERNEL_BASE: u64 = 0x8000_0000;
+
+#[derive(Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
+    }
+    /// splitmix64
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    #[inline]
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+struct Proc {
+    asid: u32,
+    pc: u64,
+    text: (u64, u64),
+    array_pos: u64,
+    array: (u64, u64),
+    heap: (u64, u64),
+    sp: u64,
+}
+
+pub struct Synth {
+    rng: Rng,
+    left: u64,
+    procs: Vec<Proc>,
+    cur: usize,
+    /// Remaining kernel instructions of the system call in progress.
+    in_kernel: u64,
+    kpc: u64,
+    copy: Option<(u64, u64, u64)>,
+}
+
+impl Synth {
+    pub fn new(refs: u64, seed: u64) -> Synth {
+        let procs = (0..3u32)
+            .map(|i| {
+                let base = 0x40_0000 + u64::from(i) * 0x10_0000;
+                Proc {
+                    asid: i + 1,
+                    pc: base,
+                    text: (base, 24 * 1024 + u64::from(i) * 16 * 1024),
+                    array_pos: 0,
+                    array: (0x1000_0000, 96 * 1024),
+                    heap: (0x2000_0000, 512 * 1024),
+                    sp: 0x7fff_f000,
+                }
+            })
+            .collect();
+        Synth {
+            rng: Rng::new(seed),
+            left: refs,
+            procs,
+            cur: 0,
+            in_kernel: 0,
+            kpc: KERNEL_BASE,
+            copy: None,
+        }
+    }
+
+    fn one(&mut self) -> Ref {
+        let r = self.rng.next_u64();
+        let asid = self.procs[self.cur].asid;
+        if self.in_kernel > 0 {
+            self.in_kernel -= 1;
+            if let Some((src, dst, left)) = self.copy {
+                // A block copy: a load and a store per word, then on with the system call.
+                let off = left * 4;
+                self.copy = (left > 1).then_some((src, dst, left - 1));
+                return if r & 1 == 0 {
+                    Ref::new(Kind::Read, Mode::Kernel, asid, 4, src + off)
+                } else {
+                    Ref::new(Kind::Write, Mode::Kernel, asid, 4, dst + off)
+                };
+            }
+            return match r % 10 {
+                0..=5 => {
+                    self.kpc = if r % 97 == 0 {
+                        (KERNEL_BASE + (r >> 20) % (192 * 1024)) & !3
+                    } else {
+                        self.kpc + 4
+                    };
+                    Ref::new(Kind::Instr, Mode::Kernel, asid, 4, self.kpc)
+                }
+                6 | 7 => Ref::new(
+                    Kind::Read,
+                    Mode::Kernel,
+                    asid,
+                    4,
+                    (KERNEL_BASE + 0x40_0000 + (r >> 16) % (128 * 1024)) & !3,
+                ),
+                _ => Ref::new(
+                    Kind::Write,
+                    Mode::Kernel,
+                    asid,
+                    4,
+                    (KERNEL_BASE + 0x40_0000 + (r >> 16) % (32 * 1024)) & !3,
+                ),
+            };
+        }
+        if r % 5000 == 0 {
+            // A system call; every few of them switches to another process.
+            self.in_kernel = 200 + (r >> 8) % 800;
+            self.kpc = (KERNEL_BASE + (r >> 24) % (64 * 1024)) & !3;
+            if r % 3 == 0 {
+                let words = 256 + (r >> 40) % 768;
+                let user = (self.procs[self.cur].heap.0 + (r >> 12) % (256 * 1024)) & !3;
+                self.copy = Some((KERNEL_BASE + 0x80_0000, user, words));
+                self.in_kernel += words;
+            }
+            if r % 7 == 0 {
+                self.cur = (self.cur + 1) % self.procs.len();
+            }
+        }
+        let p = &mut self.procs[self.cur];
+        match r % 100 {
+            0..=69 => {
+                p.pc = if r % 61 == 0 {
+                    (p.text.0 + (r >> 20) % p.text.1) & !3
+                } else if p.pc + 4 >= p.text.0 + p.text.1 {
+                    p.text.0
+                } else {
+                    p.pc + 4
+                };
+                Ref::new(Kind::Instr, Mode::User, asid, 4, p.pc)
+            }
+            70..=79 => {
+                let off = ((r >> 16) % 256) & !7;
+                let kind = if r & 1 == 0 { Kind::Read } else { Kind::Write };
+                Ref::new(kind, Mode::User, asid, 8, p.sp - off)
+            }
+            80..=89 => {
+                p.array_pos = (p.array_pos + 8) % p.array.1;
+                Ref::new(Kind::Read, Mode::User, asid, 8, p.array.0 + p.array_pos)
+            }
+            90..=95 => Ref::new(
+                Kind::Read,
+                Mode::User,
+                asid,
+                4,
+                (p.heap.0 + (r >> 16) % p.heap.1) & !3,
+            ),
+            _ => Ref::new(
+                Kind::Write,
+                Mode::User,
+                asid,
+                4,
+                (p.heap.0 + (r >> 16) % p.heap.1) & !3,
+            ),
+        }
+    }
+}
+
+impl RefSource for Synth {
+    fn next_batch(&mut self, out: &mut Vec<Ref>, max: usize) -> Result<usize> {
+        let n = (max as u64).min(self.left);
+        for _ in 0..n {
+            let r = self.one();
+            out.push(r);
+        }
+        self.left -= n;
+        Ok(n as usize)
+    }
+
+    fn meta(&self) -> TraceMeta {
+        TraceMeta::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::read_all;
+    use super::*;
+
+    #[test]
+    fn deterministic_and_mixed() {
+        let a = read_all(&mut Synth::new(200_000, 1)).unwrap();
+        let b = read_all(&mut Synth::new(200_000, 1)).unwrap();
+        let c = read_all(&mut Synth::new(200_000, 2)).unwrap();
+        assert_eq!(a.len(), 200_000);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let kernel = a.iter().filter(|r| r.mode == Mode::Kernel).count();
+        assert!(kernel > 1000 && kernel < 150_000, "{kernel}");
+        for k in [Kind::Instr, Kind::Read, Kind::Write] {
+            assert!(a.iter().any(|r| r.kind == k));
+        }
+        assert!(
+            a.iter()
+                .map(|r| r.asid)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+                > 1
+        );
+    }
+}

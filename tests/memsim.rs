@@ -1,0 +1,259 @@
+//! End-to-end tests of `osmeter trace` and `osmeter memsim`, good input and bad.
+
+mod common;
+
+use common::{entries, which, TestEnv};
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn synth(env: &TestEnv, name: &str, refs: u64) -> std::path::PathBuf {
+    let p = env.dir.path().join(name);
+    env.osmeter()
+        .args([
+            "trace",
+            "synth",
+            "--refs",
+            &refs.to_string(),
+            "--seed",
+            "3",
+            "-o",
+        ])
+        .arg(&p)
+        .assert()
+        .success();
+    p
+}
+
+fn info(env: &TestEnv, p: &Path) -> Value {
+    let out = env
+        .osmeter()
+        .args(["trace", "info", "--json"])
+        .arg(p)
+        .assert()
+        .success();
+    serde_json::from_slice(&out.get_output().stdout).unwrap()
+}
+
+#[test]
+fn synth_info_and_simulate_a_preset_sweep() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 50_000);
+    let i = info(&env, &t);
+    assert_eq!(i["references"], 50_000);
+    let sum: u64 = ["user", "kernel"]
+        .iter()
+        .flat_map(|m| ["instructions", "reads", "writes"].map(|k| i[m][k].as_u64().unwrap()))
+        .sum();
+    assert_eq!(sum, 50_000);
+    assert!(i["kernel"]["instructions"].as_u64().unwrap() > 0);
+
+    let out = env
+        .osmeter()
+        .args([
+            "memsim",
+            "--json",
+            "--no-store",
+            "--preset",
+            "paper",
+            "--preset",
+            "x86-modern",
+        ])
+        .arg(&t)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(doc["schema"], "osmeter.memsim/1");
+    assert_eq!(doc["references"], 50_000);
+    let names: Vec<&str> = doc["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ds5000-200",
+            "ds5000-200-2way",
+            "ds5000-200-random",
+            "ds5000-200-unified",
+            "x86-modern"
+        ]
+    );
+    assert!(
+        doc["machines"][0]["mcpi"]["system"]["icache"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+}
+
+#[test]
+fn memsim_table_is_stored_as_a_run_section() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 20_000);
+    let out = env
+        .osmeter()
+        .args(["memsim", "--l1d", "32K:8:64", "--tlb", "64:full:4K"])
+        .arg(&t)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("MCPI"))
+        .stdout(predicate::str::contains("l1d=32K:8:64"));
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let id = err
+        .split_whitespace()
+        .skip_while(|w| *w != "run")
+        .nth(1)
+        .expect("run id on stderr")
+        .to_string();
+    let out = env
+        .osmeter()
+        .args(["show", &id, "--json"])
+        .assert()
+        .success();
+    let run: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(run["sections"]["memsim"]["schema"], "osmeter.memsim/1");
+    assert_eq!(run["measurements"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn convert_lackey_din_zstd_and_stdin_agree() {
+    let env = TestEnv::new();
+    let d = env.dir.path();
+    std::fs::write(
+        d.join("l.txt"),
+        "==1== Lackey\nI  0400000,4\n L 7ff000,8\n S 601000,4\n M 601008,4\nI  0400004,4\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("d.din"),
+        "2 400000\n0 7ff000 8\n1 601000\n0 601008\n1 601008\n2 400004\n",
+    )
+    .unwrap();
+    for (src, out) in [("l.txt", "l.osmt.zst"), ("d.din", "d.osmt")] {
+        env.osmeter()
+            .args(["trace", "convert"])
+            .arg(d.join(src))
+            .arg(d.join(out))
+            .assert()
+            .success();
+    }
+    let a = info(&env, &d.join("l.osmt.zst"));
+    let b = info(&env, &d.join("d.osmt"));
+    assert_eq!(a["references"], 6);
+    assert_eq!(a["user"], b["user"]);
+    assert_eq!(
+        a["user_only"], true,
+        "lackey traces carry the user-only flag"
+    );
+    let compressed = std::fs::read(d.join("l.osmt.zst")).unwrap();
+    assert_eq!(&compressed[..4], &[0x28, 0xb5, 0x2f, 0xfd]);
+
+    let out = env
+        .osmeter()
+        .args(["memsim", "-", "--json", "--no-store"])
+        .pipe_stdin(d.join("d.osmt"))
+        .unwrap()
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(doc["references"], 6);
+}
+
+#[test]
+fn corrupt_and_truncated_traces_fail_cleanly_and_store_nothing() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 10_000);
+    let bytes = std::fs::read(&t).unwrap();
+    let cut = env.dir.path().join("cut.osmt");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    env.osmeter()
+        .arg("memsim")
+        .arg(&cut)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("truncated"))
+        .stderr(predicate::str::contains("byte"));
+    let mut bad = bytes.clone();
+    bad[4] = 7;
+    let badv = env.dir.path().join("v.osmt");
+    std::fs::write(&badv, &bad).unwrap();
+    env.osmeter()
+        .arg("memsim")
+        .arg(&badv)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("version 7"));
+    assert!(
+        !env.store().exists(),
+        "nothing stored for a failed simulation"
+    );
+}
+
+#[test]
+fn bad_presets_geometry_and_lackey_lines() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 1000);
+    env.osmeter()
+        .args(["memsim", "--preset", "vax-780"])
+        .arg(&t)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown preset"))
+        .stderr(predicate::str::contains("ds5000-200"));
+    env.osmeter()
+        .args(["memsim", "--l1d", "33000:8:64"])
+        .arg(&t)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not a multiple"));
+    env.osmeter()
+        .args(["memsim", "--tlb", "64:full"])
+        .arg(&t)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("three fields"));
+
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("g.txt"), "I  0400000,4\nthis is not lackey\n").unwrap();
+    env.osmeter()
+        .args(["trace", "convert"])
+        .arg(d.path().join("g.txt"))
+        .arg(d.path().join("out.osmt"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("line 2"));
+    assert_eq!(entries(d.path()), ["g.txt"], "no partial output file");
+    assert!(!env.store().exists());
+}
+
+#[test]
+fn capture_through_valgrind_is_user_only() {
+    if which("valgrind").is_none() {
+        eprintln!("skipped: valgrind not installed");
+        return;
+    }
+    let env = TestEnv::new();
+    let t = env.dir.path().join("true.osmt");
+    env.osmeter()
+        .args(["trace", "-o"])
+        .arg(&t)
+        .args(["--", "true"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("user mode only"));
+    let i = info(&env, &t);
+    assert!(i["user"]["instructions"].as_u64().unwrap() > 10_000);
+    assert_eq!(i["kernel"]["instructions"], 0);
+    assert_eq!(i["user_only"], true);
+    env.osmeter()
+        .args(["trace", "-o"])
+        .arg(env.dir.path().join("x.osmt"))
+        .args(["--", "no-such-command-osmeter"])
+        .assert()
+        .code(2);
+    assert!(!env.dir.path().join("x.osmt").exists());
+}
