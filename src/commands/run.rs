@@ -4,7 +4,7 @@ use crate::cli::RunArgs;
 use crate::config::RunConfig;
 use crate::harness::{self, Workload};
 use crate::interrupt;
-use crate::meter::{perf::CounterSet, placement, SystemSensors};
+use crate::meter::{placement, SystemSensors};
 use crate::probes::{Built, ProbeEnv};
 use crate::results::model::{Measurement, Overhead, Params, Run, RunOptions, Status, RUN_SCHEMA};
 use crate::results::{fingerprint, table};
@@ -74,12 +74,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if let Some(prio) = config.fifo {
         placement::set_fifo(prio)?;
     }
-    let counters = if config.counters {
-        CounterSet::open_all()
-    } else {
-        CounterSet::none()
-    };
-    let mut sensors = SystemSensors::new(counters, Some(config.cpu));
+    let mut sensors = SystemSensors::new(config.counters, Some(config.cpu));
 
     let started_at = now_rfc3339();
     let show_progress = super::stderr_is_terminal();
@@ -165,7 +160,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         },
         tags: config.tags.clone(),
         fingerprint: fingerprint.clone(),
-        counters_unavailable: sensors.counters.unavailable().clone(),
+        counters_unavailable: sensors.unavailable().clone(),
         overhead: Some(overhead),
         measurements,
         interrupted,

@@ -63,6 +63,8 @@ pub struct HarnessConfig {
     pub warmup_samples: usize,
     /// Spread (coefficient of variation) above which a figure is flagged.
     pub cv_warning: f64,
+    /// Samples taken with the counters attached, after the timing samples, for the counter figures.
+    pub counting_samples: usize,
 }
 
 impl Default for HarnessConfig {
@@ -72,6 +74,7 @@ impl Default for HarnessConfig {
             samples: 10,
             warmup_samples: 1,
             cv_warning: 0.05,
+            counting_samples: 3,
         }
     }
 }
@@ -146,12 +149,10 @@ pub fn measure_overhead_with<S: Sensors, N: Workload + ?Sized>(
     null: &mut N,
 ) -> Result<Overhead> {
     let reps = config.samples.max(5);
+    sensors.set_counting(false);
     let mut fixed = Vec::with_capacity(reps);
-    let mut fixed_counters = Vec::with_capacity(reps);
     for _ in 0..reps {
-        let s = take_sample(sensors, null, 0)?;
-        fixed.push(s.elapsed_ns as f64);
-        fixed_counters.push(s.counters);
+        fixed.push(take_sample(sensors, null, 0)?.elapsed_ns as f64);
     }
     fixed.sort_by(f64::total_cmp);
     let per_sample_ns = stats::median(&fixed);
@@ -163,6 +164,14 @@ pub fn measure_overhead_with<S: Sensors, N: Workload + ?Sized>(
         per_iter.push((s.elapsed_ns as f64 - per_sample_ns).max(0.0) / iters as f64);
     }
     per_iter.sort_by(f64::total_cmp);
+    let mut fixed_counters = Vec::with_capacity(reps);
+    if sensors.can_count() {
+        sensors.set_counting(true);
+        for _ in 0..reps {
+            fixed_counters.push(take_sample(sensors, null, 0)?.counters);
+        }
+        sensors.set_counting(false);
+    }
     Ok(Overhead {
         per_sample_ns,
         per_iteration_ns: stats::median(&per_iter),
@@ -218,6 +227,9 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
     if config.samples == 0 {
         bail!("at least one sample is needed");
     }
+    // Timing samples with the counters detached (they would tax every context switch), then a few
+    // counting samples of the same length for the counter figures.
+    sensors.set_counting(false);
     let iters = calibrate(sensors, work, config.min_sample_ns)?;
     for _ in 0..config.warmup_samples {
         take_sample(sensors, work, iters)?;
@@ -228,6 +240,20 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
             bail!(interrupt::Interrupted);
         }
         raws.push(take_sample(sensors, work, iters)?);
+    }
+    let mut counting = Vec::with_capacity(config.counting_samples);
+    if sensors.can_count() && config.counting_samples > 0 {
+        sensors.set_counting(true);
+        for _ in 0..config.counting_samples {
+            match take_sample(sensors, work, iters) {
+                Ok(s) => counting.push(s.counters),
+                Err(e) => {
+                    sensors.set_counting(false);
+                    return Err(e);
+                }
+            }
+        }
+        sensors.set_counting(false);
     }
 
     let bytes = work.bytes_per_op();
@@ -259,12 +285,7 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
     };
     let summary = stats::summarize(&samples);
 
-    let counter_samples: Vec<CounterScopes> = raws.iter().map(|r| r.counters.clone()).collect();
-    let counters = median_counters(
-        &counter_samples,
-        iters as f64,
-        &overhead.per_sample_counters,
-    );
+    let counters = median_counters(&counting, iters as f64, &overhead.per_sample_counters);
 
     let mut interference = Interference::default();
     for r in &raws {

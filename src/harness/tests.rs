@@ -13,6 +13,10 @@ struct FakeWorld {
     kernel_instr: Cell<u64>,
     faults: Cell<u64>,
     steal: Cell<f64>,
+    /// Counters attached: each operation then costs `attach_tax_ns` more, as perf events do at
+    /// context switches.
+    counting: Cell<bool>,
+    attach_tax_ns: Cell<u64>,
 }
 
 struct FakeSensors {
@@ -56,6 +60,9 @@ impl Sensors for FakeSensors {
             ..Default::default()
         }
     }
+    fn set_counting(&mut self, on: bool) {
+        self.world.counting.set(on);
+    }
 }
 
 /// An operation costing `ns` and `instr` kernel instructions each time, plus one page fault per op.
@@ -72,7 +79,12 @@ struct FakeOp {
 impl Workload for FakeOp {
     fn run(&mut self, iters: u64) -> Result<()> {
         let w = &self.world;
-        let mut t = w.now.get() + iters * (self.ns + self.loop_ns);
+        let tax = if w.counting.get() {
+            w.attach_tax_ns.get()
+        } else {
+            0
+        };
+        let mut t = w.now.get() + iters * (self.ns + self.loop_ns + tax);
         if let Some((n, extra)) = self.hiccup {
             if self.samples_seen == n {
                 t += extra;
@@ -115,6 +127,7 @@ fn config() -> HarnessConfig {
         samples: 9,
         warmup_samples: 1,
         cv_warning: 0.05,
+        counting_samples: 3,
     }
 }
 
@@ -336,4 +349,31 @@ fn a_workload_can_keep_its_loop_overhead() {
     )
     .unwrap();
     assert!((m.summary.unwrap().median - 1003.0).abs() < 1e-9);
+}
+
+#[test]
+fn timing_samples_are_taken_with_the_counters_detached() {
+    let (mut sensors, mut op, world) = setup(1000, 1);
+    world.attach_tax_ns.set(400);
+    // Attached from the start, as counters opened once for a whole run would be.
+    world.counting.set(true);
+    let oh = fake_overhead(&mut sensors);
+    let m = measure(
+        &mut sensors,
+        &mut op,
+        &config(),
+        &oh,
+        "fake.op",
+        Params::new(),
+        Unit::Nanoseconds,
+    )
+    .unwrap();
+    // The 400 ns a switch would cost with counters attached is not in the time...
+    assert_eq!(m.summary.unwrap().median, 1000.0);
+    // ...and the counters still come from the counting samples.
+    assert!((m.counters.kernel["instructions"] - 50.0).abs() < 1e-9);
+    assert!(
+        !world.counting.get(),
+        "counters are detached again afterwards"
+    );
 }

@@ -44,6 +44,14 @@ pub trait Sensors {
     fn now_ns(&mut self) -> u64;
     fn counters(&mut self) -> CounterReading;
     fn interference(&mut self) -> InterferenceReading;
+    /// Attaches (true) or detaches (false) the counters. Attached perf events cost time at every
+    /// context switch of the measured thread, so the harness takes its timing samples detached and
+    /// its counting samples apart. Sensors without that cost need do nothing.
+    fn set_counting(&mut self, _on: bool) {}
+    /// Whether counting samples can yield anything.
+    fn can_count(&self) -> bool {
+        true
+    }
 }
 
 /// Count of each event between two readings, extrapolated to the whole interval where the event was
@@ -100,21 +108,38 @@ pub fn counts_since_open(reading: &CounterReading) -> CounterScopes {
     counter_delta(&zero, reading)
 }
 
-/// The real sensors: CLOCK_MONOTONIC, the open perf_event groups and /proc.
+/// The real sensors: CLOCK_MONOTONIC, perf_event groups opened on demand, and /proc.
 pub struct SystemSensors {
     origin: Instant,
-    pub counters: perf::CounterSet,
+    counting: bool,
+    /// Open only while the harness takes counting samples.
+    counters: Option<perf::CounterSet>,
+    unavailable: std::collections::BTreeMap<String, String>,
     interference: interference::InterferenceReader,
 }
 
 impl SystemSensors {
-    /// Sensors for a thread pinned to `cpu` (steal time is read for that CPU), or unpinned.
-    pub fn new(counters: perf::CounterSet, cpu: Option<usize>) -> Self {
+    /// Sensors for the calling thread, pinned to `cpu` (steal time is read for that CPU) or not;
+    /// `counting` false leaves perf_event out altogether.
+    pub fn new(counting: bool, cpu: Option<usize>) -> Self {
+        // Opened once here to learn what this machine can count, then closed until needed.
+        let unavailable = if counting {
+            perf::CounterSet::open_all().unavailable().clone()
+        } else {
+            Default::default()
+        };
         SystemSensors {
             origin: Instant::now(),
-            counters,
+            counting,
+            counters: None,
+            unavailable,
             interference: interference::InterferenceReader::for_cpu(cpu),
         }
+    }
+
+    /// Events that cannot be counted here, with the reason.
+    pub fn unavailable(&self) -> &std::collections::BTreeMap<String, String> {
+        &self.unavailable
     }
 }
 
@@ -123,10 +148,16 @@ impl Sensors for SystemSensors {
         self.origin.elapsed().as_nanos() as u64
     }
     fn counters(&mut self) -> CounterReading {
-        self.counters.read()
+        self.counters.as_mut().map(|c| c.read()).unwrap_or_default()
     }
     fn interference(&mut self) -> InterferenceReading {
         self.interference.read()
+    }
+    fn set_counting(&mut self, on: bool) {
+        self.counters = (on && self.counting).then(perf::CounterSet::open_all);
+    }
+    fn can_count(&self) -> bool {
+        self.counting
     }
 }
 
