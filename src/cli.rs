@@ -284,6 +284,9 @@ pub struct CompareArgs {
     /// Show every figure, not only those that changed
     #[arg(long)]
     pub all: bool,
+    /// Do not learn each figure's run-to-run spread from earlier runs of the same host
+    #[arg(long)]
+    pub no_history: bool,
     #[command(flatten)]
     pub store: StoreArg,
     #[command(flatten)]

@@ -3,12 +3,16 @@
 use crate::cli::CompareArgs;
 use crate::config::parse_tags;
 use crate::error::{EXIT_OK, EXIT_THRESHOLD};
-use crate::results::compare::{compare as compare_runs, CompareConfig, Comparison, Verdict};
+use crate::results::compare::{
+    compare as compare_runs, CompareConfig, Comparison, History, Verdict,
+};
 use crate::results::model::Run;
+use crate::results::model::Status;
 use crate::results::store::{resolve_id, Location, RunFilter, Store};
 use crate::results::table::human;
 use crate::usage;
 use anyhow::Result;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 fn load_all(store: &mut dyn Store, wanted: &[String]) -> Result<Vec<Run>> {
@@ -79,6 +83,50 @@ fn sides(args: &CompareArgs, store: &mut dyn Store) -> Result<(Vec<Run>, Vec<Run
     Ok((a, b))
 }
 
+/// Earlier runs whose spread sets each figure's run-to-run noise.
+const HISTORY_RUNS: usize = 20;
+
+/// Run-to-run spread of every figure over the latest stored runs of the baseline's host (the runs
+/// being compared left out), and how many runs it came from.
+fn history_noise(
+    store: &mut dyn Store,
+    a: &[Run],
+    b: &[Run],
+) -> Result<(BTreeMap<String, History>, usize)> {
+    let Some(host) = a
+        .first()
+        .and_then(|r| r.fingerprint.get("hostname"))
+        .and_then(|h| h.as_str())
+    else {
+        return Ok((BTreeMap::new(), 0));
+    };
+    let compared: Vec<&str> = a.iter().chain(b).map(|r| r.id.as_str()).collect();
+    let earlier: Vec<String> = store
+        .list(&RunFilter {
+            host: Some(host.to_string()),
+            ..Default::default()
+        })?
+        .into_iter()
+        .filter(|r| r.kind == "run" && !compared.contains(&r.id.as_str()))
+        .take(HISTORY_RUNS)
+        .map(|r| r.id)
+        .collect();
+    let mut medians: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for id in &earlier {
+        let Some(run) = store.load(id)? else { continue };
+        for m in run.measurements.iter().filter(|m| m.status == Status::Ok) {
+            if let Some(s) = &m.summary {
+                medians.entry(m.label()).or_default().push(s.median);
+            }
+        }
+    }
+    let noise = medians
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, History::from_medians(&v)?)))
+        .collect();
+    Ok((noise, earlier.len()))
+}
+
 pub fn compare(args: &CompareArgs) -> Result<i32> {
     if !(0.0..100.0).contains(&args.threshold) {
         return Err(usage!(
@@ -95,13 +143,20 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     }
     let mut store = Location::resolve(args.store.store.as_deref())?.open()?;
     let (a, b) = sides(args, store.as_mut())?;
+    let (history_noise, history_runs) = if args.no_history {
+        (BTreeMap::new(), 0)
+    } else {
+        history_noise(store.as_mut(), &a, &b)?
+    };
     let config = CompareConfig {
         min_effect: args.threshold / 100.0,
+        history_noise,
         ..CompareConfig::default()
     };
     let ra: Vec<&Run> = a.iter().collect();
     let rb: Vec<&Run> = b.iter().collect();
-    let c = compare_runs(&ra, &rb, &config);
+    let mut c = compare_runs(&ra, &rb, &config);
+    c.history_runs = history_runs;
     if args.output.json {
         super::emit_json(&c)?;
     } else {
@@ -164,10 +219,26 @@ pub fn render(c: &Comparison, all: bool) -> String {
         .max(6);
     let _ = writeln!(
         out,
-        "\n{changed} of {} figures changed beyond noise (rank test p < {}, change >= {} %, interval excluding 1).",
+        "\n{changed} of {} figures changed beyond noise (rank test p < {}, change >= {} % and >= {} x the \
+         figure's run-to-run spread, interval excluding 1).",
         c.figures.len(),
         c.alpha,
-        c.min_effect * 100.0
+        c.min_effect * 100.0,
+        crate::results::compare::NOISE_MULTIPLE
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        if c.history_runs >= 3 {
+            format!(
+                "Run-to-run spread learned from {} earlier runs of this host.",
+                c.history_runs
+            )
+        } else {
+            "Run-to-run spread unknown (fewer than 3 earlier runs of this host): \
+             compare groups of runs (--a/--b or --tag-a/--tag-b) for a sturdier verdict."
+                .to_string()
+        }
     );
     let _ = writeln!(
         out,

@@ -9,7 +9,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Knobs of the verdict.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CompareConfig {
     /// Significance level of the rank test.
     pub alpha: f64,
@@ -17,6 +17,57 @@ pub struct CompareConfig {
     /// small come from page placement and cache colouring as much as from the system under test.
     pub min_effect: f64,
     pub resamples: usize,
+    /// Run-to-run spread of each figure (robust coefficient of variation of run medians) learned
+    /// from other stored runs of the same host, by figure key. Samples within one run share its page
+    /// placement, cache colouring and file-system state, so they understate how much a figure moves
+    /// between runs; a change must also clear `NOISE_MULTIPLE` times this spread.
+    pub history_noise: BTreeMap<String, History>,
+}
+
+/// What earlier runs of the same host say about one figure.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct History {
+    /// Robust coefficient of variation of the run medians.
+    pub cv: f64,
+    /// Smallest and largest run median seen.
+    pub min: f64,
+    pub max: f64,
+}
+
+impl History {
+    /// From the medians of earlier runs; `None` for fewer than three.
+    pub fn from_medians(medians: &[f64]) -> Option<History> {
+        let cv = robust_cv(medians)?;
+        let min = medians.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = medians.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some(History { cv, min, max })
+    }
+
+    /// Both values lie within what this host has already shown (widened by `margin`): a figure that
+    /// swings between states (a file system's inode reuse, a cache shared with neighbours) is not
+    /// called changed for landing in a state it has been in before.
+    fn covers(&self, a: f64, b: f64, margin: f64) -> bool {
+        let (lo, hi) = (self.min * (1.0 - margin), self.max * (1.0 + margin));
+        (lo..=hi).contains(&a) && (lo..=hi).contains(&b)
+    }
+}
+
+/// How many run-to-run spreads a change must exceed. The difference of two runs has sqrt(2) times
+/// the spread of one; three spreads is about two standard deviations of that difference.
+pub const NOISE_MULTIPLE: f64 = 3.0;
+
+/// Robust coefficient of variation of a set of run medians: 1.4826 MAD / median. `None` for fewer
+/// than three values.
+pub fn robust_cv(values: &[f64]) -> Option<f64> {
+    if values.len() < 3 {
+        return None;
+    }
+    let med = median(values);
+    if med <= 0.0 {
+        return None;
+    }
+    let dev: Vec<f64> = values.iter().map(|v| (v - med).abs()).collect();
+    Some(1.4826 * median(&dev) / med)
 }
 
 impl Default for CompareConfig {
@@ -25,6 +76,7 @@ impl Default for CompareConfig {
             alpha: 0.01,
             min_effect: 0.03,
             resamples: 2000,
+            history_noise: BTreeMap::new(),
         }
     }
 }
@@ -51,6 +103,11 @@ pub struct FigureComparison {
     /// How many times faster B is than A (above 1 means B is faster, whatever the unit).
     pub speedup: f64,
     pub p_value: f64,
+    /// Smallest change that counts for this figure: the threshold, or the run-to-run noise when
+    /// that is larger.
+    pub noise_floor: f64,
+    /// Where the run-to-run noise came from: "history (N runs)", "groups", or "unknown".
+    pub noise_source: String,
     pub verdict: Verdict,
     /// Counters per operation that moved most between A and B: (scope.event, A, B).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -76,11 +133,15 @@ pub struct Comparison {
     pub os_speedup_relative_to_cpu: Option<f64>,
     pub alpha: f64,
     pub min_effect: f64,
+    /// Earlier runs of the same host whose spread set the per-figure noise (filled by the caller).
+    pub history_runs: usize,
 }
 
 /// Pooled samples of one figure over the runs of one side.
 struct Side<'a> {
     samples: Vec<f64>,
+    /// Median of each run's samples, for the run-to-run spread within a group.
+    run_medians: Vec<f64>,
     unit: Unit,
     probe: &'a str,
     counters: Vec<&'a CounterScopes>,
@@ -96,11 +157,13 @@ fn gather<'a>(runs: &[&'a Run]) -> BTreeMap<String, Side<'a>> {
         {
             let side = out.entry(key(m)).or_insert_with(|| Side {
                 samples: Vec::new(),
+                run_medians: Vec::new(),
                 unit: m.unit,
                 probe: &m.probe,
                 counters: Vec::new(),
             });
             side.samples.extend(&m.samples);
+            side.run_medians.push(median(&m.samples));
             side.counters.push(&m.counters);
         }
     }
@@ -231,9 +294,33 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> Comparison {
         let p = rank::mann_whitney_p(&side_a.samples, &side_b.samples);
         let higher_better = side_a.unit.higher_is_better();
         let speedup = if higher_better { ratio } else { 1.0 / ratio };
+        // Run-to-run spread: within each group (runs relative to their own group's median), and
+        // from the history of the host; the larger counts.
+        let within_groups: Vec<f64> = [side_a, side_b]
+            .iter()
+            .flat_map(|s| {
+                let m = median(&s.run_medians);
+                s.run_medians.iter().map(move |v| v / m)
+            })
+            .collect();
+        let group_noise = (side_a.run_medians.len() + side_b.run_medians.len() >= 4)
+            .then(|| robust_cv(&within_groups))
+            .flatten();
+        let seen = config.history_noise.get(k).copied();
+        let history = seen.map(|h| h.cv);
+        let (noise, noise_source) = match (group_noise, history) {
+            (Some(g), Some(h)) if g >= h => (Some(g), "groups".to_string()),
+            (_, Some(h)) => (Some(h), "history".to_string()),
+            (Some(g), None) => (Some(g), "groups".to_string()),
+            (None, None) => (None, "unknown".to_string()),
+        };
+        let noise_floor = noise.map_or(config.min_effect, |n| {
+            config.min_effect.max(NOISE_MULTIPLE * n)
+        });
         let beyond_noise = p < config.alpha
             && (ci[0] > 1.0 || ci[1] < 1.0)
-            && (ratio - 1.0).abs() >= config.min_effect;
+            && (ratio.ln().abs()) >= (1.0 + noise_floor).ln()
+            && !seen.is_some_and(|h| h.covers(ma, mb, config.min_effect));
         let verdict = match (beyond_noise, speedup > 1.0) {
             (false, _) => Verdict::NoChange,
             (true, true) => Verdict::Faster,
@@ -254,6 +341,8 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> Comparison {
             ratio_ci95: ci,
             speedup,
             p_value: p,
+            noise_floor,
+            noise_source,
             verdict,
             counter_deltas,
         });
@@ -303,6 +392,7 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> Comparison {
         figures,
         alpha: config.alpha,
         min_effect: config.min_effect,
+        history_runs: 0,
     }
 }
 

@@ -205,3 +205,140 @@ fn summary_is_unused_here_but_kept() {
         2.0
     );
 }
+
+#[test]
+fn run_to_run_noise_from_history_raises_the_bar() {
+    let a = run_with(
+        "a",
+        vec![figure("fs.x", Unit::Nanoseconds, noisy(100.0, 11, 20))],
+    );
+    let b = run_with(
+        "b",
+        vec![figure("fs.x", Unit::Nanoseconds, noisy(110.0, 11, 21))],
+    );
+    // Without history a clean 10 % shift is a change...
+    assert_eq!(
+        compare(&[&a], &[&b], &CompareConfig::default()).figures[0].verdict,
+        Verdict::Slower
+    );
+    // ...but not for a figure known to wander 5 % from run to run (the bar is then 15 %).
+    // Earlier runs spread 5 % and stayed within 95-104, so 100 -> 110 is outside what was seen
+    // but under three spreads.
+    let seen = History {
+        cv: 0.05,
+        min: 95.0,
+        max: 104.0,
+    };
+    let config = CompareConfig {
+        history_noise: [("fs.x".to_string(), seen)].into(),
+        ..CompareConfig::default()
+    };
+    let f = &compare(&[&a], &[&b], &config).figures[0];
+    assert_eq!(f.verdict, Verdict::NoChange);
+    assert!((f.noise_floor - 0.15).abs() < 1e-12);
+    assert_eq!(f.noise_source, "history");
+}
+
+#[test]
+fn groups_that_disagree_among_themselves_flag_nothing() {
+    // Each run is tight, but runs of one side differ by +-12 %: a 10 % shift between sides is noise.
+    let centers_a = [100.0, 112.0, 89.0];
+    let centers_b = [110.0, 98.0, 123.0];
+    let ra: Vec<Run> = centers_a
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            run_with(
+                "a",
+                vec![figure("x.y", Unit::Nanoseconds, noisy(*c, 7, i as u64))],
+            )
+        })
+        .collect();
+    let rb: Vec<Run> = centers_b
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            run_with(
+                "b",
+                vec![figure(
+                    "x.y",
+                    Unit::Nanoseconds,
+                    noisy(*c, 7, 10 + i as u64),
+                )],
+            )
+        })
+        .collect();
+    let c = compare(
+        &ra.iter().collect::<Vec<_>>(),
+        &rb.iter().collect::<Vec<_>>(),
+        &CompareConfig::default(),
+    );
+    assert_eq!(
+        c.figures[0].verdict,
+        Verdict::NoChange,
+        "floor {}",
+        c.figures[0].noise_floor
+    );
+    assert_eq!(c.figures[0].noise_source, "groups");
+    // Consistent groups with the same 10 % shift do show it.
+    let ra: Vec<Run> = (0..3)
+        .map(|i| {
+            run_with(
+                "a",
+                vec![figure("x.y", Unit::Nanoseconds, noisy(100.0, 7, i))],
+            )
+        })
+        .collect();
+    let rb: Vec<Run> = (0..3)
+        .map(|i| {
+            run_with(
+                "b",
+                vec![figure("x.y", Unit::Nanoseconds, noisy(110.0, 7, 10 + i))],
+            )
+        })
+        .collect();
+    let c = compare(
+        &ra.iter().collect::<Vec<_>>(),
+        &rb.iter().collect::<Vec<_>>(),
+        &CompareConfig::default(),
+    );
+    assert_eq!(c.figures[0].verdict, Verdict::Slower);
+}
+
+#[test]
+fn robust_cv_known_answer() {
+    // median 100, absolute deviations 0, 10, 10 -> MAD 10 -> 1.4826 * 10 / 100.
+    assert!((robust_cv(&[90.0, 100.0, 110.0]).unwrap() - 0.148_26).abs() < 1e-12);
+    assert_eq!(robust_cv(&[1.0, 2.0]), None);
+}
+
+#[test]
+fn a_state_the_host_has_shown_before_is_not_a_change() {
+    // Medians of earlier runs: two states, about 17 and 400 (a file system reusing inodes or not).
+    let seen = History::from_medians(&[17.0, 16.5, 17.5, 400.0, 263.0]).unwrap();
+    let a = run_with(
+        "a",
+        vec![figure("fs.x", Unit::Nanoseconds, noisy(17.0, 11, 30))],
+    );
+    let b = run_with(
+        "b",
+        vec![figure("fs.x", Unit::Nanoseconds, noisy(390.0, 11, 31))],
+    );
+    let config = CompareConfig {
+        history_noise: [("fs.x".to_string(), seen)].into(),
+        ..CompareConfig::default()
+    };
+    assert_eq!(
+        compare(&[&a], &[&b], &config).figures[0].verdict,
+        Verdict::NoChange
+    );
+    // A value far outside anything seen is still a change.
+    let c = run_with(
+        "c",
+        vec![figure("fs.x", Unit::Nanoseconds, noisy(2000.0, 11, 32))],
+    );
+    assert_eq!(
+        compare(&[&a], &[&c], &config).figures[0].verdict,
+        Verdict::Slower
+    );
+}

@@ -33,7 +33,7 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     pub fn new(runs: &'a [Run]) -> Context<'a> {
-        let config = CompareConfig::default();
+        let config = &CompareConfig::default();
         let Some((base, rest)) = runs.split_first() else {
             return Context {
                 runs,
@@ -52,7 +52,7 @@ impl<'a> Context<'a> {
                 .map(|part| {
                     s.spawn(move || {
                         part.iter()
-                            .map(|other| compare(&[base], &[other], &config))
+                            .map(|other| compare(&[base], &[other], config))
                             .collect::<Vec<_>>()
                     })
                 })
