@@ -27,6 +27,13 @@ pub enum Command {
     Info(JsonArg),
     /// Time a command and count its events, user and kernel apart, over repeated runs
     Stat(StatArgs),
+    /// Wakeup latency of periodic threads per priority class and wake path, under load
+    Latency(LatencyArgs),
+    /// Capture a memory-reference trace of a command (valgrind lackey), or convert, inspect or
+    /// synthesise traces
+    Trace(TraceArgs),
+    /// Simulate memory systems (caches, write buffer, TLB) on a reference trace
+    Memsim(MemsimArgs),
     /// List the stored runs, newest first
     Runs(RunsArgs),
     /// Show one stored run
@@ -37,18 +44,11 @@ pub enum Command {
     Compare(CompareArgs),
     /// Write a stored run as json, csv, markdown or openmetrics
     Export(ExportArgs),
+    /// Write a self-contained HTML report of stored runs (the first is the baseline)
+    Report(ReportArgs),
     /// Copy stored runs to another store (typically a shared postgres:// one), skipping runs
     /// already there
     Push(PushArgs),
-    /// Write a self-contained HTML report of stored runs (the first is the baseline)
-    Report(ReportArgs),
-    /// Wakeup latency of periodic threads per priority class and wake path, under load
-    Latency(LatencyArgs),
-    /// Capture a memory-reference trace of a command (valgrind lackey), or convert, inspect or
-    /// synthesise traces
-    Trace(TraceArgs),
-    /// Simulate memory systems (caches, write buffer, TLB) on a reference trace
-    Memsim(MemsimArgs),
 }
 
 #[derive(Args, Debug, Clone)]
