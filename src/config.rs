@@ -126,9 +126,11 @@ pub fn parse_duration_ns(text: &str) -> Result<u64> {
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" | "" => 1e9,
+        "min" => 60e9,
+        "h" => 3600e9,
         other => {
             return Err(usage!(
-                "unknown time unit {other:?} in {text:?}: use ns, us, ms or s"
+                "unknown time unit {other:?} in {text:?}: use ns, us, ms, s, min or h"
             ))
         }
     };
@@ -332,6 +334,8 @@ mod tests {
         assert_eq!(parse_duration_ns("5ms").unwrap(), 5_000_000);
         assert_eq!(parse_duration_ns("1.5s").unwrap(), 1_500_000_000);
         assert_eq!(parse_duration_ns("250us").unwrap(), 250_000);
+        assert_eq!(parse_duration_ns("30min").unwrap(), 1_800_000_000_000);
+        assert_eq!(parse_duration_ns("2h").unwrap(), 7_200_000_000_000);
         assert!(parse_duration_ns("0ms").is_err());
         assert!(parse_duration_ns("5 parsecs").is_err());
         assert!(parse_duration_ns("fast").is_err());
