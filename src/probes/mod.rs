@@ -127,7 +127,7 @@ pub struct Suite {
 pub const SUITES: &[Suite] = &[
     Suite {
         name: "quick",
-        summary: "every group at reduced sizes, about a minute (the default)",
+        summary: "every group at reduced sizes, well under a minute (the default)",
         scale: Scale::Quick,
         origin: None,
     },
