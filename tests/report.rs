@@ -317,6 +317,17 @@ fn run_chromium(bin: &Path, profile: &Path, extra: &[String], url: &str) -> (Str
 /// Loads the report in Chromium: every section id and at least `min_svgs` plots in the rendered
 /// DOM, no console error; then a full-page screenshot into target/.
 fn check_in_browser(report: &Path, sections: &[&str], min_svgs: usize, shot: &str) {
+    check_in_browser_sized(report, sections, min_svgs, shot, 4000);
+}
+
+/// The same with a window `height` pixels tall, for pages longer than the default.
+fn check_in_browser_sized(
+    report: &Path,
+    sections: &[&str],
+    min_svgs: usize,
+    shot: &str,
+    height: u32,
+) {
     let Some(bin) = chromium() else { return };
     let profile = tempfile::tempdir().unwrap();
     let url = format!("file://{}", report.display());
@@ -352,7 +363,7 @@ fn check_in_browser(report: &Path, sections: &[&str], min_svgs: usize, shot: &st
         profile.path(),
         &[
             format!("--screenshot={}", path.display()),
-            "--window-size=1280,4000".into(),
+            format!("--window-size=1280,{height}"),
         ],
         &url,
     );
@@ -456,6 +467,100 @@ fn report_of_real_runs_and_a_counterless_vm_run() {
     let mut sections = ALWAYS.to_vec();
     sections.push("comparison");
     check_in_browser(&out, &sections, 6, "report-screenshot-real.png");
+}
+
+/// Runs osmeter with these arguments, expects success, and returns the id of the run it saved.
+fn stored_run(env: &TestEnv, args: &[&str]) -> String {
+    let out = env.osmeter().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "osmeter {args:?}: {err}");
+    let id = err
+        .split_whitespace()
+        .skip_while(|w| *w != "run")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no saved run id in: {err}"));
+    id.to_string()
+}
+
+#[test]
+fn report_of_real_latency_and_memsim_runs() {
+    let env = TestEnv::new();
+    let latency = stored_run(
+        &env,
+        &[
+            "latency",
+            "--duration",
+            "2s",
+            "--classes",
+            "normal",
+            "--paths",
+            "timer",
+            "--json",
+        ],
+    );
+    let trace = env.dir.path().join("T");
+    let trace_arg = trace.to_str().unwrap();
+    env.osmeter()
+        .args([
+            "trace", "synth", "-o", trace_arg, "--refs", "20000", "--seed", "1",
+        ])
+        .assert()
+        .success();
+    let memsim = stored_run(&env, &["memsim", trace_arg, "--preset", "ds5000-200"]);
+    let out = env.dir.path().join("latency-memsim.html");
+    env.osmeter()
+        .args(["report", &latency, &memsim, "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    check_static(&html);
+    let section = |id: &str| -> &str {
+        let start = html
+            .find(&format!("<section id=\"{id}\">"))
+            .unwrap_or_else(|| panic!("no section {id}"));
+        let len = html[start..].find("</section>").unwrap();
+        &html[start..start + len]
+    };
+    // The latency section: one histogram, the percentile table and the buffer table of the
+    // default configurations (5 periods by 3 buffer counts).
+    let lat = section("latency");
+    assert_eq!(lat.matches("<svg").count(), 1, "one histogram plot");
+    assert!(lat.contains("normal/timer cpu"), "the stream's line");
+    assert!(lat.contains("share of periods per bin"));
+    assert!(lat.contains("tolerated lateness"));
+    assert_eq!(lat.matches("<table class=\"buffers\">").count(), 1);
+    let buffers = &lat[lat.find("<table class=\"buffers\">").unwrap()..];
+    assert_eq!(
+        buffers.matches("<tr>").count(),
+        1 + 15,
+        "header and 15 configurations"
+    );
+    // The memsim section: one stacked bar chart, the MCPI and miss-rate tables.
+    let mem = section("memsim");
+    assert_eq!(mem.matches("<svg").count(), 1, "one stacked bar chart");
+    for text in [
+        "ds5000-200",
+        "icache",
+        "dcache",
+        "wbuffer",
+        "l1i",
+        "l1d",
+        "compulsory",
+    ] {
+        assert!(mem.contains(text), "memsim section lacks {text:?}");
+    }
+    assert!(mem.contains("20000 references"));
+    // Plots in the whole page: the two above and the empty-run sections have none.
+    assert_eq!(html.matches("<svg").count(), 2);
+    let sections = ["runs", "fingerprint", "latency", "memsim"];
+    check_in_browser_sized(
+        &out,
+        &sections,
+        2,
+        "report-screenshot-latency-memsim.png",
+        5600,
+    );
 }
 
 #[test]

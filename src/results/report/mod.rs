@@ -3,9 +3,8 @@
 //!
 //! The page is a list of sections. Each section is a type implementing [`Section`] in its own module
 //! and is listed once in [`sections`]; a section that has nothing to show for the given runs returns
-//! `None` and is left out. Data the run model does not hold yet (wakeup-latency histograms with the
-//! buffer table, memory-simulation cycles per instruction) will arrive as new modules added to that
-//! list, each reading its own part of the run document.
+//! `None` and is left out. Sections over a run's own documents (wake-up latency, memory simulation)
+//! read their part of `Run::sections` and are left out for runs without it.
 
 mod bars;
 mod comparison;
@@ -13,7 +12,9 @@ mod counters;
 mod fingerprint;
 mod hbars;
 pub mod html;
+mod latency;
 mod memory_curve;
+mod memsim;
 pub mod plot;
 mod runs;
 mod summary;
@@ -105,6 +106,8 @@ pub fn sections() -> Vec<Box<dyn Section>> {
         Box::new(bars::Bars::RATE),
         Box::new(memory_curve::MemoryCurve),
         Box::new(counters::Counters),
+        Box::new(latency::Latency),
+        Box::new(memsim::Memsim),
         Box::new(comparison::ComparisonSection),
     ]
 }

@@ -1,0 +1,588 @@
+//! Wakeup latency (`osmeter latency`, the run's "latency" section): the lateness histogram of every
+//! class/path stream on log-log axes, a table of its percentiles and worst cases, and the buffer
+//! model's mean time to underrun for each pipeline configuration.
+//!
+//! The stored histogram has 128 buckets per octave, far finer than a plot can show: the buckets are
+//! summed into quarter-octave bins (their edges fall on stored bucket edges, so no count is split),
+//! and each bin's height is its share of all periods, which on a logarithmic x axis is a density.
+
+use super::html::{esc, figure, note, num, table, value, Cell, Row};
+use super::plot::{color, legend, legend_height, svg, Axis, LegendItem, Scale, Swatch, Ticked};
+use super::plot::{compact, FONT, WIDTH};
+use super::{Context, Section};
+use crate::latency::buffer::format_seconds;
+use crate::latency::report::LATENCY_SCHEMA;
+use crate::results::model::Unit;
+use anyhow::Result;
+use plotters::prelude::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub struct Latency;
+
+/// Bins per octave of the plotted histogram.
+const BINS_PER_OCTAVE: u64 = 4;
+
+/// One class/path stream of one run's latency document.
+struct Stream<'a> {
+    /// "normal/timer cpu1", prefixed with the run ("R2 ...") when several runs have latency data.
+    label: String,
+    doc: &'a Value,
+}
+
+impl Stream<'_> {
+    fn error(&self) -> Option<&str> {
+        self.doc["error"].as_str()
+    }
+}
+
+/// The latency documents of the runs, with the index of their run.
+fn documents<'a>(ctx: &Context<'a>) -> Vec<(usize, &'a Value)> {
+    ctx.runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.sections.get("latency").map(|d| (i, d)))
+        .filter(|(_, d)| d["schema"].as_str() == Some(LATENCY_SCHEMA))
+        .collect()
+}
+
+fn stream_name(s: &Value) -> String {
+    format!(
+        "{}/{} cpu{}",
+        s["class"].as_str().unwrap_or("?"),
+        s["path"].as_str().unwrap_or("?"),
+        s["cpu"]
+    )
+}
+
+fn streams<'a>(docs: &[(usize, &'a Value)]) -> Vec<Stream<'a>> {
+    let several = docs.len() > 1;
+    let mut out = Vec::new();
+    for &(run, doc) in docs {
+        for s in doc["streams"].as_array().into_iter().flatten() {
+            let label = if several {
+                format!("R{} {}", run + 1, stream_name(s))
+            } else {
+                stream_name(s)
+            };
+            out.push(Stream { label, doc: s });
+        }
+    }
+    out
+}
+
+/// A plotted bin: its edges in ns and the share of all periods that fell in it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Bin {
+    lo: f64,
+    hi: f64,
+    share: f64,
+    /// Bin number on the quarter-octave scale: consecutive bins are joined by a line.
+    index: u64,
+}
+
+/// Sums the stored buckets `[low_ns, high_ns, count]` into quarter-octave bins.
+fn bins(buckets: &[Value]) -> Vec<Bin> {
+    let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut total = 0u64;
+    for b in buckets {
+        let (Some(low), Some(count)) = (b[0].as_u64(), b[2].as_u64()) else {
+            continue;
+        };
+        if count == 0 {
+            continue;
+        }
+        let v = low.max(1);
+        let octave = u64::from(63 - v.leading_zeros());
+        let quarter = ((v - (1 << octave)) * BINS_PER_OCTAVE) >> octave;
+        *counts
+            .entry(octave * BINS_PER_OCTAVE + quarter)
+            .or_default() += count;
+        total += count;
+    }
+    counts
+        .into_iter()
+        .map(|(index, count)| {
+            let edge = |i: u64| {
+                let base = 2f64.powi((i / BINS_PER_OCTAVE) as i32);
+                base * (1.0 + (i % BINS_PER_OCTAVE) as f64 / BINS_PER_OCTAVE as f64)
+            };
+            Bin {
+                lo: edge(index),
+                hi: edge(index + 1),
+                share: count as f64 / total as f64,
+                index,
+            }
+        })
+        .collect()
+}
+
+/// A logarithmic axis from the power of ten at or below `min` to the one at or above `max`.
+fn decades(min: f64, max: f64) -> Axis {
+    let lo = 10f64.powf(min.log10().floor());
+    let mut hi = 10f64.powf(max.log10().ceil());
+    if hi <= lo {
+        hi = lo * 10.0;
+    }
+    Axis {
+        scale: Scale::Log10,
+        lo,
+        hi,
+    }
+}
+
+fn histogram_plot(series: &[(&Stream, Vec<Bin>)]) -> Result<String> {
+    let all = || series.iter().flat_map(|(_, b)| b.iter());
+    let x = decades(
+        all().map(|b| b.lo).fold(f64::INFINITY, f64::min),
+        all().map(|b| b.hi).fold(0.0, f64::max),
+    );
+    let y = decades(
+        all().map(|b| b.share).fold(f64::INFINITY, f64::min),
+        all().map(|b| b.share).fold(0.0, f64::max),
+    );
+    let items: Vec<LegendItem> = series
+        .iter()
+        .enumerate()
+        .map(|(i, (s, _))| LegendItem {
+            name: s.label.clone(),
+            color: color(i),
+            swatch: Swatch::Line,
+        })
+        .collect();
+    let legend_h = legend_height(&items);
+    svg((WIDTH, 440 + legend_h), |root| {
+        let (top, body) = root.split_vertically(legend_h);
+        legend(&top, &items)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin(14)
+            .margin_right(28)
+            .x_label_area_size(48)
+            .y_label_area_size(78)
+            .build_cartesian_2d(
+                Ticked::new(x.range(), x.ticks()),
+                Ticked::new(y.range(), y.ticks()),
+            )?;
+        let x_fmt = |t: &f64| x.tick_label(x.from(*t), Unit::Nanoseconds);
+        let y_fmt = |t: &f64| format!("{} %", compact(y.from(*t) * 100.0));
+        chart
+            .configure_mesh()
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .x_desc("wake-up lateness (logarithmic; missed periods included)")
+            .y_desc("share of periods per bin (logarithmic)")
+            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 13))
+            .bold_line_style(RGBColor(225, 228, 232))
+            .light_line_style(WHITE)
+            .draw()?;
+        for (i, (_, bins)) in series.iter().enumerate() {
+            let c = color(i);
+            let at = |b: &Bin| (x.to((b.lo * b.hi).sqrt()), y.to(b.share));
+            // A line joins neighbouring bins only: an empty bin breaks it, so a lone outlier
+            // stays a lone dot instead of a slope that suggests values in between.
+            let mut run: Vec<(f64, f64)> = Vec::new();
+            let mut last: Option<u64> = None;
+            for b in bins {
+                if last.is_some_and(|l| l + 1 != b.index) && run.len() > 1 {
+                    chart.draw_series(LineSeries::new(run.clone(), c.stroke_width(2)))?;
+                }
+                if last.is_some_and(|l| l + 1 != b.index) {
+                    run.clear();
+                }
+                run.push(at(b));
+                last = Some(b.index);
+            }
+            if run.len() > 1 {
+                chart.draw_series(LineSeries::new(run, c.stroke_width(2)))?;
+            }
+            chart.draw_series(bins.iter().map(|b| Circle::new(at(b), 3, c.filled())))?;
+        }
+        Ok(())
+    })
+}
+
+fn us(ns: &Value) -> String {
+    ns.as_f64().map(|v| num(v / 1e3)).unwrap_or_default()
+}
+
+/// Percentiles, missed periods and worst cases: one row per stream.
+fn summary_table(all: &[Stream]) -> String {
+    let header = [
+        "class/path",
+        "policy",
+        "periods",
+        "missed",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "p99.99",
+        "max",
+        "max not counting missed",
+        "worst per 1 s window: median / max",
+        "estimated worst case",
+    ];
+    let rows: Vec<Row> = all
+        .iter()
+        .map(|s| {
+            let d = s.doc;
+            if let Some(e) = s.error() {
+                return Row {
+                    class: "",
+                    cells: vec![
+                        Cell::from(esc(&s.label)),
+                        Cell::with_class("bad", format!("failed: {}", esc(e))),
+                    ],
+                };
+            }
+            let c = &d["corrected"];
+            let window = d["windows"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|w| w["window"] == "1s")
+                .map(|w| {
+                    format!(
+                        "{} / {} us ({} windows)",
+                        us(&w["p50_ns"]),
+                        us(&w["max_ns"]),
+                        w["windows"]
+                    )
+                })
+                .unwrap_or_else(|| "no complete window".into());
+            let estimate = match d["estimate"]["unavailable"].as_str() {
+                Some(_) => "<span class=\"note\">not estimated (see below)</span>".to_string(),
+                None => {
+                    let fit = &d["estimate"]["fit"];
+                    let parts: Vec<String> = fit["estimates"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|h| {
+                            let ns = |k: &str| h[k].as_f64().unwrap_or(0.0);
+                            format!(
+                                "{}: {} (1&nbsp;% above {})",
+                                esc(h["horizon"].as_str().unwrap_or("")),
+                                value(ns("median_ns"), Unit::Nanoseconds),
+                                value(ns("p99_ns"), Unit::Nanoseconds)
+                            )
+                        })
+                        .collect();
+                    format!(
+                        "{}; fit KS distance {:.2}",
+                        parts.join(", "),
+                        fit["ks_distance"].as_f64().unwrap_or(f64::NAN)
+                    )
+                }
+            };
+            let mut cells = vec![
+                Cell::from(esc(&s.label)),
+                Cell::from(esc(d["policy"].as_str().unwrap_or("")) + &priority(d)),
+                Cell::num(d["periods"].to_string()),
+                Cell::num(d["missed"].to_string()),
+            ];
+            for k in [
+                "p50_ns",
+                "p90_ns",
+                "p99_ns",
+                "p99_9_ns",
+                "p99_99_ns",
+                "max_ns",
+            ] {
+                cells.push(Cell::num(us(&c[k])));
+            }
+            cells.push(Cell::num(us(&d["raw"]["max_ns"])));
+            cells.push(Cell::num(window));
+            cells.push(Cell::from(estimate));
+            Row { class: "", cells }
+        })
+        .collect();
+    let mut out = note(
+        "Lateness in microseconds over all periods, missed ones included; \"max not counting \
+         missed\" is the largest lateness of a wake that happened. The estimated worst case fits \
+         a Gumbel law to the 1 s window maxima and projects it: an estimate, not a measurement.",
+    );
+    out.push_str(&table("latency", &header, &rows));
+    for s in all {
+        if let Some(why) = s.doc["estimate"]["unavailable"].as_str() {
+            if s.error().is_none() {
+                out.push_str(&note(&format!(
+                    "{}: worst case not estimated: {why}.",
+                    s.label
+                )));
+            }
+        }
+    }
+    out
+}
+
+fn priority(d: &Value) -> String {
+    match d["priority"].as_i64() {
+        Some(p) => format!(" {p}"),
+        None => String::new(),
+    }
+}
+
+/// One cell of the buffer table, as the text report writes it.
+fn mttf_cell(b: &Value) -> Cell {
+    match b["mttf_s"].as_f64() {
+        Some(v) => Cell::num(format!(
+            "{} (p {:.1e})",
+            format_seconds(v),
+            b["p_underrun"].as_f64().unwrap_or(0.0)
+        )),
+        None => Cell::num(format!(
+            "&gt; {}",
+            format_seconds(b["mttf_more_than_s"].as_f64().unwrap_or(0.0))
+        )),
+    }
+}
+
+/// A configuration's key in the buffer table: t, n and c (as the stored numbers print).
+fn buffer_key(b: &Value) -> (String, String, String) {
+    (
+        b["period_ms"].to_string(),
+        b["buffers"].to_string(),
+        b["compute_ms"].to_string(),
+    )
+}
+
+/// Rows: every (t, n, c) configuration any stream was evaluated for, in first-seen order;
+/// columns: the MTTF of each stream that ran.
+fn buffer_table(all: &[Stream]) -> String {
+    let ok: Vec<&Stream> = all.iter().filter(|s| s.error().is_none()).collect();
+    let mut configs: Vec<&Value> = Vec::new();
+    for s in &ok {
+        for b in s.doc["buffers"].as_array().into_iter().flatten() {
+            if !configs.iter().any(|c| buffer_key(c) == buffer_key(b)) {
+                configs.push(b);
+            }
+        }
+    }
+    if configs.is_empty() {
+        return String::new();
+    }
+    let mut header: Vec<String> = ["t (ms)", "n", "c (ms)", "tolerated lateness (ms)"]
+        .map(String::from)
+        .to_vec();
+    header.extend(ok.iter().map(|s| format!("MTTF {}", s.label)));
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let rows: Vec<Row> = configs
+        .iter()
+        .map(|cfg| {
+            let f = |k: &str| num(cfg[k].as_f64().unwrap_or(0.0));
+            let mut cells = vec![
+                Cell::num(f("period_ms")),
+                Cell::num(cfg["buffers"].to_string()),
+                Cell::num(f("compute_ms")),
+                Cell::num(f("tolerance_ms")),
+            ];
+            for s in &ok {
+                let found = s.doc["buffers"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find(|b| buffer_key(b) == buffer_key(cfg));
+                cells.push(found.map(mttf_cell).unwrap_or_default());
+            }
+            Row { class: "", cells }
+        })
+        .collect();
+    table("buffers", &header, &rows)
+}
+
+/// What each run measured: period, duration, loads, skipped classes.
+fn setup(ctx: &Context, docs: &[(usize, &Value)]) -> String {
+    let mut out = String::new();
+    for &(r, d) in docs {
+        let loads: Vec<String> = d["loads"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l["load"].as_str().map(String::from))
+            .collect();
+        let mut text = format!(
+            "{}: period {} us, {} s measured, load: {}{}.",
+            ctx.run_label(r),
+            num(d["period_ns"].as_f64().unwrap_or(0.0) / 1e3),
+            num(d["measured_s"].as_f64().unwrap_or(0.0)),
+            if loads.is_empty() {
+                "none".to_string()
+            } else {
+                loads.join(", ")
+            },
+            if d["interrupted"].as_bool() == Some(true) {
+                " (interrupted)"
+            } else {
+                ""
+            }
+        );
+        for k in d["skipped"].as_array().into_iter().flatten() {
+            text.push_str(&format!(
+                " Class {} skipped: {}",
+                k["class"].as_str().unwrap_or("?"),
+                k["reason"].as_str().unwrap_or("")
+            ));
+        }
+        out.push_str(&note(&text));
+    }
+    out
+}
+
+impl Section for Latency {
+    fn id(&self) -> &'static str {
+        "latency"
+    }
+    fn title(&self) -> &'static str {
+        "Wake-up latency"
+    }
+    fn render(&self, ctx: &Context) -> Result<Option<String>> {
+        let docs = documents(ctx);
+        if docs.is_empty() {
+            return Ok(None);
+        }
+        let all = streams(&docs);
+        let series: Vec<(&Stream, Vec<Bin>)> = all
+            .iter()
+            .filter(|s| s.error().is_none())
+            .map(|s| {
+                let buckets = s.doc["histogram_corrected"]["buckets"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                (s, bins(buckets))
+            })
+            .filter(|(_, b)| !b.is_empty())
+            .collect();
+        let mut out = setup(ctx, &docs);
+        if series.is_empty() {
+            out.push_str(&note("No stream recorded a wake-up."));
+        } else {
+            let svg = histogram_plot(&series)?;
+            out.push_str(&figure(
+                &svg,
+                "<b>How late the periodic threads woke.</b> One line per class/path stream: each \
+                 dot is the share of all periods whose lateness fell in a quarter-octave bin \
+                 (both axes logarithmic, so a long tail stays visible next to the common case). A \
+                 missed period counts with the lateness it would have had. Lines join \
+                 neighbouring bins only; a lone dot is a bin with empty neighbours.",
+            ));
+        }
+        out.push_str("<h3>Percentiles and worst cases</h3>\n");
+        out.push_str(&summary_table(&all));
+        let buffers = buffer_table(&all);
+        if !buffers.is_empty() {
+            out.push_str("<h3>Buffer model: mean time to underrun</h3>\n");
+            out.push_str(&note(
+                "A pipeline that plays one buffer of length t per period, keeps n buffers queued \
+                 and needs c of computing per buffer survives a wake up to (n-1)t - c late. Each \
+                 cell is the mean time between underruns if it were driven by these wakes (p: \
+                 share of periods over the tolerance); \"> X\" means no underrun in the X \
+                 measured.",
+            ));
+            out.push_str(&buffers);
+        }
+        Ok(Some(out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::model::tests::empty_run;
+    use serde_json::json;
+
+    fn stream(class: &str, buckets: Value, error: Option<&str>) -> Value {
+        json!({
+            "class": class, "policy": "SCHED_OTHER", "priority": null, "path": "timer", "cpu": 1,
+            "error": error, "periods": 1000, "woken": 990, "missed": 10,
+            "raw": {"max_ns": 900_000},
+            "corrected": {"p50_ns": 20_000, "p90_ns": 30_000, "p99_ns": 400_000,
+                          "p99_9_ns": 900_000, "p99_99_ns": 1_200_000, "max_ns": 1_200_000},
+            "histogram_corrected": {"columns": ["low_ns", "high_ns", "count"], "buckets": buckets},
+            "windows": [{"window": "1s", "windows": 1, "p50_ns": 1_200_000, "max_ns": 1_200_000}],
+            "estimate": {"unavailable": "1 complete 1s windows; the fit needs at least 10"},
+            "buffers": [
+                {"period_ms": 1.0, "buffers": 2, "compute_ms": 0.5, "tolerance_ms": 0.5,
+                 "p_underrun": 0.01, "mttf_s": 0.1, "mttf_more_than_s": null},
+                {"period_ms": 5.0, "buffers": 3, "compute_ms": 2.5, "tolerance_ms": 7.5,
+                 "p_underrun": 0.0, "mttf_s": null, "mttf_more_than_s": 1.0},
+            ],
+        })
+    }
+
+    fn doc(streams: Vec<Value>) -> Value {
+        json!({"schema": LATENCY_SCHEMA, "period_ns": 1_000_000, "measured_s": 1.0,
+               "loads": [], "skipped": [], "streams": streams})
+    }
+
+    #[test]
+    fn buckets_sum_into_quarter_octaves() {
+        // The octave 16384..32768 has quarters 16384..20480, 20480..24576, ...: the buckets at
+        // 20480 and 24000 share the second one.
+        let b = bins(
+            json!([
+                [16384, 16511, 3],
+                [20480, 20607, 1],
+                [24000, 24063, 4],
+                [1_048_576, 1_056_767, 2]
+            ])
+            .as_array()
+            .unwrap(),
+        );
+        assert_eq!(b.len(), 3, "{b:?}");
+        assert_eq!((b[0].lo, b[0].hi), (16384.0, 20480.0));
+        assert_eq!((b[1].lo, b[1].hi), (20480.0, 24576.0));
+        assert_eq!(b[1].index, b[0].index + 1);
+        assert!((b[1].share - 0.5).abs() < 1e-12, "1 + 4 of 10");
+        assert_eq!((b[2].lo, b[2].hi), (1_048_576.0, 1_310_720.0));
+        assert!((b.iter().map(|x| x.share).sum::<f64>() - 1.0).abs() < 1e-12);
+        let tiny = bins(json!([[0, 0, 1], [3, 3, 1]]).as_array().unwrap());
+        assert_eq!(tiny.len(), 2);
+    }
+
+    #[test]
+    fn section_shows_histogram_percentiles_and_buffer_table() {
+        let buckets = json!([
+            [16384, 16511, 800],
+            [20480, 20607, 190],
+            [1_048_576, 1_056_767, 10]
+        ]);
+        let mut run = empty_run();
+        run.sections.insert(
+            "latency".into(),
+            doc(vec![
+                stream("normal", buckets, None),
+                stream("high", json!([]), Some("cannot set SCHED_FIFO")),
+            ]),
+        );
+        let runs = [run];
+        let ctx = Context::new(&runs);
+        let html = Latency.render(&ctx).unwrap().unwrap();
+        assert_eq!(html.matches("<svg").count(), 1);
+        assert!(html.contains("normal/timer cpu1"));
+        assert!(html.contains("failed: cannot set SCHED_FIFO"));
+        assert!(
+            html.contains("0.100 s (p 1.0e-2)"),
+            "MTTF as the text report"
+        );
+        assert!(html.contains("&gt; 1.0 s"));
+        assert!(html.contains("tolerated lateness"));
+        assert!(html.contains("not estimated"));
+        // Percentiles in microseconds.
+        assert!(html.contains(">400<") && html.contains(">1200<"));
+    }
+
+    #[test]
+    fn nothing_without_a_latency_section() {
+        let runs = [empty_run()];
+        assert!(Latency.render(&Context::new(&runs)).unwrap().is_none());
+        let mut other = empty_run();
+        other
+            .sections
+            .insert("latency".into(), json!({"schema": "osmeter.latency/99"}));
+        let runs = [other];
+        assert!(Latency.render(&Context::new(&runs)).unwrap().is_none());
+    }
+}

@@ -1,0 +1,417 @@
+//! Memory-system simulation (`osmeter memsim`, the run's "memsim" section): memory cycles per
+//! instruction of every simulated machine as one stacked bar, user components then system ones,
+//! with tables of the figures, the miss rates and the 3C shares of the misses.
+//!
+//! The stored `mcpi.user` and `mcpi.system` both divide by all instructions, so their segments add
+//! up to the machine's total MCPI and can share one bar.
+
+use super::html::{esc, figure, note, num, table, Cell, Row};
+use super::plot::{color, compact, legend, legend_height, svg, Axis, LegendItem, Ticked};
+use super::plot::{FONT, WIDTH};
+use super::{Context, Section};
+use crate::memsim::machine::{CLASSES, COMPONENTS};
+use crate::memsim::report::SCHEMA;
+use anyhow::Result;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use serde_json::Value;
+
+pub struct Memsim;
+
+/// How much of the component colour the system segments keep (the rest is white).
+const SYSTEM_TINT: f64 = 0.4;
+
+struct Machine<'a> {
+    /// "ds5000-200", prefixed with the run ("R2 ...") when several runs have simulations.
+    label: String,
+    doc: &'a Value,
+}
+
+fn get(v: &Value, path: &[&str]) -> f64 {
+    path.iter().fold(v, |v, p| &v[*p]).as_f64().unwrap_or(0.0)
+}
+
+fn documents<'a>(ctx: &Context<'a>) -> Vec<(usize, &'a Value)> {
+    ctx.runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.sections.get("memsim").map(|d| (i, d)))
+        .filter(|(_, d)| d["schema"].as_str() == Some(SCHEMA))
+        .collect()
+}
+
+fn machines<'a>(docs: &[(usize, &'a Value)]) -> Vec<Machine<'a>> {
+    let several = docs.len() > 1;
+    let mut out = Vec::new();
+    for &(run, doc) in docs {
+        for m in doc["machines"].as_array().into_iter().flatten() {
+            let name = m["name"].as_str().unwrap_or("?");
+            out.push(Machine {
+                label: if several {
+                    format!("R{} {name}", run + 1)
+                } else {
+                    name.to_string()
+                },
+                doc: m,
+            });
+        }
+    }
+    out
+}
+
+/// A colour lightened towards white, for the system half of a bar.
+fn tint(c: RGBColor) -> RGBColor {
+    let mix = |x: u8| (f64::from(x) * SYSTEM_TINT + 255.0 * (1.0 - SYSTEM_TINT)).round() as u8;
+    RGBColor(mix(c.0), mix(c.1), mix(c.2))
+}
+
+/// The segments of one bar: (start, end, colour), user components first.
+fn segments(m: &Value) -> Vec<(f64, f64, RGBColor)> {
+    let mut out = Vec::new();
+    let mut at = 0.0;
+    for (mode, system) in [("user", false), ("system", true)] {
+        for (i, c) in COMPONENTS.iter().enumerate() {
+            let v = get(m, &["mcpi", mode, c]);
+            if v > 0.0 {
+                let col = if system { tint(color(i)) } else { color(i) };
+                out.push((at, at + v, col));
+                at += v;
+            }
+        }
+    }
+    out
+}
+
+fn stacked_bars(all: &[Machine]) -> Result<String> {
+    let totals: Vec<f64> = all
+        .iter()
+        .map(|m| get(m.doc, &["mcpi", "total", "total"]))
+        .collect();
+    let axis = Axis::for_values(totals.iter().copied(), f64::INFINITY);
+    let mut items: Vec<LegendItem> = COMPONENTS
+        .iter()
+        .enumerate()
+        .map(|(i, c)| LegendItem::boxed(c.to_string(), color(i)))
+        .collect();
+    items.push(LegendItem::boxed(
+        "pale: the same, in system mode".into(),
+        tint(RGBColor(80, 80, 80)),
+    ));
+    let legend_h = legend_height(&items);
+    let n = all.len();
+    let row_h = 44u32;
+    let longest = all
+        .iter()
+        .map(|m| m.label.chars().count())
+        .max()
+        .unwrap_or(8);
+    let label_w = (longest as u32 * 7 + 16).clamp(90, 400);
+    svg((WIDTH, legend_h + 20 + n as u32 * row_h + 56), |root| {
+        let (top, body) = root.split_vertically(legend_h);
+        legend(&top, &items)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin_top(12)
+            .margin_right(250)
+            .x_label_area_size(44)
+            .y_label_area_size(label_w)
+            .build_cartesian_2d(
+                Ticked::new(axis.range(), axis.ticks()),
+                Ticked::new(-0.5..(n as f64 - 0.5), (0..n).map(|i| i as f64).collect()),
+            )?;
+        let x_fmt = |t: &f64| compact(*t);
+        let y_fmt = |t: &f64| {
+            let i = n as i64 - 1 - t.round() as i64;
+            all.get(i.max(0) as usize)
+                .map(|m| m.label.clone())
+                .unwrap_or_default()
+        };
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .x_desc("memory stall cycles per instruction (MCPI; shorter is better)")
+            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 13))
+            .bold_line_style(RGBColor(225, 228, 232))
+            .draw()?;
+        let text_style = (FONT, 12)
+            .into_font()
+            .color(&RGBColor(60, 60, 60))
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (k, m) in all.iter().enumerate() {
+            let center = (n - 1 - k) as f64;
+            let (y0, y1) = (center - 0.3, center + 0.3);
+            for (a, b, c) in segments(m.doc) {
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(a, y0), (b, y1)],
+                    c.filled(),
+                )))?;
+                // A white hairline keeps neighbouring segments apart in grey print.
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(a, y0), (b, y1)],
+                    WHITE.stroke_width(1),
+                )))?;
+            }
+            let user = get(m.doc, &["mcpi", "user", "total"]);
+            let system = get(m.doc, &["mcpi", "system", "total"]);
+            // The user/system boundary, drawn a little past the bar so it shows on thin segments.
+            chart.draw_series(LineSeries::new(
+                [(user, y0 - 0.08), (user, y1 + 0.08)],
+                BLACK.stroke_width(2),
+            ))?;
+            chart.draw_series(std::iter::once(
+                EmptyElement::at((user + system, center))
+                    + Text::new(
+                        format!(
+                            "{} = user {} + system {}",
+                            num(user + system),
+                            num(user),
+                            num(system)
+                        ),
+                        (8, 0),
+                        text_style.clone(),
+                    ),
+            ))?;
+        }
+        Ok(())
+    })
+}
+
+/// MCPI by component: per machine a row for user, system and the total, with the MCPI over the
+/// mode's own instructions beside.
+fn mcpi_table(all: &[Machine]) -> String {
+    let mut header = vec!["machine", "mode"];
+    header.extend(COMPONENTS);
+    header.extend(["total", "per own instruction", "share of instructions"]);
+    let mut rows = Vec::new();
+    for m in all {
+        let d = m.doc;
+        let system_share = get(d, &["system_fraction"]);
+        for (mode, share) in [
+            ("user", Some(1.0 - system_share)),
+            ("system", Some(system_share)),
+            ("total", None),
+        ] {
+            let mut cells = vec![Cell::from(esc(&m.label)), Cell::from(mode.to_string())];
+            for c in COMPONENTS.iter().chain(["total"].iter()) {
+                cells.push(Cell::num(format!("{:.3}", get(d, &["mcpi", mode, c]))));
+            }
+            cells.push(Cell::num(match share {
+                Some(_) => format!("{:.3}", get(d, &["own_mcpi", mode, "total"])),
+                None => String::new(),
+            }));
+            cells.push(Cell::num(match share {
+                Some(s) => format!("{:.1} %", 100.0 * s),
+                None => format!("{} instr.", d["instructions"]),
+            }));
+            rows.push(Row { class: "", cells });
+        }
+    }
+    table("mcpi", &header, &rows)
+}
+
+fn percent(x: f64) -> String {
+    format!("{} %", num(100.0 * x))
+}
+
+/// Miss rates per cache and mode, and which of the three C's the misses were.
+fn miss_table(all: &[Machine]) -> String {
+    let header = [
+        "machine",
+        "cache",
+        "accesses",
+        "miss rate user",
+        "miss rate system",
+        "compulsory",
+        "capacity",
+        "conflict",
+    ];
+    let mut rows = Vec::new();
+    for m in all {
+        let d = m.doc;
+        let names: Vec<String> = d["user"]["caches"]
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        for name in names {
+            let (u, s) = (&d["user"]["caches"][&name], &d["system"]["caches"][&name]);
+            let accesses = get(u, &["accesses"]) + get(s, &["accesses"]);
+            if accesses == 0.0 {
+                continue;
+            }
+            let classes: Vec<f64> = CLASSES
+                .iter()
+                .map(|c| get(u, &["classes", c]) + get(s, &["classes", c]))
+                .collect();
+            let classified: f64 = classes.iter().sum();
+            let mut cells = vec![
+                Cell::from(esc(&m.label)),
+                Cell::from(esc(&name)),
+                Cell::num(format!("{accesses}")),
+                Cell::num(percent(get(u, &["miss_rate"]))),
+                Cell::num(percent(get(s, &["miss_rate"]))),
+            ];
+            for c in &classes {
+                cells.push(Cell::num(if classified > 0.0 {
+                    percent(c / classified)
+                } else {
+                    "-".into()
+                }));
+            }
+            rows.push(Row { class: "", cells });
+        }
+        if d["user"]["tlb"]["present"].as_bool() == Some(true) {
+            let refs = get(d, &["user", "tlb", "refs"]) + get(d, &["system", "tlb", "refs"]);
+            let mut cells = vec![
+                Cell::from(esc(&m.label)),
+                Cell::from("tlb".to_string()),
+                Cell::num(format!("{refs}")),
+                Cell::num(percent(get(d, &["user", "tlb", "miss_rate"]))),
+                Cell::num(percent(get(d, &["system", "tlb", "miss_rate"]))),
+            ];
+            cells.extend((0..3).map(|_| Cell::default()));
+            rows.push(Row { class: "", cells });
+        }
+    }
+    table("misses", &header, &rows)
+}
+
+/// What each run simulated: the trace, its length, and whether it lacks the kernel or its end.
+fn setup(ctx: &Context, docs: &[(usize, &Value)]) -> String {
+    let mut out = String::new();
+    for &(r, d) in docs {
+        let mut text = format!(
+            "{}: {} references from {}.",
+            ctx.run_label(r),
+            d["references"],
+            d["trace"]["path"].as_str().unwrap_or("an unnamed trace")
+        );
+        if d["user_only"].as_bool() == Some(true) {
+            text.push_str(" User mode only: the capture saw no kernel references.");
+        }
+        if d["incomplete"].as_bool() == Some(true) {
+            text.push_str(" Incomplete trace: the capture ended early.");
+        }
+        out.push_str(&note(&text));
+    }
+    out
+}
+
+impl Section for Memsim {
+    fn id(&self) -> &'static str {
+        "memsim"
+    }
+    fn title(&self) -> &'static str {
+        "Memory-system simulation"
+    }
+    fn render(&self, ctx: &Context) -> Result<Option<String>> {
+        let docs = documents(ctx);
+        if docs.is_empty() {
+            return Ok(None);
+        }
+        let all = machines(&docs);
+        let mut out = setup(ctx, &docs);
+        if all.is_empty() {
+            out.push_str(&note("The simulation holds no machine."));
+            return Ok(Some(out));
+        }
+        out.push_str(&figure(
+            &stacked_bars(&all)?,
+            "<b>Memory cycles per instruction.</b> One bar per simulated machine: the stall \
+             cycles of each component divided by all instructions of the trace, user mode in \
+             full colour left of the black mark, system mode pale right of it, so the whole bar \
+             is the machine's MCPI. Components: instruction and data cache misses, write-buffer \
+             stalls, TLB misses and uncached accesses.",
+        ));
+        out.push_str("<h3>Cycles per instruction by component</h3>\n");
+        out.push_str(&note(
+            "User and system rows divide by all instructions and add up to the total; \"per own \
+             instruction\" divides each mode's stalls by that mode's instructions only.",
+        ));
+        out.push_str(&mcpi_table(&all));
+        out.push_str("<h3>Miss rates and the 3C shares of the misses</h3>\n");
+        out.push_str(&three_c_note());
+        out.push_str(&miss_table(&all));
+        Ok(Some(out))
+    }
+}
+
+fn three_c_note() -> String {
+    note(
+        "Compulsory: first touch of a line; capacity: would miss in a fully associative cache \
+         of the same size too; conflict: the rest, due to the mapping. Shares are of all misses, \
+         user and system together; \"-\" where the simulation did not classify them.",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memsim::config::preset;
+    use crate::memsim::report::document;
+    use crate::memsim::sweep::simulate;
+    use crate::memsim::trace::synth::Synth;
+    use crate::results::model::tests::empty_run;
+    use serde_json::json;
+
+    fn simulated(refs: u64) -> Value {
+        let cfgs = [preset("ds5000-200").unwrap()];
+        let r = simulate(&mut Synth::new(refs, 1), &cfgs, 1).unwrap();
+        document(json!({"path": "synth"}), &cfgs, &r)
+    }
+
+    #[test]
+    fn segments_add_up_to_the_total() {
+        let doc = simulated(50_000);
+        let m = &doc["machines"][0];
+        let segs = segments(m);
+        assert!(segs.len() >= 2);
+        let end = segs.last().unwrap().1;
+        assert!((end - get(m, &["mcpi", "total", "total"])).abs() < 1e-9);
+        for w in segs.windows(2) {
+            assert_eq!(w[0].1, w[1].0, "segments touch");
+        }
+        assert_eq!(tint(RGBColor(0, 0, 0)), RGBColor(153, 153, 153));
+    }
+
+    #[test]
+    fn section_has_bars_and_tables_from_the_document() {
+        let mut a = empty_run();
+        a.sections.insert("memsim".into(), simulated(20_000));
+        let mut b = empty_run();
+        b.sections.insert("memsim".into(), simulated(40_000));
+        let runs = [a, b];
+        let html = Memsim.render(&Context::new(&runs)).unwrap().unwrap();
+        assert_eq!(
+            html.matches("<svg").count(),
+            1,
+            "one chart for all machines"
+        );
+        assert!(html.contains("R1 ds5000-200") && html.contains("R2 ds5000-200"));
+        for text in [
+            "l1i",
+            "l1d",
+            "tlb",
+            "compulsory",
+            "per own instruction",
+            "40000",
+        ] {
+            assert!(html.contains(text), "{text}");
+        }
+        let total = format!(
+            "{:.3}",
+            get(
+                &runs[0].sections["memsim"]["machines"][0],
+                &["mcpi", "total", "total"]
+            )
+        );
+        assert!(html.contains(&total), "{total}");
+    }
+
+    #[test]
+    fn nothing_without_a_memsim_section() {
+        let runs = [empty_run()];
+        assert!(Memsim.render(&Context::new(&runs)).unwrap().is_none());
+    }
+}
