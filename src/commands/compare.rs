@@ -93,17 +93,13 @@ fn history_noise(
     a: &[Run],
     b: &[Run],
 ) -> Result<(BTreeMap<String, History>, usize)> {
-    let Some(host) = a
-        .first()
-        .and_then(|r| r.fingerprint.get("hostname"))
-        .and_then(|h| h.as_str())
-    else {
+    let Some(host) = a.first().and_then(Run::host) else {
         return Ok((BTreeMap::new(), 0));
     };
     let compared: Vec<&str> = a.iter().chain(b).map(|r| r.id.as_str()).collect();
     let earlier: Vec<String> = store
         .list(&RunFilter {
-            host: Some(host.to_string()),
+            host: Some(host),
             ..Default::default()
         })?
         .into_iter()

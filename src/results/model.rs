@@ -59,6 +59,14 @@ impl Run {
         }
     }
 
+    /// The host name from the fingerprint, when it was recorded.
+    pub fn host(&self) -> Option<String> {
+        self.fingerprint
+            .get("hostname")
+            .and_then(|h| h.as_str())
+            .map(str::to_string)
+    }
+
     /// What produced the run: "run" for microbenchmarks, else the name of its first section.
     pub fn kind(&self) -> &str {
         if !self.measurements.is_empty() {

@@ -56,16 +56,12 @@ impl Exporter for OpenMetrics {
         "openmetrics"
     }
     fn write(&self, run: &Run, _: &ExportOptions, out: &mut dyn Write) -> io::Result<()> {
-        let host = run
-            .fingerprint
-            .get("hostname")
-            .and_then(|h| h.as_str())
-            .unwrap_or("");
+        let host = run.host().unwrap_or_default();
         let base = |probe: &str, params: &str| {
             format!(
                 "run=\"{}\",host=\"{}\",probe=\"{}\",params=\"{}\"",
                 escape(&run.id),
-                escape(host),
+                escape(&host),
                 escape(probe),
                 escape(params)
             )

@@ -52,11 +52,7 @@ impl Section for Runs {
                     format!("<b>R{}</b>", i + 1),
                     format!("<code>{}</code>", esc(&r.id)),
                     esc(&r.started_at),
-                    esc(r
-                        .fingerprint
-                        .get("hostname")
-                        .and_then(|h| h.as_str())
-                        .unwrap_or("unknown")),
+                    esc(&r.host().unwrap_or_else(|| "unknown".into())),
                     esc(r.suite.as_deref().unwrap_or("chosen probes")),
                     esc(&tags.join(" ")),
                     figures,

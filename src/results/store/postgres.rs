@@ -147,13 +147,6 @@ fn inspect_schema(c: &mut impl GenericClient, where_: &str) -> Result<Option<i64
     Ok(Some(version))
 }
 
-fn host_of(run: &Run) -> Option<String> {
-    run.fingerprint
-        .get("hostname")
-        .and_then(|h| h.as_str())
-        .map(str::to_string)
-}
-
 impl Store for PostgresStore {
     fn save(&mut self, run: &Run) -> Result<bool> {
         let document = serde_json::to_string(run)?;
@@ -165,7 +158,7 @@ impl Store for PostgresStore {
             &[
                 &run.id,
                 &run.started_at,
-                &host_of(run),
+                &run.host(),
                 &run.suite,
                 &run.tool_version,
                 &i32::from(run.interrupted),

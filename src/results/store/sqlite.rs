@@ -171,13 +171,6 @@ fn inspect_schema(conn: &Connection, path: &Path) -> Result<Option<i64>> {
     Ok(Some(version))
 }
 
-fn host_of(run: &Run) -> Option<String> {
-    run.fingerprint
-        .get("hostname")
-        .and_then(|h| h.as_str())
-        .map(str::to_string)
-}
-
 impl Store for SqliteStore {
     fn save(&mut self, run: &Run) -> Result<bool> {
         let tx = self
@@ -196,7 +189,7 @@ impl Store for SqliteStore {
             params![
                 run.id,
                 run.started_at,
-                host_of(run),
+                run.host(),
                 run.suite,
                 run.tool_version,
                 run.interrupted as i64,
