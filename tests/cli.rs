@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{entries, is_root, which, TestEnv, FAST};
+use common::{entries, interrupt_after, is_root, which, TestEnv, FAST};
 use predicates::prelude::*;
 
 /// For tests that must fail before anything is stored: a store path no one can create, so a test that
@@ -274,25 +274,20 @@ fn ctrl_c_stops_cleanly_with_what_was_measured() {
     let dir = tempfile::tempdir().unwrap();
     let env = TestEnv::new();
     // Long samples so the signal lands mid-run.
-    let child = env
-        .osmeter_std()
-        .args([
-            "run",
-            "syscall.null",
-            "syscall.dup",
-            "syscall.sched_yield",
-            "cpu.reference",
-        ])
-        .args(["--repeat", "50", "--min-time", "50ms", "--dir"])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(3000));
-    // SAFETY: the pid is our own child's.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let (out, _) = interrupt_after(
+        env.osmeter_std()
+            .args([
+                "run",
+                "syscall.null",
+                "syscall.dup",
+                "syscall.sched_yield",
+                "cpu.reference",
+            ])
+            .args(["--repeat", "50", "--min-time", "50ms", "--dir"])
+            .arg(dir.path()),
+        std::time::Duration::from_millis(3000),
+        || {},
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -312,24 +307,6 @@ fn ctrl_c_stops_cleanly_with_what_was_measured() {
 fn ctrl_c_during_two_party_probes_leaves_no_partner_behind() {
     let dir = tempfile::tempdir().unwrap();
     let env = TestEnv::new();
-    let child = env
-        .osmeter_std()
-        .args([
-            "run",
-            "ipc",
-            "--repeat",
-            "50",
-            "--min-time",
-            "50ms",
-            "--no-store",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2500));
     // Forked partners carry the parent's command line, and with it this test's unique directory.
     let marker = dir.path().to_str().unwrap().to_string();
     let running = || {
@@ -339,10 +316,22 @@ fn ctrl_c_during_two_party_probes_leaves_no_partner_behind() {
             .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
             .unwrap_or(0)
     };
-    assert!(running() >= 1, "osmeter should be running");
-    // SAFETY: the pid is our own child's.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let (out, _) = interrupt_after(
+        env.osmeter_std()
+            .args([
+                "run",
+                "ipc",
+                "--repeat",
+                "50",
+                "--min-time",
+                "50ms",
+                "--no-store",
+                "--dir",
+            ])
+            .arg(dir.path()),
+        std::time::Duration::from_millis(2500),
+        || assert!(running() >= 1, "osmeter should be running"),
+    );
     assert_eq!(
         out.status.code(),
         Some(130),

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{is_root, TestEnv};
+use common::{interrupt_after, is_root, TestEnv};
 
 #[test]
 fn a_short_run_accounts_for_every_period_and_is_stored() {
@@ -132,35 +132,29 @@ fn bad_input_is_a_usage_error() {
 fn ctrl_c_stops_the_run_and_the_loads_and_keeps_what_was_measured() {
     let env = TestEnv::new();
     let dir = tempfile::tempdir().unwrap();
-    let child = env
-        .osmeter_std()
-        .args([
-            "latency",
-            "--duration",
-            "60s",
-            "--classes",
-            "normal",
-            "--paths",
-            "timer",
-            "--load",
-            "server,faults",
-            "--load-cmd",
-            "sleep 100",
-            "--json",
-            "--no-store",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    // SAFETY: signalling the child we started.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-    let started = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(started.elapsed().as_secs() < 10);
+    let (out, stopping) = interrupt_after(
+        env.osmeter_std()
+            .args([
+                "latency",
+                "--duration",
+                "60s",
+                "--classes",
+                "normal",
+                "--paths",
+                "timer",
+                "--load",
+                "server,faults",
+                "--load-cmd",
+                "sleep 100",
+                "--json",
+                "--no-store",
+                "--dir",
+            ])
+            .arg(dir.path()),
+        std::time::Duration::from_millis(1500),
+        || {},
+    );
+    assert!(stopping.as_secs() < 10);
     assert_eq!(
         out.status.code(),
         Some(130),

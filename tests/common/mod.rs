@@ -56,3 +56,25 @@ pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// Starts `cmd` with its output captured, sends it SIGINT after `after` (checking first, with
+/// `while_running`, anything that must be seen while it runs), and returns what it printed and how
+/// long it took to stop once signalled.
+pub fn interrupt_after(
+    cmd: &mut std::process::Command,
+    after: std::time::Duration,
+    while_running: impl FnOnce(),
+) -> (std::process::Output, std::time::Duration) {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    while_running();
+    // SAFETY: signalling the child this function started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let signalled = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    (out, signalled.elapsed())
+}
