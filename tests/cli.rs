@@ -350,26 +350,17 @@ fn ctrl_c_during_two_party_probes_leaves_no_partner_behind() {
 #[test]
 fn set_overrides_a_parameter_and_rejects_unknown_keys() {
     let env = TestEnv::new();
-    let out = env
-        .osmeter()
-        .args([
-            "run",
-            "select.poll",
-            "--set",
-            "fds=100",
-            "--set",
-            "ready=true",
-            "--json",
-        ])
-        .args(FAST)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut args = vec![
+        "run",
+        "select.poll",
+        "--set",
+        "fds=100",
+        "--set",
+        "ready=true",
+        "--json",
+    ];
+    args.extend_from_slice(FAST);
+    let doc = env.json(&args);
     let ms = doc["measurements"].as_array().unwrap();
     assert_eq!(ms.len(), 1);
     assert_eq!(ms[0]["params"]["fds"], 100);

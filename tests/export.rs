@@ -2,19 +2,11 @@
 
 mod common;
 
-use common::{entries, TestEnv, FAST};
+use common::{entries, TestEnv};
 use predicates::prelude::*;
 
 fn stored_run(env: &TestEnv) -> String {
-    let out = env
-        .osmeter()
-        .args(["run", "syscall.null", "cpu.reference", "--json"])
-        .args(FAST)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    doc["id"].as_str().unwrap().to_string()
+    env.run_id(&["syscall.null", "cpu.reference"])
 }
 
 #[test]

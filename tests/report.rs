@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{which, TestEnv, FAST};
+use common::{which, TestEnv};
 use osmeter::harness::stats::summarize;
 use osmeter::results::model::{Measurement, Params, Run, RunOptions, Status, Unit};
 use osmeter::results::store::{sqlite::SqliteStore, Store};
@@ -214,19 +214,7 @@ fn save(env: &TestEnv, runs: &[Run]) {
 }
 
 fn real_run(env: &TestEnv, tag: &str) -> String {
-    let out = env
-        .osmeter()
-        .args(["run", "syscall", "cpu.reference", "--json", "--tag", tag])
-        .args(FAST)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    doc["id"].as_str().unwrap().to_string()
+    env.run_id(&["syscall", "cpu.reference", "--tag", tag])
 }
 
 /// Where screenshots go: target/, beside the tests' own temporary directory.

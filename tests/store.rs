@@ -7,20 +7,9 @@ use common::{TestEnv, FAST};
 use predicates::prelude::*;
 
 fn run_id(env: &TestEnv, extra: &[&str]) -> String {
-    let out = env
-        .osmeter()
-        .args(["run", "syscall.null", "--json"])
-        .args(FAST)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    doc["id"].as_str().unwrap().to_string()
+    let mut args = vec!["syscall.null"];
+    args.extend_from_slice(extra);
+    env.run_id(&args)
 }
 
 #[test]

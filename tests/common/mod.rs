@@ -26,6 +26,25 @@ impl TestEnv {
         c
     }
 
+    /// Runs osmeter with these arguments, which must succeed, and returns the JSON it printed.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        let out = self.osmeter().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "osmeter {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+    }
+
+    /// Runs `osmeter run` with short samples and `--json` and returns the stored run's id.
+    pub fn run_id(&self, args: &[&str]) -> String {
+        let mut all = vec!["run", "--json"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(FAST);
+        self.json(&all)["id"].as_str().unwrap().to_string()
+    }
+
     /// The same, as a std Command (for tests that send signals).
     pub fn osmeter_std(&self) -> std::process::Command {
         let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("osmeter"));
