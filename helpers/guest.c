@@ -10,6 +10,7 @@
  * The markers are 7-byte no-ops that osmeter's QEMU plugin recognises; see qemu-plugin/. Lines
  * starting "osmeter-guest:" on the console are read by osmeter. Built static so the guest needs no
  * shared libraries for it. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -40,6 +41,10 @@ static int run(char **argv)
         return 127;
     }
     int out = open("/tmp/osmeter-output", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    /* The child sends exec's errno back through a close-on-exec pipe: silence means it ran. */
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0)
+        return 127;
     fflush(stdout);
     MARK(0x01);
     pid_t pid = fork();
@@ -49,12 +54,18 @@ static int run(char **argv)
             dup2(out, 2);
         }
         execv(argv[0], argv);
+        int err = errno;
+        ssize_t ignored = write(report[1], &err, sizeof err);
+        (void)ignored;
         _exit(127);
     }
+    close(report[1]);
     int status = pid < 0 ? -1 : wait_for(pid);
     MARK(0x02);
-    if (status < 0) {
-        printf("osmeter-guest: cannot run %s: %s\n", argv[0], strerror(errno));
+    int exec_errno = 0;
+    if (status < 0 || read(report[0], &exec_errno, sizeof exec_errno) == (ssize_t)sizeof exec_errno) {
+        printf("osmeter-guest: cannot run %s: %s\n", argv[0],
+               strerror(status < 0 ? errno : exec_errno));
         return 127;
     }
     if (WIFSIGNALED(status)) {

@@ -164,7 +164,9 @@ fn symbols_cache(k: &Kernel) -> PathBuf {
         .join(format!("{}.kallsyms", k.key))
 }
 
-/// Kills QEMU when the time is up, unless told it finished first.
+/// Stops QEMU when the time is up (SIGKILL: a hung guest gets no say) or when the user presses
+/// Ctrl-C (SIGTERM: QEMU exits in order, so the plugin flushes what it traced), unless told the
+/// guest finished first.
 struct Watchdog {
     done: Arc<AtomicBool>,
     fired: Arc<AtomicBool>,
@@ -178,15 +180,21 @@ impl Watchdog {
         let (d, f) = (done.clone(), fired.clone());
         let thread = std::thread::spawn(move || {
             let end = std::time::Instant::now() + timeout;
-            while std::time::Instant::now() < end {
-                if d.load(Ordering::SeqCst) {
+            let mut terminated = false;
+            while !d.load(Ordering::SeqCst) {
+                if crate::interrupt::requested() && !terminated {
+                    terminated = true;
+                    // SAFETY: signalling our own child, not reaped before the watchdog stops.
+                    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+                }
+                if std::time::Instant::now() >= end {
+                    f.store(true, Ordering::SeqCst);
+                    // SAFETY: as above.
+                    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }
-            f.store(true, Ordering::SeqCst);
-            // SAFETY: signalling our own child, which is not reaped before the watchdog stops.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         });
         Watchdog {
             done,
@@ -279,6 +287,7 @@ fn read_symbols(qemu_bin: &Path, kernel: &Kernel, cache: &Path) -> Result<()> {
 pub fn run(opts: &SystemCapture) -> Result<i32> {
     ensure_packages(opts.install)?;
     let qemu_bin = qemu::find_qemu()?;
+    let lock = kernel::lock_cache()?;
     let kernel = match &opts.kernel {
         Some(p) => kernel::from_path(p)?,
         None => kernel::from_package(&opts.kernel_package)?,
@@ -287,6 +296,7 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
     if !symbols.is_file() {
         read_symbols(&qemu_bin, &kernel, &symbols)?;
     }
+    drop(lock);
     let (fs, argv) = build_initramfs(opts)?;
 
     let scratch = tempfile::Builder::new()
@@ -398,7 +408,10 @@ fn finish(
     if !c.summary.started {
         let errors = std::fs::read_to_string(qemu_errors).unwrap_or_default();
         if let GuestOutcome::CannotRun(why) = &c.outcome {
-            return Err(usage!("inside the guest: cannot run {why}"));
+            return Err(usage!(
+                "inside the guest: cannot run {why} (the guest holds only the command, the \
+                 libraries ldd lists and busybox: add a missing interpreter or file with --include)"
+            ));
         }
         if timed_out {
             bail!(
@@ -411,6 +424,14 @@ fn finish(
             if errors.trim().is_empty() { "" } else { "; QEMU said: " },
             errors.trim()
         );
+    }
+    if let GuestOutcome::CannotRun(why) = &c.outcome {
+        let _ = std::fs::remove_file(&opts.output);
+        let _ = std::fs::remove_file(super::symbols_sidecar(&opts.output));
+        return Err(usage!(
+            "inside the guest: cannot run {why} (the guest holds only the command, the \
+             libraries ldd lists and busybox: add a missing interpreter or file with --include); no trace written"
+        ));
     }
     print_summary(opts, c);
     match &c.outcome {

@@ -31,6 +31,27 @@ pub fn cache_dir() -> PathBuf {
     PathBuf::from(home).join(".cache").join("osmeter")
 }
 
+/// Holds osmeter's cache for one process at a time while it fetches or fills it, so two
+/// captures started together do not unpack the same package twice. Released when dropped.
+pub struct CacheLock(#[allow(dead_code)] std::fs::File);
+
+pub fn lock_cache() -> Result<CacheLock> {
+    use std::os::fd::AsRawFd;
+    let dir = cache_dir();
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the cache directory {}", dir.display()))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("lock"))?;
+    // SAFETY: flock on a descriptor we own; it is released when the file is closed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot lock the osmeter cache");
+    }
+    Ok(CacheLock(file))
+}
+
 /// FNV-1a over the file: cheap, and enough to tell kernels apart for a cache key.
 fn content_key(path: &Path) -> Result<String> {
     let bytes =

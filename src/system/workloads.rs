@@ -240,8 +240,9 @@ fn compile(fs: &mut Initramfs) -> Result<Vec<String>> {
     let dir = tempfile::tempdir()?;
     let src = dir.path().join("wordfreq.c");
     std::fs::write(&src, COMPILE_SOURCE)?;
-    // The headers the program includes, as this machine's gcc finds them.
-    let deps = Command::new(&gcc).arg("-M").arg(&src).output()?;
+    // The headers the program includes, as this machine's gcc finds them with the same flags
+    // (optimisation pulls in extra inline headers).
+    let deps = Command::new(&gcc).args(["-O2", "-M"]).arg(&src).output()?;
     if !deps.status.success() {
         bail!(
             "gcc -M failed: {}",
