@@ -136,6 +136,10 @@ pub struct TraceArgs {
     /// With --system: the guest kernel image [default: Debian's cloud kernel package, fetched once]
     #[arg(long, value_name = "PATH", requires = "system")]
     pub kernel: Option<PathBuf>,
+    /// With --system: the kernel's symbol table (System.map or kallsyms text) instead of the one
+    /// osmeter reads from the guest's /proc/kallsyms
+    #[arg(long, value_name = "PATH", requires = "system")]
+    pub system_map: Option<PathBuf>,
     /// With --system: the Debian kernel package to fetch
     #[arg(long, value_name = "PACKAGE", requires = "system", default_value = crate::system::kernel::DEFAULT_PACKAGE)]
     pub kernel_package: String,

@@ -285,3 +285,33 @@ fn ctrl_c_keeps_a_consistent_trace_marked_incomplete() {
     names.sort();
     assert_eq!(names, vec!["t.osmt.zst", "t.osmt.zst.kallsyms"]);
 }
+
+#[test]
+fn a_symbol_table_that_is_not_one_is_refused_before_booting() {
+    require_qemu();
+    let env = TestEnv::new();
+    let map = env.dir.path().join("System.map");
+    std::fs::write(
+        &map,
+        "ffffffffffffffff B The real System.map is elsewhere\n",
+    )
+    .unwrap();
+    for (path, expect) in [
+        (map.as_path(), "text symbols"),
+        (Path::new("/no/System.map"), "cannot read --system-map"),
+    ] {
+        let o = env
+            .osmeter()
+            .args(["trace", "--system", "--system-map"])
+            .arg(path)
+            .arg("-o")
+            .arg(env.dir.path().join("t.osmt"))
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains(expect), "{err}");
+    }
+    assert_eq!(entries(env.dir.path()), vec!["System.map".to_string()]);
+}

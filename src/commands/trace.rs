@@ -96,6 +96,7 @@ fn system_capture(args: &TraceArgs, out: &Path) -> Result<i32> {
         zstd: args.zstd,
         target,
         kernel: args.kernel.clone(),
+        system_map: args.system_map.clone(),
         kernel_package: args.kernel_package.clone(),
         include: args.include.clone(),
         memory_mib: args.memory,
@@ -200,9 +201,21 @@ pub(crate) fn write_trace(
     zstd: bool,
     flags: u8,
 ) -> Result<u64> {
+    write_trace_at_level(src, out, zstd, flags, 3)
+}
+
+/// The same, with a zstd level of the caller's choosing: a live capture wants level 1, which
+/// compresses a trace about as well at twice the speed, so it keeps up with the source.
+pub(crate) fn write_trace_at_level(
+    src: &mut dyn RefSource,
+    out: &Path,
+    zstd: bool,
+    flags: u8,
+    level: i32,
+) -> Result<u64> {
     let file = OutFile::create(out)?;
     let sink = if wants_zstd(out, zstd) {
-        Sink::Zstd(zstd::stream::write::Encoder::new(file.file()?, 3)?)
+        Sink::Zstd(zstd::stream::write::Encoder::new(file.file()?, level)?)
     } else {
         Sink::Plain(file.file()?)
     };

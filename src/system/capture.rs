@@ -19,6 +19,8 @@ pub struct SystemCapture {
     /// What to run: a built-in workload's name, or a command and its arguments.
     pub target: Target,
     pub kernel: Option<PathBuf>,
+    /// The kernel's symbol table, when the user has it (else read from the guest).
+    pub system_map: Option<PathBuf>,
     pub kernel_package: String,
     /// Extra host files or directories to put in the guest at the same paths.
     pub include: Vec<PathBuf>,
@@ -292,7 +294,15 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
         Some(p) => kernel::from_path(p)?,
         None => kernel::from_package(&opts.kernel_package)?,
     };
-    let symbols = symbols_cache(&kernel);
+    let symbols = match &opts.system_map {
+        Some(map) => {
+            let raw = std::fs::read(map)
+                .with_context(|| format!("cannot read --system-map {}", map.display()))?;
+            qemu::clean_symbols(&raw).with_context(|| format!("--system-map {}", map.display()))?;
+            map.clone()
+        }
+        None => symbols_cache(&kernel),
+    };
     if !symbols.is_file() {
         read_symbols(&qemu_bin, &kernel, &symbols)?;
     }
@@ -315,6 +325,10 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
         return Err(std::io::Error::last_os_error()).context("cannot create the trace pipe");
     }
     let (rfd, wfd) = (fds[0], fds[1]);
+    // A larger pipe means fewer switches between QEMU and the reader; the default may be refused
+    // above /proc/sys/fs/pipe-max-size, which only costs speed.
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(rfd, libc::F_SETPIPE_SZ, 1 << 20) };
     // SAFETY: rfd is a fresh descriptor we own.
     let reader = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(rfd) };
     let cfg = GuestConfig {
@@ -356,7 +370,8 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
     let mut child = spawned.with_context(|| format!("cannot start {}", qemu_bin.display()))?;
     let watchdog = Watchdog::start(child.id(), opts.timeout);
     let mut source = PluginStream::new(std::io::BufReader::with_capacity(1 << 20, reader));
-    let written = crate::commands::trace::write_trace(&mut source, &opts.output, opts.zstd, 0);
+    let written =
+        crate::commands::trace::write_trace_at_level(&mut source, &opts.output, opts.zstd, 0, 1);
     let summary = source.summary.clone();
     // Closing the read end lets a QEMU still writing (after a failed write above) fail fast
     // instead of blocking on a full pipe until the watchdog fires.

@@ -131,8 +131,8 @@ pub fn clean_symbols(raw: &[u8]) -> Result<String> {
         .count();
     if text_symbols < 100 {
         bail!(
-            "the guest's /proc/kallsyms gave only {text_symbols} text symbols (is \
-             CONFIG_KALLSYMS off in this kernel? give its System.map with --system-map)"
+            "the symbol table has only {text_symbols} text symbols (for a kernel built \
+             without CONFIG_KALLSYMS, give its System.map with --system-map)"
         );
     }
     Ok(text)
