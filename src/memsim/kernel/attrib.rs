@@ -191,28 +191,16 @@ pub fn find_symbols(trace: &Path, given: Option<&Path>) -> Result<Option<(PathBu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memsim::kernel::testutil::VecSource;
     use crate::memsim::trace::read_all;
 
-    pub const SYMS: &str = "\
+    const SYMS: &str = "\
 ffffffff81000000 T do_syscall_64
 ffffffff81000100 T memcpy
 ffffffff81000200 T default_idle
 ffffffff81000300 T vfs_read
 ffffffff81000400 D some_data
 ";
-
-    struct VecSource(Vec<Ref>, usize);
-    impl RefSource for VecSource {
-        fn next_batch(&mut self, out: &mut Vec<Ref>, max: usize) -> Result<usize> {
-            let n = max.min(self.0.len() - self.1);
-            out.extend_from_slice(&self.0[self.1..self.1 + n]);
-            self.1 += n;
-            Ok(n)
-        }
-        fn meta(&self) -> TraceMeta {
-            TraceMeta::default()
-        }
-    }
 
     fn k(kind: Kind, a: u64) -> Ref {
         Ref::new(kind, Mode::Kernel, 0, 4, a)
@@ -272,7 +260,7 @@ ffffffff81000400 D some_data
         refs.push(k(Kind::Instr, 0xffffffff81000300));
         refs.push(k(Kind::Write, 0x6000));
         let syms = SymbolTable::parse(SYMS).unwrap();
-        let mut src = VecSource(refs.clone(), 0);
+        let mut src = VecSource::new(refs.clone());
         let mut a = Attributed::new(&mut src, syms.clone(), true);
         // Batches of 10: the first ten are all idle.
         let mut out = Vec::new();
@@ -287,7 +275,7 @@ ffffffff81000400 D some_data
                 writes: 0
             }
         );
-        let mut src = VecSource(refs, 0);
+        let mut src = VecSource::new(refs);
         let mut kept = Attributed::new(&mut src, syms, false);
         let all = read_all(&mut kept).unwrap();
         assert_eq!(all.len(), 202);

@@ -111,9 +111,7 @@ fn matches(pat: &Pat, name: &str) -> bool {
     match pat {
         Pat::Exact(list) => list.contains(&name),
         Pat::Prefix(list) => list.iter().any(|p| name.starts_with(p)),
-        Pat::Word(list) => name
-            .split('_')
-            .any(|token| list.iter().any(|w| *w == token)),
+        Pat::Word(list) => name.split('_').any(|token| list.contains(&token)),
     }
 }
 

@@ -58,3 +58,32 @@ pub mod symbols;
 pub use attrib::{find_symbols, sidecar, Attributed, Attributor, NO_FUNCTION};
 pub use category::{classify, Category, MAX_TAG};
 pub use symbols::SymbolTable;
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    use crate::memsim::trace::{Ref, RefSource, TraceMeta};
+
+    /// References from memory, handed out in the batch sizes asked for.
+    pub struct VecSource {
+        refs: Vec<Ref>,
+        pos: usize,
+    }
+
+    impl VecSource {
+        pub fn new(refs: Vec<Ref>) -> VecSource {
+            VecSource { refs, pos: 0 }
+        }
+    }
+
+    impl RefSource for VecSource {
+        fn next_batch(&mut self, out: &mut Vec<Ref>, max: usize) -> anyhow::Result<usize> {
+            let n = max.min(self.refs.len() - self.pos);
+            out.extend_from_slice(&self.refs[self.pos..self.pos + n]);
+            self.pos += n;
+            Ok(n)
+        }
+        fn meta(&self) -> TraceMeta {
+            TraceMeta::default()
+        }
+    }
+}
