@@ -118,6 +118,10 @@ impl Profile {
     }
 }
 
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
 fn pct(v: &Value) -> f64 {
     100.0 * v.as_f64().unwrap_or(0.0)
 }
@@ -142,7 +146,7 @@ pub fn render(doc: &Value) -> String {
         a["symbols"].as_str().unwrap_or("?")
     ));
     t.push_str(&format!(
-        "    {:<26} {:>14} {:>12} {:>12} {:>9}\n",
+        "    {:<32} {:>14} {:>12} {:>12} {:>9}\n",
         "category", "instructions", "reads", "writes", "% kernel"
     ));
     let mut omitted = 0;
@@ -152,21 +156,21 @@ pub fn render(doc: &Value) -> String {
             continue;
         }
         t.push_str(&format!(
-            "    {:<26} {:>14} {:>12} {:>12} {:>8.1}%\n",
+            "    {:<32} {:>14} {:>12} {:>12} {:>8.1}%\n",
             c["name"].as_str().unwrap_or("?"),
-            c["instructions"],
-            c["reads"],
-            c["writes"],
+            n(&c["instructions"]),
+            n(&c["reads"]),
+            n(&c["writes"]),
             pct(&c["share_of_kernel"])
         ));
         for f in c["top_functions"].as_array().into_iter().flatten() {
-            let name: String = f["name"].as_str().unwrap_or("?").chars().take(24).collect();
+            let name: String = f["name"].as_str().unwrap_or("?").chars().take(30).collect();
             t.push_str(&format!(
-                "      {:<24} {:>14} {:>12} {:>12} {:>8.1}%\n",
+                "      {:<30} {:>14} {:>12} {:>12} {:>8.1}%\n",
                 name,
-                f["instructions"],
-                f["reads"],
-                f["writes"],
+                n(&f["instructions"]),
+                n(&f["reads"]),
+                n(&f["writes"]),
                 100.0
                     * ratio(
                         f["references"].as_u64().unwrap_or(0),

@@ -47,6 +47,7 @@
 //! The paper left idle-loop references out of its figures. With symbols, `memsim` drops them
 //! before simulating (`--include-idle` keeps them); `trace info` shows them as their own row.
 
+pub mod analysis;
 pub mod assertions;
 pub mod attrib;
 pub mod category;
