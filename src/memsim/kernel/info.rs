@@ -180,8 +180,13 @@ pub fn render(doc: &Value) -> String {
         }
     }
     if omitted > 0 {
+        let noun = if omitted == 1 {
+            "category"
+        } else {
+            "categories"
+        };
         t.push_str(&format!(
-            "    ({omitted} categories without references not shown)\n"
+            "    ({omitted} {noun} without references not shown)\n"
         ));
     }
     let kernel = a["kernel_references"].as_u64().unwrap_or(0);
