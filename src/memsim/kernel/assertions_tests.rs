@@ -112,12 +112,12 @@ fn alternate(rounds: u64, user_big: (bool, bool), kernel_big: (bool, bool)) -> T
 
 #[test]
 fn one_locality_both_ways() {
-    let doc = evaluate_trace(alternate(200, (false, false), (true, true)), true);
+    let doc = evaluate_trace(alternate(80, (false, false), (true, true)), true);
     assert!(holds(&doc, 1), "{}", verdict(&doc, 1));
-    let doc = evaluate_trace(alternate(200, (true, true), (false, false)), true);
+    let doc = evaluate_trace(alternate(80, (true, true), (false, false)), true);
     assert!(!holds(&doc, 1), "{}", verdict(&doc, 1));
     // Worse for instructions only is not the assertion.
-    let doc = evaluate_trace(alternate(200, (false, true), (true, false)), true);
+    let doc = evaluate_trace(alternate(80, (false, true), (true, false)), true);
     let v = verdict(&doc, 1);
     assert!(
         v.starts_with("does not hold") && v.contains("instructions only"),
@@ -127,9 +127,9 @@ fn one_locality_both_ways() {
 
 #[test]
 fn two_icache_dependence_both_ways() {
-    let doc = evaluate_trace(alternate(200, (false, true), (true, false)), true);
+    let doc = evaluate_trace(alternate(80, (false, true), (true, false)), true);
     assert!(holds(&doc, 2), "{}", verdict(&doc, 2));
-    let doc = evaluate_trace(alternate(200, (true, false), (false, true)), true);
+    let doc = evaluate_trace(alternate(80, (true, false), (false, true)), true);
     assert!(!holds(&doc, 2), "{}", verdict(&doc, 2));
 }
 
@@ -171,7 +171,7 @@ fn four_self_interference_both_ways() {
     let doc = evaluate_trace(t, true);
     assert!(holds(&doc, 4), "{}", verdict(&doc, 4));
     // A sweep through 512 KB misses whatever the associativity.
-    let doc = evaluate_trace(alternate(200, (false, false), (true, false)), true);
+    let doc = evaluate_trace(alternate(80, (false, false), (true, false)), true);
     assert!(!holds(&doc, 4), "{}", verdict(&doc, 4));
 }
 

@@ -305,3 +305,69 @@ ffffffff81000400 D some_data
         assert!(e.contains("cannot read kernel symbols"), "{e}");
     }
 }
+
+#[cfg(test)]
+mod real_kallsyms {
+    use super::*;
+
+    /// Lines of the Debian 6.1 cloud kernel's /proc/kallsyms (absolute per-CPU symbols, markers
+    /// sharing an address with a function, `.isra`/`.constprop` suffixes, data after text).
+    fn excerpt() -> SymbolTable {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/kallsyms-6.1-excerpt.txt");
+        SymbolTable::load(&p).unwrap()
+    }
+
+    #[test]
+    fn real_addresses_attribute_to_their_function_and_category() {
+        let table = excerpt();
+        let start = |name: &str| {
+            table
+                .functions()
+                .iter()
+                .find(|f| f.name == name)
+                .unwrap_or_else(|| panic!("{name}"))
+                .start
+        };
+        use Category::*;
+        let cases = [
+            ("startup_64", Other),
+            ("entry_SYSCALL_64", Syscall),
+            ("do_syscall_64", Syscall),
+            ("asm_exc_page_fault", Exception),
+            ("handle_mm_fault", Exception),
+            ("get_page_from_freelist", Memory),
+            ("copy_user_enhanced_fast_string", Block),
+            ("clear_page_erms", Block),
+            ("memcpy", Block),
+            ("finish_task_switch.isra.0", Sched),
+            ("copy_process", Process),
+            ("vfs_read", Fs),
+            ("filemap_read", Fs),
+            ("tcp_sendmsg", Net),
+            ("__netif_receive_skb_core.constprop.0", Net),
+            ("asm_sysvec_apic_timer_interrupt", Irq),
+            ("__do_softirq", Irq),
+            ("default_idle", Idle),
+            ("do_idle", Idle),
+            ("cpu_idle_poll.isra.0", Idle),
+            ("_raw_spin_lock", Other),
+        ];
+        let addrs: Vec<u64> = cases.iter().map(|(n, _)| start(n) + 2).collect();
+        let mut a = Attributor::new(table);
+        for ((name, cat), addr) in cases.iter().zip(addrs) {
+            let (tag, f) = a.attribute(&Ref::new(Kind::Instr, Mode::Kernel, 0, 4, addr));
+            assert_eq!(a.symbols().functions()[f as usize].name, *name);
+            assert_eq!(Category::from_tag(tag), Some(*cat), "{name}");
+        }
+        // startup_64 wins over the markers _stext and _text at its address.
+        assert_eq!(
+            a.symbols().lookup(0xffffffff81000000).unwrap().name,
+            "startup_64"
+        );
+        assert!(a
+            .symbols()
+            .functions()
+            .iter()
+            .all(|f| !f.name.starts_with("_stext")));
+    }
+}
