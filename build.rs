@@ -1,6 +1,8 @@
-//! Compiles the helper programs in helpers/ that probes run as child processes, and leaves them in
-//! OUT_DIR for `include_bytes!`. A helper that cannot be built is replaced by an empty file and a
-//! warning, so the crate still builds; the probe that needs it then reports itself skipped.
+//! Compiles the helper programs in helpers/ that probes run as child processes, the program that
+//! full-system guests run around a traced command, and the QEMU plugin in qemu-plugin/ (a separate
+//! GPL program that osmeter writes out for QEMU to load), and leaves them in OUT_DIR for
+//! `include_bytes!`. A helper that cannot be built is replaced by an empty file and a warning, so
+//! the crate still builds; what needs it then reports itself unavailable.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,6 +10,8 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=helpers/hello.c");
+    println!("cargo:rerun-if-changed=helpers/guest.c");
+    println!("cargo:rerun-if-changed=qemu-plugin/osmeter-trace.c");
     println!("cargo:rerun-if-env-changed=CC");
 
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -30,6 +34,21 @@ fn main() {
         "the statically linked exec helper could not be built (no static libc; install \
          libc6-dev, then `touch helpers/hello.c` and rebuild); process.exec with link=static \
          will be skipped",
+    );
+    build_helper(
+        &compiler,
+        Path::new("helpers/guest.c"),
+        &out.join("osmeter-guest"),
+        &["-static"],
+        "the full-system guest helper could not be built (needs a static libc: libc6-dev); \
+         osmeter trace --system will be unavailable",
+    );
+    build_helper(
+        &compiler,
+        Path::new("qemu-plugin/osmeter-trace.c"),
+        &out.join("osmeter-trace.so"),
+        &["-shared", "-fPIC", "-fvisibility=hidden"],
+        "the QEMU trace plugin could not be built; osmeter trace --system will be unavailable",
     );
 }
 

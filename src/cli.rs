@@ -126,6 +126,36 @@ pub struct TraceArgs {
     /// Compress with zstd
     #[arg(long)]
     pub zstd: bool,
+    /// Trace the whole system, kernel included: boot a Linux guest under QEMU and trace the
+    /// command (or --workload) inside it
+    #[arg(long)]
+    pub system: bool,
+    /// With --system: a built-in workload instead of a command (see `osmeter trace workloads`)
+    #[arg(long, value_name = "NAME", requires = "system")]
+    pub workload: Option<String>,
+    /// With --system: the guest kernel image [default: Debian's cloud kernel package, fetched once]
+    #[arg(long, value_name = "PATH", requires = "system")]
+    pub kernel: Option<PathBuf>,
+    /// With --system: the Debian kernel package to fetch
+    #[arg(long, value_name = "PACKAGE", requires = "system", default_value = crate::system::kernel::DEFAULT_PACKAGE)]
+    pub kernel_package: String,
+    /// With --system: a host file or directory to put in the guest at the same path (repeatable)
+    #[arg(long, value_name = "PATH", requires = "system")]
+    pub include: Vec<PathBuf>,
+    /// With --system: guest memory in MiB (64-2048)
+    #[arg(long, value_name = "MIB", requires = "system", default_value_t = 512)]
+    pub memory: u32,
+    /// With --system: give up when the guest has not finished after this long
+    #[arg(
+        long,
+        value_name = "DURATION",
+        requires = "system",
+        default_value = "10min"
+    )]
+    pub timeout: String,
+    /// With --system: install missing Debian packages (qemu-system-x86, busybox-static) as root
+    #[arg(long, requires = "system")]
+    pub install: bool,
     /// The command to trace and its arguments
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -160,6 +190,8 @@ pub enum TraceAction {
         #[command(flatten)]
         output: JsonArg,
     },
+    /// List the built-in workloads of `osmeter trace --system --workload NAME`
+    Workloads,
     /// Write a deterministic synthetic trace with user and kernel references
     Synth {
         #[arg(long, short = 'o', value_name = "FILE")]

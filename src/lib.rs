@@ -14,3 +14,4 @@ pub mod memsim;
 pub mod meter;
 pub mod probes;
 pub mod results;
+pub mod system;

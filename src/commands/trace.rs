@@ -48,16 +48,71 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
             );
             Ok(crate::error::EXIT_OK)
         }
+        Some(TraceAction::Workloads) => {
+            let mut t = String::new();
+            for w in crate::system::workloads::WORKLOADS {
+                t.push_str(&format!("{:<10} {}\n", w.name, w.summary));
+            }
+            super::emit(&t)?;
+            Ok(crate::error::EXIT_OK)
+        }
         None => {
             let out = args.output.as_ref().ok_or_else(|| {
-                usage!("osmeter trace needs -o FILE -- CMD ..., or one of convert, info, synth")
+                usage!("osmeter trace needs -o FILE -- CMD ..., or one of convert, info, synth, workloads")
             })?;
+            if args.system {
+                return system_capture(args, out);
+            }
             if args.command.is_empty() {
                 return Err(usage!("nothing to trace: give the command after --, e.g. osmeter trace -o t.osmt -- ls"));
             }
             capture(out, args.zstd, &args.command)
         }
     }
+}
+
+fn system_capture(args: &TraceArgs, out: &Path) -> Result<i32> {
+    use crate::system::capture::{SystemCapture, Target};
+    use crate::system::workloads;
+    let target = match (&args.workload, args.command.is_empty()) {
+        (Some(_), false) => {
+            return Err(usage!(
+                "give either --workload NAME or a command after --, not both"
+            ))
+        }
+        (None, true) => {
+            return Err(usage!(
+                "nothing to trace: give a command after -- or --workload NAME ({})",
+                workloads::names().join(", ")
+            ))
+        }
+        (Some(name), true) => Target::Workload(workloads::find(name).ok_or_else(|| {
+            usage!(
+                "unknown workload {name:?}: choose one of {}",
+                workloads::names().join(", ")
+            )
+        })?),
+        (None, false) => Target::Command(args.command.clone()),
+    };
+    if !(64..=2048).contains(&args.memory) {
+        return Err(usage!(
+            "--memory {} MiB is out of range: give 64 to 2048 (the guest's RAM must stay below the PCI hole)",
+            args.memory
+        ));
+    }
+    let timeout_ns =
+        crate::config::parse_duration_ns(&args.timeout).map_err(|e| usage!("--timeout: {e}"))?;
+    crate::system::capture::run(&SystemCapture {
+        output: out.to_path_buf(),
+        zstd: args.zstd,
+        target,
+        kernel: args.kernel.clone(),
+        kernel_package: args.kernel_package.clone(),
+        include: args.include.clone(),
+        memory_mib: args.memory,
+        timeout: std::time::Duration::from_nanos(timeout_ns),
+        install: args.install,
+    })
 }
 
 pub fn parse_format(s: Option<&str>) -> Result<Option<Format>> {
@@ -150,7 +205,12 @@ fn wants_zstd(path: &Path, flag: bool) -> bool {
 }
 
 /// Copies a source into a new trace file; nothing appears under `out` unless it all worked.
-fn write_trace(src: &mut dyn RefSource, out: &Path, zstd: bool, flags: u8) -> Result<u64> {
+pub(crate) fn write_trace(
+    src: &mut dyn RefSource,
+    out: &Path,
+    zstd: bool,
+    flags: u8,
+) -> Result<u64> {
     let file = OutFile::create(out)?;
     let sink = if wants_zstd(out, zstd) {
         Sink::Zstd(zstd::stream::write::Encoder::new(file.file()?, 3)?)

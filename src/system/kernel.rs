@@ -1,0 +1,212 @@
+//! The guest kernel: the user's own (`--kernel PATH`) or a Debian `linux-image-*` package fetched
+//! with `apt-get download` and unpacked into osmeter's cache, so it is fetched once per machine.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The meta-package whose dependency names the current cloud kernel: the cloud flavour has the
+/// drivers a QEMU guest needs built in and boots fastest.
+pub const DEFAULT_PACKAGE: &str = "linux-image-cloud-amd64";
+
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    pub image: PathBuf,
+    /// What it is, for the output and the stored run: a package name or the given path.
+    pub label: String,
+    /// A content hash, naming the cached symbol table of this exact kernel.
+    pub key: String,
+}
+
+/// Where osmeter keeps what it fetches: `$OSMETER_CACHE`, else `$XDG_CACHE_HOME/osmeter`, else
+/// `~/.cache/osmeter`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("OSMETER_CACHE") {
+        return PathBuf::from(d);
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(d).join("osmeter");
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
+    PathBuf::from(home).join(".cache").join("osmeter")
+}
+
+/// Holds osmeter's cache for one process at a time while it fetches or fills it, so two
+/// captures started together do not unpack the same package twice. Released when dropped.
+pub struct CacheLock(#[allow(dead_code)] std::fs::File);
+
+pub fn lock_cache() -> Result<CacheLock> {
+    use std::os::fd::AsRawFd;
+    let dir = cache_dir();
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create the cache directory {}", dir.display()))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("lock"))?;
+    // SAFETY: flock on a descriptor we own; it is released when the file is closed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot lock the osmeter cache");
+    }
+    Ok(CacheLock(file))
+}
+
+/// FNV-1a over the file: cheap, and enough to tell kernels apart for a cache key.
+fn content_key(path: &Path) -> Result<String> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read kernel {}", path.display()))?;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in &bytes {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+    }
+    Ok(format!("{h:016x}-{}", bytes.len()))
+}
+
+pub fn from_path(path: &Path) -> Result<Kernel> {
+    if !path.is_file() {
+        bail!(
+            "kernel {} does not exist (give a bzImage/vmlinuz file to --kernel)",
+            path.display()
+        );
+    }
+    Ok(Kernel {
+        image: path.to_path_buf(),
+        label: path.display().to_string(),
+        key: content_key(path)?,
+    })
+}
+
+/// The concrete package a meta-package depends on (`linux-image-cloud-amd64` ->
+/// `linux-image-6.1.0-NN-cloud-amd64`), or the name itself when it is already concrete.
+fn resolve_package(name: &str) -> Result<String> {
+    let out = Command::new("apt-cache")
+        .args(["depends", name])
+        .output()
+        .context(
+            "cannot run apt-cache: a Debian kernel package needs apt; or give --kernel PATH",
+        )?;
+    if !out.status.success() {
+        bail!(
+            "apt-cache does not know {name}: {} (run apt-get update, or give --kernel PATH)",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let dep = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("Depends: "))
+        .find(|d| d.starts_with("linux-image-") && !d.contains('<'));
+    Ok(dep.map_or_else(|| name.to_string(), str::to_string))
+}
+
+fn find_image(root: &Path) -> Option<PathBuf> {
+    let boot = root.join("boot");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(boot)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-"))
+        })
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// A Debian kernel package, fetched and unpacked under the cache unless it already is.
+pub fn from_package(name: &str) -> Result<Kernel> {
+    let package = resolve_package(name)?;
+    let root = cache_dir().join("kernels").join(&package);
+    if let Some(image) = find_image(&root) {
+        return Ok(Kernel {
+            key: content_key(&image)?,
+            image,
+            label: package,
+        });
+    }
+    let download = cache_dir().join("downloads");
+    std::fs::create_dir_all(&download)
+        .with_context(|| format!("cannot create {}", download.display()))?;
+    eprintln!("osmeter: fetching {package} into {}", download.display());
+    let out = Command::new("apt-get")
+        .args(["download", &package])
+        .current_dir(&download)
+        .output()
+        .context("cannot run apt-get to fetch the guest kernel; or give --kernel PATH")?;
+    if !out.status.success() {
+        bail!(
+            "apt-get download {package} failed: {} (check the package sources, or give --kernel PATH)",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let deb = std::fs::read_dir(&download)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                n.starts_with(&format!("{package}_")) && n.ends_with(".deb")
+            })
+        })
+        .with_context(|| format!("apt-get download left no {package}_*.deb"))?;
+    // Unpack beside the final place and rename, so an interrupted unpack is never mistaken for a
+    // cached kernel.
+    let partial = root.with_extension("partial");
+    let _ = std::fs::remove_dir_all(&partial);
+    std::fs::create_dir_all(&partial)?;
+    let status = Command::new("dpkg-deb")
+        .arg("-x")
+        .arg(&deb)
+        .arg(&partial)
+        .status()
+        .context("cannot run dpkg-deb to unpack the kernel package")?;
+    if !status.success() {
+        bail!("dpkg-deb could not unpack {}", deb.display());
+    }
+    let _ = std::fs::remove_file(&deb);
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::rename(&partial, &root)?;
+    let image =
+        find_image(&root).with_context(|| format!("{package} holds no boot/vmlinuz-* kernel"))?;
+    Ok(Kernel {
+        key: content_key(&image)?,
+        image,
+        label: package,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_changes_with_the_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, b"kernel one").unwrap();
+        std::fs::write(&b, b"kernel two").unwrap();
+        let ka = from_path(&a).unwrap();
+        assert_eq!(ka.key, from_path(&a).unwrap().key);
+        assert_ne!(ka.key, from_path(&b).unwrap().key);
+        assert!(ka.key.ends_with("-10"));
+    }
+
+    #[test]
+    fn a_missing_kernel_file_says_what_to_give() {
+        let err = from_path(Path::new("/no/vmlinuz")).unwrap_err().to_string();
+        assert!(err.contains("--kernel"), "{err}");
+    }
+
+    #[test]
+    fn images_are_found_under_boot() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(find_image(dir.path()).is_none());
+        std::fs::create_dir(dir.path().join("boot")).unwrap();
+        std::fs::write(dir.path().join("boot/config-6.1"), b"").unwrap();
+        std::fs::write(dir.path().join("boot/vmlinuz-6.1"), b"x").unwrap();
+        assert_eq!(
+            find_image(dir.path()).unwrap(),
+            dir.path().join("boot/vmlinuz-6.1")
+        );
+    }
+}
