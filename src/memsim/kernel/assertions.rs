@@ -6,9 +6,11 @@
 //!   caches and TLBs): collisions between the two are the difference to the base (assertion 3);
 //! - the kernel-only machine with every cache's associativity doubled (assertion 4, the paper's
 //!   2-way experiment on its direct-mapped caches);
-//! - the base with its own page mapping instead of the trace's physical addresses, under three
-//!   policies: deterministic (colour-preserving hash, the paper's default), random, and page
-//!   colouring (assertion 7).
+//! - the base placing user pages by its own policy instead of the trace's physical addresses
+//!   (the kernel's own memory stays where the trace has it, as the paper's kernel ran unmapped),
+//!   under three policies: deterministic (colour-preserving hash, the paper's default), random,
+//!   and page colouring (assertion 7); a trace with physical addresses adds the guest's own
+//!   placement as a fourth.
 //!
 //! A verdict is "holds", "does not hold" or "not measurable" (with the reason). Where the paper
 //! says "significant" or "large", a figure must reach [`SIGNIFICANT`] of the base MCPI (or of the

@@ -6,6 +6,9 @@ const KNOWN: &[(Category, &[&str])] = &[
     (
         Category::Syscall,
         &[
+            "x64_sys_call",
+            "__rseq_handle_notify_resume",
+            "entry_SYSRETQ_unsafe_stack",
             "entry_SYSCALL_64",
             "entry_SYSCALL_64_after_hwframe",
             "entry_SYSCALL_64_safe_stack",
@@ -25,6 +28,10 @@ const KNOWN: &[(Category, &[&str])] = &[
     (
         Category::Exception,
         &[
+            "common_interrupt_return",
+            "sync_regs",
+            "next_uptodate_page",
+            "do_set_pte",
             "asm_exc_page_fault",
             "exc_page_fault",
             "do_user_addr_fault",
@@ -51,6 +58,15 @@ const KNOWN: &[(Category, &[&str])] = &[
     (
         Category::Memory,
         &[
+            "mtree_range_walk",
+            "mas_next_entry",
+            "mt_find",
+            "charge_memcg",
+            "lock_page_memcg",
+            "_compound_head",
+            "cache_from_obj",
+            "workingset_activation",
+            "vm_normal_page",
             "kmem_cache_alloc",
             "kmem_cache_free",
             "__kmalloc",
@@ -93,6 +109,8 @@ const KNOWN: &[(Category, &[&str])] = &[
     (
         Category::Block,
         &[
+            "__check_object_size",
+            "clear_user_rep_good",
             "memcpy",
             "__memcpy",
             "memcpy_erms",
@@ -126,6 +144,9 @@ const KNOWN: &[(Category, &[&str])] = &[
     (
         Category::Sched,
         &[
+            "save_fpregs_to_fpstate",
+            "load_new_mm_cr3",
+            "psi_group_change",
             "__schedule",
             "schedule",
             "schedule_timeout",
@@ -169,6 +190,8 @@ const KNOWN: &[(Category, &[&str])] = &[
     (
         Category::Process,
         &[
+            "dup_fd",
+            "wait_consider_task",
             "copy_process",
             "kernel_clone",
             "dup_task_struct",
@@ -204,6 +227,9 @@ const KNOWN: &[(Category, &[&str])] = &[
     (
         Category::Fs,
         &[
+            "xas_load",
+            "shmem_get_folio_gfp",
+            "__fdget_pos",
             "vfs_read",
             "vfs_write",
             "ksys_read",
@@ -263,6 +289,11 @@ const KNOWN: &[(Category, &[&str])] = &[
     (
         Category::Net,
         &[
+            "enqueue_to_backlog",
+            "simple_copy_to_iter",
+            "raw_local_deliver",
+            "cubictcp_acked",
+            "tcp_ack",
             "tcp_sendmsg",
             "tcp_sendmsg_locked",
             "tcp_recvmsg",
@@ -314,6 +345,11 @@ const KNOWN: &[(Category, &[&str])] = &[
     (
         Category::Irq,
         &[
+            "handle_softirqs",
+            "__mod_timer",
+            "enqueue_timer",
+            "hrtimer_start_range_ns",
+            "__local_bh_enable_ip",
             "asm_common_interrupt",
             "common_interrupt",
             "asm_sysvec_apic_timer_interrupt",
@@ -385,6 +421,11 @@ const KNOWN: &[(Category, &[&str])] = &[
     (
         Category::Other,
         &[
+            "chacha_permute",
+            "blake2s_compress_generic",
+            "__cgroup_rstat_updated",
+            "apparmor_file_permission",
+            "aa_sk_perm",
             "_raw_spin_lock",
             "_raw_spin_unlock_irqrestore",
             "_raw_spin_lock_irq",

@@ -11,6 +11,7 @@
 
 use super::category::{Category, MAX_TAG};
 use crate::memsim::machine::{Machine, MachineConfig, Stats, COMPONENTS};
+use crate::memsim::mapping::Mapper;
 use crate::memsim::sweep::SweepResult;
 use crate::memsim::trace::{Kind, Mode, Ref, RefSource};
 use anyhow::Result;
@@ -33,7 +34,8 @@ pub enum Stream {
 pub struct Job {
     pub cfg: MachineConfig,
     pub stream: Stream,
-    /// Drop the trace's physical addresses so the machine's mapping policy applies.
+    /// Place user pages by the machine's mapping policy instead of the trace's physical
+    /// addresses (see [`Runner::place`]).
     pub own_mapping: bool,
     /// Charge stalls to categories.
     pub categories: bool,
@@ -66,8 +68,15 @@ pub struct JobResult {
     pub by_tag: Vec<TagStats>,
 }
 
+/// User addresses lie below this on x86-64 (and the kernel's own memory above it).
+const USER_TOP: u64 = 1 << 47;
+/// Pages placed by a policy go this high, clear of every frame a traced guest has, so they never
+/// alias its kernel's memory; the cache index bits are untouched.
+const POLICY_BASE: u64 = 1 << 44;
+
 struct Runner {
     machine: Machine,
+    mapper: Option<Mapper>,
     job: Job,
     by_tag: Vec<TagStats>,
     tag: u8,
@@ -78,6 +87,9 @@ impl Runner {
     fn new(job: Job) -> Runner {
         Runner {
             machine: Machine::new(&job.cfg),
+            mapper: job
+                .own_mapping
+                .then(|| Mapper::new(&job.cfg.mapping, job.cfg.page_size)),
             by_tag: if job.categories {
                 vec![TagStats::default(); MAX_TAG + 1]
             } else {
@@ -118,12 +130,28 @@ impl Runner {
                     Kind::Write => t.writes += 1,
                 }
             }
-            if self.job.own_mapping && r.paddr.is_some() {
-                self.machine.access(&Ref { paddr: None, ..*r });
-            } else {
-                self.machine.access(r);
+            match self.place(r) {
+                Some(p) => self.machine.access(&Ref { paddr: p, ..*r }),
+                None => self.machine.access(r),
             }
         }
+    }
+
+    /// The physical address a machine with its own mapping uses, if not the trace's. As in the
+    /// paper, the policy places user pages (also when the kernel touches them, as a copy to user
+    /// does, so both see one frame) and the kernel's own memory stays where the trace puts it.
+    /// Without physical addresses in the trace the machine maps everything itself.
+    #[inline]
+    fn place(&mut self, r: &Ref) -> Option<Option<u64>> {
+        let mapper = self.mapper.as_mut()?;
+        r.paddr?;
+        if r.vaddr >= USER_TOP {
+            return None;
+        }
+        let stream = usize::from(r.kind != Kind::Instr);
+        Some(Some(
+            mapper.translate_stream(r.asid, r.vaddr, stream) | POLICY_BASE,
+        ))
     }
 
     fn finish(mut self) -> JobResult {
@@ -399,15 +427,15 @@ mod tests {
             r[1].stats.mode[1].instructions + r[1].stats.mode[1].reads,
             0
         );
-        // A physical address that aliases every page onto one frame: with own mapping it is
-        // ignored, so the result equals a trace without physical addresses.
+        // Physical addresses that put every page on the same cache sets (distinct frames, one
+        // colour): a machine with its own mapping ignores them for user pages.
         struct Phys(Synth);
         impl RefSource for Phys {
             fn next_batch(&mut self, out: &mut Vec<Ref>, max: usize) -> Result<usize> {
                 let s = out.len();
                 let n = self.0.next_batch(out, max)?;
                 for r in &mut out[s..] {
-                    r.paddr = Some(r.vaddr & 0xfff);
+                    r.paddr = Some((r.vaddr >> 12) << 32 | (r.vaddr & 0xfff));
                 }
                 Ok(n)
             }
@@ -415,17 +443,58 @@ mod tests {
                 self.0.meta()
             }
         }
-        let own = [mk(Stream::All, true)];
-        let (_, a) = simulate(&mut Phys(Synth::new(100_000, 2)), &own, 1).unwrap();
-        let (_, b) = simulate(&mut Synth::new(100_000, 2), &own, 1).unwrap();
-        let (_, c) = simulate(
+        let (_, own) = simulate(
+            &mut Phys(Synth::new(100_000, 2)),
+            &[mk(Stream::All, true)],
+            1,
+        )
+        .unwrap();
+        let (_, traced) = simulate(
             &mut Phys(Synth::new(100_000, 2)),
             &[mk(Stream::All, false)],
             1,
         )
         .unwrap();
-        assert_eq!(a[0].stats, b[0].stats);
-        assert_ne!(a[0].stats, c[0].stats);
+        let misses = |r: &JobResult| r.stats.mode[0].l1d.misses;
+        assert!(
+            misses(&own[0]) < misses(&traced[0]),
+            "aliasing gone: {} vs {}",
+            misses(&own[0]),
+            misses(&traced[0])
+        );
+    }
+
+    #[test]
+    fn own_mapping_places_user_pages_for_both_modes_and_keeps_kernel_memory() {
+        use crate::memsim::kernel::testutil::VecSource;
+        let mut cfg = preset("x86-modern").unwrap();
+        cfg.tlb = None;
+        let job = Job {
+            cfg,
+            stream: Stream::All,
+            own_mapping: true,
+            categories: false,
+        };
+        let with = |kind, mode, v: u64, p: u64| {
+            let mut r = Ref::new(kind, mode, 5, 8, v);
+            r.paddr = Some(p);
+            r
+        };
+        let refs = vec![
+            with(Kind::Instr, Mode::User, 0x40_0000, 0x9000),
+            // The user writes a buffer; the kernel reads it through the same virtual address
+            // but a physical address the trace got wrong: the policy gives both one frame.
+            with(Kind::Write, Mode::User, 0x60_0000, 0x1_0000),
+            with(Kind::Instr, Mode::Kernel, 0xffff_ffff_8100_0000, 0x100_0000),
+            with(Kind::Read, Mode::Kernel, 0x60_0000, 0x2_0000),
+            // Two kernel addresses of one physical line stay one line.
+            with(Kind::Read, Mode::Kernel, 0xffff_8880_0000_4000, 0x4000),
+            with(Kind::Read, Mode::Kernel, 0xffff_c900_0000_4000, 0x4000),
+        ];
+        let (_, r) = simulate(&mut VecSource::new(refs), &[job], 1).unwrap();
+        let k = &r[0].stats.mode[1];
+        assert_eq!(k.l1d.accesses, 3);
+        assert_eq!(k.l1d.misses, 1, "only the first kernel-memory read misses");
     }
 
     #[test]

@@ -40,7 +40,10 @@
 //!    drivers).
 //!
 //! Work done in a softirq is classified by what it is (network receive is `network`, timer
-//! expiry `interrupt`), not by the context it runs in. The categories follow the paper's spirit
+//! expiry `interrupt`), not by the context it runs in. The return path that interrupts and
+//! exceptions share (`common_interrupt_return`) counts with exceptions, which use it most in a
+//! user workload (page faults); the FPU save and restore and the address-space switch of a
+//! context switch count with the scheduler; the hardened-usercopy check with block copies. The categories follow the paper's spirit
 //! with one addition, `process`, so that a fork-and-exec workload does not vanish into `other`.
 //!
 //! # Idle

@@ -49,6 +49,8 @@ pub const EXACT: &[(Category, &[&str])] = &[
     (
         Syscall,
         &[
+            "x64_sys_call",
+            "__rseq_handle_notify_resume",
             "do_syscall_64",
             "do_fast_syscall_32",
             "do_int80_syscall_32",
@@ -66,6 +68,9 @@ pub const EXACT: &[(Category, &[&str])] = &[
     (
         Exception,
         &[
+            "common_interrupt_return",
+            "sync_regs",
+            "next_uptodate_page",
             "error_entry",
             "error_return",
             "paranoid_entry",
@@ -101,6 +106,9 @@ pub const EXACT: &[(Category, &[&str])] = &[
     (
         Block,
         &[
+            "__check_object_size",
+            "check_heap_object",
+            "check_stack_object",
             "memcpy",
             "__memcpy",
             "memmove",
@@ -133,6 +141,10 @@ pub const EXACT: &[(Category, &[&str])] = &[
     (
         Sched,
         &[
+            "save_fpregs_to_fpstate",
+            "restore_fpregs_from_fpstate",
+            "load_new_mm_cr3",
+            "native_load_gs_index",
             "context_switch",
             "prepare_task_switch",
             "finish_task_switch",
@@ -181,6 +193,7 @@ pub const EXACT: &[(Category, &[&str])] = &[
     (
         Process,
         &[
+            "dup_fd",
             "copy_process",
             "kernel_clone",
             "dup_task_struct",
@@ -237,6 +250,25 @@ pub const EXACT: &[(Category, &[&str])] = &[
     (
         Memory,
         &[
+            "PageHuge",
+            "PageHeadHuge",
+            "_compound_head",
+            "pfn_pte",
+            "cache_from_obj",
+            "policy_node",
+            "policy_nodemask",
+            "mark_page_accessed",
+            "charge_memcg",
+            "uncharge_folio",
+            "uncharge_batch",
+            "lock_page_memcg",
+            "unlock_page_memcg",
+            "get_mem_cgroup_from_mm",
+            "__cgroup_throttle_swaprate",
+            "free_pcp_prepare",
+            "check_new_pages",
+            "add_mm_counter_fast",
+            "__tlb_remove_page_size",
             "ksys_mmap_pgoff",
             "vm_mmap_pgoff",
             "copy_page_range",
@@ -353,6 +385,9 @@ pub const EXACT: &[(Category, &[&str])] = &[
     (
         Net,
         &[
+            "enqueue_to_backlog",
+            "simple_copy_to_iter",
+            "raw_local_deliver",
             "csum_partial",
             "dev_queue_xmit",
             "__dev_queue_xmit",
@@ -369,6 +404,17 @@ pub const EXACT: &[(Category, &[&str])] = &[
     (
         Irq,
         &[
+            "handle_softirqs",
+            "mod_timer",
+            "__mod_timer",
+            "add_timer",
+            "del_timer",
+            "del_timer_sync",
+            "try_to_del_timer_sync",
+            "lock_timer_base",
+            "internal_add_timer",
+            "enqueue_timer",
+            "detach_if_pending",
             "asm_common_interrupt",
             "common_interrupt",
             "__common_interrupt",
@@ -797,6 +843,10 @@ pub const PATTERNS: &[(Category, Pat)] = &[
         Prefix(&[
             "kmem_cache_",
             "__kmem_cache_",
+            "mtree_",
+            "mas_",
+            "mt_",
+            "workingset_",
             "kmalloc",
             "__kmalloc",
             "kfree",
@@ -962,6 +1012,7 @@ pub const PATTERNS: &[(Category, Pat)] = &[
             "__filemap_",
             "page_cache_",
             "find_get_",
+            "xas_",
             "mapping_",
             "iomap_",
             "mpage_",
@@ -1111,6 +1162,7 @@ pub const PATTERNS: &[(Category, Pat)] = &[
             "virtnet_",
             "e1000",
             "mptcp_",
+            "cubictcp_",
             "sctp_",
             "xfrm",
             "ping_",
@@ -1122,6 +1174,8 @@ pub const PATTERNS: &[(Category, Pat)] = &[
         Prefix(&[
             "asm_sysvec_",
             "sysvec_",
+            "hrtimer_",
+            "__hrtimer_",
             "__sysvec_",
             "irq_",
             "__irq_",
