@@ -178,12 +178,19 @@ pub enum TraceAction {
         #[arg(long)]
         zstd: bool,
     },
-    /// Counts by kind and mode, address spaces and footprint of a trace
+    /// Counts by kind and mode, address spaces and footprint of a trace; with kernel symbols,
+    /// kernel references by category
     Info {
         file: PathBuf,
         /// Input format: osmeter | lackey | din [default: detected]
         #[arg(long, value_name = "FORMAT")]
         from: Option<String>,
+        /// Kernel symbols: /proc/kallsyms text or System.map [default: FILE.kallsyms if present]
+        #[arg(long, value_name = "FILE")]
+        symbols: Option<PathBuf>,
+        /// Also list the N busiest functions of each kernel category
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        functions: usize,
         #[command(flatten)]
         output: JsonArg,
     },
@@ -240,6 +247,20 @@ pub struct MemsimArgs {
     /// Print references per second on stderr
     #[arg(long)]
     pub stats: bool,
+    /// Kernel symbols (/proc/kallsyms text or System.map) to report MCPI per kernel category
+    /// [default: TRACE.kallsyms if present]
+    #[arg(long, value_name = "FILE")]
+    pub symbols: Option<PathBuf>,
+    /// Leave the idle loop's references out (the default when symbols are known)
+    #[arg(long, conflicts_with = "include_idle")]
+    pub exclude_idle: bool,
+    /// Keep the idle loop's references
+    #[arg(long)]
+    pub include_idle: bool,
+    /// Judge Chen and Bershad's seven assertions on this trace (simulates variants of the first
+    /// machine in the same pass)
+    #[arg(long)]
+    pub assertions: bool,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]

@@ -4,7 +4,7 @@
 use crate::cli::MemsimArgs;
 use crate::memsim::config::{parse_cache, parse_tlb, preset, PRESETS, SWEEPS};
 use crate::memsim::machine::MachineConfig;
-use crate::memsim::{report, sweep, trace};
+use crate::memsim::{kernel, report, sweep, trace};
 use crate::results::store::Location;
 use crate::usage;
 use anyhow::{Context, Result};
@@ -100,6 +100,12 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
     if !args.keep.no_store {
         Location::resolve(args.keep.store.store.as_deref())?;
     }
+    let symbols = kernel::find_symbols(&args.trace, args.symbols.as_deref())?;
+    if symbols.is_none() && (args.exclude_idle || args.include_idle) {
+        return Err(usage!(
+            "--exclude-idle and --include-idle need kernel symbols to find the idle loop: give --symbols FILE"
+        ));
+    }
     let started_at = super::run::now_rfc3339();
     let mut src = trace::open(&args.trace, format)?;
     let threads = args.threads.unwrap_or_else(|| {
@@ -110,8 +116,21 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
     if threads == 0 {
         return Err(usage!("--threads must be at least 1"));
     }
-    let result = sweep::simulate(src.as_mut(), &cfgs, threads)
-        .with_context(|| format!("simulating {}", args.trace.display()))?;
+    let (result, extra) = if symbols.is_some() || args.assertions {
+        let opts = kernel::analysis::Options {
+            symbols,
+            exclude_idle: !args.include_idle,
+            assertions: args.assertions,
+            threads,
+        };
+        let (r, extra) = kernel::analysis::simulate(src.as_mut(), &cfgs, opts)
+            .with_context(|| format!("simulating {}", args.trace.display()))?;
+        (r, Some(extra))
+    } else {
+        let r = sweep::simulate(src.as_mut(), &cfgs, threads)
+            .with_context(|| format!("simulating {}", args.trace.display()))?;
+        (r, None)
+    };
     if args.stats {
         eprintln!(
             "osmeter: {} references x {} configuration(s) in {:.3} s: {:.1} M refs/s, {:.1} M ref-configs/s",
@@ -122,15 +141,18 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
             (result.refs * cfgs.len() as u64) as f64 / result.seconds.max(1e-9) / 1e6
         );
     }
-    let doc = report::document(
+    let mut doc = report::document(
         json!({"path": args.trace.display().to_string(), "format": args.from}),
         &cfgs,
         &result,
     );
+    if let Some(extra) = extra {
+        extra.insert_into(&mut doc);
+    }
     if args.output.json {
         super::emit_json(&doc)?;
     } else {
-        super::emit(&report::render(&doc))?;
+        super::emit(&(report::render(&doc) + &kernel::analysis::render(&doc)))?;
     }
     super::keep_section(&args.keep, "memsim", doc, started_at, false)?;
     Ok(crate::error::EXIT_OK)

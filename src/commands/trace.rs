@@ -1,6 +1,7 @@
 //! `osmeter trace`: capture (valgrind lackey through a pipe), convert, info, synth.
 
 use crate::cli::{TraceAction, TraceArgs};
+use crate::memsim::kernel::{self, info::Profile};
 use crate::memsim::trace::{
     self, binary::TraceWriter, synth::Synth, Format, Kind, RefSource, FLAG_INCOMPLETE,
     FLAG_USER_ONLY,
@@ -20,9 +21,19 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
             from,
             zstd,
         }) => convert(input, output, parse_format(from.as_deref())?, *zstd),
-        Some(TraceAction::Info { file, from, output }) => {
-            info(file, parse_format(from.as_deref())?, output.json)
-        }
+        Some(TraceAction::Info {
+            file,
+            from,
+            output,
+            symbols,
+            functions,
+        }) => info(
+            file,
+            parse_format(from.as_deref())?,
+            output.json,
+            symbols.as_deref(),
+            *functions,
+        ),
         Some(TraceAction::Synth {
             output,
             refs,
@@ -251,7 +262,20 @@ fn convert(input: &Path, output: &Path, from: Option<Format>, zstd: bool) -> Res
     Ok(crate::error::EXIT_OK)
 }
 
-fn info(path: &Path, from: Option<Format>, json_out: bool) -> Result<i32> {
+fn info(
+    path: &Path,
+    from: Option<Format>,
+    json_out: bool,
+    symbols: Option<&Path>,
+    functions: usize,
+) -> Result<i32> {
+    let mut profile = kernel::find_symbols(path, symbols)?.map(|(p, t)| (p, Profile::new(t)));
+    if profile.is_none() && functions > 0 {
+        return Err(usage!(
+            "--functions needs kernel symbols: give --symbols FILE (or put {} beside the trace)",
+            kernel::sidecar(path).map_or("TRACE.kallsyms".into(), |p| p.display().to_string())
+        ));
+    }
     let mut src = trace::open(path, from)?;
     let mut counts = [[0u64; 2]; 3];
     let mut pages = HashSet::new();
@@ -272,11 +296,16 @@ fn info(path: &Path, from: Option<Format>, json_out: bool) -> Result<i32> {
             spaces.insert(r.asid);
             uncached += u64::from(r.uncached);
         }
+        if let Some((_, p)) = profile.as_mut() {
+            for r in &batch {
+                p.observe(r);
+            }
+        }
     }
     let meta = src.meta();
     let kinds = ["instructions", "reads", "writes"];
     let total: u64 = counts.iter().flatten().sum();
-    let doc = json!({
+    let mut doc = json!({
         "file": path.display().to_string(),
         "references": total,
         "user": kinds.iter().enumerate().map(|(i, k)| (k.to_string(), json!(counts[i][0]))).collect::<serde_json::Map<_, _>>(),
@@ -289,6 +318,10 @@ fn info(path: &Path, from: Option<Format>, json_out: bool) -> Result<i32> {
         "physical_addresses": meta.physical(),
         "incomplete": meta.incomplete(),
     });
+    doc["kernel_share"] = kernel::info::share(&counts);
+    if let Some((p, profile)) = &profile {
+        doc["attribution"] = profile.document(p, functions);
+    }
     if json_out {
         super::emit_json(&doc)?;
         return Ok(crate::error::EXIT_OK);
@@ -301,6 +334,7 @@ fn info(path: &Path, from: Option<Format>, json_out: bool) -> Result<i32> {
             k, counts[i][0], counts[i][1]
         ));
     }
+    t.push_str(&kernel::info::render(&doc));
     t.push_str(&format!(
         "  footprint: {} pages of 4 KB ({:.1} MB), {} lines of 64 B; {} address spaces; {} uncached\n",
         pages.len(),

@@ -411,6 +411,12 @@ impl Machine {
             .retain(|_, s| s.instructions > 0 || s.stall > 0);
         self.stats.clone()
     }
+
+    /// Stall cycles so far by mode (user, kernel) and component, without flushing anything: cheap
+    /// enough to read between references when stalls are attributed to kernel categories.
+    pub fn stall_snapshot(&self) -> [[u64; 5]; 2] {
+        [self.stats.mode[0].stall, self.stats.mode[1].stall]
+    }
 }
 
 /// Miss class names in the order of `CacheCounts::classes`.

@@ -2,10 +2,12 @@
 //!
 //! `trace` reads and writes reference traces; `cache`, `tlb`, `wbuf` and `mapping` are the models;
 //! `machine` puts them together with a cost model; `config` names presets and parses geometry;
-//! `sweep` runs several machines over one read of a trace; `report` renders the results.
+//! `sweep` runs several machines over one read of a trace; `report` renders the results; `kernel`
+//! attributes kernel references to functions and categories and evaluates the paper's assertions.
 
 pub mod cache;
 pub mod config;
+pub mod kernel;
 pub mod machine;
 pub mod mapping;
 pub mod report;

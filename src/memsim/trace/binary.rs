@@ -327,6 +327,7 @@ impl<R: Read> RefSource for TraceReader<R> {
                 size,
                 vaddr,
                 paddr,
+                tag: 0,
             });
             self.count += 1;
             n += 1;
@@ -376,6 +377,7 @@ mod tests {
                 size,
                 vaddr: v,
                 paddr: physical.then_some(p),
+                tag: 0,
             })
     }
 

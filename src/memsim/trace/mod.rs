@@ -71,6 +71,9 @@ pub struct Ref {
     pub vaddr: u64,
     /// Present only in traces whose header says so.
     pub paddr: Option<u64>,
+    /// Attribution of the reference, set by `memsim::kernel` (0: user or not attributed; otherwise
+    /// a kernel category). Never stored in a trace file.
+    pub tag: u8,
 }
 
 impl Ref {
@@ -83,6 +86,7 @@ impl Ref {
             size,
             vaddr,
             paddr: None,
+            tag: 0,
         }
     }
 }

@@ -1,0 +1,117 @@
+//! `osmeter memsim` with kernel symbols or assertions: one pass that tags references, drops the
+//! idle loop if asked, simulates the requested machines with stalls charged to categories and
+//! the assertions' variants beside them, and the parts of the memsim document that come of it.
+
+use super::assertions::{self, Context};
+use super::attrib::Attributed;
+use super::mcpi::{self, Job};
+use super::symbols::SymbolTable;
+use crate::memsim::machine::MachineConfig;
+use crate::memsim::sweep::SweepResult;
+use crate::memsim::trace::RefSource;
+use anyhow::Result;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+pub struct Options {
+    pub symbols: Option<(PathBuf, SymbolTable)>,
+    pub exclude_idle: bool,
+    pub assertions: bool,
+    pub threads: usize,
+}
+
+/// What the pass adds to the memsim document: `attribution` (with symbols) and `assertions`.
+pub struct Extra {
+    pub attribution: Option<Value>,
+    pub assertions: Option<Value>,
+}
+
+impl Extra {
+    pub fn insert_into(self, doc: &mut Value) {
+        if let Some(a) = self.attribution {
+            doc["attribution"] = a;
+        }
+        if let Some(a) = self.assertions {
+            doc["assertions"] = a;
+        }
+    }
+}
+
+/// Simulates `cfgs` (and, with assertions, the variants of the first) over `src`. The sweep
+/// result holds the stats of `cfgs` only, as the plain sweep would.
+pub fn simulate(
+    src: &mut dyn RefSource,
+    cfgs: &[MachineConfig],
+    opts: Options,
+) -> Result<(SweepResult, Extra)> {
+    let categories = opts.symbols.is_some();
+    let mut jobs: Vec<Job> = cfgs
+        .iter()
+        .map(|c| Job::plain(c.clone(), categories))
+        .collect();
+    let plan = opts.assertions.then(|| assertions::plan(&mut jobs, 0));
+    let (mut sweep, results, dropped, symbols_path) = match opts.symbols {
+        Some((path, table)) => {
+            let mut tagged = Attributed::new(src, table, opts.exclude_idle);
+            let (s, r) = mcpi::simulate(&mut tagged, &jobs, opts.threads)?;
+            (s, r, Some(tagged.dropped()), Some(path))
+        }
+        None => {
+            let (s, r) = mcpi::simulate(src, &jobs, opts.threads)?;
+            (s, r, None, None)
+        }
+    };
+    let attribution = symbols_path.map(|p| {
+        let d = dropped.unwrap_or_default();
+        json!({
+            "symbols": p.display().to_string(),
+            "idle_excluded": opts.exclude_idle,
+            "idle_dropped": {"instructions": d.instructions, "reads": d.reads, "writes": d.writes},
+            "machines": cfgs.iter().zip(&results)
+                .map(|(c, r)| mcpi::categories_doc(&c.name, &r.by_tag))
+                .collect::<Vec<_>>(),
+        })
+    });
+    let assertions = plan.map(|plan| {
+        let base = &cfgs[0];
+        let ctx = Context {
+            machine: &base.name,
+            results: &results,
+            symbols: categories,
+            physical_trace: sweep.meta.physical(),
+            write_buffer: base.write_buffer.is_some(),
+        };
+        let mut doc = assertions::evaluate(&ctx, &plan);
+        doc["idle_excluded"] = json!(categories && opts.exclude_idle);
+        doc["variants"] = json!(jobs[cfgs.len()..]
+            .iter()
+            .map(|j| j.cfg.name.clone())
+            .collect::<Vec<_>>());
+        doc
+    });
+    sweep.stats.truncate(cfgs.len());
+    Ok((
+        sweep,
+        Extra {
+            attribution,
+            assertions,
+        },
+    ))
+}
+
+/// The category tables and the assertions, as text, from the memsim document.
+pub fn render(doc: &Value) -> String {
+    let mut t = String::new();
+    if !doc["attribution"].is_null() {
+        t.push_str(&mcpi::render(&doc["attribution"]));
+    }
+    if !doc["assertions"].is_null() {
+        t.push_str(&assertions::render(&doc["assertions"]));
+        if doc["attribution"].is_null() {
+            t.push_str("(no kernel symbols: idle-loop references are counted, block operations cannot be told apart)\n");
+        } else if doc["assertions"]["idle_excluded"] == json!(false) {
+            t.push_str("(idle-loop references are counted, as --include-idle asked)\n");
+        }
+    }
+    t
+}
