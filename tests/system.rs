@@ -129,6 +129,32 @@ fn a_system_capture_is_repeatable_windowed_and_sees_every_system_call() {
         !info.contains("user mode only") && !info.contains("INCOMPLETE"),
         "{info}"
     );
+
+    // Attribution through the sidecar symbol table: the system-call category holds the entry
+    // code, entered at least once per call.
+    let doc = env.json(&[
+        "trace",
+        "info",
+        "--json",
+        "--functions",
+        "10",
+        dir.join("a.osmt").to_str().unwrap(),
+    ]);
+    let syscall = doc["attribution"]["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "syscall")
+        .expect("a syscall category");
+    assert!(syscall["instructions"].as_u64().unwrap() >= in_entry);
+    let entry_fetches: u64 = syscall["top_functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["name"].as_str().unwrap().starts_with("entry_SYSCALL_64"))
+        .map(|f| f["instructions"].as_u64().unwrap())
+        .sum();
+    assert!(entry_fetches >= 4000, "{syscall}");
 }
 
 #[test]
