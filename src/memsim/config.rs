@@ -83,8 +83,16 @@ pub fn ds5000() -> MachineConfig {
         // Colour-preserving across the 64 KB cache (16 pages of 4 KB).
         mapping: Mapping::Hash { colours: 16 },
         page_size: 4096,
-        // MIPS kseg0 (cached) and kseg1 (uncached) bypass the TLB.
-        kernel_unmapped: vec![(0x8000_0000, 0xc000_0000)],
+        // MIPS kseg0 (cached) and kseg1 (uncached) bypass the TLB. On an x86-64 Linux trace (from
+        // `trace --system`) the kernel's direct map and its image play kseg0's part: linear, and
+        // held by a few global large pages that practically never miss. Their base addresses are
+        // the nokaslr ones, so address minus base is the physical address there too. vmalloc,
+        // module and per-CPU space stay mapped, like kseg2.
+        kernel_unmapped: vec![
+            (0x8000_0000, 0xc000_0000),
+            (0xffff_8880_0000_0000, 0xffff_c880_0000_0000),
+            (0xffff_ffff_8000_0000, 0xffff_ffff_c000_0000),
+        ],
         kernel_uncached: vec![(0xa000_0000, 0xc000_0000)],
         three_c: true,
     }
@@ -279,6 +287,31 @@ mod tests {
             assert!(names.iter().all(|n| preset(n).is_some()));
         }
         assert!(preset("vax").is_none());
+    }
+
+    #[test]
+    fn the_ds5000_translates_x86_kernel_space_as_it_did_kseg0_and_kseg2() {
+        use crate::memsim::machine::Machine;
+        use crate::memsim::trace::{Kind, Mode, Ref};
+        let mut m = Machine::new(&ds5000());
+        for vaddr in [
+            0xffff_ffff_8100_0000u64, // kernel text
+            0xffff_8880_0123_4000,    // direct map
+            0x8000_1000,              // MIPS kseg0
+        ] {
+            m.access(&Ref::new(Kind::Read, Mode::Kernel, 0, 4, vaddr));
+        }
+        assert_eq!(m.stats().mode[1].tlb_refs, 0);
+        m.access(&Ref::new(
+            Kind::Read,
+            Mode::Kernel,
+            0,
+            4,
+            0xffff_c900_0000_0000,
+        )); // vmalloc
+        m.access(&Ref::new(Kind::Read, Mode::User, 1, 4, 0x7fff_0000_0000));
+        let s = m.stats();
+        assert_eq!((s.mode[1].tlb_refs, s.mode[0].tlb_refs), (1, 1));
     }
 
     #[test]
