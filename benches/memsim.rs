@@ -1,14 +1,17 @@
-//! References per second of the memsim engine on a synthetic trace decoded from memory.
+//! References per second of the memsim engine on a synthetic trace decoded from memory, and of the
+//! decoder alone on a real trace when `OSMETER_BENCH_TRACE` names one (its first 256 MB are read
+//! into memory first, so the disk does not count).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use osmeter::memsim::cache::CacheConfig;
 use osmeter::memsim::config::preset;
-use osmeter::memsim::machine::MachineConfig;
+use osmeter::memsim::machine::{Machine, MachineConfig};
 use osmeter::memsim::mapping::Mapping;
 use osmeter::memsim::sweep::simulate;
 use osmeter::memsim::trace::binary::{TraceReader, TraceWriter};
 use osmeter::memsim::trace::synth::Synth;
-use osmeter::memsim::trace::{read_all, RefSource};
+use osmeter::memsim::trace::{read_all, Ref, RefSource};
+use std::io::Read;
 
 const REFS: u64 = 2_000_000;
 
@@ -42,29 +45,54 @@ fn no3c(name: &str) -> MachineConfig {
     m
 }
 
+/// Decodes every record of `bytes` in batches of `batch`; returns the count.
+fn decode_all(bytes: &[u8], batch: usize) -> usize {
+    let mut r = TraceReader::new(bytes).unwrap();
+    let mut v = Vec::with_capacity(batch);
+    let mut n = 0;
+    loop {
+        v.clear();
+        let k = r.next_batch(&mut v, batch).unwrap();
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    n
+}
+
+/// The first `limit` bytes' worth of whole records of a trace file, re-encoded with a trailer.
+fn real_trace(path: &str, limit: u64) -> (Vec<u8>, Vec<Ref>) {
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .unwrap()
+        .take(limit)
+        .read_to_end(&mut head)
+        .unwrap();
+    let mut r = TraceReader::new(&head[..]).unwrap();
+    let mut refs = Vec::new();
+    // The cut-off tail has no trailer: keep what decoded before the error.
+    while let Ok(k) = r.next_batch(&mut refs, 1 << 16) {
+        if k == 0 {
+            break;
+        }
+    }
+    let mut w = TraceWriter::new(Vec::new(), 0).unwrap();
+    for x in &refs {
+        w.write(x).unwrap();
+    }
+    (w.finish(0).unwrap(), refs)
+}
+
 fn bench(c: &mut Criterion) {
     let bytes = trace_bytes();
     let mut g = c.benchmark_group("memsim");
     g.sample_size(10);
     g.throughput(Throughput::Elements(REFS));
-    g.bench_function("decode", |b| {
-        b.iter(|| {
-            let mut r = TraceReader::new(&bytes[..]).unwrap();
-            let mut v = Vec::with_capacity(1 << 16);
-            let mut n = 0;
-            loop {
-                v.clear();
-                let k = r.next_batch(&mut v, 1 << 16).unwrap();
-                if k == 0 {
-                    break;
-                }
-                n += k;
-            }
-            n
-        })
-    });
+    g.bench_function("decode", |b| b.iter(|| decode_all(&bytes, 1 << 12)));
     let cases: Vec<(&str, Vec<MachineConfig>, usize)> = vec![
         ("l1-split-32K", vec![l1_only()], 1),
+        ("l1-split-32K-2-threads", vec![l1_only()], 2),
         ("ds5000-200", vec![no3c("ds5000-200")], 1),
         ("ds5000-200+3C", vec![preset("ds5000-200").unwrap()], 1),
         (
@@ -84,6 +112,26 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    g.finish();
+
+    let Ok(path) = std::env::var("OSMETER_BENCH_TRACE") else {
+        return;
+    };
+    let (real, refs) = real_trace(&path, 256 << 20);
+    let mut g = c.benchmark_group("memsim-real");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(refs.len() as u64));
+    g.bench_function("decode", |b| b.iter(|| decode_all(&real, 1 << 12)));
+    let l1 = l1_only();
+    g.bench_function("l1-split-32K-engine-only", |b| {
+        b.iter(|| {
+            let mut m = Machine::new(&l1);
+            for r in &refs {
+                m.access(r);
+            }
+            m.stats().refs
+        })
+    });
     g.finish();
 }
 
