@@ -12,6 +12,10 @@ use osmeter::memsim::trace::binary::{TraceReader, TraceWriter};
 use osmeter::memsim::trace::synth::Synth;
 use osmeter::memsim::trace::{read_all, Ref, RefSource};
 use std::io::Read;
+use std::time::Duration;
+
+/// References per batch, as the simulator reads them.
+const BATCH: usize = 1 << 13;
 
 const REFS: u64 = 2_000_000;
 
@@ -62,7 +66,7 @@ fn decode_all(bytes: &[u8], batch: usize) -> usize {
 }
 
 /// The first `limit` bytes' worth of whole records of a trace file, re-encoded with a trailer.
-fn real_trace(path: &str, limit: u64) -> (Vec<u8>, Vec<Ref>) {
+fn real_trace(path: &str, limit: u64) -> (Vec<u8>, u64) {
     let mut head = Vec::new();
     std::fs::File::open(path)
         .unwrap()
@@ -70,18 +74,51 @@ fn real_trace(path: &str, limit: u64) -> (Vec<u8>, Vec<Ref>) {
         .read_to_end(&mut head)
         .unwrap();
     let mut r = TraceReader::new(&head[..]).unwrap();
-    let mut refs = Vec::new();
+    let mut w = TraceWriter::new(Vec::new(), 0).unwrap();
+    let mut batch = Vec::new();
     // The cut-off tail has no trailer: keep what decoded before the error.
-    while let Ok(k) = r.next_batch(&mut refs, 1 << 16) {
+    while let Ok(k) = r.next_batch(&mut batch, 1 << 16) {
         if k == 0 {
             break;
         }
+        for x in &batch {
+            w.write(x).unwrap();
+        }
+        batch.clear();
     }
-    let mut w = TraceWriter::new(Vec::new(), 0).unwrap();
-    for x in &refs {
-        w.write(x).unwrap();
+    let n = w.count();
+    (w.finish(0).unwrap(), n)
+}
+
+/// CPU time of the calling thread: other programs on the machine inflate it far less than they
+/// inflate wall time.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec for clock_gettime to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Decodes `bytes` batch by batch into `each`, timing decode and `each` apart (thread CPU time).
+fn timed_pass(bytes: &[u8], mut each: impl FnMut(&[Ref])) -> (Duration, Duration) {
+    let mut r = TraceReader::new(bytes).unwrap();
+    let mut v: Vec<Ref> = Vec::with_capacity(BATCH);
+    let (mut decode, mut work) = (Duration::ZERO, Duration::ZERO);
+    loop {
+        v.clear();
+        let t0 = thread_cpu();
+        let k = r.next_batch(&mut v, BATCH).unwrap();
+        let t1 = thread_cpu();
+        decode += t1 - t0;
+        if k == 0 {
+            return (decode, work);
+        }
+        each(&v);
+        work += thread_cpu() - t1;
     }
-    (w.finish(0).unwrap(), refs)
 }
 
 fn bench(c: &mut Criterion) {
@@ -117,21 +154,28 @@ fn bench(c: &mut Criterion) {
     let Ok(path) = std::env::var("OSMETER_BENCH_TRACE") else {
         return;
     };
-    let (real, refs) = real_trace(&path, 256 << 20);
-    let mut g = c.benchmark_group("memsim-real");
+    let (real, n) = real_trace(&path, 128 << 20);
+    let mut g = c.benchmark_group("memsim-real-cpu");
     g.sample_size(10);
-    g.throughput(Throughput::Elements(refs.len() as u64));
-    g.bench_function("decode", |b| b.iter(|| decode_all(&real, 1 << 12)));
-    let l1 = l1_only();
-    g.bench_function("l1-split-32K-engine-only", |b| {
-        b.iter(|| {
-            let mut m = Machine::new(&l1);
-            for r in &refs {
-                m.access(r);
-            }
-            m.stats().refs
-        })
+    g.throughput(Throughput::Elements(n));
+    g.bench_function("decode", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| timed_pass(&real, |_| {}).0).sum())
     });
+    for (name, cfg) in [
+        ("l1-split-32K-engine", l1_only()),
+        ("ds5000-200-engine", no3c("ds5000-200")),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        let mut m = Machine::new(&cfg);
+                        timed_pass(&real, |v| m.run(v)).1
+                    })
+                    .sum()
+            })
+        });
+    }
     g.finish();
 }
 

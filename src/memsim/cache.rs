@@ -142,6 +142,10 @@ pub struct SetAssoc {
     set_mask: u64,
     sets: u64,
     pow2: bool,
+    /// Sets and ways are both powers of two: the first way of a set is then at
+    /// `(k & set_mask) << way_shift`.
+    pow2_ways: bool,
+    way_shift: u32,
     tags: Vec<u64>,
     dirty: Vec<bool>,
     repl: Replacement,
@@ -155,6 +159,8 @@ impl SetAssoc {
             set_mask: sets.wrapping_sub(1),
             sets,
             pow2: sets.is_power_of_two(),
+            pow2_ways: sets.is_power_of_two() && ways.is_power_of_two(),
+            way_shift: ways.trailing_zeros(),
             tags: vec![EMPTY; sets as usize * ways],
             dirty: vec![false; sets as usize * ways],
             repl,
@@ -162,7 +168,7 @@ impl SetAssoc {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn base(&self, k: u64) -> usize {
         let set = if self.pow2 {
             k & self.set_mask
@@ -172,24 +178,36 @@ impl SetAssoc {
         set as usize * self.ways
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn touch(&mut self, k: u64, dirty: bool) -> bool {
         let b = self.base(k);
-        if self.ways == 1 {
-            if self.tags[b] == k {
-                self.dirty[b] |= dirty;
-                return true;
-            }
-            return false;
+        // The most recent way first: most hits land there, and then nothing moves.
+        if self.tags[b] == k {
+            self.dirty[b] |= dirty;
+            return true;
         }
+        self.ways > 1 && self.touch_older(b, k, dirty)
+    }
+
+    /// `touch` for the ways after the first of the set at `b`.
+    #[inline(never)]
+    fn touch_older(&mut self, b: usize, k: u64, dirty: bool) -> bool {
         let set = &mut self.tags[b..b + self.ways];
         let Some(p) = set.iter().position(|&t| t == k) else {
             return false;
         };
-        self.dirty[b + p] |= dirty;
-        if self.repl == Replacement::Lru && p > 0 {
-            set[..=p].rotate_right(1);
-            self.dirty[b..=b + p].rotate_right(1);
+        let dirty = self.dirty[b + p] | dirty;
+        if self.repl == Replacement::Lru {
+            // Move way p to the front; a short shift beats a general rotation.
+            let flags = &mut self.dirty[b..=b + p];
+            for j in (1..=p).rev() {
+                set[j] = set[j - 1];
+                flags[j] = flags[j - 1];
+            }
+            set[0] = k;
+            flags[0] = dirty;
+        } else {
+            self.dirty[b + p] = dirty;
         }
         true
     }
@@ -391,9 +409,12 @@ pub struct Level {
     shadow: Option<(FullLru, FastMap<u64, ()>)>,
     /// Miss classes of the last miss (valid when 3C is on).
     pub last_class: Class,
-    /// The line of this level's previous access, when it is present: a read of it again is a hit
-    /// that changes no state (it is already most recent here and in the shadow).
+    /// The line of this level's previous access when that access left it present and most
+    /// recent in its set and in the shadow; `EMPTY` otherwise. Accessing it again is a hit that
+    /// changes nothing, except that a write to a write-back level may have to set the dirty bit.
     last: u64,
+    /// `last` is known to be dirty already (a write to it needs no store update).
+    last_dirty: bool,
 }
 
 impl Level {
@@ -406,6 +427,7 @@ impl Level {
             shadow: three_c.then(|| (FullLru::new(lines as usize), FastMap::default())),
             last_class: Class::Compulsory,
             last: EMPTY,
+            last_dirty: false,
             cfg: cfg.clone(),
         }
     }
@@ -413,6 +435,53 @@ impl Level {
     #[inline]
     pub fn line_bits(&self) -> u32 {
         self.line_bits
+    }
+
+    /// The hit-only part of `access`: when `line` is present and the access needs no more than
+    /// a reordering and a dirty bit (no 3C shadow to update), does that and returns true;
+    /// otherwise changes nothing and returns false, leaving the access to `access`.
+    #[inline(always)]
+    pub fn try_hit(&mut self, line: u64, write: bool) -> bool {
+        let mark = write && self.cfg.write_back;
+        if line == self.last && (!mark || self.last_dirty) {
+            return true;
+        }
+        if self.shadow.is_some() || !self.store.touch(line, mark) {
+            return false;
+        }
+        self.last = line;
+        self.last_dirty = mark;
+        true
+    }
+
+    /// Whether `try_hit_pow2` applies: a set-associative store whose sets and ways are powers of
+    /// two, and no 3C shadow.
+    pub fn has_pow2_sets(&self) -> bool {
+        self.shadow.is_none() && matches!(&self.store, Store::Set(s) if s.pow2_ways)
+    }
+
+    /// Forgets the previous line, for callers of `try_hit_pow2`, which does not keep it.
+    #[inline]
+    pub fn forget_last(&mut self) {
+        self.last = EMPTY;
+    }
+
+    /// `try_hit` for a level where `has_pow2_sets` holds: goes straight to the first way of the
+    /// set, where most hits are, without the unpredictable test for the previous line. It does
+    /// not keep that line either: call `forget_last` before the next `access` or `try_hit`.
+    #[inline(always)]
+    pub fn try_hit_pow2(&mut self, line: u64, write: bool) -> bool {
+        let mark = write && self.cfg.write_back;
+        let Store::Set(s) = &mut self.store else {
+            return self.try_hit(line, write);
+        };
+        let b = ((line & s.set_mask) as usize) << s.way_shift;
+        if s.tags[b] == line {
+            s.dirty[b] |= mark;
+            true
+        } else {
+            s.ways > 1 && s.touch_older(b, line, mark)
+        }
     }
 
     /// Accesses one line; dirty victims are passed to `evicted` as line addresses (bytes).
@@ -424,10 +493,10 @@ impl Level {
         whole_line: bool,
         evicted: &mut impl FnMut(u64),
     ) -> Outcome {
-        if line == self.last && !write {
+        let mark = write && self.cfg.write_back;
+        if line == self.last && (!mark || self.last_dirty) {
             return Outcome::Hit;
         }
-        let mark = write && self.cfg.write_back;
         let hit = self.store.touch(line, mark);
         let shadow_hit = match &mut self.shadow {
             Some((s, _)) => s.touch(line, false),
@@ -441,6 +510,18 @@ impl Level {
             self.cfg.write_back || !whole_line
         };
         let allocate = !write || self.cfg.write_allocate;
+        // Lines a miss brings in: the aligned fetch block, or the line alone.
+        let single = !fetch || self.fetch_lines == 1;
+        // A block of several lines is inserted in address order, so `line` may end up behind
+        // its neighbours; only a single inserted line is sure to be the most recent.
+        let shadow_mru = shadow_hit || self.shadow.is_none() || (allocate && single);
+        let store_mru = hit || (allocate && single);
+        if store_mru && shadow_mru {
+            self.last = line;
+            self.last_dirty = mark;
+        } else {
+            self.last = EMPTY;
+        }
         if !hit {
             if let Some((_, seen)) = &mut self.shadow {
                 self.last_class = if seen.insert(line, ()).is_none() {

@@ -182,17 +182,34 @@ proptest! {
     #[test]
     fn engine_matches_the_reference_model(
         ways_log in 0u32..4, sets_log in 0u32..4, fifo in any::<bool>(),
-        trace in prop::collection::vec((0u64..48, any::<bool>()), 1..600),
+        trace in prop::collection::vec((0u64..48, any::<bool>(), 0u8..3), 1..600),
+        three_c in any::<bool>(),
     ) {
         let ways = 1u32 << ways_log;
         let sets = 1u64 << sets_log;
         let mut c = CacheConfig::new(sets * u64::from(ways) * 16, ways, 16);
         c.replacement = if fifo { Replacement::Fifo } else { Replacement::Lru };
-        let mut fast = Level::new(&c, true);
+        let mut fast = Level::new(&c, three_c);
+        let pow2 = fast.has_pow2_sets();
         let mut slow = Reference { sets: vec![vec![]; sets as usize], ways: ways as usize, fifo, t: 0 };
-        for (line, write) in trace {
+        for (line, write, entry) in trace {
             let mut wb = None;
-            let got = fast.access(line, write, false, &mut |a| wb = Some(a >> 4));
+            // Any entry point: `access` (with its previous-line shortcut), or one of the hit
+            // paths first, `access` only when it declines.
+            let hit_first = match entry {
+                1 => fast.try_hit(line, write),
+                2 if pow2 => {
+                    let hit = fast.try_hit_pow2(line, write);
+                    fast.forget_last();
+                    hit
+                }
+                _ => false,
+            };
+            let got = if hit_first {
+                Outcome::Hit
+            } else {
+                fast.access(line, write, false, &mut |a| wb = Some(a >> 4))
+            };
             let (hit, want_wb) = slow.access(line, write);
             prop_assert_eq!(got == Outcome::Hit, hit);
             prop_assert_eq!(wb, want_wb);
