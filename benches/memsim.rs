@@ -15,7 +15,7 @@ use std::io::Read;
 use std::time::Duration;
 
 /// References per batch, as the simulator reads them.
-const BATCH: usize = 1 << 13;
+const BATCH: usize = 1 << 14;
 
 const REFS: u64 = 2_000_000;
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// References per batch: small enough that a batch (40 bytes a reference) stays in the cache
 /// of the core that decoded it until a worker reads it, big enough that handing it over is rare.
-const BATCH: usize = 1 << 13;
+const BATCH: usize = 1 << 14;
 /// Batches in flight between the reader and the workers; the reader waits when all are out.
 const IN_FLIGHT: usize = 8;
 
