@@ -43,14 +43,19 @@ pub struct FullLru {
     map: FastMap<u64, u32>,
     key: Vec<u64>,
     dirty: Vec<bool>,
-    prev: Vec<u32>,
-    next: Vec<u32>,
+    /// (previous, next) of each node, side by side: relinking a node touches one cache line of
+    /// it instead of two.
+    links: Vec<[u32; 2]>,
     head: u32,
     tail: u32,
+    /// The key at the head (most recent), so touching it again needs no map lookup.
+    head_key: u64,
     capacity: usize,
 }
 
 const NIL: u32 = u32::MAX;
+const PREV: usize = 0;
+const NEXT: usize = 1;
 
 impl FullLru {
     pub fn new(capacity: usize) -> FullLru {
@@ -58,35 +63,35 @@ impl FullLru {
             map: FastMap::with_capacity_and_hasher(capacity * 2, Default::default()),
             key: Vec::with_capacity(capacity),
             dirty: Vec::with_capacity(capacity),
-            prev: Vec::with_capacity(capacity),
-            next: Vec::with_capacity(capacity),
+            links: Vec::with_capacity(capacity),
             head: NIL,
             tail: NIL,
+            head_key: EMPTY,
             capacity,
         }
     }
 
     fn unlink(&mut self, i: u32) {
-        let (p, n) = (self.prev[i as usize], self.next[i as usize]);
+        let [p, n] = self.links[i as usize];
         if p == NIL {
             self.head = n;
         } else {
-            self.next[p as usize] = n;
+            self.links[p as usize][NEXT] = n;
         }
         if n == NIL {
             self.tail = p;
         } else {
-            self.prev[n as usize] = p;
+            self.links[n as usize][PREV] = p;
         }
     }
 
     fn push_front(&mut self, i: u32) {
-        self.prev[i as usize] = NIL;
-        self.next[i as usize] = self.head;
+        self.links[i as usize] = [NIL, self.head];
         if self.head != NIL {
-            self.prev[self.head as usize] = i;
+            self.links[self.head as usize][PREV] = i;
         }
         self.head = i;
+        self.head_key = self.key[i as usize];
         if self.tail == NIL {
             self.tail = i;
         }
@@ -95,12 +100,14 @@ impl FullLru {
     /// Hit: moves the key to the front and ORs in `dirty`.
     #[inline]
     pub fn touch(&mut self, k: u64, dirty: bool) -> bool {
+        if k == self.head_key && self.head != NIL {
+            self.dirty[self.head as usize] |= dirty;
+            return true;
+        }
         match self.map.get(&k) {
             Some(&i) => {
-                if self.head != i {
-                    self.unlink(i);
-                    self.push_front(i);
-                }
+                self.unlink(i);
+                self.push_front(i);
                 self.dirty[i as usize] |= dirty;
                 true
             }
@@ -118,8 +125,7 @@ impl FullLru {
             let i = self.key.len() as u32;
             self.key.push(k);
             self.dirty.push(dirty);
-            self.prev.push(NIL);
-            self.next.push(NIL);
+            self.links.push([NIL, NIL]);
             self.push_front(i);
             self.map.insert(k, i);
             return None;
@@ -133,6 +139,41 @@ impl FullLru {
         self.push_front(i);
         self.map.insert(k, i);
         Some(old)
+    }
+}
+
+/// Every line ever seen, for telling compulsory misses: a bitmap per aligned chunk of 4096
+/// lines, found through a map, with the last chunk remembered (misses cluster). A hash set of
+/// lines would hold millions of entries for a cache of 4-byte lines.
+#[derive(Default)]
+pub struct SeenLines {
+    chunks: FastMap<u64, u32>,
+    bits: Vec<[u64; 64]>,
+    last: Option<(u64, u32)>,
+}
+
+impl SeenLines {
+    /// Records `line`; true when it had not been seen before.
+    #[inline]
+    pub fn insert(&mut self, line: u64) -> bool {
+        let chunk = line >> 12;
+        let at = match self.last {
+            Some((c, at)) if c == chunk => at,
+            _ => {
+                let next = self.bits.len() as u32;
+                let at = *self.chunks.entry(chunk).or_insert(next);
+                if at == next {
+                    self.bits.push([0; 64]);
+                }
+                self.last = Some((chunk, at));
+                at
+            }
+        };
+        let (word, bit) = (((line >> 6) & 63) as usize, line & 63);
+        let w = &mut self.bits[at as usize][word];
+        let new = *w & (1 << bit) == 0;
+        *w |= 1 << bit;
+        new
     }
 }
 
@@ -406,7 +447,7 @@ pub struct Level {
     store: Store,
     line_bits: u32,
     fetch_lines: u64,
-    shadow: Option<(FullLru, FastMap<u64, ()>)>,
+    shadow: Option<(FullLru, SeenLines)>,
     /// Miss classes of the last miss (valid when 3C is on).
     pub last_class: Class,
     /// The line of this level's previous access when that access left it present and most
@@ -424,7 +465,7 @@ impl Level {
             store: Store::new(lines, cfg.assoc, cfg.replacement, cfg.seed),
             line_bits: cfg.line.trailing_zeros(),
             fetch_lines: u64::from(cfg.fetch_bytes() / cfg.line),
-            shadow: three_c.then(|| (FullLru::new(lines as usize), FastMap::default())),
+            shadow: three_c.then(|| (FullLru::new(lines as usize), SeenLines::default())),
             last_class: Class::Compulsory,
             last: EMPTY,
             last_dirty: false,
@@ -524,7 +565,7 @@ impl Level {
         }
         if !hit {
             if let Some((_, seen)) = &mut self.shadow {
-                self.last_class = if seen.insert(line, ()).is_none() {
+                self.last_class = if seen.insert(line) {
                     Class::Compulsory
                 } else if !shadow_hit {
                     Class::Capacity
@@ -561,7 +602,7 @@ impl Level {
                         s.insert(l, false);
                     }
                     // Lines brought in by a wider fetch are no longer cold.
-                    seen.insert(l, ());
+                    seen.insert(l);
                 }
             }
         }

@@ -133,6 +133,30 @@ fn fetch_larger_than_line_fills_the_aligned_block() {
 }
 
 #[test]
+fn seen_lines_across_chunks() {
+    let mut s = SeenLines::default();
+    let lines = [
+        0u64,
+        1,
+        63,
+        64,
+        4095,
+        4096,
+        1 << 40,
+        (1 << 40) + 7,
+        u64::MAX,
+    ];
+    for &l in &lines {
+        assert!(s.insert(l), "{l} is new");
+    }
+    // Revisit out of order, so the remembered chunk is wrong half the time.
+    for &l in lines.iter().rev() {
+        assert!(!s.insert(l), "{l} was seen");
+    }
+    assert!(s.insert(2) && s.insert(4097) && !s.insert(4096));
+}
+
+#[test]
 fn geometry_validation() {
     assert!(CacheConfig::new(32 * 1024, 8, 64).validate().is_ok());
     assert!(CacheConfig::new(1000, 2, 64)
