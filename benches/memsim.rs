@@ -1,14 +1,21 @@
-//! References per second of the memsim engine on a synthetic trace decoded from memory.
+//! References per second of the memsim engine on a synthetic trace decoded from memory, and of the
+//! decoder alone on a real trace when `OSMETER_BENCH_TRACE` names one (its first 256 MB are read
+//! into memory first, so the disk does not count).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use osmeter::memsim::cache::CacheConfig;
 use osmeter::memsim::config::preset;
-use osmeter::memsim::machine::MachineConfig;
+use osmeter::memsim::machine::{Machine, MachineConfig};
 use osmeter::memsim::mapping::Mapping;
 use osmeter::memsim::sweep::simulate;
 use osmeter::memsim::trace::binary::{TraceReader, TraceWriter};
 use osmeter::memsim::trace::synth::Synth;
-use osmeter::memsim::trace::{read_all, RefSource};
+use osmeter::memsim::trace::{read_all, Ref, RefSource};
+use std::io::Read;
+use std::time::Duration;
+
+/// References per batch, as the simulator reads them.
+const BATCH: usize = 1 << 14;
 
 const REFS: u64 = 2_000_000;
 
@@ -42,29 +49,87 @@ fn no3c(name: &str) -> MachineConfig {
     m
 }
 
+/// Decodes every record of `bytes` in batches of `batch`; returns the count.
+fn decode_all(bytes: &[u8], batch: usize) -> usize {
+    let mut r = TraceReader::new(bytes).unwrap();
+    let mut v = Vec::with_capacity(batch);
+    let mut n = 0;
+    loop {
+        v.clear();
+        let k = r.next_batch(&mut v, batch).unwrap();
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    n
+}
+
+/// The first `limit` bytes' worth of whole records of a trace file, re-encoded with a trailer.
+fn real_trace(path: &str, limit: u64) -> (Vec<u8>, u64) {
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .unwrap()
+        .take(limit)
+        .read_to_end(&mut head)
+        .unwrap();
+    let mut r = TraceReader::new(&head[..]).unwrap();
+    let mut w = TraceWriter::new(Vec::new(), 0).unwrap();
+    let mut batch = Vec::new();
+    // The cut-off tail has no trailer: keep what decoded before the error.
+    while let Ok(k) = r.next_batch(&mut batch, 1 << 16) {
+        if k == 0 {
+            break;
+        }
+        for x in &batch {
+            w.write(x).unwrap();
+        }
+        batch.clear();
+    }
+    let n = w.count();
+    (w.finish(0).unwrap(), n)
+}
+
+/// CPU time of the calling thread: other programs on the machine inflate it far less than they
+/// inflate wall time.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec for clock_gettime to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Decodes `bytes` batch by batch into `each`, timing decode and `each` apart (thread CPU time).
+fn timed_pass(bytes: &[u8], mut each: impl FnMut(&[Ref])) -> (Duration, Duration) {
+    let mut r = TraceReader::new(bytes).unwrap();
+    let mut v: Vec<Ref> = Vec::with_capacity(BATCH);
+    let (mut decode, mut work) = (Duration::ZERO, Duration::ZERO);
+    loop {
+        v.clear();
+        let t0 = thread_cpu();
+        let k = r.next_batch(&mut v, BATCH).unwrap();
+        let t1 = thread_cpu();
+        decode += t1 - t0;
+        if k == 0 {
+            return (decode, work);
+        }
+        each(&v);
+        work += thread_cpu() - t1;
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let bytes = trace_bytes();
     let mut g = c.benchmark_group("memsim");
     g.sample_size(10);
     g.throughput(Throughput::Elements(REFS));
-    g.bench_function("decode", |b| {
-        b.iter(|| {
-            let mut r = TraceReader::new(&bytes[..]).unwrap();
-            let mut v = Vec::with_capacity(1 << 16);
-            let mut n = 0;
-            loop {
-                v.clear();
-                let k = r.next_batch(&mut v, 1 << 16).unwrap();
-                if k == 0 {
-                    break;
-                }
-                n += k;
-            }
-            n
-        })
-    });
+    g.bench_function("decode", |b| b.iter(|| decode_all(&bytes, 1 << 12)));
     let cases: Vec<(&str, Vec<MachineConfig>, usize)> = vec![
         ("l1-split-32K", vec![l1_only()], 1),
+        ("l1-split-32K-2-threads", vec![l1_only()], 2),
         ("ds5000-200", vec![no3c("ds5000-200")], 1),
         ("ds5000-200+3C", vec![preset("ds5000-200").unwrap()], 1),
         (
@@ -81,6 +146,33 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let mut r = TraceReader::new(&bytes[..]).unwrap();
                 simulate(&mut r, &cfgs, threads).unwrap().refs
+            })
+        });
+    }
+    g.finish();
+
+    let Ok(path) = std::env::var("OSMETER_BENCH_TRACE") else {
+        return;
+    };
+    let (real, n) = real_trace(&path, 128 << 20);
+    let mut g = c.benchmark_group("memsim-real-cpu");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(n));
+    g.bench_function("decode", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| timed_pass(&real, |_| {}).0).sum())
+    });
+    for (name, cfg) in [
+        ("l1-split-32K-engine", l1_only()),
+        ("ds5000-200-engine", no3c("ds5000-200")),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        let mut m = Machine::new(&cfg);
+                        timed_pass(&real, |v| m.run(v)).1
+                    })
+                    .sum()
             })
         });
     }

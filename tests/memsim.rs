@@ -90,6 +90,45 @@ fn synth_info_and_simulate_a_preset_sweep() {
 }
 
 #[test]
+fn sweep16_is_sixteen_geometries_in_one_pass() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 60_000);
+    let doc = env.json(&[
+        "memsim",
+        "--json",
+        "--no-store",
+        "--no-3c",
+        "--preset",
+        "sweep16",
+        t.to_str().unwrap(),
+    ]);
+    assert_eq!(doc["references"], 60_000);
+    let machines = doc["machines"].as_array().unwrap();
+    assert_eq!(machines.len(), 16);
+    let misses = |name: &str| -> u64 {
+        let m = machines.iter().find(|m| m["name"] == name).expect(name);
+        ["user", "system"]
+            .iter()
+            .map(|side| m[side]["caches"]["l1i"]["misses"].as_u64().unwrap())
+            .sum()
+    };
+    // Along the diagonal the instruction caches have the same 1024 sets of 16-byte lines and
+    // only gain ways: an LRU set holding more ways never misses more.
+    let diagonal = [
+        "ds5000-200-16K-dm",
+        "ds5000-200-32K-2way",
+        "ds5000-200-64K-4way",
+        "ds5000-200-128K-8way",
+    ]
+    .map(misses);
+    assert!(diagonal.windows(2).all(|w| w[0] >= w[1]), "{diagonal:?}");
+    assert!(
+        diagonal[0] > diagonal[3],
+        "the trace does conflict in 16 KB: {diagonal:?}"
+    );
+}
+
+#[test]
 fn memsim_table_is_stored_as_a_run_section() {
     let env = TestEnv::new();
     let t = synth(&env, "s.osmt", 20_000);

@@ -43,14 +43,19 @@ pub struct FullLru {
     map: FastMap<u64, u32>,
     key: Vec<u64>,
     dirty: Vec<bool>,
-    prev: Vec<u32>,
-    next: Vec<u32>,
+    /// (previous, next) of each node, side by side: relinking a node touches one cache line of
+    /// it instead of two.
+    links: Vec<[u32; 2]>,
     head: u32,
     tail: u32,
+    /// The key at the head (most recent), so touching it again needs no map lookup.
+    head_key: u64,
     capacity: usize,
 }
 
 const NIL: u32 = u32::MAX;
+const PREV: usize = 0;
+const NEXT: usize = 1;
 
 impl FullLru {
     pub fn new(capacity: usize) -> FullLru {
@@ -58,35 +63,35 @@ impl FullLru {
             map: FastMap::with_capacity_and_hasher(capacity * 2, Default::default()),
             key: Vec::with_capacity(capacity),
             dirty: Vec::with_capacity(capacity),
-            prev: Vec::with_capacity(capacity),
-            next: Vec::with_capacity(capacity),
+            links: Vec::with_capacity(capacity),
             head: NIL,
             tail: NIL,
+            head_key: EMPTY,
             capacity,
         }
     }
 
     fn unlink(&mut self, i: u32) {
-        let (p, n) = (self.prev[i as usize], self.next[i as usize]);
+        let [p, n] = self.links[i as usize];
         if p == NIL {
             self.head = n;
         } else {
-            self.next[p as usize] = n;
+            self.links[p as usize][NEXT] = n;
         }
         if n == NIL {
             self.tail = p;
         } else {
-            self.prev[n as usize] = p;
+            self.links[n as usize][PREV] = p;
         }
     }
 
     fn push_front(&mut self, i: u32) {
-        self.prev[i as usize] = NIL;
-        self.next[i as usize] = self.head;
+        self.links[i as usize] = [NIL, self.head];
         if self.head != NIL {
-            self.prev[self.head as usize] = i;
+            self.links[self.head as usize][PREV] = i;
         }
         self.head = i;
+        self.head_key = self.key[i as usize];
         if self.tail == NIL {
             self.tail = i;
         }
@@ -95,12 +100,14 @@ impl FullLru {
     /// Hit: moves the key to the front and ORs in `dirty`.
     #[inline]
     pub fn touch(&mut self, k: u64, dirty: bool) -> bool {
+        if k == self.head_key && self.head != NIL {
+            self.dirty[self.head as usize] |= dirty;
+            return true;
+        }
         match self.map.get(&k) {
             Some(&i) => {
-                if self.head != i {
-                    self.unlink(i);
-                    self.push_front(i);
-                }
+                self.unlink(i);
+                self.push_front(i);
                 self.dirty[i as usize] |= dirty;
                 true
             }
@@ -118,8 +125,7 @@ impl FullLru {
             let i = self.key.len() as u32;
             self.key.push(k);
             self.dirty.push(dirty);
-            self.prev.push(NIL);
-            self.next.push(NIL);
+            self.links.push([NIL, NIL]);
             self.push_front(i);
             self.map.insert(k, i);
             return None;
@@ -136,12 +142,51 @@ impl FullLru {
     }
 }
 
+/// Every line ever seen, for telling compulsory misses: a bitmap per aligned chunk of 4096
+/// lines, found through a map, with the last chunk remembered (misses cluster). A hash set of
+/// lines would hold millions of entries for a cache of 4-byte lines.
+#[derive(Default)]
+pub struct SeenLines {
+    chunks: FastMap<u64, u32>,
+    bits: Vec<[u64; 64]>,
+    last: Option<(u64, u32)>,
+}
+
+impl SeenLines {
+    /// Records `line`; true when it had not been seen before.
+    #[inline]
+    pub fn insert(&mut self, line: u64) -> bool {
+        let chunk = line >> 12;
+        let at = match self.last {
+            Some((c, at)) if c == chunk => at,
+            _ => {
+                let next = self.bits.len() as u32;
+                let at = *self.chunks.entry(chunk).or_insert(next);
+                if at == next {
+                    self.bits.push([0; 64]);
+                }
+                self.last = Some((chunk, at));
+                at
+            }
+        };
+        let (word, bit) = (((line >> 6) & 63) as usize, line & 63);
+        let w = &mut self.bits[at as usize][word];
+        let new = *w & (1 << bit) == 0;
+        *w |= 1 << bit;
+        new
+    }
+}
+
 /// Set-associative store; within a set, ways are kept most recent (LRU) or newest (FIFO) first.
 pub struct SetAssoc {
     ways: usize,
     set_mask: u64,
     sets: u64,
     pow2: bool,
+    /// Sets and ways are both powers of two: the first way of a set is then at
+    /// `(k & set_mask) << way_shift`.
+    pow2_ways: bool,
+    way_shift: u32,
     tags: Vec<u64>,
     dirty: Vec<bool>,
     repl: Replacement,
@@ -155,6 +200,8 @@ impl SetAssoc {
             set_mask: sets.wrapping_sub(1),
             sets,
             pow2: sets.is_power_of_two(),
+            pow2_ways: sets.is_power_of_two() && ways.is_power_of_two(),
+            way_shift: ways.trailing_zeros(),
             tags: vec![EMPTY; sets as usize * ways],
             dirty: vec![false; sets as usize * ways],
             repl,
@@ -162,7 +209,7 @@ impl SetAssoc {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn base(&self, k: u64) -> usize {
         let set = if self.pow2 {
             k & self.set_mask
@@ -172,24 +219,36 @@ impl SetAssoc {
         set as usize * self.ways
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn touch(&mut self, k: u64, dirty: bool) -> bool {
         let b = self.base(k);
-        if self.ways == 1 {
-            if self.tags[b] == k {
-                self.dirty[b] |= dirty;
-                return true;
-            }
-            return false;
+        // The most recent way first: most hits land there, and then nothing moves.
+        if self.tags[b] == k {
+            self.dirty[b] |= dirty;
+            return true;
         }
+        self.ways > 1 && self.touch_older(b, k, dirty)
+    }
+
+    /// `touch` for the ways after the first of the set at `b`.
+    #[inline(never)]
+    fn touch_older(&mut self, b: usize, k: u64, dirty: bool) -> bool {
         let set = &mut self.tags[b..b + self.ways];
         let Some(p) = set.iter().position(|&t| t == k) else {
             return false;
         };
-        self.dirty[b + p] |= dirty;
-        if self.repl == Replacement::Lru && p > 0 {
-            set[..=p].rotate_right(1);
-            self.dirty[b..=b + p].rotate_right(1);
+        let dirty = self.dirty[b + p] | dirty;
+        if self.repl == Replacement::Lru {
+            // Move way p to the front; a short shift beats a general rotation.
+            let flags = &mut self.dirty[b..=b + p];
+            for j in (1..=p).rev() {
+                set[j] = set[j - 1];
+                flags[j] = flags[j - 1];
+            }
+            set[0] = k;
+            flags[0] = dirty;
+        } else {
+            self.dirty[b + p] = dirty;
         }
         true
     }
@@ -388,12 +447,15 @@ pub struct Level {
     store: Store,
     line_bits: u32,
     fetch_lines: u64,
-    shadow: Option<(FullLru, FastMap<u64, ()>)>,
+    shadow: Option<(FullLru, SeenLines)>,
     /// Miss classes of the last miss (valid when 3C is on).
     pub last_class: Class,
-    /// The line of this level's previous access, when it is present: a read of it again is a hit
-    /// that changes no state (it is already most recent here and in the shadow).
+    /// The line of this level's previous access when that access left it present and most
+    /// recent in its set and in the shadow; `EMPTY` otherwise. Accessing it again is a hit that
+    /// changes nothing, except that a write to a write-back level may have to set the dirty bit.
     last: u64,
+    /// `last` is known to be dirty already (a write to it needs no store update).
+    last_dirty: bool,
 }
 
 impl Level {
@@ -403,9 +465,10 @@ impl Level {
             store: Store::new(lines, cfg.assoc, cfg.replacement, cfg.seed),
             line_bits: cfg.line.trailing_zeros(),
             fetch_lines: u64::from(cfg.fetch_bytes() / cfg.line),
-            shadow: three_c.then(|| (FullLru::new(lines as usize), FastMap::default())),
+            shadow: three_c.then(|| (FullLru::new(lines as usize), SeenLines::default())),
             last_class: Class::Compulsory,
             last: EMPTY,
+            last_dirty: false,
             cfg: cfg.clone(),
         }
     }
@@ -413,6 +476,53 @@ impl Level {
     #[inline]
     pub fn line_bits(&self) -> u32 {
         self.line_bits
+    }
+
+    /// The hit-only part of `access`: when `line` is present and the access needs no more than
+    /// a reordering and a dirty bit (no 3C shadow to update), does that and returns true;
+    /// otherwise changes nothing and returns false, leaving the access to `access`.
+    #[inline(always)]
+    pub fn try_hit(&mut self, line: u64, write: bool) -> bool {
+        let mark = write && self.cfg.write_back;
+        if line == self.last && (!mark || self.last_dirty) {
+            return true;
+        }
+        if self.shadow.is_some() || !self.store.touch(line, mark) {
+            return false;
+        }
+        self.last = line;
+        self.last_dirty = mark;
+        true
+    }
+
+    /// Whether `try_hit_pow2` applies: a set-associative store whose sets and ways are powers of
+    /// two, and no 3C shadow.
+    pub fn has_pow2_sets(&self) -> bool {
+        self.shadow.is_none() && matches!(&self.store, Store::Set(s) if s.pow2_ways)
+    }
+
+    /// Forgets the previous line, for callers of `try_hit_pow2`, which does not keep it.
+    #[inline]
+    pub fn forget_last(&mut self) {
+        self.last = EMPTY;
+    }
+
+    /// `try_hit` for a level where `has_pow2_sets` holds: goes straight to the first way of the
+    /// set, where most hits are, without the unpredictable test for the previous line. It does
+    /// not keep that line either: call `forget_last` before the next `access` or `try_hit`.
+    #[inline(always)]
+    pub fn try_hit_pow2(&mut self, line: u64, write: bool) -> bool {
+        let mark = write && self.cfg.write_back;
+        let Store::Set(s) = &mut self.store else {
+            return self.try_hit(line, write);
+        };
+        let b = ((line & s.set_mask) as usize) << s.way_shift;
+        if s.tags[b] == line {
+            s.dirty[b] |= mark;
+            true
+        } else {
+            s.ways > 1 && s.touch_older(b, line, mark)
+        }
     }
 
     /// Accesses one line; dirty victims are passed to `evicted` as line addresses (bytes).
@@ -424,10 +534,10 @@ impl Level {
         whole_line: bool,
         evicted: &mut impl FnMut(u64),
     ) -> Outcome {
-        if line == self.last && !write {
+        let mark = write && self.cfg.write_back;
+        if line == self.last && (!mark || self.last_dirty) {
             return Outcome::Hit;
         }
-        let mark = write && self.cfg.write_back;
         let hit = self.store.touch(line, mark);
         let shadow_hit = match &mut self.shadow {
             Some((s, _)) => s.touch(line, false),
@@ -441,9 +551,21 @@ impl Level {
             self.cfg.write_back || !whole_line
         };
         let allocate = !write || self.cfg.write_allocate;
+        // Lines a miss brings in: the aligned fetch block, or the line alone.
+        let single = !fetch || self.fetch_lines == 1;
+        // A block of several lines is inserted in address order, so `line` may end up behind
+        // its neighbours; only a single inserted line is sure to be the most recent.
+        let shadow_mru = shadow_hit || self.shadow.is_none() || (allocate && single);
+        let store_mru = hit || (allocate && single);
+        if store_mru && shadow_mru {
+            self.last = line;
+            self.last_dirty = mark;
+        } else {
+            self.last = EMPTY;
+        }
         if !hit {
             if let Some((_, seen)) = &mut self.shadow {
-                self.last_class = if seen.insert(line, ()).is_none() {
+                self.last_class = if seen.insert(line) {
                     Class::Compulsory
                 } else if !shadow_hit {
                     Class::Capacity
@@ -480,7 +602,7 @@ impl Level {
                         s.insert(l, false);
                     }
                     // Lines brought in by a wider fetch are no longer cold.
-                    seen.insert(l, ());
+                    seen.insert(l);
                 }
             }
         }

@@ -133,6 +133,30 @@ fn fetch_larger_than_line_fills_the_aligned_block() {
 }
 
 #[test]
+fn seen_lines_across_chunks() {
+    let mut s = SeenLines::default();
+    let lines = [
+        0u64,
+        1,
+        63,
+        64,
+        4095,
+        4096,
+        1 << 40,
+        (1 << 40) + 7,
+        u64::MAX,
+    ];
+    for &l in &lines {
+        assert!(s.insert(l), "{l} is new");
+    }
+    // Revisit out of order, so the remembered chunk is wrong half the time.
+    for &l in lines.iter().rev() {
+        assert!(!s.insert(l), "{l} was seen");
+    }
+    assert!(s.insert(2) && s.insert(4097) && !s.insert(4096));
+}
+
+#[test]
 fn geometry_validation() {
     assert!(CacheConfig::new(32 * 1024, 8, 64).validate().is_ok());
     assert!(CacheConfig::new(1000, 2, 64)
@@ -182,17 +206,34 @@ proptest! {
     #[test]
     fn engine_matches_the_reference_model(
         ways_log in 0u32..4, sets_log in 0u32..4, fifo in any::<bool>(),
-        trace in prop::collection::vec((0u64..48, any::<bool>()), 1..600),
+        trace in prop::collection::vec((0u64..48, any::<bool>(), 0u8..3), 1..600),
+        three_c in any::<bool>(),
     ) {
         let ways = 1u32 << ways_log;
         let sets = 1u64 << sets_log;
         let mut c = CacheConfig::new(sets * u64::from(ways) * 16, ways, 16);
         c.replacement = if fifo { Replacement::Fifo } else { Replacement::Lru };
-        let mut fast = Level::new(&c, true);
+        let mut fast = Level::new(&c, three_c);
+        let pow2 = fast.has_pow2_sets();
         let mut slow = Reference { sets: vec![vec![]; sets as usize], ways: ways as usize, fifo, t: 0 };
-        for (line, write) in trace {
+        for (line, write, entry) in trace {
             let mut wb = None;
-            let got = fast.access(line, write, false, &mut |a| wb = Some(a >> 4));
+            // Any entry point: `access` (with its previous-line shortcut), or one of the hit
+            // paths first, `access` only when it declines.
+            let hit_first = match entry {
+                1 => fast.try_hit(line, write),
+                2 if pow2 => {
+                    let hit = fast.try_hit_pow2(line, write);
+                    fast.forget_last();
+                    hit
+                }
+                _ => false,
+            };
+            let got = if hit_first {
+                Outcome::Hit
+            } else {
+                fast.access(line, write, false, &mut |a| wb = Some(a >> 4))
+            };
             let (hit, want_wb) = slow.access(line, write);
             prop_assert_eq!(got == Outcome::Hit, hit);
             prop_assert_eq!(wb, want_wb);

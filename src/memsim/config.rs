@@ -35,15 +35,61 @@ pub const PRESETS: &[(&str, &str)] = &[
 ];
 
 /// Named groups of presets simulated together in one pass.
-pub const SWEEPS: &[(&str, &[&str])] = &[(
-    "paper",
-    &[
-        "ds5000-200",
-        "ds5000-200-2way",
-        "ds5000-200-random",
-        "ds5000-200-unified",
-    ],
-)];
+pub const SWEEPS: &[(&str, &[&str])] = &[
+    (
+        "paper",
+        &[
+            "ds5000-200",
+            "ds5000-200-2way",
+            "ds5000-200-random",
+            "ds5000-200-unified",
+        ],
+    ),
+    // The paper's machine with both first-level caches resized and made more associative: 16,
+    // 32, 64 and 128 KB each, direct-mapped, 2-, 4- and 8-way LRU. Everything else (line and
+    // fetch sizes, write buffer, TLB, mapping) stays the ds5000-200's.
+    (
+        "sweep16",
+        &[
+            "ds5000-200-16K-dm",
+            "ds5000-200-16K-2way",
+            "ds5000-200-16K-4way",
+            "ds5000-200-16K-8way",
+            "ds5000-200-32K-dm",
+            "ds5000-200-32K-2way",
+            "ds5000-200-32K-4way",
+            "ds5000-200-32K-8way",
+            "ds5000-200-64K-dm",
+            "ds5000-200-64K-2way",
+            "ds5000-200-64K-4way",
+            "ds5000-200-64K-8way",
+            "ds5000-200-128K-dm",
+            "ds5000-200-128K-2way",
+            "ds5000-200-128K-4way",
+            "ds5000-200-128K-8way",
+        ],
+    ),
+];
+
+/// `ds5000-200-<SIZE>K-<dm|Nway>`: the ds5000-200 with both first-level caches of that size and
+/// associativity (LRU). None for other names or an impossible geometry.
+fn ds5000_resized(name: &str) -> Option<MachineConfig> {
+    let rest = name.strip_prefix("ds5000-200-")?;
+    let (size, ways) = rest.split_once("K-")?;
+    let size: u64 = size.parse().ok()?;
+    let ways: u32 = match ways {
+        "dm" => 1,
+        w => w.strip_suffix("way")?.parse().ok()?,
+    };
+    let mut m = ds5000();
+    for c in [m.l1i.as_mut()?, &mut m.l1d] {
+        c.size = size.checked_mul(1024)?;
+        c.assoc = ways;
+        c.replacement = Replacement::Lru;
+    }
+    m.validate().ok()?;
+    Some(m)
+}
 
 /// The DECstation 5000/200 of the paper's Table 2-1. The paper does not print TLB miss costs;
 /// 10 cycles for a user miss (the short UTLB refill handler) and 50 for a kernel miss (the
@@ -184,7 +230,7 @@ pub fn preset(name: &str) -> Option<MachineConfig> {
                 three_c: true,
             }
         }
-        _ => return None,
+        other => ds5000_resized(other)?,
     };
     m.name = name.to_string();
     Some(m)
@@ -287,6 +333,43 @@ mod tests {
             assert!(names.iter().all(|n| preset(n).is_some()));
         }
         assert!(preset("vax").is_none());
+        let sweep16 = SWEEPS.iter().find(|s| s.0 == "sweep16").unwrap().1;
+        assert_eq!(sweep16.len(), 16);
+        let distinct: std::collections::BTreeSet<_> = sweep16
+            .iter()
+            .map(|n| {
+                let m = preset(n).unwrap();
+                (m.l1d.size, m.l1d.assoc, m.l1i.unwrap().size)
+            })
+            .collect();
+        assert_eq!(distinct.len(), 16, "sixteen different geometries");
+    }
+
+    #[test]
+    fn resized_ds5000_names() {
+        let m = preset("ds5000-200-128K-4way").unwrap();
+        let i = m.l1i.as_ref().unwrap();
+        assert_eq!(
+            (i.size, i.assoc, m.l1d.size, m.l1d.assoc),
+            (131072, 4, 131072, 4)
+        );
+        // Only the geometry changes: the data cache keeps 4-byte lines and 16-byte fetches.
+        assert_eq!((m.l1d.line, m.l1d.fetch_bytes(), i.line), (4, 16, 16));
+        let base = ds5000();
+        assert_eq!(
+            (&m.write_buffer, &m.tlb, &m.mapping),
+            (&base.write_buffer, &base.tlb, &base.mapping)
+        );
+        let dm = preset("ds5000-200-64K-dm").unwrap();
+        assert_eq!((dm.l1d.clone(), dm.l1i.clone()), (base.l1d, base.l1i));
+        for bad in [
+            "ds5000-200-0K-dm",
+            "ds5000-200-64K-3way",
+            "ds5000-200-64K",
+            "ds5000-200-xK-dm",
+        ] {
+            assert!(preset(bad).is_none(), "{bad}");
+        }
     }
 
     #[test]

@@ -147,20 +147,45 @@ pub struct Stats {
     pub refs: u64,
 }
 
+/// References that took a hit fast path, by mode then kind (instruction, read, write). Each was
+/// one first-level access (and one TLB reference when there is a TLB) that hit; `Machine::stats`
+/// adds them in.
+type HitCounts = [[u64; 3]; 2];
+
 pub struct Machine {
     pub cfg: MachineConfig,
-    l1i: Option<Level>,
-    l1d: Level,
+    /// First-level caches: instruction then data when split, the unified one alone otherwise.
+    l1: Vec<Level>,
+    /// Index into `l1` for instruction (0) and data (1) references.
+    route: [usize; 2],
     lower: Vec<Level>,
     wbuf: Option<WriteBuffer>,
     tlb: Option<Tlb>,
     mapper: Mapper,
     now: u64,
     stats: Stats,
+    hits: HitCounts,
     cur_asid: u32,
+    /// What keys the current address space in virtually indexed caches.
+    space_key: u64,
     cur_space: SpaceStats,
     victims: Vec<u64>,
     needs_paddr: bool,
+    /// The shape admits the hit fast path (no TLB, or one whose hits can be known unchanged).
+    fast: bool,
+    /// Nothing but the first-level caches is on the hit path (no TLB, no translation, no 3C
+    /// shadow) and they are set-associative with power-of-two sets and ways: `run` takes its
+    /// specialised loop.
+    plain: bool,
+    /// Some kernel addresses bypass translation or the caches: kernel references take the
+    /// general path.
+    kernel_ranges: bool,
+}
+
+/// Address-space key mixed into virtual cache addresses, so spaces do not alias.
+#[inline(always)]
+fn space_key(asid: u32) -> u64 {
+    u64::from(asid).rotate_right(16)
 }
 
 impl Machine {
@@ -176,19 +201,30 @@ impl Machine {
             .chain([&cfg.l1d])
             .chain(&cfg.lower)
             .any(|c| c.physical);
+        let mut l1: Vec<Level> = cfg.l1i.iter().map(|c| Level::new(c, three_c)).collect();
+        l1.push(Level::new(&cfg.l1d, three_c));
+        let route = if l1.len() == 2 { [0, 1] } else { [0, 0] };
+        let tlb = cfg.tlb.as_ref().map(Tlb::new);
+        let tlb_free = tlb.is_none();
+        let plain = tlb_free && !needs_paddr && l1.iter().all(Level::has_pow2_sets);
         Machine {
-            l1i: cfg.l1i.as_ref().map(|c| Level::new(c, three_c)),
-            l1d: Level::new(&cfg.l1d, three_c),
+            l1,
+            route,
             lower: cfg.lower.iter().map(|c| Level::new(c, three_c)).collect(),
             wbuf: cfg.write_buffer.as_ref().map(WriteBuffer::new),
-            tlb: cfg.tlb.as_ref().map(Tlb::new),
+            fast: tlb.as_ref().is_none_or(Tlb::has_known_hits),
+            tlb,
             mapper: Mapper::new(&cfg.mapping, cfg.page_size),
             now: 0,
             stats,
+            hits: HitCounts::default(),
+            plain,
             cur_asid: 0,
+            space_key: space_key(0),
             cur_space: SpaceStats::default(),
             victims: Vec::new(),
             needs_paddr,
+            kernel_ranges: !cfg.kernel_unmapped.is_empty() || !cfg.kernel_uncached.is_empty(),
             cfg: cfg.clone(),
         }
     }
@@ -244,11 +280,162 @@ impl Machine {
         ranges.iter().find(|r| a >= r.0 && a < r.1).map(|r| r.0)
     }
 
+    /// Simulates one reference.
+    #[inline]
     pub fn access(&mut self, r: &Ref) {
+        if !(self.fast && self.try_hit(r)) {
+            self.access_general(r);
+        }
+    }
+
+    /// Simulates references in order; the same as `access` on each, faster.
+    pub fn run(&mut self, refs: &[Ref]) {
+        if self.plain {
+            self.run_plain(refs);
+        } else {
+            for r in refs {
+                self.access(r);
+            }
+        }
+    }
+
+    /// `run` for the plain shape: the loop keeps what a hit needs in registers and falls back to
+    /// `access_general` for anything but a first-level hit within one line.
+    fn run_plain(&mut self, refs: &[Ref]) {
+        let route = self.route;
+        let bits = route.map(|i| self.l1[i].line_bits());
+        // Only data references write.
+        let writes_stay = self.l1[route[1]].cfg.write_back;
+        let kernel_ranges = self.kernel_ranges;
+        let mut asid = self.cur_asid;
+        let mut key = self.space_key;
+        // Hits counted in registers (a counter in memory indexed by kind would chain every
+        // reference to the previous one's store): user references, instructions and writes;
+        // kernel references, rarer and in runs, by kind in memory.
+        let mut user = [0u64; 3];
+        let mut kernel_hits = [0u64; 3];
+        for l in &mut self.l1 {
+            l.forget_last();
+        }
+        for r in refs {
+            let data = r.kind != Kind::Instr;
+            let d = usize::from(data);
+            let write = r.kind == Kind::Write;
+            let kernel = r.mode == Mode::Kernel;
+            let addr = r.vaddr ^ key;
+            let line = addr >> bits[d];
+            let end = addr.wrapping_add(u64::from(r.size.max(1)) - 1) >> bits[d];
+            let simple = (r.asid == asid)
+                & !r.uncached
+                & !(kernel & kernel_ranges)
+                & (line == end)
+                & (writes_stay | !write);
+            if simple && self.l1[route[d]].try_hit_pow2(line, write) {
+                if kernel {
+                    kernel_hits[r.kind as usize] += 1;
+                } else {
+                    user[0] += 1;
+                    user[1] += u64::from(!data);
+                    user[2] += u64::from(write);
+                }
+                continue;
+            }
+            self.add_hits(&user, &kernel_hits);
+            (user, kernel_hits) = Default::default();
+            for l in &mut self.l1 {
+                l.forget_last();
+            }
+            self.access_general(r);
+            asid = self.cur_asid;
+            key = self.space_key;
+        }
+        self.add_hits(&user, &kernel_hits);
+        for l in &mut self.l1 {
+            l.forget_last();
+        }
+    }
+
+    /// Adds hits counted as `run_plain` counts them, and brings the clock up to date (the
+    /// general path and the write buffer read it).
+    fn add_hits(&mut self, &[all, instrs, writes]: &[u64; 3], kernel: &[u64; 3]) {
+        let user = [instrs, all - instrs - writes, writes];
+        for (counts, new) in self.hits.iter_mut().zip([user, *kernel]) {
+            for (c, n) in counts.iter_mut().zip(new) {
+                *c += n;
+            }
+        }
+        let instrs = instrs + kernel[0];
+        self.now += instrs;
+        self.cur_space.instructions += instrs;
+        self.stats.refs += all + kernel.iter().sum::<u64>();
+    }
+
+    /// The common case done quickly: a reference of the current address space that hits its
+    /// first-level cache within one line, needs nothing from a TLB or the write buffer and stalls
+    /// for no cycle. Returns false, having changed nothing that `access_general` would not
+    /// change in the same way, for everything else.
+    #[inline(always)]
+    fn try_hit(&mut self, r: &Ref) -> bool {
+        let kernel = r.mode == Mode::Kernel;
+        if r.asid != self.cur_asid || r.uncached || (kernel && self.kernel_ranges) {
+            return false;
+        }
+        let data = r.kind != Kind::Instr;
+        if let Some(t) = &self.tlb {
+            if !t.known_hit(r.asid, r.vaddr, kernel, usize::from(data)) {
+                return false;
+            }
+        }
+        let write = r.kind == Kind::Write;
+        let li = self.route[usize::from(data)];
+        let (physical, line_bits, write_back) = {
+            let l = &self.l1[li];
+            (l.cfg.physical, l.line_bits(), l.cfg.write_back)
+        };
+        if write && !write_back {
+            // A write-through write always goes on to the write buffer or the next level.
+            return false;
+        }
+        let addr = if physical || self.needs_paddr {
+            // Translating here too keeps first-touch mappings in reference order; a second
+            // translation of the same page (in `access_general`) changes nothing.
+            let paddr = match r.paddr {
+                Some(p) => p,
+                None if self.needs_paddr => {
+                    let space = if kernel { u32::MAX } else { r.asid };
+                    self.mapper
+                        .translate_stream(space, r.vaddr, usize::from(data))
+                }
+                None => r.vaddr,
+            };
+            if physical {
+                paddr
+            } else {
+                r.vaddr ^ self.space_key
+            }
+        } else {
+            r.vaddr ^ self.space_key
+        };
+        let line = addr >> line_bits;
+        let end = addr.wrapping_add(u64::from(r.size.max(1)) - 1) >> line_bits;
+        if line != end || !self.l1[li].try_hit(line, write) {
+            return false;
+        }
+        self.hits[r.mode as usize][r.kind as usize] += 1;
+        let instr = u64::from(!data);
+        self.now += instr;
+        self.cur_space.instructions += instr;
+        self.stats.refs += 1;
+        true
+    }
+
+    #[inline(never)]
+    fn access_general(&mut self, r: &Ref) {
         let m = r.mode as usize;
         if r.asid != self.cur_asid {
             self.flush_space();
             self.cur_asid = r.asid;
+            self.space_key = space_key(r.asid);
         }
         let mut stall = [0u64; 5];
         let write = r.kind == Kind::Write;
@@ -314,13 +501,9 @@ impl Machine {
         }
         let instr = r.kind == Kind::Instr;
         let comp = if instr { ICACHE } else { DCACHE };
-        let split = instr && self.l1i.is_some();
+        let li = self.route[usize::from(!instr)];
         let (physical, line_bits, line_size, write_back) = {
-            let l = if split {
-                self.l1i.as_ref().unwrap()
-            } else {
-                &self.l1d
-            };
+            let l = &self.l1[li];
             (
                 l.cfg.physical,
                 l.line_bits(),
@@ -331,7 +514,7 @@ impl Machine {
         let addr = if physical {
             paddr
         } else {
-            r.vaddr ^ u64::from(r.asid).rotate_right(16)
+            r.vaddr ^ self.space_key
         };
         let size = u64::from(r.size.max(1));
         let first = addr >> line_bits;
@@ -341,16 +524,10 @@ impl Machine {
             let lo = (line << line_bits).max(addr);
             let hi = ((line + 1) << line_bits).min(addr + size);
             let whole = hi - lo == line_size;
-            let level = if split {
-                self.l1i.as_mut().unwrap()
-            } else {
-                &mut self.l1d
-            };
+            let level = &mut self.l1[li];
             let out = level.access(line, write, whole, &mut |v| victims.push(v));
-            let counts = if split {
-                &mut self.stats.mode[m].l1i
-            } else if instr {
-                // A unified first level: instruction traffic is still reported as icache.
+            // A unified first level still reports instruction traffic as icache.
+            let counts = if instr {
                 &mut self.stats.mode[m].l1i
             } else {
                 &mut self.stats.mode[m].l1d
@@ -383,6 +560,8 @@ impl Machine {
         self.charge(m, &stall);
     }
 
+    /// Adds one reference's stalls to the totals. Every path that stalls comes through here,
+    /// before `access` returns, so `stall_snapshot` is exact between any two references.
     #[inline]
     fn charge(&mut self, m: usize, stall: &[u64; 5]) {
         let mut total = 0;
@@ -394,6 +573,30 @@ impl Machine {
         self.now += stall[TLB] + stall[UNCACHED];
         self.cur_space.stall += total;
         self.stats.refs += 1;
+    }
+
+    /// `access` without any shortcut: the general path alone, with every level's memory of its
+    /// previous line forgotten first. The fast paths are tested against this.
+    #[cfg(test)]
+    pub(crate) fn access_reference(&mut self, r: &Ref) {
+        for l in self.l1.iter_mut().chain(&mut self.lower) {
+            l.forget_last();
+        }
+        self.access_general(r);
+    }
+
+    /// Which fast paths this machine's shape takes (for tests that must cover each).
+    #[cfg(test)]
+    pub(crate) fn fast_paths(&self) -> (bool, bool) {
+        (self.fast, self.plain)
+    }
+
+    /// Stall cycles so far by mode (user, kernel) and component (in the order of `COMPONENTS`).
+    /// Exact after every `access`, so the difference of two snapshots is what the references
+    /// between them cost.
+    #[inline]
+    pub fn stall_snapshot(&self) -> [[u64; 5]; 2] {
+        [self.stats.mode[0].stall, self.stats.mode[1].stall]
     }
 
     fn flush_space(&mut self) {
@@ -409,13 +612,18 @@ impl Machine {
         self.stats
             .by_asid
             .retain(|_, s| s.instructions > 0 || s.stall > 0);
-        self.stats.clone()
-    }
-
-    /// Stall cycles so far by mode (user, kernel) and component, without flushing anything: cheap
-    /// enough to read between references when stalls are attributed to kernel categories.
-    pub fn stall_snapshot(&self) -> [[u64; 5]; 2] {
-        [self.stats.mode[0].stall, self.stats.mode[1].stall]
+        let mut out = self.stats.clone();
+        for (mode, &[i, r, w]) in out.mode.iter_mut().zip(&self.hits) {
+            mode.instructions += i;
+            mode.reads += r;
+            mode.writes += w;
+            mode.l1i.accesses += i;
+            mode.l1d.accesses += r + w;
+            if self.tlb.is_some() {
+                mode.tlb_refs += i + r + w;
+            }
+        }
+        out
     }
 }
 
@@ -425,3 +633,7 @@ pub const CLASSES: [&str; 3] = ["compulsory", "capacity", "conflict"];
 #[cfg(test)]
 #[path = "machine_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "fast_path_tests.rs"]
+mod fast_path_tests;

@@ -93,9 +93,8 @@ impl Tlb {
         self.access_stream(asid, vaddr, kernel, 1)
     }
 
-    /// As `access`, for stream 0 (instructions) or 1 (data).
-    #[inline]
-    pub fn access_stream(&mut self, asid: u32, vaddr: u64, kernel: bool, stream: usize) -> bool {
+    #[inline(always)]
+    fn key(&self, asid: u32, vaddr: u64, kernel: bool) -> u64 {
         let vpn = vaddr >> self.page_shift;
         let tag = if kernel {
             KERNEL_ASID
@@ -103,7 +102,25 @@ impl Tlb {
             u64::from(asid) & 0x7ff
         };
         // Page bits low so that the set index is the page number, as in hardware.
-        let key = (vpn & ((1 << 52) - 1)) | tag << 52;
+        (vpn & ((1 << 52) - 1)) | tag << 52
+    }
+
+    /// True when `access_stream` with these arguments would hit without changing any state
+    /// (the stream's remembered page, in a TLB without LRU order); false when it must be asked.
+    #[inline(always)]
+    pub fn known_hit(&self, asid: u32, vaddr: u64, kernel: bool, stream: usize) -> bool {
+        self.memo_ok && self.memo[stream] == self.key(asid, vaddr, kernel).wrapping_add(1)
+    }
+
+    /// Whether `known_hit` can ever be true (replacement other than LRU).
+    pub fn has_known_hits(&self) -> bool {
+        self.memo_ok
+    }
+
+    /// As `access`, for stream 0 (instructions) or 1 (data).
+    #[inline]
+    pub fn access_stream(&mut self, asid: u32, vaddr: u64, kernel: bool, stream: usize) -> bool {
+        let key = self.key(asid, vaddr, kernel);
         if self.memo_ok && self.memo[stream] == key.wrapping_add(1) {
             return true;
         }

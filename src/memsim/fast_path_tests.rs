@@ -1,0 +1,243 @@
+//! The fast paths (`Machine::run`'s specialised loop, `access`'s hit path, each level's memory of
+//! its previous line) against the general path with every shortcut off, on random machines and
+//! random traces: the stall counters must agree after every reference and the final `Stats`
+//! exactly.
+
+use super::*;
+use crate::memsim::cache::Replacement;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+
+fn arb_repl() -> impl Strategy<Value = Replacement> {
+    prop_oneof![
+        3 => Just(Replacement::Lru),
+        1 => Just(Replacement::Fifo),
+        1 => Just(Replacement::Random)
+    ]
+}
+
+/// Caches from direct-mapped to fully associative, with power-of-two and other set counts,
+/// every write policy, fetch blocks of one to four lines, virtual or physical.
+fn arb_cache(scale: u64) -> impl Strategy<Value = CacheConfig> {
+    (
+        prop::sample::select(vec![4u32, 16, 64]),
+        prop::sample::select(vec![0u32, 1, 1, 2, 3, 4, 8]),
+        prop::sample::select(vec![1u64, 2, 3, 4, 8, 16]),
+        0u32..3,
+        arb_repl(),
+        (any::<bool>(), any::<bool>(), any::<bool>()),
+        0u64..1000,
+    )
+        .prop_map(
+            move |(line, assoc, sets, fetch_log, repl, (wb, alloc, phys), seed)| {
+                let ways = if assoc == 0 {
+                    2 + sets
+                } else {
+                    u64::from(assoc)
+                };
+                let sets = if assoc == 0 { 1 } else { sets * scale };
+                let mut c = CacheConfig::new(u64::from(line) * ways * sets, assoc, line);
+                c.fetch = if fetch_log == 0 {
+                    0
+                } else {
+                    (line << fetch_log).min(c.size as u32)
+                };
+                c.replacement = repl;
+                c.seed = seed;
+                c.write_back = wb;
+                c.write_allocate = alloc;
+                c.physical = phys;
+                c.hit_cycles = 3;
+                c
+            },
+        )
+        .prop_filter("valid geometry", |c| c.validate().is_ok())
+}
+
+fn arb_tlb() -> impl Strategy<Value = Option<TlbConfig>> {
+    prop_oneof![
+        Just(None),
+        (
+            prop::sample::select(vec![(4u32, 0u32, 0u32), (8, 2, 0), (8, 0, 2), (6, 2, 2)]),
+            arb_repl(),
+        )
+            .prop_map(|((entries, assoc, kernel), repl)| Some(TlbConfig {
+                entries,
+                assoc,
+                page_size: 4096,
+                kernel_entries: kernel,
+                replacement: repl,
+                seed: 5,
+                user_miss_cycles: 10,
+                kernel_miss_cycles: 50,
+            })),
+    ]
+}
+
+fn arb_mapping() -> impl Strategy<Value = Mapping> {
+    prop_oneof![
+        3 => Just(Mapping::Identity),
+        1 => Just(Mapping::FirstTouch),
+        1 => Just(Mapping::Random { seed: 7 }),
+        1 => Just(Mapping::Hash { colours: 4 }),
+        1 => Just(Mapping::Colour { colours: 2 }),
+    ]
+}
+
+prop_compose! {
+    fn arb_machine()(
+        l1d in arb_cache(1),
+        l1i in prop::option::weighted(0.7, arb_cache(1)),
+        lower in prop::collection::vec(arb_cache(4), 0..3),
+        tlb in arb_tlb(),
+        wbuf in prop::option::of((1u32..4, 1u32..3, 3u32..6)),
+        mapping in arb_mapping(),
+        three_c in any::<bool>(),
+        ranges in any::<bool>(),
+    ) -> MachineConfig {
+        MachineConfig {
+            name: "random".into(),
+            l1i,
+            l1d,
+            lower,
+            memory_cycles: 15,
+            uncached_cycles: 20,
+            write_cycles: 2,
+            write_buffer: wbuf.map(|(depth, page_cycles, other_cycles)| WriteBufferConfig {
+                depth,
+                page_cycles,
+                other_cycles,
+                page_size: 4096,
+            }),
+            tlb,
+            mapping,
+            page_size: 4096,
+            kernel_unmapped: if ranges { vec![(0x8000_0000, 0xc000_0000)] } else { vec![] },
+            kernel_uncached: if ranges { vec![(0xa000_0000, 0xc000_0000)] } else { vec![] },
+            three_c,
+        }
+    }
+}
+
+/// Short sequential runs within a few pages (so that lines repeat and hit), some kernel
+/// references in the unmapped and uncached regions, address-space switches, uncached flags,
+/// sizes that straddle lines, and physical addresses in some traces.
+fn arb_trace() -> impl Strategy<Value = Vec<Ref>> {
+    let step = (
+        0u8..3,
+        prop::bool::weighted(0.15),
+        prop::bool::weighted(0.03),
+        prop::bool::weighted(0.02),
+        prop::sample::select(vec![4u32, 4, 4, 4, 1, 2, 8, 0, 16, 64]),
+        prop_oneof![6 => 0u64..2, 3 => 0u64..24, 1 => 0u64..3000],
+        0u64..3,
+    );
+    (prop::collection::vec(step, 1..700), any::<bool>()).prop_map(|(steps, physical)| {
+        let mut at = [0x1000u64, 0x4000, 0x9000];
+        let mut asid = 1;
+        steps
+            .into_iter()
+            .map(|(k, kernel, new_space, uncached, size, jump, region)| {
+                let kind = [Kind::Instr, Kind::Read, Kind::Write][k as usize];
+                let s = (k as usize).min(2);
+                at[s] = (at[s] + jump * 4) % 0x6000;
+                if new_space {
+                    asid = asid % 3 + 1;
+                }
+                let (mode, vaddr) = if kernel {
+                    let base = [0x1000_0000u64, 0x8000_0000, 0xa000_0000][region as usize];
+                    (Mode::Kernel, base + at[s])
+                } else {
+                    (Mode::User, at[s])
+                };
+                let mut r = Ref::new(kind, mode, asid, size, vaddr);
+                r.uncached = uncached;
+                if physical {
+                    r.paddr = Some(vaddr.rotate_left(3) & 0xf_ffff);
+                }
+                r
+            })
+            .collect()
+    })
+}
+
+/// Runs `refs` three ways and checks they agree: the reference path (no shortcut at all),
+/// `access` reference by reference (stall counters compared after each), and `run` on chunks.
+fn check_agree(cfg: &MachineConfig, refs: &[Ref], chunk: usize) -> Result<(), TestCaseError> {
+    let mut reference = Machine::new(cfg);
+    let mut stepped = Machine::new(cfg);
+    for (i, r) in refs.iter().enumerate() {
+        reference.access_reference(r);
+        stepped.access(r);
+        prop_assert_eq!(
+            stepped.stall_snapshot(),
+            reference.stall_snapshot(),
+            "stall counters after reference {} ({:?})",
+            i,
+            r
+        );
+    }
+    let mut batched = Machine::new(cfg);
+    for part in refs.chunks(chunk) {
+        batched.run(part);
+    }
+    let want = reference.stats();
+    prop_assert_eq!(&stepped.stats(), &want, "access");
+    prop_assert_eq!(&batched.stats(), &want, "run");
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn fast_paths_match_the_general_path(
+        cfg in arb_machine(), refs in arb_trace(), chunk in 1usize..300,
+    ) {
+        prop_assume!(cfg.validate().is_ok());
+        check_agree(&cfg, &refs, chunk)?;
+    }
+
+    /// The plain shape (only first-level caches on the hit path), where `run` takes its own
+    /// loop, is rare among random machines: this one always has it.
+    #[test]
+    fn plain_loop_matches_the_general_path(
+        mut cfg in arb_machine(), refs in arb_trace(), chunk in 1usize..300,
+        ways_log in 0u32..4, sets_log in 0u32..4, split in any::<bool>(),
+    ) {
+        cfg.tlb = None;
+        cfg.three_c = false;
+        cfg.mapping = Mapping::Identity;
+        for c in [Some(&mut cfg.l1d), cfg.l1i.as_mut()].into_iter().flatten() {
+            c.assoc = 1 << ways_log;
+            c.size = u64::from(c.line) << (ways_log + sets_log);
+            c.fetch = c.fetch.min(c.size as u32);
+            c.physical = false;
+        }
+        for c in &mut cfg.lower {
+            c.physical = false;
+        }
+        if !split {
+            cfg.l1i = None;
+        }
+        prop_assume!(cfg.validate().is_ok());
+        prop_assert_eq!(Machine::new(&cfg).fast_paths(), (true, true));
+        check_agree(&cfg, &refs, chunk)?;
+    }
+}
+
+/// The random machines do reach every path: the plain loop, the hit path with a TLB whose hits
+/// are known, and the general path alone (an LRU TLB).
+#[test]
+fn random_machines_cover_every_shape() {
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..400 {
+        let cfg = arb_machine().new_tree(&mut runner).unwrap().current();
+        if cfg.validate().is_ok() {
+            seen.insert(Machine::new(&cfg).fast_paths());
+        }
+    }
+    assert!(seen.contains(&(true, false)), "{seen:?}");
+    assert!(seen.contains(&(false, false)), "{seen:?}");
+}
