@@ -129,6 +129,57 @@ fn sweep16_is_sixteen_geometries_in_one_pass() {
 }
 
 #[test]
+fn write_merging_is_a_preset_and_a_config_field() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 60_000);
+    let doc = env.json(&[
+        "memsim",
+        "--json",
+        "--no-store",
+        "--no-3c",
+        "--preset",
+        "ds5000-200",
+        "--preset",
+        "ds5000-200-merge",
+        t.to_str().unwrap(),
+    ]);
+    let wb = |i: usize, field: &str| -> u64 {
+        ["user", "system"]
+            .iter()
+            .map(|side| {
+                doc["machines"][i][side]["write_buffer"][field]
+                    .as_u64()
+                    .unwrap()
+            })
+            .sum()
+    };
+    assert_eq!(wb(0, "merged"), 0, "the ds5000-200 does not merge");
+    assert!(
+        wb(1, "merged") > 0,
+        "sequential stores merge into waiting entries"
+    );
+    assert_eq!(
+        wb(0, "writes"),
+        wb(1, "writes"),
+        "the same writes reach the buffer"
+    );
+
+    // In a config file: the field, and a width that is not a power of two refused.
+    let mut cfg = doc["machines"][1]["config"].clone();
+    assert_eq!(cfg["write_buffer"]["merge_bytes"], 16);
+    cfg["write_buffer"]["merge_bytes"] = 12.into();
+    let path = env.dir.path().join("m.json");
+    std::fs::write(&path, cfg.to_string()).unwrap();
+    env.osmeter()
+        .args(["memsim", "--no-store", "--config"])
+        .arg(&path)
+        .arg(&t)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("merge width 12"));
+}
+
+#[test]
 fn memsim_table_is_stored_as_a_run_section() {
     let env = TestEnv::new();
     let t = synth(&env, "s.osmt", 20_000);
