@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{entries, which, TestEnv};
+use common::{entries, interrupt_after, which, TestEnv};
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::Path;
@@ -346,4 +346,51 @@ fn capture_through_valgrind_is_user_only() {
         .assert()
         .code(2);
     assert!(!env.dir.path().join("x.osmt").exists());
+}
+
+/// Ctrl-C during a capture: valgrind is stopped, the references read so far are kept in a
+/// complete trace marked incomplete, nothing else is left behind, and the exit code is 130.
+/// Two commands: one busy (the pipe full of references when the signal comes) and one asleep
+/// (osmeter blocked reading a quiet pipe).
+#[test]
+fn capture_cut_short_by_ctrl_c_keeps_a_trace_marked_incomplete() {
+    if which("valgrind").is_none() {
+        eprintln!("skipped: valgrind not installed");
+        return;
+    }
+    let busy: &[&str] = &["sh", "-c", "while :; do :; done"];
+    let asleep: &[&str] = &["sleep", "60"];
+    for command in [busy, asleep] {
+        let env = TestEnv::new();
+        let dir = env.dir.path().join("traces");
+        std::fs::create_dir(&dir).unwrap();
+        let t = dir.join("cut.osmt");
+        let mut cmd = env.osmeter_std();
+        cmd.args(["trace", "-o"]).arg(&t).arg("--").args(command);
+        let (out, stopping) = interrupt_after(&mut cmd, std::time::Duration::from_secs(3), || {
+            assert!(!t.exists(), "no trace under its name before it is complete");
+        });
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{command:?}: {err}");
+        assert!(err.contains("interrupted"), "{err}");
+        assert!(
+            stopping < std::time::Duration::from_secs(20),
+            "{command:?} took {stopping:?} to stop"
+        );
+        assert_eq!(entries(&dir), ["cut.osmt"], "no scratch files left");
+        let i = info(&env, &t);
+        assert_eq!(i["incomplete"], true, "{command:?}");
+        assert_eq!(i["user_only"], true);
+        assert!(
+            i["user"]["instructions"].as_u64().unwrap() > 1000,
+            "{command:?}: valgrind ran the start-up at least: {i}"
+        );
+        // The whole file decodes, trailer included, and simulates.
+        env.osmeter()
+            .args(["memsim", "--no-store", "--no-3c"])
+            .arg(&t)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("MCPI"));
+    }
 }
