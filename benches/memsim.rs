@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use osmeter::memsim::cache::CacheConfig;
-use osmeter::memsim::config::preset;
+use osmeter::memsim::config::{preset, SWEEPS};
 use osmeter::memsim::machine::{Machine, MachineConfig};
 use osmeter::memsim::mapping::Mapping;
 use osmeter::memsim::sweep::simulate;
@@ -135,6 +135,18 @@ fn bench(c: &mut Criterion) {
         (
             "4-configs-one-pass",
             ["ds5000-200", "ds5000-200-2way", "pentium", "x86-modern"]
+                .iter()
+                .map(|n| no3c(n))
+                .collect(),
+            2,
+        ),
+        (
+            "sweep16-one-pass",
+            SWEEPS
+                .iter()
+                .find(|s| s.0 == "sweep16")
+                .unwrap()
+                .1
                 .iter()
                 .map(|n| no3c(n))
                 .collect(),

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{entries, which, TestEnv};
+use common::{entries, interrupt_after, which, TestEnv};
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::Path;
@@ -126,6 +126,57 @@ fn sweep16_is_sixteen_geometries_in_one_pass() {
         diagonal[0] > diagonal[3],
         "the trace does conflict in 16 KB: {diagonal:?}"
     );
+}
+
+#[test]
+fn write_merging_is_a_preset_and_a_config_field() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 60_000);
+    let doc = env.json(&[
+        "memsim",
+        "--json",
+        "--no-store",
+        "--no-3c",
+        "--preset",
+        "ds5000-200",
+        "--preset",
+        "ds5000-200-merge",
+        t.to_str().unwrap(),
+    ]);
+    let wb = |i: usize, field: &str| -> u64 {
+        ["user", "system"]
+            .iter()
+            .map(|side| {
+                doc["machines"][i][side]["write_buffer"][field]
+                    .as_u64()
+                    .unwrap()
+            })
+            .sum()
+    };
+    assert_eq!(wb(0, "merged"), 0, "the ds5000-200 does not merge");
+    assert!(
+        wb(1, "merged") > 0,
+        "sequential stores merge into waiting entries"
+    );
+    assert_eq!(
+        wb(0, "writes"),
+        wb(1, "writes"),
+        "the same writes reach the buffer"
+    );
+
+    // In a config file: the field, and a width that is not a power of two refused.
+    let mut cfg = doc["machines"][1]["config"].clone();
+    assert_eq!(cfg["write_buffer"]["merge_bytes"], 16);
+    cfg["write_buffer"]["merge_bytes"] = 12.into();
+    let path = env.dir.path().join("m.json");
+    std::fs::write(&path, cfg.to_string()).unwrap();
+    env.osmeter()
+        .args(["memsim", "--no-store", "--config"])
+        .arg(&path)
+        .arg(&t)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("merge width 12"));
 }
 
 #[test]
@@ -295,4 +346,51 @@ fn capture_through_valgrind_is_user_only() {
         .assert()
         .code(2);
     assert!(!env.dir.path().join("x.osmt").exists());
+}
+
+/// Ctrl-C during a capture: valgrind is stopped, the references read so far are kept in a
+/// complete trace marked incomplete, nothing else is left behind, and the exit code is 130.
+/// Two commands: one busy (the pipe full of references when the signal comes) and one asleep
+/// (osmeter blocked reading a quiet pipe).
+#[test]
+fn capture_cut_short_by_ctrl_c_keeps_a_trace_marked_incomplete() {
+    if which("valgrind").is_none() {
+        eprintln!("skipped: valgrind not installed");
+        return;
+    }
+    let busy: &[&str] = &["sh", "-c", "while :; do :; done"];
+    let asleep: &[&str] = &["sleep", "60"];
+    for command in [busy, asleep] {
+        let env = TestEnv::new();
+        let dir = env.dir.path().join("traces");
+        std::fs::create_dir(&dir).unwrap();
+        let t = dir.join("cut.osmt");
+        let mut cmd = env.osmeter_std();
+        cmd.args(["trace", "-o"]).arg(&t).arg("--").args(command);
+        let (out, stopping) = interrupt_after(&mut cmd, std::time::Duration::from_secs(3), || {
+            assert!(!t.exists(), "no trace under its name before it is complete");
+        });
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{command:?}: {err}");
+        assert!(err.contains("interrupted"), "{err}");
+        assert!(
+            stopping < std::time::Duration::from_secs(20),
+            "{command:?} took {stopping:?} to stop"
+        );
+        assert_eq!(entries(&dir), ["cut.osmt"], "no scratch files left");
+        let i = info(&env, &t);
+        assert_eq!(i["incomplete"], true, "{command:?}");
+        assert_eq!(i["user_only"], true);
+        assert!(
+            i["user"]["instructions"].as_u64().unwrap() > 1000,
+            "{command:?}: valgrind ran the start-up at least: {i}"
+        );
+        // The whole file decodes, trailer included, and simulates.
+        env.osmeter()
+            .args(["memsim", "--no-store", "--no-3c"])
+            .arg(&t)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("MCPI"));
+    }
 }

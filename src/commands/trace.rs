@@ -365,6 +365,10 @@ fn find_program(name: &str) -> Option<PathBuf> {
 
 /// Runs the command under lackey with its trace on a pipe (fd 3), converting as it arrives. Lackey
 /// logging to a file would make a system call per record; through the pipe it writes in blocks.
+///
+/// The trace appears under `out` only once its trailer is written. A capture cut short (Ctrl-C,
+/// or the command killed by a signal) keeps the references read so far in a complete file whose
+/// trailer marks it incomplete; Ctrl-C exits with 130. A conversion error leaves no file.
 fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     use std::os::unix::process::CommandExt;
     let valgrind = find_program("valgrind").ok_or_else(|| {
@@ -373,6 +377,13 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     if find_program(&cmd[0]).is_none() {
         return Err(usage!("cannot find the command {:?} to trace", cmd[0]));
     }
+    let file = OutFile::create(out)?;
+    let sink = if wants_zstd(out, zstd) {
+        Sink::Zstd(zstd::stream::write::Encoder::new(file.file()?, 3)?)
+    } else {
+        Sink::Plain(file.file()?)
+    };
+    let mut writer = TraceWriter::new(sink, FLAG_USER_ONLY)?;
     let mut fds = [0; 2];
     // SAFETY: fds has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -404,25 +415,45 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     // SAFETY: the parent's copy of the write end is ours to close; the child has its own.
     unsafe { libc::close(wfd) };
     let mut proc = spawned.context("cannot start valgrind")?;
+    let pid = proc.id() as libc::pid_t;
     let mut src =
         trace::text::LackeyReader::new(std::io::BufReader::with_capacity(1 << 20, reader));
-    let result = write_trace(&mut src, out, zstd, FLAG_USER_ONLY);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let copied = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| stop_on_interrupt(pid, &done));
+        let copied = copy_refs(&mut src, &mut writer);
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Joined before the child is reaped below, so its pid cannot be reused meanwhile.
+        let _ = watcher.join();
+        copied
+    });
+    if copied.is_err() {
+        // SAFETY: signalling our own child, not yet reaped.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    // Closing the read end first: a child still writing gets EPIPE instead of blocking.
+    drop(src);
     let status = proc.wait().context("waiting for valgrind")?;
-    let n = match result {
-        Ok(n) => n,
-        Err(e) => return Err(e.context("converting lackey's output")),
-    };
+    copied.context("converting lackey's output")?;
+    let interrupted = crate::interrupt::requested();
+    let cut_short = interrupted || status.code().is_none();
+    let n = writer.count();
+    writer
+        .finish(if cut_short { FLAG_INCOMPLETE } else { 0 })?
+        .finish()?;
+    file.commit()?;
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
         "osmeter: traced {n} references in {secs:.2} s ({:.2} M refs/s) to {}; user mode only: lackey cannot see kernel references",
         n as f64 / secs.max(1e-9) / 1e6,
         out.display()
     );
+    if interrupted {
+        eprintln!("osmeter: interrupted: the trace holds the references captured before Ctrl-C and is marked incomplete");
+        return Ok(crate::error::EXIT_INTERRUPTED);
+    }
     if !status.success() {
-        // The trailer was written before the exit status was known; a killed command leaves a
-        // trace that covers only part of its run, and says so.
         if status.code().is_none() {
-            mark_incomplete(out)?;
             eprintln!(
                 "osmeter: the traced command was killed ({status}); the trace is marked incomplete"
             );
@@ -434,20 +465,46 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     Ok(crate::error::EXIT_OK)
 }
 
-/// Rewrites a finished trace with the incomplete flag set.
-fn mark_incomplete(path: &Path) -> Result<()> {
-    let mut src = trace::open(path, Some(Format::Osmeter))?;
-    let tmp = path.with_extension("incomplete-tmp");
-    let compressed = std::fs::File::open(path)
-        .ok()
-        .and_then(|mut f| {
-            let mut b = [0u8; 4];
-            std::io::Read::read_exact(&mut f, &mut b)
-                .ok()
-                .map(|_| b == [0x28, 0xb5, 0x2f, 0xfd])
-        })
-        .unwrap_or(false);
-    write_trace(src.as_mut(), &tmp, compressed, FLAG_INCOMPLETE)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
+/// Copies lackey's references into the trace until its output ends. After Ctrl-C the output
+/// may end in the middle of a line: the records before it are kept, the error is not one.
+fn copy_refs(src: &mut dyn RefSource, w: &mut TraceWriter<Sink>) -> Result<()> {
+    let mut batch = Vec::with_capacity(1 << 16);
+    loop {
+        batch.clear();
+        let got = src.next_batch(&mut batch, 1 << 16);
+        for r in &batch {
+            w.write(r)?;
+        }
+        match got {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(_) if crate::interrupt::requested() => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Until `done`, watches for Ctrl-C; then stops valgrind (pid `pid`) as a terminal would, with
+/// SIGINT, and with SIGKILL if it has not finished within a few seconds (a command that ignores
+/// SIGINT). Its output then ends, which ends the copy.
+fn stop_on_interrupt(pid: libc::pid_t, done: &std::sync::atomic::AtomicBool) {
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+    while !crate::interrupt::requested() {
+        if done.load(Ordering::SeqCst) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: our own child, not reaped before this thread is joined.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if done.load(Ordering::SeqCst) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
 }

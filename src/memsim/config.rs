@@ -25,6 +25,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         "the same with one 128 KB unified direct-mapped cache",
     ),
     (
+        "ds5000-200-merge",
+        "the same with a write buffer that merges writes into a waiting 16-byte block (not in the paper)",
+    ),
+    (
         "pentium",
         "a 1995 Pentium PC: 8K+8K 2-way L1, 256 KB L2 (as in Chen et al. 1996)",
     ),
@@ -115,6 +119,7 @@ pub fn ds5000() -> MachineConfig {
             page_cycles: 1,
             other_cycles: 5,
             page_size: 4096,
+            merge_bytes: 0,
         }),
         tlb: Some(TlbConfig {
             entries: 64,
@@ -156,6 +161,13 @@ pub fn preset(name: &str) -> Option<MachineConfig> {
         "ds5000-200-random" => {
             let mut m = ds5000();
             m.mapping = Mapping::Random { seed: 1 };
+            m
+        }
+        "ds5000-200-merge" => {
+            let mut m = ds5000();
+            if let Some(w) = m.write_buffer.as_mut() {
+                w.merge_bytes = 16;
+            }
             m
         }
         "ds5000-200-unified" => {

@@ -90,7 +90,7 @@ prop_compose! {
         l1i in prop::option::weighted(0.7, arb_cache(1)),
         lower in prop::collection::vec(arb_cache(4), 0..3),
         tlb in arb_tlb(),
-        wbuf in prop::option::of((1u32..4, 1u32..3, 3u32..6)),
+        wbuf in prop::option::of((1u32..4, 1u32..3, 3u32..6, prop::sample::select(vec![0u64, 4, 16, 64]))),
         mapping in arb_mapping(),
         three_c in any::<bool>(),
         ranges in any::<bool>(),
@@ -103,11 +103,12 @@ prop_compose! {
             memory_cycles: 15,
             uncached_cycles: 20,
             write_cycles: 2,
-            write_buffer: wbuf.map(|(depth, page_cycles, other_cycles)| WriteBufferConfig {
+            write_buffer: wbuf.map(|(depth, page_cycles, other_cycles, merge_bytes)| WriteBufferConfig {
                 depth,
                 page_cycles,
                 other_cycles,
                 page_size: 4096,
+                merge_bytes,
             }),
             tlb,
             mapping,

@@ -64,9 +64,7 @@ impl MachineConfig {
             t.validate()?;
         }
         if let Some(w) = &self.write_buffer {
-            if w.depth == 0 {
-                return Err("write buffer depth must be at least 1".into());
-            }
+            w.validate()?;
         }
         if !self.page_size.is_power_of_two() {
             return Err(format!(
@@ -131,6 +129,8 @@ pub struct ModeStats {
     pub wbuf_writes: u64,
     pub wbuf_full_stalls: u64,
     pub wbuf_read_waits: u64,
+    /// Writes that merged into a waiting write-buffer entry.
+    pub wbuf_merges: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -265,10 +265,12 @@ impl Machine {
         match &mut self.wbuf {
             Some(w) => {
                 self.stats.mode[mode].wbuf_writes += 1;
+                let merges = w.merges;
                 let s = w.write(self.now, addr);
                 if s > 0 {
                     self.stats.mode[mode].wbuf_full_stalls += 1;
                 }
+                self.stats.mode[mode].wbuf_merges += w.merges - merges;
                 s
             }
             None => u64::from(self.cfg.write_cycles),

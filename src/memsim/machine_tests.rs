@@ -88,6 +88,7 @@ fn write_through_writes_fill_the_write_buffer() {
         page_cycles: 1,
         other_cycles: 5,
         page_size: 4096,
+        merge_bytes: 0,
     });
     // Three writes to different pages at time 0: the third waits 5 cycles for the first.
     let s = run(&c, &[wr(0x0), wr(0x2000), wr(0x4000)]);

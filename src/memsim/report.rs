@@ -55,7 +55,7 @@ fn mode_doc(m: &ModeStats, cfg: &MachineConfig) -> Value {
         "caches": caches,
         "tlb": {"refs": m.tlb_refs, "misses": m.tlb_misses, "miss_rate": ratio(m.tlb_misses, m.tlb_refs),
                 "present": cfg.tlb.is_some()},
-        "write_buffer": {"writes": m.wbuf_writes, "full_stalls": m.wbuf_full_stalls, "read_waits": m.wbuf_read_waits},
+        "write_buffer": {"writes": m.wbuf_writes, "merged": m.wbuf_merges, "full_stalls": m.wbuf_full_stalls, "read_waits": m.wbuf_read_waits},
     })
 }
 

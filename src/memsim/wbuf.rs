@@ -6,6 +6,11 @@
 //! A read miss has priority over queued writes but waits for a write already started; while the
 //! read is served, memory is busy and no write starts. A write that finds the buffer full stalls
 //! until the head completes.
+//!
+//! With merging (`merge_bytes` > 0), a write whose aligned block of that many bytes already has
+//! an entry that has not started joins that entry instead of taking a new one: no entry, no
+//! stall, and one memory write less. An entry that has started is on its way to memory and takes
+//! nothing more. Without merging (0, the default) every write is an entry of its own.
 
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -18,10 +23,31 @@ pub struct WriteBufferConfig {
     pub other_cycles: u32,
     /// Bytes of a memory page for page-mode writes.
     pub page_size: u64,
+    /// Width in bytes of the aligned block a waiting entry merges writes over (a power of two);
+    /// 0 turns merging off.
+    #[serde(default)]
+    pub merge_bytes: u64,
+}
+
+impl WriteBufferConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.depth == 0 {
+            return Err("write buffer depth must be at least 1".into());
+        }
+        if self.merge_bytes != 0 && !self.merge_bytes.is_power_of_two() {
+            return Err(format!(
+                "write buffer merge width {} is not a power of two (0 turns merging off)",
+                self.merge_bytes
+            ));
+        }
+        Ok(())
+    }
 }
 
 struct Entry {
     page: u64,
+    /// Merge block (the address shifted by the merge width).
+    block: u64,
     /// Completion time once started.
     finish: Option<u64>,
 }
@@ -29,6 +55,8 @@ struct Entry {
 pub struct WriteBuffer {
     cfg: WriteBufferConfig,
     page_shift: u32,
+    /// log2 of the merge width, when merging.
+    merge_shift: Option<u32>,
     queue: VecDeque<Entry>,
     /// Memory is busy (a write or a read) until this time.
     busy_until: u64,
@@ -36,12 +64,15 @@ pub struct WriteBuffer {
     pub writes: u64,
     pub full_stalls: u64,
     pub read_waits: u64,
+    /// Writes that joined a waiting entry.
+    pub merges: u64,
 }
 
 impl WriteBuffer {
     pub fn new(cfg: &WriteBufferConfig) -> WriteBuffer {
         WriteBuffer {
             page_shift: cfg.page_size.max(1).trailing_zeros(),
+            merge_shift: (cfg.merge_bytes > 0).then(|| cfg.merge_bytes.trailing_zeros()),
             cfg: cfg.clone(),
             queue: VecDeque::with_capacity(cfg.depth as usize),
             busy_until: 0,
@@ -49,6 +80,7 @@ impl WriteBuffer {
             writes: 0,
             full_stalls: 0,
             read_waits: 0,
+            merges: 0,
         }
     }
 
@@ -85,6 +117,16 @@ impl WriteBuffer {
     pub fn write(&mut self, now: u64, addr: u64) -> u64 {
         self.writes += 1;
         self.advance(now);
+        let block = self.merge_shift.map_or(addr, |s| addr >> s);
+        if self.merge_shift.is_some()
+            && self
+                .queue
+                .iter()
+                .any(|e| e.finish.is_none() && e.block == block)
+        {
+            self.merges += 1;
+            return 0;
+        }
         let mut t = now;
         while self.queue.len() >= self.cfg.depth as usize {
             // The head is started by advance() once memory is free; wait for it to finish.
@@ -100,6 +142,7 @@ impl WriteBuffer {
         }
         self.queue.push_back(Entry {
             page: addr >> self.page_shift,
+            block,
             finish: None,
         });
         // Memory idle since busy_until cannot start this write in the past.
@@ -145,7 +188,65 @@ mod tests {
             page_cycles: 1,
             other_cycles: 5,
             page_size: 4096,
+            merge_bytes: 0,
         })
+    }
+
+    fn two_deep(merge_bytes: u64) -> WriteBuffer {
+        WriteBuffer::new(&WriteBufferConfig {
+            depth: 2,
+            page_cycles: 1,
+            other_cycles: 5,
+            page_size: 4096,
+            merge_bytes,
+        })
+    }
+
+    /// Four words of one 16-byte block, then another page, all at time 0, in two entries.
+    const BURST: [u64; 5] = [0x1000, 0x1004, 0x1008, 0x100c, 0x2000];
+
+    #[test]
+    fn without_merging_each_write_is_an_entry() {
+        let mut w = two_deep(0);
+        // 0x1000 starts at once (done at 5); 0x1004 waits; 0x1008 finds the buffer full until 5,
+        // when 0x1004 starts in the open page (done at 6); 0x100c waits for it, 0x2000 for
+        // 0x1008 (done at 7).
+        let stalls: Vec<u64> = BURST.iter().map(|&a| w.write(0, a)).collect();
+        assert_eq!(stalls, [0, 0, 5, 6, 7]);
+        assert_eq!(w.merges, 0);
+    }
+
+    #[test]
+    fn writes_to_a_waiting_block_merge() {
+        let mut w = two_deep(16);
+        // 0x1000 has started, so 0x1004 takes the second entry; 0x1008 and 0x100c join it.
+        // 0x2000 is another block and waits for the head (done at 5).
+        let stalls: Vec<u64> = BURST.iter().map(|&a| w.write(0, a)).collect();
+        assert_eq!(stalls, [0, 0, 0, 0, 5]);
+        assert_eq!((w.writes, w.merges), (5, 2));
+        // The merged entry is one memory write: started at 5 in the open page, done at 6; then
+        // 0x2000 (another page) from 6 to 11.
+        assert_eq!(w.occupancy(10), 1);
+        assert_eq!(w.occupancy(11), 0);
+    }
+
+    #[test]
+    fn merge_width_bounds_the_block() {
+        let mut w = two_deep(8);
+        // 8-byte blocks: 0x1008 starts a block of its own, and the buffer is full again.
+        let stalls: Vec<u64> = BURST.iter().map(|&a| w.write(0, a)).collect();
+        assert_eq!(stalls, [0, 0, 5, 0, 6]);
+        assert_eq!(w.merges, 1);
+        assert!(WriteBufferConfig {
+            depth: 2,
+            page_cycles: 1,
+            other_cycles: 5,
+            page_size: 4096,
+            merge_bytes: 12,
+        }
+        .validate()
+        .unwrap_err()
+        .contains("power of two"));
     }
 
     #[test]
