@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod full_lru;
 pub mod machine;
 pub mod mapping;
 pub mod report;
