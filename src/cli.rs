@@ -219,7 +219,8 @@ pub struct MemsimArgs {
     #[arg(long, value_name = "FORMAT")]
     pub from: Option<String>,
     /// Machine preset or sweep (repeatable): ds5000-200, ds5000-200-2way, ds5000-200-random,
-    /// ds5000-200-unified, pentium, x86-modern, paper (the four ds5000 variants)
+    /// ds5000-200-unified, ds5000-200-merge, pentium, x86-modern; sweeps: paper (the four
+    /// ds5000 variants), sweep16 (both L1 caches at 16-128 KB x direct-mapped to 8-way)
     #[arg(long = "preset", value_name = "NAME")]
     pub presets: Vec<String>,
     /// Machine described in a JSON file (repeatable; see the memsim module for the fields)

@@ -1,0 +1,159 @@
+use super::super::read_all;
+use super::*;
+use proptest::prelude::*;
+
+fn encode(refs: &[Ref], flags: u8) -> Vec<u8> {
+    let mut w = TraceWriter::new(Vec::new(), flags).unwrap();
+    for r in refs {
+        w.write(r).unwrap();
+    }
+    w.finish(0).unwrap()
+}
+
+fn decode(bytes: &[u8]) -> Result<Vec<Ref>> {
+    let mut r = TraceReader::new(bytes)?;
+    read_all(&mut r)
+}
+
+fn arb_ref(physical: bool) -> impl Strategy<Value = Ref> {
+    (
+        0u8..3,
+        any::<bool>(),
+        any::<bool>(),
+        prop_oneof![Just(0u32), Just(1u32), any::<u32>()],
+        prop_oneof![1u32..=16, any::<u32>()],
+        any::<u64>(),
+        any::<u64>(),
+    )
+        .prop_map(move |(k, m, u, asid, size, v, p)| Ref {
+            kind: [Kind::Instr, Kind::Read, Kind::Write][k as usize],
+            mode: if m { Mode::Kernel } else { Mode::User },
+            uncached: u,
+            asid,
+            size,
+            vaddr: v,
+            paddr: physical.then_some(p),
+            tag: 0,
+        })
+}
+
+/// Hands out its bytes a few at a time, so records straddle every possible refill point.
+struct Dribble<'a> {
+    bytes: &'a [u8],
+    chunk: usize,
+}
+
+impl Read for Dribble<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.chunk.min(out.len()).min(self.bytes.len());
+        out[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}
+
+/// Mostly the records the fast decoder takes (small deltas, sizes in the tag, the same asid),
+/// with a few of every other shape mixed in.
+fn arb_walk() -> impl Strategy<Value = Vec<Ref>> {
+    prop::collection::vec(
+        (
+            0u8..3,
+            prop::bool::weighted(0.1),
+            prop::bool::weighted(0.05),
+            prop::bool::weighted(0.003),
+            prop_oneof![200 => Just(4u32), 50 => 1u32..=8, 1 => 9u32..100_000],
+            prop_oneof![
+                200 => -300i64..300,
+                50 => -(1i64 << 40)..(1i64 << 40),
+                1 => any::<i64>(),
+            ],
+        ),
+        0..3000,
+    )
+    .prop_map(|steps| {
+        let mut addr = [0x40_0000u64, 0x7fff_0000, 0xffff_8000_0000_0000, 0x1000];
+        let mut asid = 1u32;
+        steps
+            .into_iter()
+            .map(|(k, kernel, uncached, new_asid, size, delta)| {
+                let kind = [Kind::Instr, Kind::Read, Kind::Write][k as usize];
+                let mode = if kernel { Mode::Kernel } else { Mode::User };
+                if new_asid {
+                    asid = asid.wrapping_mul(7).wrapping_add(3);
+                }
+                let s = stream(kind, mode);
+                addr[s] = addr[s].wrapping_add(delta as u64);
+                let mut r = Ref::new(kind, mode, asid, size, addr[s]);
+                r.uncached = uncached;
+                r
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #[test]
+    fn round_trip(refs in prop::collection::vec(arb_ref(false), 0..400)) {
+        prop_assert_eq!(decode(&encode(&refs, 0)).unwrap(), refs);
+    }
+
+    #[test]
+    fn fast_and_general_decoders_agree_at_any_refill_point(
+        refs in arb_walk(), chunk in 1usize..200, max in 1usize..5000,
+    ) {
+        let bytes = encode(&refs, 0);
+        let mut r = TraceReader::new(Dribble { bytes: &bytes, chunk }).unwrap();
+        let mut got = Vec::new();
+        while r.next_batch(&mut got, max).unwrap() > 0 {}
+        prop_assert_eq!(got, refs);
+    }
+
+    #[test]
+    fn round_trip_physical(refs in prop::collection::vec(arb_ref(true), 0..400)) {
+        prop_assert_eq!(decode(&encode(&refs, FLAG_PHYSICAL)).unwrap(), refs);
+    }
+
+    #[test]
+    fn any_truncation_is_an_error(refs in prop::collection::vec(arb_ref(false), 1..50), cut in 0usize..1000) {
+        let bytes = encode(&refs, 0);
+        let cut = cut % bytes.len();
+        prop_assert!(decode(&bytes[..cut]).is_err());
+    }
+}
+
+#[test]
+fn sequential_records_are_compact() {
+    let refs: Vec<Ref> = (0..10_000u64)
+        .map(|i| Ref::new(Kind::Instr, Mode::User, 7, 4, 0x40_0000 + 4 * i))
+        .collect();
+    let bytes = encode(&refs, 0);
+    assert!(bytes.len() < 2 * refs.len() + 32, "{} bytes", bytes.len());
+}
+
+#[test]
+fn header_errors_name_the_problem() {
+    let e = decode(b"XXXX\x01\0\0\0\x03\0\0").unwrap_err().to_string();
+    assert!(e.contains("wrong magic"), "{e}");
+    let e = decode(b"OSMT\x09\0\0\0\x03\0\0").unwrap_err().to_string();
+    assert!(e.contains("version 9"), "{e}");
+    let e = decode(b"OSM").unwrap_err().to_string();
+    assert!(e.contains("header"), "{e}");
+    let e = decode(b"OSMT\x01\0\0\0\x07").unwrap_err().to_string();
+    assert!(e.contains("byte 8"), "{e}");
+}
+
+#[test]
+fn trailer_flags_are_merged_and_garbage_after_it_rejected() {
+    let mut w = TraceWriter::new(Vec::new(), 1).unwrap();
+    w.write(&Ref::new(Kind::Read, Mode::User, 0, 4, 16))
+        .unwrap();
+    let mut bytes = w.finish(super::super::FLAG_INCOMPLETE).unwrap();
+    let mut r = TraceReader::new(&bytes[..]).unwrap();
+    read_all(&mut r).unwrap();
+    assert!(r.meta().incomplete() && r.meta().user_only());
+    bytes.push(0);
+    assert!(decode(&bytes)
+        .unwrap_err()
+        .to_string()
+        .contains("after the trailer"));
+}
