@@ -106,10 +106,31 @@ impl SqliteStore {
         )?;
         tx.commit()?;
         // Only once the file is known to be ours: readers then never block the writer.
-        let _: String = self
-            .conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
-        Ok(())
+        self.use_wal()
+    }
+
+    /// Switches to write-ahead logging. The switch needs the file to itself, and SQLite reports a
+    /// conflict between two connections switching at once as "locked" without waiting, so a
+    /// freshly created store opened by several processes retries for as long as the busy timeout.
+    fn use_wal(&self) -> Result<()> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let mode = self
+                .conn
+                .query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0));
+            match mode {
+                Ok(_) => return Ok(()),
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if matches!(
+                        e.code,
+                        rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                    ) && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 
     fn inspect(&self) -> Result<Option<i64>> {
