@@ -21,6 +21,24 @@ pub struct SweepResult {
     pub meta: TraceMeta,
 }
 
+/// Something fed the references of one read of a trace, batch by batch: a machine, or a machine
+/// with attribution around it. Sweeps hand out any number of them over the threads.
+pub(crate) trait Simulator: Send {
+    type Output: Send;
+    fn run(&mut self, batch: &[Ref]);
+    fn finish(self) -> Self::Output;
+}
+
+impl Simulator for Machine {
+    type Output = Stats;
+    fn run(&mut self, batch: &[Ref]) {
+        Machine::run(self, batch)
+    }
+    fn finish(mut self) -> Stats {
+        self.stats()
+    }
+}
+
 /// Simulates every configuration on the source's references, on up to `threads` threads (one of
 /// them reading the trace).
 pub fn simulate(
@@ -29,13 +47,7 @@ pub fn simulate(
     threads: usize,
 ) -> Result<SweepResult> {
     let start = std::time::Instant::now();
-    let (stats, refs) = if threads <= 1 || cfgs.is_empty() {
-        one_thread(src, cfgs)?
-    } else {
-        // The reader is mostly waiting once the workers are the bottleneck, so every core
-        // gets a worker when there are machines enough.
-        pipelined(src, cfgs, threads.min(cfgs.len()))?
-    };
+    let (stats, refs) = drive(src, cfgs.iter().map(Machine::new).collect(), threads)?;
     Ok(SweepResult {
         stats,
         refs,
@@ -44,8 +56,27 @@ pub fn simulate(
     })
 }
 
-fn one_thread(src: &mut dyn RefSource, cfgs: &[MachineConfig]) -> Result<(Vec<Stats>, u64)> {
-    let mut machines: Vec<Machine> = cfgs.iter().map(Machine::new).collect();
+/// Feeds every simulator the whole source once; returns their outputs in order and the number of
+/// references read.
+pub(crate) fn drive<S: Simulator>(
+    src: &mut dyn RefSource,
+    sims: Vec<S>,
+    threads: usize,
+) -> Result<(Vec<S::Output>, u64)> {
+    if threads <= 1 || sims.is_empty() {
+        one_thread(src, sims)
+    } else {
+        // The reader is mostly waiting once the workers are the bottleneck, so every core
+        // gets a worker when there are simulators enough.
+        let workers = threads.min(sims.len());
+        pipelined(src, sims, workers)
+    }
+}
+
+fn one_thread<S: Simulator>(
+    src: &mut dyn RefSource,
+    mut sims: Vec<S>,
+) -> Result<(Vec<S::Output>, u64)> {
     let mut batch = Vec::with_capacity(BATCH);
     let mut refs = 0u64;
     loop {
@@ -54,55 +85,50 @@ fn one_thread(src: &mut dyn RefSource, cfgs: &[MachineConfig]) -> Result<(Vec<St
             break;
         }
         refs += batch.len() as u64;
-        for m in &mut machines {
-            m.run(&batch);
+        for s in &mut sims {
+            s.run(&batch);
         }
     }
-    Ok((machines.iter_mut().map(Machine::stats).collect(), refs))
+    Ok((sims.into_iter().map(S::finish).collect(), refs))
 }
 
-/// Machine `i` goes to worker `i % workers`.
-fn pipelined(
+/// Simulator `i` goes to worker `i % workers`.
+fn pipelined<S: Simulator>(
     src: &mut dyn RefSource,
-    cfgs: &[MachineConfig],
+    sims: Vec<S>,
     workers: usize,
-) -> Result<(Vec<Stats>, u64)> {
+) -> Result<(Vec<S::Output>, u64)> {
+    let mut groups: Vec<Vec<(usize, S)>> = (0..workers).map(|_| Vec::new()).collect();
+    for (i, s) in sims.into_iter().enumerate() {
+        groups[i % workers].push((i, s));
+    }
     let mut refs = 0u64;
-    let stats = std::thread::scope(|scope| -> Result<Vec<Stats>> {
+    let outputs = std::thread::scope(|scope| -> Result<Vec<S::Output>> {
         // Every worker hands each batch back when done; the last hand-back frees it for reuse.
         let (give_back, returned) = channel::<Arc<Vec<Ref>>>();
         let mut senders = Vec::new();
         let mut handles = Vec::new();
-        for w in 0..workers {
+        for mut mine in groups {
             let (tx, rx) = channel::<Arc<Vec<Ref>>>();
             senders.push(tx);
-            let mine: Vec<(usize, MachineConfig)> = cfgs
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| i % workers == w)
-                .map(|(i, c)| (i, c.clone()))
-                .collect();
             let give_back = give_back.clone();
             handles.push(scope.spawn(move || {
-                let mut machines: Vec<(usize, Machine)> =
-                    mine.iter().map(|(i, c)| (*i, Machine::new(c))).collect();
                 while let Ok(batch) = rx.recv() {
-                    for (_, m) in &mut machines {
-                        m.run(&batch);
+                    for (_, s) in &mut mine {
+                        s.run(&batch);
                     }
                     // The reader may be gone after an error; then nothing is reused.
                     let _ = give_back.send(batch);
                 }
-                machines
-                    .into_iter()
-                    .map(|(i, mut m)| (i, m.stats()))
+                mine.into_iter()
+                    .map(|(i, s)| (i, s.finish()))
                     .collect::<Vec<_>>()
             }));
         }
         drop(give_back);
         let read = read_into(src, &senders, &returned, &mut refs);
         drop(senders);
-        let mut all: Vec<(usize, Stats)> = Vec::new();
+        let mut all = Vec::new();
         for h in handles {
             all.extend(
                 h.join()
@@ -111,9 +137,9 @@ fn pipelined(
         }
         read?;
         all.sort_by_key(|(i, _)| *i);
-        Ok(all.into_iter().map(|(_, s)| s).collect())
+        Ok(all.into_iter().map(|(_, o)| o).collect())
     })?;
-    Ok((stats, refs))
+    Ok((outputs, refs))
 }
 
 /// Decodes batches and sends each to every worker, reusing batches the workers are done with.

@@ -12,14 +12,10 @@
 use super::category::{Category, MAX_TAG};
 use crate::memsim::machine::{Machine, MachineConfig, Stats, COMPONENTS};
 use crate::memsim::mapping::Mapper;
-use crate::memsim::sweep::SweepResult;
+use crate::memsim::sweep::{self, Simulator, SweepResult};
 use crate::memsim::trace::{Kind, Mode, Ref, RefSource};
 use anyhow::Result;
 use serde_json::{json, Map, Value};
-use std::sync::mpsc::sync_channel;
-use std::sync::Arc;
-
-const BATCH: usize = 1 << 16;
 
 /// Which references a machine sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +108,27 @@ impl Runner {
         self.last = now;
     }
 
+    /// The physical address a machine with its own mapping uses, if not the trace's. As in the
+    /// paper, the policy places user pages (also when the kernel touches them, as a copy to user
+    /// does, so both see one frame) and the kernel's own memory stays where the trace puts it.
+    /// Without physical addresses in the trace the machine maps everything itself.
+    #[inline]
+    fn place(&mut self, r: &Ref) -> Option<Option<u64>> {
+        let mapper = self.mapper.as_mut()?;
+        r.paddr?;
+        if r.vaddr >= USER_TOP {
+            return None;
+        }
+        let stream = usize::from(r.kind != Kind::Instr);
+        Some(Some(
+            mapper.translate_stream(r.asid, r.vaddr, stream) | POLICY_BASE,
+        ))
+    }
+}
+
+impl Simulator for Runner {
+    type Output = JobResult;
+
     fn run(&mut self, batch: &[Ref]) {
         for r in batch {
             match (self.job.stream, r.mode) {
@@ -137,23 +154,6 @@ impl Runner {
         }
     }
 
-    /// The physical address a machine with its own mapping uses, if not the trace's. As in the
-    /// paper, the policy places user pages (also when the kernel touches them, as a copy to user
-    /// does, so both see one frame) and the kernel's own memory stays where the trace puts it.
-    /// Without physical addresses in the trace the machine maps everything itself.
-    #[inline]
-    fn place(&mut self, r: &Ref) -> Option<Option<u64>> {
-        let mapper = self.mapper.as_mut()?;
-        r.paddr?;
-        if r.vaddr >= USER_TOP {
-            return None;
-        }
-        let stream = usize::from(r.kind != Kind::Instr);
-        Some(Some(
-            mapper.translate_stream(r.asid, r.vaddr, stream) | POLICY_BASE,
-        ))
-    }
-
     fn finish(mut self) -> JobResult {
         if self.job.categories {
             self.settle();
@@ -173,76 +173,8 @@ pub fn simulate(
     threads: usize,
 ) -> Result<(SweepResult, Vec<JobResult>)> {
     let start = std::time::Instant::now();
-    let workers = threads.clamp(1, jobs.len().max(1));
-    let mut refs = 0u64;
-    let results: Vec<JobResult> = if workers == 1 {
-        let mut runners: Vec<Runner> = jobs.iter().cloned().map(Runner::new).collect();
-        let mut batch = Vec::with_capacity(BATCH);
-        loop {
-            batch.clear();
-            if src.next_batch(&mut batch, BATCH)? == 0 {
-                break;
-            }
-            refs += batch.len() as u64;
-            for r in &mut runners {
-                r.run(&batch);
-            }
-        }
-        runners.into_iter().map(Runner::finish).collect()
-    } else {
-        std::thread::scope(|scope| -> Result<Vec<JobResult>> {
-            let mut senders = Vec::new();
-            let mut handles = Vec::new();
-            for w in 0..workers {
-                let (tx, rx) = sync_channel::<Arc<Vec<Ref>>>(4);
-                senders.push(tx);
-                let mine: Vec<(usize, Job)> = jobs
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| i % workers == w)
-                    .map(|(i, j)| (i, j.clone()))
-                    .collect();
-                handles.push(scope.spawn(move || {
-                    let mut runners: Vec<(usize, Runner)> =
-                        mine.into_iter().map(|(i, j)| (i, Runner::new(j))).collect();
-                    while let Ok(batch) = rx.recv() {
-                        for (_, r) in &mut runners {
-                            r.run(&batch);
-                        }
-                    }
-                    runners
-                        .into_iter()
-                        .map(|(i, r)| (i, r.finish()))
-                        .collect::<Vec<_>>()
-                }));
-            }
-            let read = (|| -> Result<()> {
-                loop {
-                    let mut batch = Vec::with_capacity(BATCH);
-                    if src.next_batch(&mut batch, BATCH)? == 0 {
-                        return Ok(());
-                    }
-                    refs += batch.len() as u64;
-                    let batch = Arc::new(batch);
-                    for tx in &senders {
-                        // A worker that is gone panicked; its join reports it.
-                        let _ = tx.send(Arc::clone(&batch));
-                    }
-                }
-            })();
-            drop(senders);
-            let mut all = Vec::new();
-            for h in handles {
-                all.extend(
-                    h.join()
-                        .map_err(|_| anyhow::anyhow!("a simulation thread panicked"))?,
-                );
-            }
-            read?;
-            all.sort_by_key(|(i, _)| *i);
-            Ok(all.into_iter().map(|(_, r)| r).collect())
-        })?
-    };
+    let runners = jobs.iter().cloned().map(Runner::new).collect();
+    let (results, refs) = sweep::drive(src, runners, threads)?;
     let sweep = SweepResult {
         stats: results.iter().map(|r| r.stats.clone()).collect(),
         refs,
