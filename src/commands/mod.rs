@@ -80,7 +80,10 @@ pub fn keep_section(
         tags: crate::config::parse_tags(&keep.tags)?,
         fingerprint: crate::results::fingerprint::collect(None),
         interrupted,
-        sections: [(kind.to_string(), doc)].into(),
+        sections: crate::results::model::Sections {
+            other: [(kind.to_string(), doc)].into(),
+            ..Default::default()
+        },
         ..Run::new(run::new_run_id(), started_at)
     };
     let saved = crate::results::store::save_with_fallback(&location, &run)?;

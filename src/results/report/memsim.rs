@@ -35,7 +35,7 @@ fn documents<'a>(ctx: &Context<'a>) -> Vec<(usize, &'a Value)> {
     ctx.runs
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| r.sections.get("memsim").map(|d| (i, d)))
+        .filter_map(|(i, r)| r.sections.other.get("memsim").map(|d| (i, d)))
         .filter(|(_, d)| d["schema"].as_str() == Some(SCHEMA))
         .collect()
 }
@@ -378,9 +378,9 @@ mod tests {
     #[test]
     fn section_has_bars_and_tables_from_the_document() {
         let mut a = empty_run();
-        a.sections.insert("memsim".into(), simulated(20_000));
+        a.sections.other.insert("memsim".into(), simulated(20_000));
         let mut b = empty_run();
-        b.sections.insert("memsim".into(), simulated(40_000));
+        b.sections.other.insert("memsim".into(), simulated(40_000));
         let runs = [a, b];
         let html = Memsim.render(&Context::new(&runs)).unwrap().unwrap();
         assert_eq!(
@@ -402,7 +402,7 @@ mod tests {
         let total = format!(
             "{:.3}",
             get(
-                &runs[0].sections["memsim"]["machines"][0],
+                &runs[0].sections.other["memsim"]["machines"][0],
                 &["mcpi", "total", "total"]
             )
         );
