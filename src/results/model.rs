@@ -43,20 +43,25 @@ pub struct Run {
 pub struct Sections {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<crate::latency::document::LatencyDoc>,
-    /// Documents not typed yet, by kind ("stat", "memsim").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memsim: Option<crate::memsim::document::MemsimDoc>,
+    /// Documents not typed yet, by kind ("stat").
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_json::Value>,
 }
 
 impl Sections {
     pub fn is_empty(&self) -> bool {
-        self.latency.is_none() && self.other.is_empty()
+        self.latency.is_none() && self.memsim.is_none() && self.other.is_empty()
     }
 
     /// The kind of the first document held, in the order latency, memsim, stat.
     pub fn first_kind(&self) -> Option<RunKind> {
         if self.latency.is_some() {
             return Some(RunKind::Latency);
+        }
+        if self.memsim.is_some() {
+            return Some(RunKind::Memsim);
         }
         self.other.keys().find_map(|k| RunKind::parse(k))
     }
