@@ -1,11 +1,11 @@
 //! `osmeter compare`: two runs or two groups of runs, figure by figure.
 
 use crate::cli::CompareArgs;
-use crate::config::parse_tags;
 use crate::error::{EXIT_OK, EXIT_THRESHOLD};
 use crate::results::compare::{
     compare as compare_runs, CompareConfig, Comparison, History, Verdict,
 };
+use crate::results::keep::parse_tags;
 use crate::results::model::Run;
 use crate::results::model::Status;
 use crate::results::store::{resolve_id, Location, RunFilter, Store};
