@@ -338,6 +338,7 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
         status: Status::Ok,
         reason: None,
         samples,
+        rounds: Vec::new(),
         summary: Some(summary),
         iterations: iters,
         bytes_per_op: bytes,

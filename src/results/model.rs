@@ -268,6 +268,10 @@ pub struct Measurement {
     pub reason: Option<String>,
     /// Per-operation figure of each sample, overhead already subtracted.
     pub samples: Vec<f64>,
+    /// The same samples grouped by round, when the run measured in rounds (each in a process of
+    /// its own): the variation between rounds is what a comparison with another run must clear.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<Vec<f64>>,
     #[serde(flatten)]
     pub summary: Option<Summary>,
     /// Operations per sample after calibration.
@@ -301,6 +305,7 @@ impl Measurement {
             status,
             reason: Some(reason),
             samples: Vec::new(),
+            rounds: Vec::new(),
             summary: None,
             iterations: 0,
             bytes_per_op: None,

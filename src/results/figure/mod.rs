@@ -8,9 +8,42 @@
 //! processes, runs of a command), each holding its samples, or the statement that the value is
 //! exact (a simulation gives the same result for the same input).
 
+mod bench;
+mod latency;
+mod memsim;
+mod stat;
+
+use crate::results::model::{Run, RunKind};
 use crate::units::{self, Unit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+impl Run {
+    /// Every figure the run states, whatever its kind, in the order its own table shows them.
+    pub fn figures(&self) -> Vec<Figure> {
+        match self.kind() {
+            RunKind::Run => bench::figures(self),
+            RunKind::Stat => self
+                .sections
+                .stat
+                .as_ref()
+                .map(stat::figures)
+                .unwrap_or_default(),
+            RunKind::Latency => self
+                .sections
+                .latency
+                .as_ref()
+                .map(latency::figures)
+                .unwrap_or_default(),
+            RunKind::Memsim => self
+                .sections
+                .memsim
+                .as_ref()
+                .map(memsim::figures)
+                .unwrap_or_default(),
+        }
+    }
+}
 
 /// Which way a figure is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
