@@ -284,6 +284,158 @@ fn corrupt_and_truncated_traces_fail_cleanly_and_store_nothing() {
 }
 
 #[test]
+fn hostile_access_sizes_are_refused_at_their_record_not_simulated() {
+    let env = TestEnv::new();
+    let d = tempfile::tempdir().unwrap();
+    // Four records declaring 4 GiB accesses each: a 58-byte file that used to hang memsim.
+    let mut bytes = b"OSMT\x01\0\0\0".to_vec();
+    for _ in 0..4 {
+        bytes.extend([0x01, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x80, 0x80, 0x80, 0x01]);
+    }
+    bytes.extend([0x03, 0x04, 0x00]);
+    let huge = d.path().join("huge.osmt");
+    std::fs::write(&huge, &bytes).unwrap();
+    let lackey = d.path().join("huge.lackey");
+    std::fs::write(
+        &lackey,
+        "I  0400000,4\n L 7ff0000,999999999\n S 7ff0000,999999999\n",
+    )
+    .unwrap();
+    for (trace, place) in [(&huge, "byte 8"), (&lackey, "line 2")] {
+        env.osmeter()
+            .args(["memsim", "--preset", "ds5000-200", "--l1d", "64K:1:4"])
+            .arg(trace)
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .code(1)
+            .stdout(predicate::str::is_empty())
+            .stderr(predicate::str::contains(place))
+            .stderr(predicate::str::contains(
+                "no instruction touches more than 16384",
+            ));
+    }
+    assert!(!env.store().exists(), "nothing stored");
+}
+
+/// Largest resident set of the children this test process has waited for, in bytes.
+fn children_max_rss() -> u64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    u.ru_maxrss as u64 * 1024
+}
+
+#[test]
+fn absurd_sizes_are_usage_errors_naming_the_option_before_anything_is_allocated() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 20_000);
+    let refuse = |args: &[&str], names: &[&str]| {
+        let mut a = env.osmeter();
+        a.arg("memsim").args(args).arg(&t);
+        let mut assert = a
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .stdout(predicate::str::is_empty());
+        for n in names {
+            assert = assert.stderr(predicate::str::contains(*n));
+        }
+    };
+    // These ended in "memory allocation failed" (SIGABRT).
+    refuse(
+        &["--l1d", "1024G:8:64"],
+        &[
+            "--l1d 1024G:8:64",
+            "GiB of memory",
+            "is available",
+            "--no-3c",
+        ],
+    );
+    refuse(
+        &["--l1d", "1024G:8:64", "--no-3c"],
+        &["--l1d 1024G:8:64", "make it smaller"],
+    );
+    // The ds5000-200's TLB replaces at random, searching every way; x86-modern's is LRU.
+    refuse(
+        &["--tlb", "4294967295:full:4K"],
+        &["--tlb", "4294967287 ways with random replacement"],
+    );
+    refuse(
+        &["--preset", "x86-modern", "--tlb", "4294967295:full:4K"],
+        &["--tlb 4294967295:full:4K", "a TLB of 4294967295 entries"],
+    );
+    let d = tempfile::tempdir().unwrap();
+    let huge = d.path().join("huge.json");
+    std::fs::write(
+        &huge,
+        r#"{"name":"huge","l1d":{"size":1099511627776,"assoc":4,"line":64},"lower":[{"size":1099511627776,"assoc":8,"line":64}],"memory_cycles":100,"mapping":{"policy":"identity"},"page_size":4096}"#,
+    )
+    .unwrap();
+    refuse(
+        &["--config", huge.to_str().unwrap()],
+        &["machine config", "huge.json", "1024 GiB cache"],
+    );
+    let deep = d.path().join("deep.json");
+    std::fs::write(
+        &deep,
+        r#"{"name":"deep","l1d":{"size":32768,"assoc":4,"line":64,"write_back":false},"write_buffer":{"depth":4294967295,"page_cycles":1,"other_cycles":5,"page_size":4096},"memory_cycles":100,"mapping":{"policy":"identity"},"page_size":4096}"#,
+    )
+    .unwrap();
+    refuse(
+        &["--config", deep.to_str().unwrap()],
+        &[
+            "deep.json",
+            "write_buffer (a write buffer of depth 4294967295)",
+        ],
+    );
+    // Searching a million ways one by one, or fetching a million lines a miss, would never end.
+    let fifo = d.path().join("fifo.json");
+    std::fs::write(
+        &fifo,
+        r#"{"name":"fifo","l1d":{"size":67108864,"assoc":0,"line":64,"replacement":"fifo"},"memory_cycles":100,"mapping":{"policy":"identity"},"page_size":4096}"#,
+    )
+    .unwrap();
+    refuse(
+        &["--config", fifo.to_str().unwrap()],
+        &["fifo.json", "1048576 ways with FIFO"],
+    );
+    let fetch = d.path().join("fetch.json");
+    std::fs::write(
+        &fetch,
+        r#"{"name":"fetch","l1d":{"size":1073741824,"assoc":1,"line":4,"fetch":1073741824},"memory_cycles":100,"mapping":{"policy":"identity"},"page_size":4096}"#,
+    )
+    .unwrap();
+    refuse(
+        &["--config", fetch.to_str().unwrap()],
+        &["fetch.json", "at most 1024 lines"],
+    );
+    assert!(!env.store().exists(), "nothing stored");
+
+    // 64 GiB direct-mapped of 64-byte lines is 9 GiB of tags at worst: it either fits in what
+    // this machine has (and then takes only what the small trace fills: it used to take 8.5 GB
+    // first) or is refused. With 3C its shadow alone would need 51 GiB more.
+    let out = env
+        .osmeter()
+        .args(["memsim", "--no-store", "--no-3c", "--l1d", "64G:1:64"])
+        .arg(&t)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(0) => {
+            let rss = children_max_rss();
+            assert!(rss < 1 << 30, "64G:1:64 took {} MiB", rss >> 20);
+        }
+        Some(2) => assert!(
+            err.contains("--l1d 64G:1:64") && err.contains("is available"),
+            "{err}"
+        ),
+        other => panic!("exit {other:?}: {err}"),
+    }
+}
+
+#[test]
 fn bad_presets_geometry_and_lackey_lines() {
     let env = TestEnv::new();
     let t = synth(&env, "s.osmt", 1000);

@@ -5,6 +5,7 @@
 //! `sweep` runs several machines over one read of a trace; `report` renders the results; `kernel`
 //! attributes kernel references to functions and categories and evaluates the paper's assertions.
 
+pub mod budget;
 pub mod cache;
 pub mod config;
 pub mod full_lru;

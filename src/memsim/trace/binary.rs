@@ -1,6 +1,6 @@
 //! Streaming writer and reader of the osmeter binary trace format (described in the parent module).
 
-use super::{Kind, Mode, Ref, RefSource, TraceMeta, FLAG_PHYSICAL};
+use super::{Kind, Mode, Ref, RefSource, TraceMeta, FLAG_PHYSICAL, MAX_ACCESS_BYTES};
 use anyhow::{bail, Result};
 use std::io::{Read, Write};
 
@@ -73,6 +73,13 @@ impl<W: Write> TraceWriter<W> {
 
     #[inline]
     pub fn write(&mut self, r: &Ref) -> Result<()> {
+        if r.size > MAX_ACCESS_BYTES {
+            bail!(
+                "cannot write an access of {} bytes at {:#x}: no instruction touches more than {MAX_ACCESS_BYTES}",
+                r.size,
+                r.vaddr
+            );
+        }
         let code = size_code(r.size);
         let mut tag = r.kind as u8 | (r.mode as u8) << 2 | u8::from(r.uncached) << 3 | code << 5;
         let new_asid = r.asid != self.asid;
@@ -358,9 +365,12 @@ impl<R: Read> TraceReader<R> {
         let code = (tag >> 5) as usize;
         let size = if code == 0 {
             let s = self.varint(start)?;
-            u32::try_from(s).map_err(|_| {
-                anyhow::anyhow!("corrupt osmeter trace: size {s} out of range at byte {start}")
-            })?
+            if s > u64::from(MAX_ACCESS_BYTES) {
+                bail!(
+                    "corrupt osmeter trace: the record at byte {start} declares an access of {s} bytes; no instruction touches more than {MAX_ACCESS_BYTES}"
+                );
+            }
+            s as u32
         } else {
             SIZE_CODES[code]
         };

@@ -43,6 +43,19 @@ use anyhow::{Context, Result};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
+/// The most bytes one record may touch. Readers refuse larger sizes with the record's place in
+/// the file: a corrupt or hostile size (up to 4 GiB fits the format) would otherwise make the
+/// simulator walk every line of it.
+///
+/// The bound comes from what one x86-64 instruction can touch. A vector load or store reaches 64
+/// bytes (AVX-512); the largest single access is XSAVE/XRSTOR of every state component, which with
+/// AMX tile data is about 11 KB (11,008 bytes on Sapphire Rapids, CPUID leaf 0xD). String
+/// instructions with a `rep` prefix do not count: valgrind's lackey and osmeter's QEMU plugin both
+/// report each element of them as an access of its own (8 bytes at most), and lackey itself never
+/// reports more than 512 bytes for one access (FXSAVE's area). 16 KiB leaves room for a larger
+/// XSAVE area while a record can still cost the simulator no more than a few thousand lines.
+pub const MAX_ACCESS_BYTES: u32 = 16 * 1024;
+
 /// What a reference does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
