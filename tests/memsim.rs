@@ -436,6 +436,112 @@ fn absurd_sizes_are_usage_errors_naming_the_option_before_anything_is_allocated(
 }
 
 #[test]
+fn curves_and_intervals_come_with_the_machines_in_one_pass() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 60_000);
+    let d = tempfile::tempdir().unwrap();
+    // Virtually addressed, like the curve on a trace without physical addresses.
+    let cfg = d.path().join("v.json");
+    std::fs::write(
+        &cfg,
+        r#"{"name":"v","l1i":{"size":65536,"assoc":1,"line":16,"physical":false},"l1d":{"size":4096,"assoc":2,"line":16,"physical":false},"memory_cycles":20,"mapping":{"policy":"identity"},"page_size":4096}"#,
+    )
+    .unwrap();
+    let out = env
+        .osmeter()
+        .args([
+            "memsim",
+            "--json",
+            "--no-3c",
+            "--curve",
+            "l1d:1K-64K:2:16",
+            "--curve",
+            "unified:4K-16K:full:64",
+            "--interval",
+            "25000",
+            "--preset",
+            "pentium",
+            "--config",
+        ])
+        .arg(&cfg)
+        .arg(&t)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let curves = doc["curves"].as_array().unwrap();
+    assert_eq!(curves.len(), 2);
+    let points = curves[0]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 7, "1K to 64K");
+    assert_eq!(points[2]["size"], 4096);
+    // The machine's 4K 2-way data cache is the curve's 4K point, user and kernel apart.
+    let machine = &doc["machines"][1];
+    for (mode, side) in [("user", "user"), ("system", "kernel")] {
+        assert_eq!(
+            curves[0][side][2]["misses"], machine[mode]["caches"]["l1d"]["misses"],
+            "{mode}"
+        );
+    }
+    let total = points[2]["misses"].as_u64().unwrap();
+    let rate = points[2]["miss_rate"].as_f64().unwrap();
+    assert!(total > 0 && rate > 0.0 && rate < 1.0);
+    assert!(points
+        .windows(2)
+        .all(|w| w[1]["misses"].as_u64() <= w[0]["misses"].as_u64()));
+    assert_eq!(curves[1]["assoc"], 0);
+    // Intervals: every machine, 60000 references in 25000s.
+    let intervals = doc["intervals"].as_array().unwrap();
+    assert_eq!(intervals.len(), 2);
+    let iv = intervals[1]["intervals"].as_array().unwrap();
+    assert_eq!(iv.len(), 3);
+    assert_eq!(iv[2]["first"], 50000);
+    assert_eq!(iv[2]["references"], 10000);
+    let instr: u64 = iv.iter().map(|p| p["instructions"].as_u64().unwrap()).sum();
+    assert_eq!(instr, machine["instructions"].as_u64().unwrap());
+
+    // The table says the same; with kernel symbols the attributed pass computes them too.
+    let syms = d.path().join("s.kallsyms");
+    std::fs::write(
+        &syms,
+        "ffffffff81000000 T do_syscall_64\nffffffff81100000 T schedule\n",
+    )
+    .unwrap();
+    env.osmeter()
+        .args([
+            "memsim",
+            "--no-store",
+            "--no-3c",
+            "--curve",
+            "l1i:1K-4K:1:16",
+            "--interval",
+            "30000",
+            "--symbols",
+        ])
+        .arg(&syms)
+        .arg(&t)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("miss-ratio curve l1i:1K-4K:1:16"))
+        .stdout(predicate::str::contains(
+            "ds5000-200: every 30000 references",
+        ));
+
+    for (args, why) in [
+        (vec!["--curve", "l1d:8K-1M:8"], "CACHE:MIN-MAX:ASSOC:LINE"),
+        (vec!["--curve", "l3:8K-1M:8:64"], "not l1i, l1d or unified"),
+        (vec!["--interval", "10"], "1000"),
+        (vec!["--curve", "l1d:64K-1T:8:64"], "not a size"),
+    ] {
+        env.osmeter()
+            .arg("memsim")
+            .args(&args)
+            .arg(&t)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(why));
+    }
+}
+
+#[test]
 fn bad_presets_geometry_and_lackey_lines() {
     let env = TestEnv::new();
     let t = synth(&env, "s.osmt", 1000);

@@ -4,7 +4,7 @@
 use crate::cli::MemsimArgs;
 use crate::memsim::config::{parse_cache, parse_tlb, preset, PRESETS, SWEEPS};
 use crate::memsim::machine::MachineConfig;
-use crate::memsim::{budget, kernel, report, sweep, trace};
+use crate::memsim::{budget, curve, interval, kernel, report, sweep, trace};
 use crate::results::store::Location;
 use crate::usage;
 use anyhow::{Context, Result};
@@ -106,6 +106,9 @@ fn fits_in_memory(args: &MemsimArgs, machines: &[MachineConfig], origins: &[Stri
     let Some(available) = budget::available_memory() else {
         return Ok(());
     };
+    let machines_bytes = machines.iter().map(budget::machine_bytes).sum();
+    let available = budget::check_curves(&args.curves, machines_bytes, available)
+        .map_err(|(c, e)| usage!("--curve {c}: {e}"))?;
     let Err((i, e)) = budget::check(machines, available) else {
         return Ok(());
     };
@@ -148,18 +151,23 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
     if threads == 0 {
         return Err(usage!("--threads must be at least 1"));
     }
+    let extras = sweep::Extras {
+        curves: args.curves.clone(),
+        interval: args.interval,
+    };
     let (result, extra) = if symbols.is_some() || args.assertions {
         let opts = kernel::analysis::Options {
             symbols,
             exclude_idle: !args.include_idle,
             assertions: args.assertions,
             threads,
+            extras,
         };
         let (r, extra) = kernel::analysis::simulate(src.as_mut(), &cfgs, opts)
             .with_context(|| format!("simulating {}", args.trace.display()))?;
         (r, Some(extra))
     } else {
-        let r = sweep::simulate(src.as_mut(), &cfgs, threads)
+        let r = sweep::simulate_with(src.as_mut(), &cfgs, &extras, threads)
             .with_context(|| format!("simulating {}", args.trace.display()))?;
         (r, None)
     };
@@ -181,10 +189,22 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
     if let Some(extra) = extra {
         extra.insert_into(&mut doc);
     }
+    // The curves and intervals are typed results; they join the typed document when it lands.
+    if !result.curves.is_empty() {
+        doc["curves"] = serde_json::to_value(&result.curves)?;
+    }
+    if !result.intervals.is_empty() {
+        doc["intervals"] = serde_json::to_value(&result.intervals)?;
+    }
     if args.output.json {
         super::emit_json(&doc)?;
     } else {
-        super::emit(&(report::render(&doc) + &kernel::analysis::render(&doc)))?;
+        super::emit(
+            &(report::render(&doc)
+                + &kernel::analysis::render(&doc)
+                + &curve::render(&result.curves)
+                + &interval::render(&result.intervals)),
+        )?;
     }
     super::keep_section(&args.keep, "memsim", doc, started_at, false)?;
     Ok(crate::error::EXIT_OK)

@@ -179,6 +179,44 @@ fn size(bytes: u64) -> String {
     }
 }
 
+/// Worst-case bytes of the stores of a miss-ratio curve (one per size).
+pub fn curve_bytes(spec: &super::curve::CurveSpec) -> u64 {
+    spec.sizes()
+        .iter()
+        .map(|s| store_bytes(s / u64::from(spec.line), spec.assoc, true))
+        .fold(0u64, u64::saturating_add)
+}
+
+/// Checks that `curves` fit beside machines needing `machines_bytes`; returns what is left of
+/// `available` for the machines, or the biggest curve and why when the curves are most of an
+/// excess.
+pub fn check_curves(
+    curves: &[super::curve::CurveSpec],
+    machines_bytes: u64,
+    available: u64,
+) -> Result<u64, (String, String)> {
+    let each: Vec<u64> = curves.iter().map(curve_bytes).collect();
+    let all = each.iter().fold(0u64, |a, &b| a.saturating_add(b));
+    if all.saturating_add(machines_bytes) > available && all >= machines_bytes {
+        let (c, bytes) = curves
+            .iter()
+            .zip(&each)
+            .max_by_key(|(_, b)| **b)
+            .expect("curves exceed the memory");
+        return Err((
+            c.label(),
+            format!(
+                "its {} sizes need up to {} of memory ({} with everything else simulated) but {} is available; narrow the range",
+                c.sizes().len(),
+                gib(*bytes),
+                gib(all.saturating_add(machines_bytes)),
+                gib(available)
+            ),
+        ));
+    }
+    Ok(available.saturating_sub(all))
+}
+
 /// Worst-case bytes of one machine.
 pub fn machine_bytes(m: &MachineConfig) -> u64 {
     parts(m).iter().fold(0u64, |sum, p| sum.saturating_add(p.1))
@@ -289,6 +327,26 @@ mod tests {
         let (i, e) = check(&[small, m.clone(), m], 2 * one).unwrap_err();
         assert_eq!((i, e.part), (1, Part::L1d));
         assert!(e.needed > 2 * one);
+    }
+
+    #[test]
+    fn curves_are_counted_beside_the_machines() {
+        use crate::memsim::curve::CurveSpec;
+        let c = CurveSpec::parse("l1d:1M-1G:8:64").unwrap();
+        // 16 K + 32 K + ... + 16 M lines of 9 bytes.
+        assert_eq!(curve_bytes(&c), ((16384u64 << 11) - 16384) * 9);
+        assert_eq!(
+            check_curves(std::slice::from_ref(&c), 1000, 4 * GIB),
+            Ok(4 * GIB - curve_bytes(&c))
+        );
+        let (label, why) = check_curves(&[c], 1000, 100 << 20).unwrap_err();
+        assert_eq!(label, "l1d:1M-1G:8:64");
+        assert!(
+            why.contains("11 sizes") && why.contains("narrow the range"),
+            "{why}"
+        );
+        let full = CurveSpec::parse("unified:64K-64K:full:64").unwrap();
+        assert_eq!(curve_bytes(&full), 1024 * FULL_ENTRY);
     }
 
     #[test]

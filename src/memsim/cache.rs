@@ -166,6 +166,14 @@ impl Store {
             Store::Full(f) => f.insert(k, dirty),
         }
     }
+    /// Whether `k` is the most recent (LRU) or newest (FIFO) key of its set.
+    #[inline]
+    pub fn is_first(&self, k: u64) -> bool {
+        match self {
+            Store::Set(s) => s.tags[s.base(k)] == !k,
+            Store::Full(f) => f.is_first(k),
+        }
+    }
 }
 
 /// Geometry and policy of one cache.

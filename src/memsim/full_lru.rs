@@ -106,6 +106,12 @@ impl FullLru {
         }
     }
 
+    /// Whether `k` is the most recent key.
+    #[inline]
+    pub fn is_first(&self, k: u64) -> bool {
+        k == self.head_key && self.head != NIL
+    }
+
     pub fn contains(&self, k: u64) -> bool {
         self.map.contains_key(&k)
     }

@@ -184,7 +184,7 @@ pub struct Machine {
 
 /// Address-space key mixed into virtual cache addresses, so spaces do not alias.
 #[inline(always)]
-fn space_key(asid: u32) -> u64 {
+pub(crate) fn space_key(asid: u32) -> u64 {
     u64::from(asid).rotate_right(16)
 }
 

@@ -8,7 +8,9 @@
 pub mod budget;
 pub mod cache;
 pub mod config;
+pub mod curve;
 pub mod full_lru;
+pub mod interval;
 pub mod kernel;
 pub mod machine;
 pub mod mapping;
