@@ -167,13 +167,17 @@ pub struct TraceArgs {
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum TraceAction {
-    /// Convert a trace (osmeter, lackey or din; `-` for stdin) to the osmeter format
+    /// Convert a trace (osmeter, lackey, din or drmemtrace; `-` for stdin) to the osmeter
+    /// format, or export it to ChampSim's or DynamoRIO drmemtrace's
     Convert {
         input: PathBuf,
         output: PathBuf,
-        /// Input format: osmeter | lackey | din [default: detected]
+        /// Input format: osmeter | lackey | din | drmemtrace [default: detected]
         #[arg(long, value_name = "FORMAT")]
         from: Option<String>,
+        /// Output format: osmeter | champsim | drmemtrace [default: osmeter]
+        #[arg(long, value_name = "FORMAT", value_parser = ["osmeter", "champsim", "drmemtrace"])]
+        to: Option<String>,
         /// Compress with zstd (also implied by an output name ending in .zst)
         #[arg(long)]
         zstd: bool,

@@ -542,6 +542,80 @@ fn curves_and_intervals_come_with_the_machines_in_one_pass() {
 }
 
 #[test]
+fn export_to_champsim_and_drmemtrace_and_read_drmemtrace_back() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 50_000);
+    let d = tempfile::tempdir().unwrap();
+    let drm = d.path().join("s.drmem");
+    env.osmeter()
+        .args(["trace", "convert", "--to", "drmemtrace"])
+        .arg(&t)
+        .arg(&drm)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("50000 references"))
+        .stderr(predicate::str::contains("kernel sections"));
+    // Read back, detected by its header entry: the same references, user and kernel.
+    let back = d.path().join("back.osmt");
+    env.osmeter()
+        .args(["trace", "convert"])
+        .arg(&drm)
+        .arg(&back)
+        .assert()
+        .success();
+    let (a, b) = (info(&env, &t), info(&env, &back));
+    assert_eq!(a["references"], b["references"]);
+    assert_eq!(a["user"], b["user"]);
+    assert_eq!(a["kernel"], b["kernel"]);
+    // memsim reads it directly, with the same results.
+    let sim = |p: &Path| {
+        let out = env
+            .osmeter()
+            .args(["memsim", "--json", "--no-store", "--preset", "pentium"])
+            .arg(p)
+            .assert()
+            .success();
+        let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        doc["machines"].clone()
+    };
+    assert_eq!(sim(&t), sim(&drm));
+
+    let cs = d.path().join("s.champsim");
+    env.osmeter()
+        .args(["trace", "convert", "--to", "champsim"])
+        .arg(&t)
+        .arg(&cs)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("instructions"));
+    let bytes = std::fs::read(&cs).unwrap();
+    let instr =
+        a["user"]["instructions"].as_u64().unwrap() + a["kernel"]["instructions"].as_u64().unwrap();
+    assert_eq!(
+        bytes.len() as u64,
+        64 * instr,
+        "one 64-byte record per instruction"
+    );
+
+    env.osmeter()
+        .args(["trace", "convert", "--to", "pin"])
+        .arg(&t)
+        .arg(d.path().join("x"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("champsim"));
+    let mut bad = std::fs::read(&drm).unwrap();
+    bad.truncate(bad.len() - 12);
+    std::fs::write(d.path().join("cut.drmem"), &bad).unwrap();
+    env.osmeter()
+        .args(["memsim", "--no-store"])
+        .arg(d.path().join("cut.drmem"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("without its footer"));
+}
+
+#[test]
 fn bad_presets_geometry_and_lackey_lines() {
     let env = TestEnv::new();
     let t = synth(&env, "s.osmt", 1000);

@@ -36,6 +36,8 @@
 //! without a trailer is truncated and is reported as an error, with the byte offset.
 
 pub mod binary;
+pub mod champsim;
+pub mod drmem;
 pub mod synth;
 pub mod text;
 
@@ -141,6 +143,8 @@ pub enum Format {
     Osmeter,
     Lackey,
     Din,
+    /// DynamoRIO drmemtrace's trace entries.
+    Drmemtrace,
 }
 
 impl Format {
@@ -149,6 +153,7 @@ impl Format {
             "osmeter" | "osmt" | "bin" => Some(Format::Osmeter),
             "lackey" => Some(Format::Lackey),
             "din" | "dinero" => Some(Format::Din),
+            "drmemtrace" | "drmem" => Some(Format::Drmemtrace),
             _ => None,
         }
     }
@@ -187,6 +192,7 @@ pub fn open(path: &Path, format: Option<Format>) -> Result<Box<dyn RefSource + S
     let format = match format {
         Some(f) => f,
         None if head.starts_with(binary::MAGIC) => Format::Osmeter,
+        None if drmem::sniff(&head) => Format::Drmemtrace,
         None if head.is_empty() => {
             return Err(anyhow::anyhow!(
                 "trace {} is empty: not an osmeter, lackey or din trace",
@@ -200,6 +206,7 @@ pub fn open(path: &Path, format: Option<Format>) -> Result<Box<dyn RefSource + S
         Format::Osmeter => Box::new(binary::TraceReader::new(raw).with_context(|| name.clone())?),
         Format::Lackey => Box::new(text::LackeyReader::new(raw)),
         Format::Din => Box::new(text::DinReader::new(raw)),
+        Format::Drmemtrace => Box::new(drmem::DrmemReader::new(raw).with_context(|| name.clone())?),
     })
 }
 
