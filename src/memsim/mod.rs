@@ -9,6 +9,7 @@ pub mod budget;
 pub mod cache;
 pub mod config;
 pub mod curve;
+pub mod document;
 pub mod full_lru;
 pub mod interval;
 pub mod kernel;
