@@ -167,13 +167,17 @@ pub struct TraceArgs {
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum TraceAction {
-    /// Convert a trace (osmeter, lackey or din; `-` for stdin) to the osmeter format
+    /// Convert a trace (osmeter, lackey, din or drmemtrace; `-` for stdin) to the osmeter
+    /// format, or export it to ChampSim's or DynamoRIO drmemtrace's
     Convert {
         input: PathBuf,
         output: PathBuf,
-        /// Input format: osmeter | lackey | din [default: detected]
+        /// Input format: osmeter | lackey | din | drmemtrace [default: detected]
         #[arg(long, value_name = "FORMAT")]
         from: Option<String>,
+        /// Output format: osmeter | champsim | drmemtrace [default: osmeter]
+        #[arg(long, value_name = "FORMAT", value_parser = ["osmeter", "champsim", "drmemtrace"])]
+        to: Option<String>,
         /// Compress with zstd (also implied by an output name ending in .zst)
         #[arg(long)]
         zstd: bool,
@@ -262,6 +266,14 @@ pub struct MemsimArgs {
     /// machine in the same pass)
     #[arg(long)]
     pub assertions: bool,
+    /// LRU miss-ratio curve of one cache at every power-of-two size in a range, in the same pass:
+    /// CACHE:MIN-MAX:ASSOC:LINE, e.g. l1d:8K-1M:8:64 (CACHE l1i, l1d or unified; ASSOC a number
+    /// of ways or full) (repeatable)
+    #[arg(long = "curve", value_name = "SPEC", value_parser = crate::memsim::curve::CurveSpec::parse)]
+    pub curves: Vec<crate::memsim::curve::CurveSpec>,
+    /// Miss rates and MCPI of every machine for every N references (at least 1000)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1000..))]
+    pub interval: Option<u64>,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]
