@@ -15,6 +15,7 @@ pub mod latency;
 pub mod memsim;
 pub mod meter;
 pub mod probes;
+pub mod progress;
 pub mod results;
 pub mod shell_files;
 pub mod stat;
