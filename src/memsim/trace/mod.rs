@@ -38,6 +38,8 @@
 pub mod binary;
 pub mod champsim;
 pub mod drmem;
+pub mod file;
+pub mod summary;
 pub mod synth;
 pub mod text;
 
