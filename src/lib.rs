@@ -12,6 +12,7 @@ pub mod interrupt;
 pub mod latency;
 pub mod memsim;
 pub mod meter;
+pub mod papers;
 pub mod probes;
 pub mod results;
 pub mod system;
