@@ -49,6 +49,16 @@ pub enum Command {
     /// Copy stored runs to another store (typically a shared postgres:// one), skipping runs
     /// already there
     Push(PushArgs),
+    /// (internal) Run the reference mix inside the region callgrind counts
+    #[command(name = "cpu-mix", hide = true)]
+    CpuMix(CpuMixArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CpuMixArgs {
+    /// Cycles of the mix's input variants to run
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub cycles: u64,
 }
 
 #[derive(Args, Debug, Clone)]

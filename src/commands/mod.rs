@@ -33,6 +33,10 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Latency(args) => latency::latency(&args),
         Command::Trace(args) => trace::trace(&args),
         Command::Memsim(args) => memsim::memsim(&args),
+        Command::CpuMix(args) => {
+            crate::probes::cpu::run_counted_cycles(args.cycles);
+            Ok(0)
+        }
     }
 }
 
