@@ -6,6 +6,7 @@ pub mod info;
 pub mod latency;
 pub mod list;
 pub mod memsim;
+pub mod paper;
 pub mod push;
 pub mod report;
 pub mod run;
@@ -33,6 +34,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Latency(args) => latency::latency(&args),
         Command::Trace(args) => trace::trace(&args),
         Command::Memsim(args) => memsim::memsim(&args),
+        Command::Paper(args) => paper::paper(&args),
         Command::CpuMix(args) => {
             crate::probes::cpu::run_counted_cycles(args.cycles);
             Ok(0)

@@ -57,6 +57,32 @@ fn progress(enabled: bool, text: &str) {
 
 pub fn run(args: &RunArgs) -> Result<i32> {
     let config = RunConfig::from_args(args)?;
+    let run = measure(&config)?;
+    if config.json {
+        super::emit_json(&run)?;
+    } else {
+        super::emit(&table::render(&run))?;
+    }
+    keep(&config, &run)?;
+    if run.interrupted {
+        return Ok(crate::error::EXIT_INTERRUPTED);
+    }
+    Ok(crate::error::EXIT_OK)
+}
+
+/// Saves the run where the configuration says (nothing with --no-store). The figures are already
+/// on stdout; a PostgreSQL store that fails gets a local copy.
+pub fn keep(config: &RunConfig, run: &Run) -> Result<()> {
+    if let Some(location) = &config.store {
+        let saved = crate::results::store::save_with_fallback(location, run)?;
+        eprintln!("osmeter: run {} saved to {}", run.id, saved.store);
+    }
+    Ok(())
+}
+
+/// Measures the configured probes and returns the annotated run (marked interrupted after Ctrl-C,
+/// holding what was measured).
+pub fn measure(config: &RunConfig) -> Result<Run> {
     interrupt::install();
     let scratch = tempfile::Builder::new()
         .prefix("osmeter-")
@@ -109,7 +135,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
                 &env,
                 sel.probe,
                 params.clone(),
-                &config,
+                config,
                 &overhead,
             ) {
                 Ok(m) => measurements.push(m),
@@ -168,21 +194,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     };
     drop(scratch);
     crate::results::derive::annotate(&mut run);
-
-    if config.json {
-        super::emit_json(&run)?;
-    } else {
-        super::emit(&table::render(&run))?;
-    }
-    if let Some(location) = &config.store {
-        // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.
-        let saved = crate::results::store::save_with_fallback(location, &run)?;
-        eprintln!("osmeter: run {} saved to {}", run.id, saved.store);
-    }
-    if interrupted {
-        return Ok(crate::error::EXIT_INTERRUPTED);
-    }
-    Ok(crate::error::EXIT_OK)
+    Ok(run)
 }
 
 fn measure_one(

@@ -1,10 +1,17 @@
 //! The four seed papers: their published numbers as data, and views that set each paper's tables
 //! beside the same measurements taken today on this machine.
 
+pub mod arith;
+pub mod cpu;
 pub mod data;
 #[cfg(test)]
 mod data_tests;
+pub mod plan;
 pub mod quantity;
+pub mod render;
+pub mod source;
+pub mod spec;
+pub mod view;
 
 use serde::{Deserialize, Serialize};
 

@@ -228,7 +228,7 @@ pub fn format_number(v: f64) -> String {
         return "0".into();
     }
     let a = v.abs();
-    if !(1e-3..1e7).contains(&a) {
+    if !(1e-3..1e12).contains(&a) {
         return format!("{v:.2e}");
     }
     if a >= 100.0 {
@@ -328,7 +328,9 @@ mod tests {
         assert_eq!(format_number(0.129), "0.129");
         assert_eq!(format_number(12.2), "12.2");
         assert_eq!(format_number(-0.006), "-0.006");
-        assert_eq!(format_number(407_000_000.0), "4.07e8");
+        assert_eq!(format_number(407_000_000.0), "407,000,000");
+        assert_eq!(format_number(2.5e12), "2.50e12");
+        assert_eq!(format_number(0.000155), "1.55e-4");
         assert_eq!(
             Quantity::Range {
                 low: 2.0,

@@ -1,0 +1,414 @@
+//! A paper's tables beside today's figures: one typed record per pair of a published value and
+//! today's counterpart, with the speed-up and, where the paper rates its machines in MIPS, the
+//! speed-up relative to the CPU's.
+
+use super::arith;
+use super::cpu::{cpu_speed, CpuSpeed};
+use super::data::{Cell, Paper};
+use super::quantity::{Quantity, Unit};
+use super::source::{now_value, NowValue, ProbeRef};
+use super::spec::{Cells, Comparison, Derived, Now, Spec};
+use super::PaperId;
+use crate::results::model::Run;
+use serde::Serialize;
+
+pub const PAPER_SCHEMA: &str = "osmeter.paper/1";
+
+/// One published value and today's counterpart.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CellPair {
+    pub table: String,
+    pub row: String,
+    pub column: String,
+    /// The paper's machine and its MIPS rating, where the paper gives one.
+    pub machine: String,
+    pub machine_mips: Option<f64>,
+    pub os: Option<String>,
+    pub unit: Unit,
+    pub paper_value: Quantity,
+    /// Which of today's rows this is ("this machine", "this machine, across CPUs", ...).
+    pub now_label: String,
+    /// Today's value in the paper's unit, its 95 % interval, and the figure it came from.
+    pub now_value: Option<f64>,
+    pub now_ci95: Option<[f64; 2]>,
+    pub now_figure: Option<String>,
+    pub now_run: Option<String>,
+    /// How many times faster today is (paper time over today's, or today's rate over the paper's).
+    pub speedup: Option<f64>,
+    /// This machine's MIPS over the paper machine's.
+    pub cpu_speedup: Option<f64>,
+    /// `speedup / cpu_speedup`: below 1, the primitive gained less than the processor.
+    pub speedup_relative_to_cpu: Option<f64>,
+    /// Why today's value is missing.
+    pub missing: Option<String>,
+}
+
+/// How one primitive (a compared column of a table) fared against the processor, over the paper's
+/// machines that have a MIPS rating: today's first row only.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PrimitiveSummary {
+    pub table: String,
+    pub column: String,
+    pub figure: String,
+    pub speedup_min: f64,
+    pub speedup_max: f64,
+    pub relative_min: f64,
+    pub relative_max: f64,
+    /// Paper rows against which the primitive gained less than the CPU, of `rows`.
+    pub rows_behind: usize,
+    pub rows: usize,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TableNote {
+    pub table: String,
+    pub note: String,
+}
+
+/// The whole view of one paper: the `osmeter paper NAME --json` document.
+#[derive(Debug, Clone, Serialize)]
+pub struct PaperDoc {
+    pub schema: String,
+    pub paper: PaperId,
+    pub name: String,
+    pub title: String,
+    /// The runs today's figures came from.
+    pub runs: Vec<String>,
+    pub host: Option<String>,
+    pub cpu_model: Option<String>,
+    pub kernel: Option<String>,
+    pub cpu: Option<CpuSpeed>,
+    /// Why there is no CPU speed, when there is none.
+    pub cpu_missing: Option<String>,
+    pub cells: Vec<CellPair>,
+    /// Per primitive, the speed-up relative to the CPU across the paper's machines.
+    pub relative_to_cpu: Vec<PrimitiveSummary>,
+    pub notes: Vec<TableNote>,
+    /// Today's figures that could not be found, with the reason.
+    pub missing: Vec<String>,
+    /// Where today's side comes from for papers that `osmeter run` does not measure.
+    pub elsewhere: Option<String>,
+}
+
+/// What the view needs to know about the machine that is showing it.
+#[derive(Debug, Clone, Default)]
+pub struct Here {
+    /// The nominal processor clock of this machine, used for cycle figures of runs made here
+    /// without a cycle counter.
+    pub mhz: Option<f64>,
+    pub hostname: Option<String>,
+}
+
+impl Here {
+    /// This machine's host name and the clock /proc/cpuinfo reports (a VM's nominal one).
+    pub fn detect() -> Here {
+        let mhz = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("cpu MHz"))
+                .and_then(|l| l.split(':').nth(1))
+                .and_then(|v| v.trim().parse().ok())
+        });
+        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_string());
+        Here { mhz, hostname }
+    }
+}
+
+fn fingerprint_text(runs: &[Run], key: &str) -> Option<String> {
+    runs.first()?
+        .fingerprint
+        .get(key)?
+        .as_str()
+        .map(str::to_string)
+}
+
+fn find_both<'a>(
+    a: &ProbeRef,
+    b: &ProbeRef,
+    runs: &'a [Run],
+) -> Result<
+    (
+        &'a crate::results::model::Measurement,
+        &'a crate::results::model::Measurement,
+    ),
+    String,
+> {
+    let (_, ma) = a.find(runs).ok_or_else(|| a.missing_reason(runs))?;
+    let (_, mb) = b.find(runs).ok_or_else(|| b.missing_reason(runs))?;
+    Ok((ma, mb))
+}
+
+/// Today's value of a comparison, in `unit`.
+fn today(
+    now: &Now,
+    unit: Unit,
+    runs: &[Run],
+    cpu: &Result<CpuSpeed, String>,
+    here: &Here,
+) -> Result<NowValue, String> {
+    match now {
+        Now::Figure(r) => now_value(r, runs, unit),
+        Now::Mips => cpu.as_ref().map_err(Clone::clone).map(|c| NowValue {
+            value: c.mips,
+            ci95: c.mips_ci95,
+            figure: c.figure.clone(),
+            run: c.run.clone(),
+        }),
+        Now::Ratio(a, b) => {
+            let (ma, mb) = find_both(a, b, runs)?;
+            let (sa, sb) = (ma.summary.as_ref().unwrap(), mb.summary.as_ref().unwrap());
+            if sb.median <= 0.0 || sb.ci95[0] <= 0.0 {
+                return Err(format!("{} took no time", mb.label()));
+            }
+            Ok(NowValue {
+                value: sa.median / sb.median,
+                ci95: [sa.ci95[0] / sb.ci95[1], sa.ci95[1] / sb.ci95[0]],
+                figure: format!("{} / {}", ma.label(), mb.label()),
+                run: a.find(runs).map(|(r, _)| r.id.clone()).unwrap_or_default(),
+            })
+        }
+        Now::Cycles(r) => {
+            let (run, m) = r.find(runs).ok_or_else(|| r.missing_reason(runs))?;
+            let s = m.summary.as_ref().unwrap();
+            let counted = m.counters.user.get("cycles").copied().filter(|c| *c > 0.0);
+            let made_here = here.hostname.is_some() && run.host() == here.hostname;
+            let value = match (counted, here.mhz) {
+                (Some(c), _) => c,
+                (None, Some(mhz)) if made_here => s.median * mhz / 1e3,
+                _ => {
+                    return Err(format!(
+                        "{} has no cycle count (no hardware counter) and was measured on another \
+                         machine, whose clock is not recorded",
+                        m.label()
+                    ))
+                }
+            };
+            let scale = value / s.median;
+            Ok(NowValue {
+                value,
+                ci95: [s.ci95[0] * scale, s.ci95[1] * scale],
+                figure: m.label(),
+                run: run.id.clone(),
+            })
+        }
+    }
+}
+
+fn applies(c: &Comparison, cell: &Cell) -> bool {
+    c.table == cell.table
+        && match c.cells {
+            Cells::Column(col) => col == cell.column,
+            Cells::Row(row) => row == cell.row,
+        }
+}
+
+fn pair(cell: &Cell, label: &str) -> CellPair {
+    CellPair {
+        table: cell.table.to_string(),
+        row: cell.row.to_string(),
+        column: cell.column.to_string(),
+        machine: cell.machine.id.clone(),
+        machine_mips: cell.machine.mips,
+        os: cell.os.map(str::to_string),
+        unit: cell.unit,
+        paper_value: cell.value,
+        now_label: label.to_string(),
+        now_value: None,
+        now_ci95: None,
+        now_figure: None,
+        now_run: None,
+        speedup: None,
+        cpu_speedup: None,
+        speedup_relative_to_cpu: None,
+        missing: None,
+    }
+}
+
+/// Builds the view of `paper` from `runs` (empty for the paper's side alone).
+pub fn build(paper: &Paper, spec: &Spec, runs: &[Run], here: &Here) -> anyhow::Result<PaperDoc> {
+    let cpu = cpu_speed(runs);
+    let cells = paper.cells()?;
+    let mut pairs: Vec<CellPair> = Vec::new();
+    let mut missing: Vec<String> = Vec::new();
+    let measuring = !runs.is_empty();
+    let needs_cpu = measuring && spec.cpu_relative;
+    for cell in &cells {
+        for c in spec.comparisons.iter().filter(|c| applies(c, cell)) {
+            let mut p = pair(cell, c.label);
+            if measuring {
+                match today(&c.now, cell.unit, runs, &cpu, here) {
+                    Ok(now) => {
+                        p.now_value = Some(now.value);
+                        p.now_ci95 = Some(now.ci95);
+                        p.now_figure = Some(now.figure);
+                        p.now_run = Some(now.run);
+                        if matches!(c.now, Now::Figure(_) | Now::Mips) {
+                            p.speedup = arith::speedup(cell.value.central(), now.value, cell.unit);
+                        }
+                        if let (Now::Figure(_), Ok(cpu), Some(mips)) =
+                            (&c.now, &cpu, cell.machine.mips)
+                        {
+                            p.cpu_speedup = Some(cpu.mips / mips);
+                            p.speedup_relative_to_cpu = p
+                                .speedup
+                                .and_then(|s| arith::relative_to_cpu(s, cpu.mips, mips));
+                        }
+                    }
+                    Err(why) => {
+                        if !missing.contains(&why) {
+                            missing.push(why.clone());
+                        }
+                        p.missing = Some(why);
+                    }
+                }
+            }
+            pairs.push(p);
+        }
+    }
+    if measuring {
+        derive_today(paper, spec, &cells, &cpu, &mut pairs);
+    }
+    Ok(PaperDoc {
+        schema: PAPER_SCHEMA.to_string(),
+        paper: paper.paper,
+        name: paper.paper.name().to_string(),
+        title: paper.paper.title().to_string(),
+        runs: runs.iter().map(|r| r.id.clone()).collect(),
+        host: runs.first().and_then(Run::host),
+        cpu_model: fingerprint_text(runs, "cpu_model"),
+        kernel: fingerprint_text(runs, "kernel_release"),
+        cpu_missing: if needs_cpu {
+            cpu.as_ref().err().cloned()
+        } else {
+            None
+        },
+        cpu: cpu.ok(),
+        relative_to_cpu: summarise(spec, &pairs),
+        cells: pairs,
+        notes: spec
+            .notes
+            .iter()
+            .map(|(t, n)| TableNote {
+                table: t.to_string(),
+                note: n.to_string(),
+            })
+            .collect(),
+        missing,
+        elsewhere: spec.elsewhere.map(str::to_string),
+    })
+}
+
+/// Recomputes the paper's derived columns for each of today's rows that has the column they are
+/// derived from.
+fn derive_today(
+    paper: &Paper,
+    spec: &Spec,
+    cells: &[Cell],
+    cpu: &Result<CpuSpeed, String>,
+    pairs: &mut Vec<CellPair>,
+) {
+    for d in spec.derived {
+        let Some(table) = paper.table(d.table()) else {
+            continue;
+        };
+        let sources: Vec<(String, Option<f64>)> = pairs
+            .iter()
+            .filter(|p| p.table == d.table() && p.column == d.from())
+            .fold(Vec::new(), |mut acc, p| {
+                if !acc.iter().any(|(l, _)| *l == p.now_label) {
+                    acc.push((p.now_label.clone(), p.now_value));
+                }
+                acc
+            });
+        let Some((_, from_col)) = table.column(d.from()) else {
+            continue;
+        };
+        let Some(from_unit) = from_col.unit else {
+            continue;
+        };
+        for (label, now) in sources {
+            let value = match (*d, now, cpu) {
+                (Derived::MipsRelative { base, .. }, Some(v), Ok(cpu)) => {
+                    let base_row = table.row(base);
+                    let base_value = table.value(base, d.from());
+                    let base_mips = base_row
+                        .and_then(|r| r.machine.as_deref())
+                        .and_then(|m| paper.machine(m))
+                        .and_then(|m| m.mips);
+                    match (base_value, base_mips) {
+                        (Some(b), Some(bm)) => {
+                            arith::mips_relative(v, cpu.mips, b.central(), bm, from_unit)
+                        }
+                        _ => None,
+                    }
+                }
+                (Derived::BytesPerInstruction { .. }, Some(v), Ok(cpu)) => from_unit
+                    .bytes_per_second()
+                    .map(|bps| v * bps / (cpu.mips * 1e6)),
+                _ => None,
+            };
+            for cell in cells
+                .iter()
+                .filter(|c| c.table == d.table() && c.column == d.column())
+            {
+                let mut p = pair(cell, &label);
+                p.now_value = value;
+                p.now_figure = value.map(|_| format!("computed from today's {}", d.from()));
+                if value.is_none() {
+                    p.missing = Some(format!("needs today's {} and the CPU speed", d.from()));
+                }
+                pairs.push(p);
+            }
+        }
+    }
+}
+
+/// The relative speed-ups of each compared column, for the first of today's rows of its table.
+fn summarise(spec: &Spec, pairs: &[CellPair]) -> Vec<PrimitiveSummary> {
+    let mut out: Vec<PrimitiveSummary> = Vec::new();
+    for c in spec.comparisons {
+        let Cells::Column(column) = c.cells else {
+            continue;
+        };
+        let primary = spec
+            .comparisons
+            .iter()
+            .find(|o| o.table == c.table)
+            .map(|o| o.label);
+        if primary != Some(c.label) {
+            continue;
+        }
+        let rel: Vec<(f64, f64, &CellPair)> = pairs
+            .iter()
+            .filter(|p| p.table == c.table && p.column == column && p.now_label == c.label)
+            .filter_map(|p| Some((p.speedup?, p.speedup_relative_to_cpu?, p)))
+            .collect();
+        let Some((_, _, first)) = rel.first() else {
+            continue;
+        };
+        let fold = |f: fn(&(f64, f64, &CellPair)) -> f64, min: bool| {
+            rel.iter()
+                .map(f)
+                .fold(if min { f64::INFINITY } else { 0.0 }, |a, b| {
+                    if min {
+                        a.min(b)
+                    } else {
+                        a.max(b)
+                    }
+                })
+        };
+        out.push(PrimitiveSummary {
+            table: c.table.to_string(),
+            column: column.to_string(),
+            figure: first.now_figure.clone().unwrap_or_default(),
+            speedup_min: fold(|r| r.0, true),
+            speedup_max: fold(|r| r.0, false),
+            relative_min: fold(|r| r.1, true),
+            relative_max: fold(|r| r.1, false),
+            rows_behind: rel.iter().filter(|r| r.1 < 1.0).count(),
+            rows: rel.len(),
+        });
+    }
+    out
+}
