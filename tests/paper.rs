@@ -362,3 +362,150 @@ fn libc_cost(profile: &str) -> f64 {
     }
     sum
 }
+
+/// The id of the only run in the test's store.
+fn only_run(env: &TestEnv) -> String {
+    let runs = env.json(&["runs", "--json"]);
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    runs[0]["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn chen_bershad_is_set_beside_a_memsim_run() {
+    let env = TestEnv::new();
+    let trace = env.dir.path().join("t.osmt");
+    let trace = trace.to_str().unwrap();
+    env.osmeter()
+        .args(["trace", "synth", "-o", trace, "--refs", "200000"])
+        .assert()
+        .success();
+    env.osmeter()
+        .args(["memsim", trace, "--preset", "ds5000-200", "--assertions"])
+        .assert()
+        .success();
+    let id = only_run(&env);
+    let stored = env.json(&["show", &id, "--json"]);
+    let memsim = &stored["sections"]["memsim"];
+    let machine = memsim["machines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "ds5000-200")
+        .unwrap();
+
+    let doc = env.json(&["paper", "chen-bershad93", "--run", &id, "--json"]);
+    assert!(doc["today_source"].as_str().unwrap().contains(trace));
+    let cell = |table: &str, row: &str, column: &str| -> Value {
+        doc["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["table"] == table && c["row"] == row && c["column"] == column)
+            .unwrap_or_else(|| panic!("no pair {table} {row} {column}"))
+            .clone()
+    };
+    let system = cell("2-4", "Ultrix system", "icache");
+    assert_eq!(system["now_label"], "this trace, system");
+    assert_eq!(system["paper_value"]["value"], 0.43);
+    assert_eq!(system["now_value"], machine["own_mcpi"]["system"]["icache"]);
+    assert_eq!(
+        cell("4-6", "gcc", "u_user")["now_value"],
+        machine["own_mcpi"]["user"]["wbuffer"]
+    );
+    let share = cell("2-3", "sed", "instr_u_sys")["now_value"]
+        .as_f64()
+        .unwrap();
+    assert!((share - 100.0 * machine["system_fraction"].as_f64().unwrap()).abs() < 1e-9);
+    // Mach's columns stay the paper's alone; block operations need kernel symbols.
+    assert!(doc["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["column"] != "i_m_sys"));
+    assert!(cell("4-4", "sed", "u_mcpi")["missing"].is_string());
+    // The assertions: the paper's verdict and memsim's on this trace.
+    let judged = memsim["assertions"]["assertions"].as_array().unwrap();
+    let pairs = doc["assertions"].as_array().unwrap();
+    assert_eq!(pairs.len(), 7);
+    for (p, j) in pairs.iter().zip(judged) {
+        assert_eq!(p["number"], j["number"]);
+        assert_eq!(p["today"], j["verdict"]);
+    }
+    assert_eq!(pairs[2]["paper"], "does_not_hold");
+    env.osmeter()
+        .args(["paper", "chen-bershad93", "--run", &id])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("this trace, system"))
+        .stdout(predicate::str::contains("The seven assertions"));
+    // A microbenchmark run is not what this paper is set beside.
+    let other = env.run_id(&["syscall.null"]);
+    env.osmeter()
+        .args(["paper", "chen-bershad93", "--run", &other])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("holds no memsim document"))
+        .stderr(predicate::str::contains("osmeter trace --system"));
+}
+
+#[test]
+fn cota_robles_is_set_beside_a_latency_run() {
+    if !common::is_root() {
+        eprintln!("skipped: SCHED_FIFO threads need root here");
+        return;
+    }
+    let env = TestEnv::new();
+    // Twelve seconds give the ten complete one-second windows the worst-case fit needs.
+    env.osmeter()
+        .args([
+            "latency",
+            "--duration",
+            "12s",
+            "--classes",
+            "high",
+            "--paths",
+            "timer",
+        ])
+        .assert()
+        .success();
+    let id = only_run(&env);
+    let stored = env.json(&["show", &id, "--json"]);
+    let fit = &stored["sections"]["latency"]["streams"][0]["estimate"]["fit"];
+    assert_eq!(fit["window"], "1s", "{fit}");
+    let (location, scale) = (
+        fit["location_ns"].as_f64().unwrap(),
+        fit["scale_ns"].as_f64().unwrap(),
+    );
+    let doc = env.json(&["paper", "cota-robles99", "--run", &id, "--json"]);
+    let cells = doc["cells"].as_array().unwrap();
+    for (suffix, label, horizon) in [
+        ("_hour", "this machine, hour", 3600.0f64),
+        ("_week", "this machine, week", 7.0 * 86_400.0),
+    ] {
+        let c = cells
+            .iter()
+            .find(|c| {
+                c["row"] == "interrupt to high-priority RT thread"
+                    && c["column"].as_str().unwrap().ends_with(suffix)
+            })
+            .unwrap();
+        assert_eq!(c["now_label"], label);
+        let expected_ms = (location + scale * horizon.ln() - scale * 2f64.ln().ln()) / 1e6;
+        let now = c["now_value"].as_f64().unwrap();
+        assert!(
+            (now - expected_ms).abs() < 1e-9 * expected_ms.abs().max(1.0),
+            "{now} vs {expected_ms}"
+        );
+        let paper = c["paper_value"]["value"].as_f64().unwrap();
+        assert!((c["speedup"].as_f64().unwrap() - paper / now).abs() < 1e-9 * paper / now);
+    }
+    // The medium class was not measured: its rows say so.
+    let medium = cells
+        .iter()
+        .find(|c| c["row"] == "interrupt to medium-priority RT thread")
+        .unwrap();
+    assert!(medium["missing"]
+        .as_str()
+        .unwrap()
+        .contains("measured no medium class"));
+}

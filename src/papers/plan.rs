@@ -2,7 +2,7 @@
 //! comparisons need, and the catalogue `osmeter paper` lists.
 
 use super::data::Paper;
-use super::spec::spec;
+use super::spec::{spec, Today};
 use super::PaperId;
 use crate::probes::{ProbeDef, Scale};
 use crate::results::model::{Params, Run};
@@ -41,15 +41,46 @@ pub fn variants(
 /// Checks that stored runs can stand for today's side: at least one of the paper's figures must be
 /// there. Returns the labels of the figures that are missing.
 pub fn check_runs(paper: PaperId, table: Option<&str>, runs: &[Run]) -> Result<Vec<String>> {
-    let figures = spec(paper).figures_of(table);
     let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+    let kinds: Vec<String> = runs
+        .iter()
+        .map(|r| format!("{} is a {} run", r.id, r.kind()))
+        .collect();
+    let s = spec(paper);
+    let wanted = |present: bool, what: &str| -> Result<Vec<String>> {
+        if present {
+            return Ok(Vec::new());
+        }
+        Err(crate::usage!(
+            "run {} holds no {what}, which is what {} is set beside ({}); {}",
+            ids.join(", "),
+            paper.name(),
+            kinds.join("; "),
+            s.elsewhere.unwrap_or_default()
+        ))
+    };
+    match s.today() {
+        Today::Memsim => {
+            return wanted(
+                runs.iter().any(|r| r.sections.memsim.is_some()),
+                "memsim document",
+            )
+        }
+        Today::Latency => {
+            return wanted(
+                runs.iter().any(|r| r.sections.latency.is_some()),
+                "latency document",
+            )
+        }
+        Today::Probes => {}
+    }
+    let figures = s.figures_of(table);
     if figures.is_empty() {
         return Err(crate::usage!(
-            "--run: {}{} is not compared with `osmeter run` figures ({}); run `osmeter paper {}` \
-             without --run to see its tables",
+            "--run: {}{} has nothing of today's to set beside it; run `osmeter paper {}` without \
+             --run to see its tables",
             paper.name(),
             table.map(|t| format!(" table {t}")).unwrap_or_default(),
-            spec(paper).elsewhere.unwrap_or("no figures of today"),
             paper.key()
         ));
     }
@@ -59,26 +90,15 @@ pub fn check_runs(paper: PaperId, table: Option<&str>, runs: &[Run]) -> Result<V
         .map(|f| f.label())
         .collect();
     if missing.len() == figures.len() {
-        let kinds: Vec<String> = runs
-            .iter()
-            .map(|r| {
-                format!(
-                    "{} is a {} run with {} figures",
-                    r.id,
-                    r.kind(),
-                    r.measurements.len()
-                )
-            })
-            .collect();
         return Err(crate::usage!(
             "run {} has none of the figures {} compares ({}); {}. Measure them with `osmeter \
              paper {}`, or `osmeter run {}` and pass that run's id",
             ids.join(", "),
             paper.name(),
-            spec(paper).probes_of(table).join(", "),
+            s.probes_of(table).join(", "),
             kinds.join("; "),
             paper.key(),
-            spec(paper).probes_of(table).join(" ")
+            s.probes_of(table).join(" ")
         ));
     }
     Ok(missing)

@@ -64,10 +64,21 @@ fn pairs<'a>(doc: &'a PaperDoc, table: &'a str) -> impl Iterator<Item = &'a Cell
     doc.cells.iter().filter(move |p| p.table == table)
 }
 
+/// The unit every column shares, when the rows carry none of their own.
+fn common_unit(t: &Table) -> Option<Unit> {
+    let first = t.columns.first()?.unit?;
+    (t.rows.iter().all(|r| r.unit.is_none()) && t.columns.iter().all(|c| c.unit == Some(first)))
+        .then_some(first)
+}
+
 fn heading(t: &Table) -> String {
+    let unit = common_unit(t)
+        .filter(|u| !matches!(u, Unit::Ratio | Unit::Count | Unit::Index))
+        .map(|u| format!(" [{}]", u.symbol()))
+        .unwrap_or_default();
     match t.source {
-        Source::Table => format!("Table {}. {}", t.id, t.title),
-        Source::Text => format!("Section {}. {}", t.id, t.title),
+        Source::Table => format!("Table {}. {}{unit}", t.id, t.title),
+        Source::Text => format!("Section {}. {}{unit}", t.id, t.title),
     }
 }
 
@@ -86,9 +97,14 @@ fn paper_cells(t: &Table, r: &super::data::Row) -> Vec<String> {
         .collect()
 }
 
-/// Ratios, counts and indices need no unit, and a column called "MIPS" is in MIPS.
-fn label_names_unit(label: &str, unit: Unit) -> bool {
-    matches!(unit, Unit::Ratio | Unit::Count | Unit::Index) || label == unit.symbol()
+/// Ratios, counts and indices need no unit, nor does a label or title that names it already.
+fn label_names_unit(t: &Table, label: &str, unit: Unit) -> bool {
+    matches!(unit, Unit::Ratio | Unit::Count | Unit::Index)
+        || label == unit.symbol()
+        || (unit == Unit::Percent && label.contains('%'))
+        || (unit == Unit::Thousands && t.title.contains("thousands"))
+        || (unit == Unit::CyclesPerInstruction
+            && (label.contains("MCPI") || t.title.contains("MCPI")))
 }
 
 fn header(t: &Table, lead: &[&str]) -> Vec<String> {
@@ -97,7 +113,9 @@ fn header(t: &Table, lead: &[&str]) -> Vec<String> {
         let unit = t.rows.iter().find_map(|r| r.unit).or(c.unit);
         h.push(match unit {
             Some(u)
-                if t.rows.iter().all(|r| r.unit.is_none()) && !label_names_unit(&c.label, u) =>
+                if common_unit(t).is_none()
+                    && t.rows.iter().all(|r| r.unit.is_none())
+                    && !label_names_unit(t, &c.label, u) =>
             {
                 format!("{} ({})", c.label, u.symbol())
             }
@@ -307,8 +325,14 @@ pub fn render(paper: &Paper, doc: &PaperDoc, only: Option<&str>) -> String {
             _ => {}
         }
     }
-    if let Some(e) = &doc.elsewhere {
-        let _ = writeln!(out, "Today's side: {e}.");
+    match (&doc.today_source, &doc.elsewhere) {
+        (Some(t), _) => {
+            let _ = writeln!(out, "Today's side: {t}");
+        }
+        (None, Some(e)) if doc.runs.is_empty() => {
+            let _ = writeln!(out, "Today's side: {e}.");
+        }
+        _ => {}
     }
     for t in &paper.tables {
         if only.is_some_and(|o| o != t.id) {
@@ -329,6 +353,38 @@ pub fn render(paper: &Paper, doc: &PaperDoc, only: Option<&str>) -> String {
         why.dedup();
         for w in why {
             let _ = writeln!(out, "  - no figure today: {w}");
+        }
+    }
+    if !doc.assertions.is_empty() && only.is_none() {
+        let _ = writeln!(
+            out,
+            "\nThe seven assertions (Table 1-1, in osmeter's words)"
+        );
+        let mut g = Grid::new(vec![
+            "".into(),
+            "assertion".into(),
+            "paper".into(),
+            "this trace".into(),
+        ]);
+        for a in &doc.assertions {
+            g.push(vec![
+                a.number.to_string(),
+                a.claim.clone(),
+                match a.paper {
+                    super::data::Verdict::Holds => "holds".into(),
+                    super::data::Verdict::DoesNotHold => "does not hold".into(),
+                },
+                a.today.map(|v| v.as_str().to_string()).unwrap_or_default(),
+            ]);
+        }
+        g.render(&mut out);
+        for a in doc.assertions.iter().filter(|a| a.today_detail.is_some()) {
+            let _ = writeln!(
+                out,
+                "  {}: {}",
+                a.number,
+                a.today_detail.as_deref().unwrap_or("")
+            );
         }
     }
     if !doc.relative_to_cpu.is_empty() && only.is_none() {

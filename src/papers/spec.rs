@@ -3,6 +3,8 @@
 
 use super::source::{probe, Param, ProbeRef};
 use super::PaperId;
+use crate::latency::threads::{ClassName, Path};
+use crate::memsim::document::{MachineDoc, MemsimDoc};
 
 /// Today's side of a comparison.
 #[derive(Debug, Clone, Copy)]
@@ -16,6 +18,42 @@ pub enum Now {
     /// Processor cycles of one operation: counted cycles where the run has them, else the time at
     /// this machine's nominal clock.
     Cycles(ProbeRef),
+    /// A figure of a stored `osmeter memsim` document, from its DECstation 5000/200 machine.
+    Memsim(MemsimFigure),
+    /// An estimated worst case of a stored `osmeter latency` document.
+    Latency(LatencyFigure),
+}
+
+/// One figure read off a simulated machine of a memsim document.
+#[derive(Clone, Copy)]
+pub struct MemsimFigure {
+    pub get: fn(&MemsimDoc, &MachineDoc) -> Option<f64>,
+}
+
+impl std::fmt::Debug for MemsimFigure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MemsimFigure")
+    }
+}
+
+/// The worst wake-up lateness of one class and path expected over `horizon_s` seconds of running,
+/// from the Gumbel fit of the per-second maxima.
+#[derive(Debug, Clone, Copy)]
+pub struct LatencyFigure {
+    pub class: ClassName,
+    pub path: Path,
+    pub horizon_s: f64,
+}
+
+/// What kind of stored document today's side of a paper comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Today {
+    /// `osmeter run` measurements, which `osmeter paper NAME` can take itself.
+    Probes,
+    /// An `osmeter memsim` run, passed with `--run`.
+    Memsim,
+    /// An `osmeter latency` run, passed with `--run`.
+    Latency,
 }
 
 /// Which of the paper's cells a comparison stands beside.
@@ -25,6 +63,34 @@ pub enum Cells {
     Column(&'static str),
     /// Every column of a row (the columns are the paper's systems).
     Row(&'static str),
+    /// The cells of the rows and columns selected.
+    Where { rows: Sel, columns: Sel },
+}
+
+/// A choice of rows or columns by id.
+#[derive(Debug, Clone, Copy)]
+pub enum Sel {
+    Is(&'static str),
+    EndsWith(&'static str),
+}
+
+impl Sel {
+    pub fn matches(&self, id: &str) -> bool {
+        match *self {
+            Sel::Is(s) => id == s,
+            Sel::EndsWith(s) => id.ends_with(s),
+        }
+    }
+}
+
+impl Cells {
+    pub fn contains(&self, row: &str, column: &str) -> bool {
+        match *self {
+            Cells::Column(c) => c == column,
+            Cells::Row(r) => r == row,
+            Cells::Where { rows, columns } => rows.matches(row) && columns.matches(column),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -113,7 +179,7 @@ impl Spec {
                     push(a);
                     push(b)
                 }
-                Now::Mips => {}
+                Now::Mips | Now::Memsim(_) | Now::Latency(_) => {}
             }
         }
         out
@@ -136,6 +202,25 @@ impl Spec {
 
     pub fn probes(&self) -> Vec<&'static str> {
         self.probes_of(None)
+    }
+
+    /// Where today's side comes from.
+    pub fn today(&self) -> Today {
+        if self
+            .comparisons
+            .iter()
+            .any(|c| matches!(c.now, Now::Memsim(_)))
+        {
+            Today::Memsim
+        } else if self
+            .comparisons
+            .iter()
+            .any(|c| matches!(c.now, Now::Latency(_)))
+        {
+            Today::Latency
+        } else {
+            Today::Probes
+        }
     }
 }
 
@@ -346,25 +431,215 @@ static CHEN96: Spec = Spec {
     cpu_relative: false,
 };
 
+const fn memsim(
+    table: &'static str,
+    cells: Cells,
+    label: &'static str,
+    get: fn(&MemsimDoc, &MachineDoc) -> Option<f64>,
+) -> Comparison {
+    Comparison {
+        table,
+        cells,
+        label,
+        now: Now::Memsim(MemsimFigure { get }),
+    }
+}
+
+const TRACE: &str = "this trace";
+const TRACE_USER: &str = "this trace, user";
+const TRACE_SYSTEM: &str = "this trace, system";
+
+fn thousands(n: u64) -> Option<f64> {
+    Some(n as f64 / 1e3)
+}
+
+fn share(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| 100.0 * part as f64 / whole as f64)
+}
+
+fn cache(m: &crate::memsim::document::ModeDoc, level: &str) -> (u64, u64) {
+    m.caches
+        .get(level)
+        .map(|c| (c.misses, c.read_misses))
+        .unwrap_or_default()
+}
+
+/// MCPI of the kernel's block copies and clears (needs kernel symbols), over every instruction.
+fn block_mcpi(d: &MemsimDoc, m: &MachineDoc) -> Option<f64> {
+    let table = d
+        .attribution
+        .as_ref()?
+        .machines
+        .iter()
+        .find(|t| t.name == m.name)?;
+    table
+        .categories
+        .iter()
+        .find(|c| c.name == "block-copy")
+        .map(|c| c.mcpi.total)
+}
+
+/// Today's figures stand under Ultrix's columns: Linux, like Ultrix, is a monolithic kernel.
 static CHEN_BERSHAD: Spec = Spec {
-    comparisons: &[],
+    comparisons: &[
+        memsim("2-3", Cells::Column("instr_u"), TRACE, |_, m| thousands(m.instructions)),
+        memsim("2-3", Cells::Column("instr_u_sys"), TRACE, |_, m| {
+            Some(100.0 * m.system_fraction)
+        }),
+        memsim("2-3", Cells::Column("idle_u"), TRACE, |d, _| {
+            thousands(d.attribution.as_ref()?.idle_dropped.instructions)
+        }),
+        memsim("2-3", Cells::Column("imiss_u"), TRACE, |_, m| {
+            thousands(cache(&m.user, "l1i").0 + cache(&m.system, "l1i").0)
+        }),
+        memsim("2-3", Cells::Column("imiss_u_sys"), TRACE, |_, m| {
+            let (u, k) = (cache(&m.user, "l1i").0, cache(&m.system, "l1i").0);
+            share(k, u + k)
+        }),
+        memsim("2-3", Cells::Column("dread_u"), TRACE, |_, m| {
+            thousands(m.user.reads + m.system.reads)
+        }),
+        memsim("2-3", Cells::Column("dread_u_sys"), TRACE, |_, m| {
+            share(m.system.reads, m.user.reads + m.system.reads)
+        }),
+        memsim("2-3", Cells::Column("dmiss_u"), TRACE, |_, m| {
+            thousands(cache(&m.user, "l1d").1 + cache(&m.system, "l1d").1)
+        }),
+        memsim("2-3", Cells::Column("dmiss_u_sys"), TRACE, |_, m| {
+            let (u, k) = (cache(&m.user, "l1d").1, cache(&m.system, "l1d").1);
+            share(k, u + k)
+        }),
+        memsim(
+            "2-4",
+            Cells::Where { rows: Sel::EndsWith("user"), columns: Sel::Is("icache") },
+            TRACE_USER,
+            |_, m| Some(m.own_mcpi.user.icache),
+        ),
+        memsim(
+            "2-4",
+            Cells::Where { rows: Sel::EndsWith("user"), columns: Sel::Is("dcache") },
+            TRACE_USER,
+            |_, m| Some(m.own_mcpi.user.dcache),
+        ),
+        memsim(
+            "2-4",
+            Cells::Where { rows: Sel::EndsWith("user"), columns: Sel::Is("tlb") },
+            TRACE_USER,
+            |_, m| Some(m.own_mcpi.user.tlb),
+        ),
+        memsim(
+            "2-4",
+            Cells::Where { rows: Sel::EndsWith("user"), columns: Sel::Is("wbuffer") },
+            TRACE_USER,
+            |_, m| Some(m.own_mcpi.user.wbuffer),
+        ),
+        memsim(
+            "2-4",
+            Cells::Where { rows: Sel::EndsWith("system"), columns: Sel::Is("icache") },
+            TRACE_SYSTEM,
+            |_, m| Some(m.own_mcpi.system.icache),
+        ),
+        memsim(
+            "2-4",
+            Cells::Where { rows: Sel::EndsWith("system"), columns: Sel::Is("dcache") },
+            TRACE_SYSTEM,
+            |_, m| Some(m.own_mcpi.system.dcache),
+        ),
+        memsim(
+            "2-4",
+            Cells::Where { rows: Sel::EndsWith("system"), columns: Sel::Is("tlb") },
+            TRACE_SYSTEM,
+            |_, m| Some(m.own_mcpi.system.tlb),
+        ),
+        memsim(
+            "2-4",
+            Cells::Where { rows: Sel::EndsWith("system"), columns: Sel::Is("wbuffer") },
+            TRACE_SYSTEM,
+            |_, m| Some(m.own_mcpi.system.wbuffer),
+        ),
+        memsim("4-1", Cells::Column("i_u_sys"), TRACE, |_, m| Some(m.mcpi.system.icache)),
+        memsim("4-1", Cells::Column("i_u_user"), TRACE, |_, m| Some(m.mcpi.user.icache)),
+        memsim("4-1", Cells::Column("d_u_sys"), TRACE, |_, m| Some(m.mcpi.system.dcache)),
+        memsim("4-1", Cells::Column("d_u_user"), TRACE, |_, m| Some(m.mcpi.user.dcache)),
+        memsim("4-4", Cells::Column("u_mcpi"), TRACE, block_mcpi),
+        memsim("4-4", Cells::Column("u_share"), TRACE, |d, m| {
+            let total = m.mcpi.total.total;
+            block_mcpi(d, m).filter(|_| total > 0.0).map(|b| 100.0 * b / total)
+        }),
+        memsim("4-6", Cells::Column("u_sys"), TRACE, |_, m| Some(m.own_mcpi.system.wbuffer)),
+        memsim("4-6", Cells::Column("u_user"), TRACE, |_, m| Some(m.own_mcpi.user.wbuffer)),
+    ],
     derived: &[],
-    notes: &[],
+    notes: &[
+        ("2-3", "today: the trace on the ds5000-200 preset; Linux stands under Ultrix's columns (both monolithic); idle instructions only when kernel symbols were known"),
+        ("2-4", "today: stall cycles per instruction of each mode's own instructions"),
+        ("4-1", "today: the same stalls over all non-idle instructions, so user and system add up"),
+        ("4-4", "today: the kernel's block copy and clear routines (needs kernel symbols)"),
+    ],
     elsewhere: Some(
-        "today's side comes from full-system traces: `osmeter trace --system --workload NAME -o T.osmt` then \
-         `osmeter memsim T.osmt --preset ds5000-200 --assertions`; the side-by-side view of those \
-         documents is not built yet",
+        "today's side is a stored memsim run of a full-system trace: `osmeter trace --system \
+         --workload NAME -o T.osmt`, then `osmeter memsim T.osmt --preset ds5000-200 --assertions`, \
+         then `osmeter paper chen-bershad93 --run ID`",
     ),
     cpu_relative: false,
 };
 
+const fn worst(
+    row: &'static str,
+    suffix: &'static str,
+    label: &'static str,
+    class: ClassName,
+    path: Path,
+    horizon_s: f64,
+) -> Comparison {
+    Comparison {
+        table: "3",
+        cells: Cells::Where {
+            rows: Sel::Is(row),
+            columns: Sel::EndsWith(suffix),
+        },
+        label,
+        now: Now::Latency(LatencyFigure {
+            class,
+            path,
+            horizon_s,
+        }),
+    }
+}
+
+const HOUR: f64 = 3600.0;
+const DAY: f64 = 86_400.0;
+const WEEK: f64 = 7.0 * DAY;
+const HIGH_TIMER: &str = "interrupt to high-priority RT thread";
+const MEDIUM_TIMER: &str = "interrupt to medium-priority RT thread";
+const HIGH_WAKE: &str = "DPC to high-priority RT thread (added)";
+const MEDIUM_WAKE: &str = "DPC to medium-priority RT thread (added)";
+
 static COTA_ROBLES: Spec = Spec {
-    comparisons: &[],
+    comparisons: &[
+        worst(HIGH_TIMER, "_hour", "this machine, hour", ClassName::High, Path::Timer, HOUR),
+        worst(HIGH_TIMER, "_day", "this machine, day", ClassName::High, Path::Timer, DAY),
+        worst(HIGH_TIMER, "_week", "this machine, week", ClassName::High, Path::Timer, WEEK),
+        worst(MEDIUM_TIMER, "_hour", "this machine, hour", ClassName::Medium, Path::Timer, HOUR),
+        worst(MEDIUM_TIMER, "_day", "this machine, day", ClassName::Medium, Path::Timer, DAY),
+        worst(MEDIUM_TIMER, "_week", "this machine, week", ClassName::Medium, Path::Timer, WEEK),
+        worst(HIGH_WAKE, "_hour", "this machine, hour", ClassName::High, Path::Futex, HOUR),
+        worst(HIGH_WAKE, "_day", "this machine, day", ClassName::High, Path::Futex, DAY),
+        worst(HIGH_WAKE, "_week", "this machine, week", ClassName::High, Path::Futex, WEEK),
+        worst(MEDIUM_WAKE, "_hour", "this machine, hour", ClassName::Medium, Path::Futex, HOUR),
+        worst(MEDIUM_WAKE, "_day", "this machine, day", ClassName::Medium, Path::Futex, DAY),
+        worst(MEDIUM_WAKE, "_week", "this machine, week", ClassName::Medium, Path::Futex, WEEK),
+    ],
     derived: &[],
-    notes: &[],
+    notes: &[(
+        "3",
+        "today: the median worst case expected over an hour, a day and a week of continuous \
+         running, from a Gumbel fit of the per-second maxima of a stored latency run, under the load \
+         that run had; timer path for interrupt-to-thread, futex wake for DPC-to-thread",
+    )],
     elsewhere: Some(
-        "today's side comes from `osmeter latency --load ...` (worst cases per window, buffer \
-         underruns); the side-by-side view of those documents is not built yet",
+        "today's side is a stored latency run: `osmeter latency --load ... --duration 10min`, then \
+         `osmeter paper cota-robles99 --run ID`",
     ),
     cpu_relative: false,
 };
@@ -385,12 +660,23 @@ mod tests {
                 let t = paper
                     .table(c.table)
                     .unwrap_or_else(|| panic!("{id:?}: no table {}", c.table));
-                match c.cells {
-                    Cells::Column(col) => {
-                        assert!(t.column(col).is_some(), "{id:?} {} {col}", c.table)
-                    }
-                    Cells::Row(row) => assert!(t.row(row).is_some(), "{id:?} {} {row}", c.table),
-                }
+                let cells = t
+                    .rows
+                    .iter()
+                    .flat_map(|r| t.columns.iter().map(move |col| (r, col)))
+                    .filter(|(r, col)| c.cells.contains(&r.id, &col.id))
+                    .count();
+                let expected = match c.cells {
+                    Cells::Column(_) => t.rows.len(),
+                    Cells::Row(_) => t.columns.len(),
+                    Cells::Where { .. } => 1,
+                };
+                assert!(
+                    cells >= expected,
+                    "{id:?} table {}: {:?} selects {cells} cells",
+                    c.table,
+                    c.cells
+                );
             }
             for d in spec.derived {
                 let t = paper.table(d.table()).unwrap();

@@ -4,11 +4,14 @@
 
 use super::arith;
 use super::cpu::{cpu_speed, CpuSpeed};
-use super::data::{Cell, Paper};
+use super::data::{Cell, Paper, Verdict};
 use super::quantity::{Quantity, Unit};
 use super::source::{now_value, NowValue, ProbeRef};
-use super::spec::{Cells, Comparison, Derived, Now, Spec};
+use super::spec::{Cells, Comparison, Derived, LatencyFigure, Now, Spec, Today};
 use super::PaperId;
+use crate::latency::accounting::WINDOWS;
+use crate::latency::document::Estimate;
+use crate::memsim::document::{AssertionVerdict, MachineDoc, MemsimDoc};
 use crate::results::model::Run;
 use serde::Serialize;
 
@@ -59,6 +62,17 @@ pub struct PrimitiveSummary {
     pub rows: usize,
 }
 
+/// One of Chen and Bershad's assertions: the paper's verdict and today's (memsim `--assertions`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AssertionPair {
+    pub number: u8,
+    pub claim: String,
+    pub paper: Verdict,
+    pub today: Option<AssertionVerdict>,
+    /// The figures behind today's verdict, in words.
+    pub today_detail: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TableNote {
     pub table: String,
@@ -86,6 +100,10 @@ pub struct PaperDoc {
     pub notes: Vec<TableNote>,
     /// Today's figures that could not be found, with the reason.
     pub missing: Vec<String>,
+    /// What today's side is, when it is a stored document (the trace simulated, the latency run).
+    pub today_source: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub assertions: Vec<AssertionPair>,
     /// Where today's side comes from for papers that `osmeter run` does not measure.
     pub elsewhere: Option<String>,
 }
@@ -139,6 +157,62 @@ fn find_both<'a>(
     Ok((ma, mb))
 }
 
+/// The memsim document of the runs and its DECstation 5000/200 machine (else its first).
+pub fn memsim_machine(runs: &[Run]) -> Result<(&Run, &MemsimDoc, &MachineDoc), String> {
+    let (run, doc) = runs
+        .iter()
+        .find_map(|r| r.sections.memsim.as_ref().map(|d| (r, d)))
+        .ok_or("no memsim document in the runs (a run of `osmeter memsim`)")?;
+    let machine = doc
+        .machines
+        .iter()
+        .find(|m| m.name == DS5000)
+        .or(doc.machines.first())
+        .ok_or("the memsim document simulated no machine")?;
+    Ok((run, doc, machine))
+}
+
+const DS5000: &str = "ds5000-200";
+
+/// The worst lateness expected over a horizon, from the Gumbel fit of a stored latency stream.
+fn latency_worst(f: &LatencyFigure, runs: &[Run]) -> Result<(f64, String, String), String> {
+    let (run, doc) = runs
+        .iter()
+        .find_map(|r| r.sections.latency.as_ref().map(|d| (r, d)))
+        .ok_or("no latency document in the runs (a run of `osmeter latency`)")?;
+    let name = format!("{} class, {} path", f.class.as_str(), f.path.name());
+    let stream = doc
+        .streams
+        .iter()
+        .find(|s| s.class == f.class && s.path == f.path && s.error.is_none())
+        .ok_or_else(|| format!("the latency run measured no {name}"))?;
+    let fit = match &stream.estimate {
+        Estimate::Fitted { fit, .. } => fit,
+        Estimate::Unavailable { unavailable } => {
+            return Err(format!("{name}: no worst-case estimate ({unavailable})"))
+        }
+    };
+    let width_s = WINDOWS
+        .iter()
+        .find(|(w, _)| *w == fit.window)
+        .map(|(_, ns)| *ns as f64 / 1e9)
+        .ok_or_else(|| format!("{name}: unknown window {:?}", fit.window))?;
+    let median = gumbel_median(fit.location_ns, fit.scale_ns, width_s, f.horizon_s);
+    Ok((
+        median,
+        format!("latency {name}, Gumbel median"),
+        run.id.clone(),
+    ))
+}
+
+/// The median of the largest of the window maxima over `horizon_s`, when each window's maximum
+/// follows a Gumbel law: the maximum of m such maxima is Gumbel with its location moved up by
+/// scale * ln m, and a Gumbel law's median is location - scale * ln ln 2.
+pub fn gumbel_median(location: f64, scale: f64, width_s: f64, horizon_s: f64) -> f64 {
+    let shifted = location + scale * (horizon_s / width_s).max(1.0).ln();
+    shifted - scale * 2f64.ln().ln()
+}
+
 /// Today's value of a comparison, in `unit`.
 fn today(
     now: &Now,
@@ -166,6 +240,34 @@ fn today(
                 ci95: [sa.ci95[0] / sb.ci95[1], sa.ci95[1] / sb.ci95[0]],
                 figure: format!("{} / {}", ma.label(), mb.label()),
                 run: a.find(runs).map(|(r, _)| r.id.clone()).unwrap_or_default(),
+            })
+        }
+        Now::Memsim(f) => {
+            let (run, doc, machine) = memsim_machine(runs)?;
+            let value = (f.get)(doc, machine).ok_or_else(|| {
+                format!(
+                    "the memsim run {} lacks this figure (kernel symbols or --assertions missing?)",
+                    run.id
+                )
+            })?;
+            Ok(NowValue {
+                value,
+                ci95: [value, value],
+                figure: format!("memsim {} on {}", machine.name, doc.trace.path),
+                run: run.id.clone(),
+            })
+        }
+        Now::Latency(f) => {
+            let (ns, figure, run) = latency_worst(f, runs)?;
+            let value = unit
+                .nanoseconds()
+                .map(|u| ns / u)
+                .ok_or("the paper's unit is not a time")?;
+            Ok(NowValue {
+                value,
+                ci95: [value, value],
+                figure,
+                run,
             })
         }
         Now::Cycles(r) => {
@@ -196,11 +298,7 @@ fn today(
 }
 
 fn applies(c: &Comparison, cell: &Cell) -> bool {
-    c.table == cell.table
-        && match c.cells {
-            Cells::Column(col) => col == cell.column,
-            Cells::Row(row) => row == cell.row,
-        }
+    c.table == cell.table && c.cells.contains(cell.row, cell.column)
 }
 
 fn pair(cell: &Cell, label: &str) -> CellPair {
@@ -243,7 +341,7 @@ pub fn build(paper: &Paper, spec: &Spec, runs: &[Run], here: &Here) -> anyhow::R
                         p.now_ci95 = Some(now.ci95);
                         p.now_figure = Some(now.figure);
                         p.now_run = Some(now.run);
-                        if matches!(c.now, Now::Figure(_) | Now::Mips) {
+                        if matches!(c.now, Now::Figure(_) | Now::Mips | Now::Latency(_)) {
                             p.speedup = arith::speedup(cell.value.central(), now.value, cell.unit);
                         }
                         if let (Now::Figure(_), Ok(cpu), Some(mips)) =
@@ -295,8 +393,67 @@ pub fn build(paper: &Paper, spec: &Spec, runs: &[Run], here: &Here) -> anyhow::R
             })
             .collect(),
         missing,
+        today_source: today_source(spec, runs),
+        assertions: assertions(paper, runs),
         elsewhere: spec.elsewhere.map(str::to_string),
     })
+}
+
+/// One line about the stored document today's side comes from.
+fn today_source(spec: &Spec, runs: &[Run]) -> Option<String> {
+    match spec.today() {
+        Today::Probes => None,
+        Today::Memsim => memsim_machine(runs).ok().map(|(_, d, m)| {
+            format!(
+                "memsim of {} on {} ({} non-idle instructions, {:.1} % in the kernel)",
+                d.trace.path,
+                m.name,
+                super::quantity::format_number(m.instructions as f64),
+                100.0 * m.system_fraction
+            )
+        }),
+        Today::Latency => runs
+            .iter()
+            .find_map(|r| r.sections.latency.as_ref())
+            .map(|d| {
+                let loads: Vec<&str> = d.loads.iter().map(|l| l.load.as_str()).collect();
+                format!(
+                    "latency, {:.0} s at a {} us period, load {}",
+                    d.measured_s,
+                    d.period_ns / 1000,
+                    if loads.is_empty() {
+                        "none".to_string()
+                    } else {
+                        loads.join(", ")
+                    }
+                )
+            }),
+    }
+}
+
+/// The paper's assertions beside today's verdicts, when the runs hold memsim's judgement.
+fn assertions(paper: &Paper, runs: &[Run]) -> Vec<AssertionPair> {
+    let judged = runs
+        .iter()
+        .find_map(|r| r.sections.memsim.as_ref()?.assertions.as_ref());
+    paper
+        .assertions
+        .iter()
+        .map(|a| {
+            let today = judged.and_then(|j| {
+                j.assertions
+                    .iter()
+                    .find(|t| t.number == u32::from(a.number))
+            });
+            AssertionPair {
+                number: a.number,
+                claim: a.claim.clone(),
+                paper: a.verdict,
+                today: today.map(|t| t.verdict),
+                today_detail: today.map(|t| t.detail.clone()),
+            }
+        })
+        .collect()
 }
 
 /// Recomputes the paper's derived columns for each of today's rows that has the column they are
@@ -411,4 +568,28 @@ fn summarise(spec: &Spec, pairs: &[CellPair]) -> Vec<PrimitiveSummary> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::latency::accounting::gumbel_cdf;
+
+    #[test]
+    fn gumbel_median_known_answers() {
+        // One window: the law's own median, where its distribution function is one half.
+        let m = gumbel_median(1e6, 1e5, 1.0, 1.0);
+        assert!((gumbel_cdf(m, 1e6, 1e5) - 0.5).abs() < 1e-12);
+        // An hour of one-second windows: half the time the hour's maximum is below the median,
+        // i.e. each of the 3600 windows' maxima is below it with probability 0.5^(1/3600).
+        let h = gumbel_median(1e6, 1e5, 1.0, 3600.0);
+        assert!(
+            (gumbel_cdf(h, 1e6, 1e5).powf(3600.0) - 0.5).abs() < 1e-9,
+            "{h}"
+        );
+        assert!((h - 1_855_520.0).abs() < 1.0, "{h}");
+        // Longer horizons expect worse; shorter than a window is the window.
+        assert!(gumbel_median(1e6, 1e5, 1.0, 86_400.0) > h);
+        assert_eq!(gumbel_median(1e6, 1e5, 60.0, 1.0), m);
+    }
 }
