@@ -88,6 +88,9 @@ pub struct PaperArgs {
     /// Directory for scratch files [default: the system temporary directory]
     #[arg(long, value_name = "DIR", conflicts_with = "runs")]
     pub dir: Option<PathBuf>,
+    /// Run the measuring thread at this SCHED_FIFO priority (1-98; needs root or CAP_SYS_NICE)
+    #[arg(long, value_name = "PRIO", conflicts_with = "runs")]
+    pub fifo: Option<i32>,
     /// Do not open perf_event counters
     #[arg(long, conflicts_with = "runs")]
     pub no_counters: bool,

@@ -203,6 +203,11 @@ fn an_unknown_paper_is_a_usage_error_with_a_suggestion() {
         .args(["paper", "ousterhout89", "--run", "x", "--quick"])
         .assert()
         .code(2);
+    env.osmeter()
+        .args(["paper", "ousterhout89", "--table", "2", "--fifo", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--fifo 0"));
     // Nothing was measured or stored by any of them.
     assert!(!env.store().exists() || env.json(&["runs", "--json"]).as_array().unwrap().is_empty());
 }
@@ -508,4 +513,43 @@ fn cota_robles_is_set_beside_a_latency_run() {
         .as_str()
         .unwrap()
         .contains("measured no medium class"));
+}
+
+/// Ctrl-C while measuring: what was measured is shown beside the paper and kept, nothing is left in
+/// the scratch directory, exit 130.
+#[test]
+fn ctrl_c_shows_and_keeps_what_was_measured() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let (out, took) = common::interrupt_after(
+        env.osmeter_std()
+            .args([
+                "paper",
+                "ousterhout89",
+                "--repeat",
+                "50",
+                "--min-time",
+                "50ms",
+                "--dir",
+            ])
+            .arg(dir.path()),
+        std::time::Duration::from_millis(2500),
+        || {},
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Table 2.") && text.contains("no figure today"),
+        "{text}"
+    );
+    assert!(common::entries(dir.path()).is_empty());
+    let runs = env.json(&["runs", "--json"]);
+    let run = env.json(&["show", runs[0]["id"].as_str().unwrap(), "--json"]);
+    assert_eq!(run["interrupted"], true);
 }

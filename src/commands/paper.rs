@@ -69,6 +69,7 @@ fn measuring_config(id: PaperId, args: &PaperArgs) -> Result<RunConfig> {
         cpu: args.cpu,
         dir: args.dir.clone(),
         no_counters: args.no_counters,
+        fifo: args.fifo,
         keep: args.keep.clone(),
         ..RunArgs::default()
     };

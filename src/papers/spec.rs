@@ -27,7 +27,24 @@ pub enum Now {
 /// One figure read off a simulated machine of a memsim document.
 #[derive(Clone, Copy)]
 pub struct MemsimFigure {
-    pub get: fn(&MemsimDoc, &MachineDoc) -> Option<f64>,
+    pub get: MemsimGet,
+}
+
+#[derive(Clone, Copy)]
+pub enum MemsimGet {
+    /// From the document and its machine; `None` when the document lacks it.
+    Doc(fn(&MemsimDoc, &MachineDoc) -> Option<f64>),
+    /// From the machine alone, always there.
+    Machine(fn(&MachineDoc) -> f64),
+}
+
+impl MemsimFigure {
+    pub fn value(&self, doc: &MemsimDoc, machine: &MachineDoc) -> Option<f64> {
+        match self.get {
+            MemsimGet::Doc(f) => f(doc, machine),
+            MemsimGet::Machine(f) => Some(f(machine)),
+        }
+    }
 }
 
 impl std::fmt::Debug for MemsimFigure {
@@ -441,13 +458,39 @@ const fn memsim(
         table,
         cells,
         label,
-        now: Now::Memsim(MemsimFigure { get }),
+        now: Now::Memsim(MemsimFigure {
+            get: MemsimGet::Doc(get),
+        }),
     }
 }
 
 const TRACE: &str = "this trace";
-const TRACE_USER: &str = "this trace, user";
-const TRACE_SYSTEM: &str = "this trace, system";
+
+#[derive(Clone, Copy)]
+enum Mode {
+    User,
+    System,
+}
+
+/// A Table 2-4 component of one mode (the paper's rows ending in "user" or "system"), per
+/// instruction of that mode.
+const fn own(mode: Mode, column: &'static str, get: fn(&MachineDoc) -> f64) -> Comparison {
+    let (rows, label) = match mode {
+        Mode::User => ("user", "this trace, user"),
+        Mode::System => ("system", "this trace, system"),
+    };
+    Comparison {
+        table: "2-4",
+        cells: Cells::Where {
+            rows: Sel::EndsWith(rows),
+            columns: Sel::Is(column),
+        },
+        label,
+        now: Now::Memsim(MemsimFigure {
+            get: MemsimGet::Machine(get),
+        }),
+    }
+}
 
 fn thousands(n: u64) -> Option<f64> {
     Some(n as f64 / 1e3)
@@ -509,54 +552,14 @@ static CHEN_BERSHAD: Spec = Spec {
             let (u, k) = (cache(&m.user, "l1d").1, cache(&m.system, "l1d").1);
             share(k, u + k)
         }),
-        memsim(
-            "2-4",
-            Cells::Where { rows: Sel::EndsWith("user"), columns: Sel::Is("icache") },
-            TRACE_USER,
-            |_, m| Some(m.own_mcpi.user.icache),
-        ),
-        memsim(
-            "2-4",
-            Cells::Where { rows: Sel::EndsWith("user"), columns: Sel::Is("dcache") },
-            TRACE_USER,
-            |_, m| Some(m.own_mcpi.user.dcache),
-        ),
-        memsim(
-            "2-4",
-            Cells::Where { rows: Sel::EndsWith("user"), columns: Sel::Is("tlb") },
-            TRACE_USER,
-            |_, m| Some(m.own_mcpi.user.tlb),
-        ),
-        memsim(
-            "2-4",
-            Cells::Where { rows: Sel::EndsWith("user"), columns: Sel::Is("wbuffer") },
-            TRACE_USER,
-            |_, m| Some(m.own_mcpi.user.wbuffer),
-        ),
-        memsim(
-            "2-4",
-            Cells::Where { rows: Sel::EndsWith("system"), columns: Sel::Is("icache") },
-            TRACE_SYSTEM,
-            |_, m| Some(m.own_mcpi.system.icache),
-        ),
-        memsim(
-            "2-4",
-            Cells::Where { rows: Sel::EndsWith("system"), columns: Sel::Is("dcache") },
-            TRACE_SYSTEM,
-            |_, m| Some(m.own_mcpi.system.dcache),
-        ),
-        memsim(
-            "2-4",
-            Cells::Where { rows: Sel::EndsWith("system"), columns: Sel::Is("tlb") },
-            TRACE_SYSTEM,
-            |_, m| Some(m.own_mcpi.system.tlb),
-        ),
-        memsim(
-            "2-4",
-            Cells::Where { rows: Sel::EndsWith("system"), columns: Sel::Is("wbuffer") },
-            TRACE_SYSTEM,
-            |_, m| Some(m.own_mcpi.system.wbuffer),
-        ),
+        own(Mode::User, "icache", |m| m.own_mcpi.user.icache),
+        own(Mode::User, "dcache", |m| m.own_mcpi.user.dcache),
+        own(Mode::User, "tlb", |m| m.own_mcpi.user.tlb),
+        own(Mode::User, "wbuffer", |m| m.own_mcpi.user.wbuffer),
+        own(Mode::System, "icache", |m| m.own_mcpi.system.icache),
+        own(Mode::System, "dcache", |m| m.own_mcpi.system.dcache),
+        own(Mode::System, "tlb", |m| m.own_mcpi.system.tlb),
+        own(Mode::System, "wbuffer", |m| m.own_mcpi.system.wbuffer),
         memsim("4-1", Cells::Column("i_u_sys"), TRACE, |_, m| Some(m.mcpi.system.icache)),
         memsim("4-1", Cells::Column("i_u_user"), TRACE, |_, m| Some(m.mcpi.user.icache)),
         memsim("4-1", Cells::Column("d_u_sys"), TRACE, |_, m| Some(m.mcpi.system.dcache)),

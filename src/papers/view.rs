@@ -244,7 +244,7 @@ fn today(
         }
         Now::Memsim(f) => {
             let (run, doc, machine) = memsim_machine(runs)?;
-            let value = (f.get)(doc, machine).ok_or_else(|| {
+            let value = f.value(doc, machine).ok_or_else(|| {
                 format!(
                     "the memsim run {} lacks this figure (kernel symbols or --assertions missing?)",
                     run.id
