@@ -328,9 +328,8 @@ pub struct MemsimArgs {
 pub struct ExportArgs {
     /// Run id, or a unique prefix of one
     pub run: String,
-    /// json | csv | markdown | openmetrics
     #[arg(long, short = 'f', value_name = "FORMAT")]
-    pub format: String,
+    pub format: crate::results::export::Format,
     /// One row per raw sample (csv)
     #[arg(long)]
     pub samples: bool,
@@ -439,7 +438,9 @@ pub struct RunsArgs {
     /// Only runs with this tag (repeatable; all must match)
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     pub tags: Vec<String>,
-    /// Only runs started at or after this date or time (e.g. 2026-11-01)
+    /// Only runs started at or after this time: a date (2026-11-01), a date and time
+    /// (2026-11-01T10:00, UTC unless a zone follows), today, yesterday, or a time ago (30min, 12h,
+    /// 2d, 1w)
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
     #[command(flatten)]
@@ -514,6 +515,10 @@ pub struct StatArgs {
     /// Number of runs of the command
     #[arg(long, short = 'r', value_name = "N", default_value_t = 5)]
     pub repeat: usize,
+    /// Write the results to this file; the command's own output then passes through to stdout
+    /// (without it, the command's stdout goes to stderr so that stdout holds only the results)
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]

@@ -38,7 +38,7 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
     } else {
         let config = measuring_config(id, args)?;
         let run = super::run::measure(&config)?;
-        super::run::keep(&config, &run)?;
+        config.keeper.save(&run)?;
         let interrupted = run.interrupted;
         (vec![run], interrupted)
     };

@@ -247,13 +247,7 @@ pub fn format_number(v: f64) -> String {
             grouped
         };
     }
-    let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
-    let s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
+    crate::units::compact(v)
 }
 
 impl fmt::Display for Quantity {

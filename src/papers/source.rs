@@ -119,13 +119,15 @@ pub struct NowValue {
 /// Converts a measured median (osmeter's unit) to the paper's unit; `None` when the two do not
 /// measure the same kind of thing.
 pub fn convert(value: f64, from: RunUnit, to: Unit) -> Option<f64> {
-    match from {
-        RunUnit::Nanoseconds => to.nanoseconds().map(|ns| value / ns),
-        RunUnit::BytesPerSecond => to.bytes_per_second().map(|bps| value / bps),
-        RunUnit::OpsPerSecond => match to {
-            Unit::RequestsPerSecond => Some(value),
-            _ => None,
-        },
+    match (from, to) {
+        (RunUnit::Nanoseconds, _) => to.nanoseconds().map(|ns| value / ns),
+        (RunUnit::Seconds, _) => to.nanoseconds().map(|ns| value * 1e9 / ns),
+        (RunUnit::BytesPerSecond, _) => to.bytes_per_second().map(|bps| value / bps),
+        (RunUnit::OpsPerSecond, Unit::RequestsPerSecond)
+        | (RunUnit::Count, Unit::Count)
+        | (RunUnit::Ratio, Unit::Ratio)
+        | (RunUnit::CyclesPerInstruction, Unit::CyclesPerInstruction) => Some(value),
+        _ => None,
     }
 }
 
@@ -188,6 +190,12 @@ mod tests {
             None
         );
         assert_eq!(convert(1.0, RunUnit::BytesPerSecond, Unit::Ratio), None);
+        assert_eq!(
+            convert(0.5, RunUnit::Seconds, Unit::Milliseconds),
+            Some(500.0)
+        );
+        assert_eq!(convert(3.0, RunUnit::Count, Unit::Count), Some(3.0));
+        assert_eq!(convert(3.0, RunUnit::Bytes, Unit::Count), None);
     }
 
     #[test]
