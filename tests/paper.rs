@@ -553,3 +553,98 @@ fn ctrl_c_shows_and_keeps_what_was_measured() {
     let run = env.json(&["show", runs[0]["id"].as_str().unwrap(), "--json"]);
     assert_eq!(run["interrupted"], true);
 }
+
+/// Runs osmeter, which must succeed; returns its stdout and the id of the run it saved.
+fn run_saved(env: &TestEnv, args: &[&str]) -> (String, String) {
+    let out = env.osmeter().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "osmeter {args:?}: {err}");
+    let id = err
+        .split_whitespace()
+        .skip_while(|w| *w != "run")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no saved run id in: {err}"))
+        .to_string();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), id)
+}
+
+#[test]
+fn run_show_and_compare_print_the_cpu_relative_figures() {
+    let env = TestEnv::new();
+    let mut args = vec!["run", "syscall.null", "memory.copy", "cpu.reference"];
+    args.extend_from_slice(FAST);
+    let (text, a) = run_saved(&env, &args);
+    // Ousterhout's getpid against the CPU; memcpy shown as hardware and kept out of the OS mean.
+    assert!(
+        text.contains("Relative to the CPU since Ousterhout 1989"),
+        "{text}"
+    );
+    assert!(text.contains("MIPS on osmeter's integer mix"), "{text}");
+    let getpid = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("getpid "))
+        .unwrap_or_else(|| panic!("no getpid row in {text}"));
+    assert!(
+        getpid.contains("syscall.null") && getpid.contains("of 9"),
+        "{getpid}"
+    );
+    assert!(text.contains("bcopy cached (hardware)"), "{text}");
+    assert!(
+        text.contains("OS primitives relative to the CPU, geometric mean of 1:")
+            && text.contains("hardware figures left out: bcopy cached"),
+        "{text}"
+    );
+    // `show` prints the same derived figures from the stored run.
+    let shown = env.osmeter().args(["show", &a]).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains(getpid.trim_end()), "{shown}");
+    // `compare` sets each figure's speed-up against the CPU reference's.
+    let (text_b, b) = run_saved(&env, &args);
+    assert!(
+        text_b.contains("Relative to the CPU since Ousterhout 1989")
+            && !text_b.contains("no CPU-relative figures"),
+        "{text_b}"
+    );
+    let out = env
+        .osmeter()
+        .args(["compare", &a, &b, "--all"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let cmp = String::from_utf8_lossy(&out.stdout);
+    assert!(cmp.contains("÷CPU"), "{cmp}");
+    let null_row = cmp
+        .lines()
+        .find(|l| l.starts_with("syscall.null"))
+        .unwrap_or_else(|| panic!("{cmp}"));
+    let reference_row = cmp
+        .lines()
+        .find(|l| l.starts_with("cpu.reference"))
+        .unwrap_or_else(|| panic!("{cmp}"));
+    // The figure's own ÷CPU is a number; the reference's is not defined.
+    let cols = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    assert!(
+        cols(null_row)
+            .iter()
+            .rev()
+            .nth(1)
+            .unwrap()
+            .parse::<f64>()
+            .is_ok(),
+        "{null_row}"
+    );
+    assert_eq!(
+        cols(reference_row).iter().rev().nth(1).unwrap(),
+        "-",
+        "{reference_row}"
+    );
+    // Without the reference there is nothing to set the primitives against, and it says why.
+    let mut args = vec!["run", "syscall.null", "--no-store"];
+    args.extend_from_slice(FAST);
+    let out = env.osmeter().args(&args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("no CPU-relative figures: cpu.reference is not in the run"),
+        "{text}"
+    );
+}

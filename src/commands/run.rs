@@ -24,7 +24,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if config.json {
         super::emit_json(&run)?;
     } else {
-        super::emit(&table::render(&run))?;
+        super::emit(&(table::render(&run) + &crate::papers::brief::text(&run)))?;
     }
     // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.
     config.keeper.save(&run)?;

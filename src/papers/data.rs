@@ -76,6 +76,9 @@ pub struct Table {
     pub id: String,
     /// What the table shows, in osmeter's words.
     pub title: String,
+    /// A name of a word or two for plots and lists ("getpid", "bcopy").
+    #[serde(default)]
+    pub short: Option<String>,
     #[serde(default)]
     pub source: Source,
     pub os: Option<String>,

@@ -2,15 +2,19 @@
 //! beside the same measurements taken today on this machine.
 
 pub mod arith;
+pub mod brief;
 pub mod cpu;
 pub mod data;
 #[cfg(test)]
 mod data_tests;
+#[cfg(test)]
+pub mod fixtures;
 pub mod plan;
 pub mod quantity;
 pub mod render;
 pub mod source;
 pub mod spec;
+pub mod summary;
 pub mod view;
 
 use serde::{Deserialize, Serialize};

@@ -6,9 +6,10 @@ use super::quantity::{format_number, Quantity, Unit};
 use super::view::{CellPair, PaperDoc};
 use std::fmt::Write;
 
-/// Columns of text, the first left-aligned and the rest right-aligned.
-struct Grid {
-    rows: Vec<Vec<String>>,
+/// Columns of text, the first row the header; on a terminal the first column is left-aligned and
+/// the rest right-aligned. The HTML report sets the same grids as tables.
+pub struct Grid {
+    pub rows: Vec<Vec<String>>,
 }
 
 impl Grid {
@@ -18,7 +19,7 @@ impl Grid {
     fn push(&mut self, row: Vec<String>) {
         self.rows.push(row);
     }
-    fn render(&self, out: &mut String) {
+    pub fn render(&self, out: &mut String) {
         let n = self.rows.iter().map(Vec::len).max().unwrap_or(0);
         let width = |i: usize| {
             self.rows
@@ -71,7 +72,7 @@ fn common_unit(t: &Table) -> Option<Unit> {
         .then_some(first)
 }
 
-fn heading(t: &Table) -> String {
+pub fn heading(t: &Table) -> String {
     let unit = common_unit(t)
         .filter(|u| !matches!(u, Unit::Ratio | Unit::Count | Unit::Index))
         .map(|u| format!(" [{}]", u.symbol()))
@@ -126,7 +127,7 @@ fn header(t: &Table, lead: &[&str]) -> Vec<String> {
 }
 
 /// A table whose rows are the paper's machines: today's rows below, then the speed-ups.
-fn by_rows(out: &mut String, paper: &Paper, t: &Table, doc: &PaperDoc) {
+fn by_rows(paper: &Paper, t: &Table, doc: &PaperDoc) -> Vec<Grid> {
     // A MIPS column beside each row, unless the table is the ratings themselves.
     let rated = t.rows.iter().any(|r| {
         r.machine
@@ -168,15 +169,14 @@ fn by_rows(out: &mut String, paper: &Paper, t: &Table, doc: &PaperDoc) {
         }
         g.push(row);
     }
-    g.render(out);
-    speedups(out, t, doc);
+    let mut grids = vec![g];
+    grids.extend(speedups(t, doc));
+    grids
 }
 
 /// The speed-ups of today's first row against each paper row, and relative to the CPU's.
-fn speedups(out: &mut String, t: &Table, doc: &PaperDoc) {
-    let Some(label) = now_labels(doc, &t.id).first().copied() else {
-        return;
-    };
+fn speedups(t: &Table, doc: &PaperDoc) -> Option<Grid> {
+    let label = now_labels(doc, &t.id).first().copied()?;
     let cols: Vec<&super::data::Column> = t
         .columns
         .iter()
@@ -186,7 +186,7 @@ fn speedups(out: &mut String, t: &Table, doc: &PaperDoc) {
         })
         .collect();
     if cols.is_empty() {
-        return;
+        return None;
     }
     let relative = pairs(doc, &t.id).any(|p| p.speedup_relative_to_cpu.is_some());
     let mut head = vec![format!("speed-up to {label}")];
@@ -224,12 +224,11 @@ fn speedups(out: &mut String, t: &Table, doc: &PaperDoc) {
         }
         g.push(row);
     }
-    out.push('\n');
-    g.render(out);
+    Some(g)
 }
 
 /// A table whose columns are the paper's systems: today's value in a column of its own.
-fn by_columns(out: &mut String, t: &Table, doc: &PaperDoc) {
+fn by_columns(t: &Table, doc: &PaperDoc) -> Grid {
     let labels = now_labels(doc, &t.id);
     let with_unit = t.rows.iter().any(|r| r.unit.is_some());
     let mut h = header(t, &[""]);
@@ -272,7 +271,32 @@ fn by_columns(out: &mut String, t: &Table, doc: &PaperDoc) {
         }
         g.push(row);
     }
-    g.render(out);
+    g
+}
+
+/// The grids of one table: the paper's values with today's beside them, then (for tables whose rows
+/// are the paper's machines) the speed-ups.
+pub fn table_grids(paper: &Paper, t: &Table, doc: &PaperDoc) -> Vec<Grid> {
+    if by_machine(paper, t, doc) {
+        by_rows(paper, t, doc)
+    } else {
+        vec![by_columns(t, doc)]
+    }
+}
+
+/// The notes of a table, and why today's figures are missing.
+pub fn table_notes<'a>(doc: &'a PaperDoc, t: &'a Table) -> (Vec<&'a str>, Vec<&'a str>) {
+    let notes = doc
+        .notes
+        .iter()
+        .filter(|n| n.table == t.id)
+        .map(|n| n.note.as_str())
+        .collect();
+    let mut why: Vec<&str> = pairs(doc, &t.id)
+        .filter_map(|p| p.missing.as_deref())
+        .collect();
+    why.dedup();
+    (notes, why)
 }
 
 /// Whether the table's rows are machines (rated ones, or today's figures stand under whole columns)
@@ -339,19 +363,17 @@ pub fn render(paper: &Paper, doc: &PaperDoc, only: Option<&str>) -> String {
             continue;
         }
         let _ = writeln!(out, "\n{}", heading(t));
-        if by_machine(paper, t, doc) {
-            by_rows(&mut out, paper, t, doc);
-        } else {
-            by_columns(&mut out, t, doc);
+        for (i, g) in table_grids(paper, t, doc).iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            g.render(&mut out);
         }
-        for n in doc.notes.iter().filter(|n| n.table == t.id) {
-            let _ = writeln!(out, "  ({})", n.note);
+        let (notes, missing) = table_notes(doc, t);
+        for n in notes {
+            let _ = writeln!(out, "  ({n})");
         }
-        let mut why: Vec<&str> = pairs(doc, &t.id)
-            .filter_map(|p| p.missing.as_deref())
-            .collect();
-        why.dedup();
-        for w in why {
+        for w in missing {
             let _ = writeln!(out, "  - no figure today: {w}");
         }
     }
@@ -387,38 +409,75 @@ pub fn render(paper: &Paper, doc: &PaperDoc, only: Option<&str>) -> String {
             );
         }
     }
-    if !doc.relative_to_cpu.is_empty() && only.is_none() {
-        let _ = writeln!(
-            out,
-            "\nSpeed-up relative to the CPU's, over the paper's machines (below 1: the primitive \
-             gained less than the processor):"
-        );
-        let mut g = Grid::new(vec![
-            "table".into(),
-            "today's figure".into(),
-            "speed-up".into(),
-            "÷CPU".into(),
-            "behind".into(),
-        ]);
-        for s in &doc.relative_to_cpu {
-            let column = paper
-                .table(&s.table)
-                .and_then(|t| t.column(&s.column))
-                .map(|(_, c)| c.label.as_str())
-                .unwrap_or(&s.column);
-            g.push(vec![
-                format!("{} {column}", s.table),
-                s.figure.clone(),
-                format!("{}-{}", format_number(s.speedup_min), times(s.speedup_max)),
-                format!(
-                    "{}-{}",
-                    format_number(s.relative_min),
-                    format_number(s.relative_max)
-                ),
-                format!("{} of {}", s.rows_behind, s.rows),
-            ]);
-        }
+    if let (Some(g), None) = (relative_grid(doc), only) {
+        let _ = writeln!(out, "\n{RELATIVE_HEADING}:");
         g.render(&mut out);
+        if let Some(line) = os_mean_line(doc) {
+            let _ = writeln!(out, "{line}");
+        }
     }
     out
+}
+
+pub const RELATIVE_HEADING: &str = "Speed-up relative to the CPU's, over the paper's machines \
+     (below 1: the primitive gained less than the processor)";
+
+/// One row per primitive: its speed-up since the paper and relative to the CPU's (geometric mean
+/// over the paper's rated machines, and the range), and against how many machines it fell behind.
+pub fn relative_grid(doc: &PaperDoc) -> Option<Grid> {
+    if doc.relative_to_cpu.is_empty() {
+        return None;
+    }
+    let mut g = Grid::new(
+        [
+            "primitive",
+            "table",
+            "today's figure",
+            "speed-up",
+            "÷CPU",
+            "÷CPU range",
+            "behind",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    for s in &doc.relative_to_cpu {
+        let name = if s.hardware {
+            format!("{} (hardware)", s.name)
+        } else {
+            s.name.clone()
+        };
+        g.push(vec![
+            name,
+            s.table.clone(),
+            s.figure.clone(),
+            format!("{}-{}", format_number(s.speedup_min), times(s.speedup_max)),
+            format_number(s.relative_geomean),
+            format!(
+                "{}-{}",
+                format_number(s.relative_min),
+                format_number(s.relative_max)
+            ),
+            format!("{} of {}", s.rows_behind, s.rows),
+        ]);
+    }
+    Some(g)
+}
+
+/// The OS primitives' mean relative speed-up in a sentence, naming what it leaves out.
+pub fn os_mean_line(doc: &PaperDoc) -> Option<String> {
+    let m = doc.os_relative_to_cpu.as_ref()?;
+    let left_out = if m.hardware_left_out.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; hardware figures left out: {}",
+            m.hardware_left_out.join(", ")
+        )
+    };
+    Some(format!(
+        "OS primitives relative to the CPU, geometric mean of {}: {}{left_out}",
+        m.primitives,
+        format_number(m.relative_geomean)
+    ))
 }

@@ -162,18 +162,7 @@ pub fn now_value(r: &ProbeRef, runs: &[Run], unit: Unit) -> Result<NowValue, Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::model::{Params, Summary};
-
-    pub fn measured(probe: &str, params: Params, unit: RunUnit, median: f64) -> Measurement {
-        let mut m = Measurement::not_measured(probe, params, unit, Status::Ok, String::new());
-        m.reason = None;
-        m.summary = Some(Summary {
-            median,
-            ci95: [median * 0.9, median * 1.1],
-            ..Default::default()
-        });
-        m
-    }
+    use crate::papers::fixtures::measured;
 
     #[test]
     fn units_convert_to_the_papers() {

@@ -7,7 +7,8 @@ use super::cpu::{cpu_speed, CpuSpeed};
 use super::data::{Cell, Paper, Verdict};
 use super::quantity::{Quantity, Unit};
 use super::source::{now_value, NowValue, ProbeRef};
-use super::spec::{Cells, Comparison, Derived, LatencyFigure, Now, Spec, Today};
+use super::spec::{Comparison, Derived, LatencyFigure, Now, Spec, Today};
+use super::summary::{self, OsMean, PrimitiveSummary};
 use super::PaperId;
 use crate::latency::accounting::WINDOWS;
 use crate::latency::document::Estimate;
@@ -46,22 +47,6 @@ pub struct CellPair {
     pub missing: Option<String>,
 }
 
-/// How one primitive (a compared column of a table) fared against the processor, over the paper's
-/// machines that have a MIPS rating: today's first row only.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct PrimitiveSummary {
-    pub table: String,
-    pub column: String,
-    pub figure: String,
-    pub speedup_min: f64,
-    pub speedup_max: f64,
-    pub relative_min: f64,
-    pub relative_max: f64,
-    /// Paper rows against which the primitive gained less than the CPU, of `rows`.
-    pub rows_behind: usize,
-    pub rows: usize,
-}
-
 /// One of Chen and Bershad's assertions: the paper's verdict and today's (memsim `--assertions`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct AssertionPair {
@@ -97,6 +82,8 @@ pub struct PaperDoc {
     pub cells: Vec<CellPair>,
     /// Per primitive, the speed-up relative to the CPU across the paper's machines.
     pub relative_to_cpu: Vec<PrimitiveSummary>,
+    /// The OS primitives' relative speed-ups as one number (hardware figures left out).
+    pub os_relative_to_cpu: Option<OsMean>,
     pub notes: Vec<TableNote>,
     /// Today's figures that could not be found, with the reason.
     pub missing: Vec<String>,
@@ -367,6 +354,7 @@ pub fn build(paper: &Paper, spec: &Spec, runs: &[Run], here: &Here) -> anyhow::R
     if measuring {
         derive_today(paper, spec, &cells, &cpu, &mut pairs);
     }
+    let relative = summary::summarise(paper, spec, &pairs);
     Ok(PaperDoc {
         schema: PAPER_SCHEMA.to_string(),
         paper: paper.paper,
@@ -382,7 +370,8 @@ pub fn build(paper: &Paper, spec: &Spec, runs: &[Run], here: &Here) -> anyhow::R
             None
         },
         cpu: cpu.ok(),
-        relative_to_cpu: summarise(spec, &pairs),
+        relative_to_cpu: relative.clone(),
+        os_relative_to_cpu: summary::os_mean(&relative),
         cells: pairs,
         notes: spec
             .notes
@@ -519,55 +508,6 @@ fn derive_today(
             }
         }
     }
-}
-
-/// The relative speed-ups of each compared column, for the first of today's rows of its table.
-fn summarise(spec: &Spec, pairs: &[CellPair]) -> Vec<PrimitiveSummary> {
-    let mut out: Vec<PrimitiveSummary> = Vec::new();
-    for c in spec.comparisons {
-        let Cells::Column(column) = c.cells else {
-            continue;
-        };
-        let primary = spec
-            .comparisons
-            .iter()
-            .find(|o| o.table == c.table)
-            .map(|o| o.label);
-        if primary != Some(c.label) {
-            continue;
-        }
-        let rel: Vec<(f64, f64, &CellPair)> = pairs
-            .iter()
-            .filter(|p| p.table == c.table && p.column == column && p.now_label == c.label)
-            .filter_map(|p| Some((p.speedup?, p.speedup_relative_to_cpu?, p)))
-            .collect();
-        let Some((_, _, first)) = rel.first() else {
-            continue;
-        };
-        let fold = |f: fn(&(f64, f64, &CellPair)) -> f64, min: bool| {
-            rel.iter()
-                .map(f)
-                .fold(if min { f64::INFINITY } else { 0.0 }, |a, b| {
-                    if min {
-                        a.min(b)
-                    } else {
-                        a.max(b)
-                    }
-                })
-        };
-        out.push(PrimitiveSummary {
-            table: c.table.to_string(),
-            column: column.to_string(),
-            figure: first.now_figure.clone().unwrap_or_default(),
-            speedup_min: fold(|r| r.0, true),
-            speedup_max: fold(|r| r.0, false),
-            relative_min: fold(|r| r.1, true),
-            relative_max: fold(|r| r.1, false),
-            rows_behind: rel.iter().filter(|r| r.1 < 1.0).count(),
-            rows: rel.len(),
-        });
-    }
-    out
 }
 
 #[cfg(test)]

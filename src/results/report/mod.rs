@@ -15,6 +15,7 @@ pub mod html;
 mod latency;
 mod memory_curve;
 mod memsim;
+mod paper;
 pub mod plot;
 mod runs;
 mod summary;
@@ -110,6 +111,10 @@ pub fn sections() -> Vec<Box<dyn Section>> {
         Box::new(latency::Latency),
         Box::new(memsim::Memsim),
         Box::new(comparison::ComparisonSection),
+        Box::new(paper::ThenAndNow(crate::papers::PaperId::Ousterhout89)),
+        Box::new(paper::ThenAndNow(crate::papers::PaperId::Chen96)),
+        Box::new(paper::ThenAndNow(crate::papers::PaperId::ChenBershad93)),
+        Box::new(paper::ThenAndNow(crate::papers::PaperId::CotaRobles99)),
     ]
 }
 
