@@ -25,6 +25,10 @@ pub enum Command {
     List(JsonArg),
     /// Describe this system and which features work here, and why not
     Info(JsonArg),
+    /// Print a shell completion script, or install it where the shell finds it
+    Completions(CompletionsArgs),
+    /// Print a man page (osmeter, or one subcommand), or write every page to a directory
+    Man(ManArgs),
     /// Time a command and count its events, user and kernel apart, over repeated runs
     Stat(StatArgs),
     /// Wakeup latency of periodic threads per priority class and wake path, under load
@@ -105,6 +109,29 @@ pub struct CpuMixArgs {
     /// Cycles of the mix's input variants to run
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub cycles: u64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: crate::shell_files::Shell,
+    /// Write the script to the shell's per-user completion directory instead of stdout
+    #[arg(long)]
+    pub install: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ManArgs {
+    /// The subcommand whose page to print, e.g. `run` or `trace info` [default: osmeter itself]
+    #[arg(value_name = "COMMAND", conflicts_with_all = ["dir", "install"])]
+    pub command: Vec<String>,
+    /// Write every page (osmeter.1, osmeter-run.1, ...) into DIR
+    #[arg(long, short = 'o', value_name = "DIR", conflicts_with = "install")]
+    pub dir: Option<PathBuf>,
+    /// Write every page into the per-user manual directory (~/.local/share/man/man1)
+    #[arg(long)]
+    pub install: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -223,13 +250,17 @@ pub struct TraceArgs {
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum TraceAction {
-    /// Convert a trace (osmeter, lackey or din; `-` for stdin) to the osmeter format
+    /// Convert a trace (osmeter, lackey, din or drmemtrace; `-` for stdin) to the osmeter
+    /// format, or export it to ChampSim's or DynamoRIO drmemtrace's
     Convert {
         input: PathBuf,
         output: PathBuf,
-        /// Input format: osmeter | lackey | din [default: detected]
+        /// Input format: osmeter | lackey | din | drmemtrace [default: detected]
         #[arg(long, value_name = "FORMAT")]
         from: Option<String>,
+        /// Output format: osmeter | champsim | drmemtrace [default: osmeter]
+        #[arg(long, value_name = "FORMAT", value_parser = ["osmeter", "champsim", "drmemtrace"])]
+        to: Option<String>,
         /// Compress with zstd (also implied by an output name ending in .zst)
         #[arg(long)]
         zstd: bool,
@@ -318,6 +349,14 @@ pub struct MemsimArgs {
     /// machine in the same pass)
     #[arg(long)]
     pub assertions: bool,
+    /// LRU miss-ratio curve of one cache at every power-of-two size in a range, in the same pass:
+    /// CACHE:MIN-MAX:ASSOC:LINE, e.g. l1d:8K-1M:8:64 (CACHE l1i, l1d or unified; ASSOC a number
+    /// of ways or full) (repeatable)
+    #[arg(long = "curve", value_name = "SPEC", value_parser = crate::memsim::curve::CurveSpec::parse)]
+    pub curves: Vec<crate::memsim::curve::CurveSpec>,
+    /// Miss rates and MCPI of every machine for every N references (at least 1000)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1000..))]
+    pub interval: Option<u64>,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]

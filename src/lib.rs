@@ -17,6 +17,7 @@ pub mod meter;
 pub mod papers;
 pub mod probes;
 pub mod results;
+pub mod shell_files;
 pub mod stat;
 pub mod system;
 pub mod units;
