@@ -554,26 +554,12 @@ fn ctrl_c_shows_and_keeps_what_was_measured() {
     assert_eq!(run["interrupted"], true);
 }
 
-/// Runs osmeter, which must succeed; returns its stdout and the id of the run it saved.
-fn run_saved(env: &TestEnv, args: &[&str]) -> (String, String) {
-    let out = env.osmeter().args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "osmeter {args:?}: {err}");
-    let id = err
-        .split_whitespace()
-        .skip_while(|w| *w != "run")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no saved run id in: {err}"))
-        .to_string();
-    (String::from_utf8_lossy(&out.stdout).into_owned(), id)
-}
-
 #[test]
 fn run_show_and_compare_print_the_cpu_relative_figures() {
     let env = TestEnv::new();
     let mut args = vec!["run", "syscall.null", "memory.copy", "cpu.reference"];
     args.extend_from_slice(FAST);
-    let (text, a) = run_saved(&env, &args);
+    let (text, a) = env.saved(&args);
     // Ousterhout's getpid against the CPU; memcpy shown as hardware and kept out of the OS mean.
     assert!(
         text.contains("Relative to the CPU since Ousterhout 1989"),
@@ -599,7 +585,7 @@ fn run_show_and_compare_print_the_cpu_relative_figures() {
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains(getpid.trim_end()), "{shown}");
     // `compare` sets each figure's speed-up against the CPU reference's.
-    let (text_b, b) = run_saved(&env, &args);
+    let (text_b, b) = env.saved(&args);
     assert!(
         text_b.contains("Relative to the CPU since Ousterhout 1989")
             && !text_b.contains("no CPU-relative figures"),

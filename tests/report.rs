@@ -481,15 +481,7 @@ fn report_of_real_runs_and_a_counterless_vm_run() {
 
 /// Runs osmeter with these arguments, expects success, and returns the id of the run it saved.
 fn stored_run(env: &TestEnv, args: &[&str]) -> String {
-    let out = env.osmeter().args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "osmeter {args:?}: {err}");
-    let id = err
-        .split_whitespace()
-        .skip_while(|w| *w != "run")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no saved run id in: {err}"));
-    id.to_string()
+    env.saved(args).1
 }
 
 #[test]
