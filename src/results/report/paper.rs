@@ -18,6 +18,9 @@ use crate::papers::PaperId;
 use anyhow::Result;
 use std::fmt::Write as _;
 
+/// Runs the relative-speed plot draws at most.
+const MAX_PLOTTED_RUNS: usize = 8;
+
 /// The then-and-now section of one paper.
 pub struct ThenAndNow(pub PaperId);
 
@@ -186,15 +189,17 @@ fn tables(paper: &Paper, doc: &PaperDoc) -> String {
 /// One bar per primitive and run: the geometric mean over the paper's rated machines of the
 /// speed-up relative to the CPU's, with the smallest and largest as a whisker; the OS mean below.
 fn relative_plot(ctx: &Context, views: &[(usize, PaperDoc)]) -> Result<Option<String>> {
-    let rated: Vec<&(usize, PaperDoc)> = views
+    let all: Vec<&(usize, PaperDoc)> = views
         .iter()
         .filter(|(_, d)| !d.relative_to_cpu.is_empty())
         .collect();
-    if rated.is_empty() {
+    if all.is_empty() {
         return Ok(None);
     }
+    // A bar per run and primitive: past a few runs the rows grow taller than a page.
+    let rated = &all[..all.len().min(MAX_PLOTTED_RUNS)];
     let mut categories: Vec<String> = Vec::new();
-    for (_, d) in &rated {
+    for (_, d) in rated {
         for p in &d.relative_to_cpu {
             let name = category(&p.name, p.hardware);
             if !categories.contains(&name) {
@@ -258,6 +263,15 @@ fn relative_plot(ctx: &Context, views: &[(usize, PaperDoc)]) -> Result<Option<St
         .flat_map(|(_, d)| d.relative_to_cpu.iter().map(|p| p.rows))
         .max()
         .unwrap_or(0);
+    let left_out = if all.len() > rated.len() {
+        format!(
+            " The plot shows the first {} of the {} runs with these figures.",
+            rated.len(),
+            all.len()
+        )
+    } else {
+        String::new()
+    };
     Ok(Some(figure(
         &svg,
         &format!(
@@ -265,7 +279,7 @@ fn relative_plot(ctx: &Context, views: &[(usize, PaperDoc)]) -> Result<Option<St
              sped up (today's MIPS on osmeter's integer mix over the paper machine's rating): the \
              bar is the geometric mean over the paper's {machines} rated machines, the whisker the \
              smallest and largest. Left of 1 the primitive gained less than the CPU. Hardware \
-             figures are marked and left out of the OS mean."
+             figures are marked and left out of the OS mean.{left_out}"
         ),
     )))
 }
@@ -275,5 +289,56 @@ fn category(name: &str, hardware: bool) -> String {
         format!("{name} (hardware)")
     } else {
         name.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::papers::fixtures::ousterhout_run;
+
+    fn render(runs: &[crate::results::model::Run]) -> Option<String> {
+        ThenAndNow(PaperId::Ousterhout89)
+            .render(&Context::new(runs))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_run_with_ousterhouts_primitives_gets_tables_and_a_plot() {
+        let html = render(&[ousterhout_run(100.0, 100.0, 1e10)]).unwrap();
+        assert!(html.contains("Table 2. getpid: entering and leaving the kernel"));
+        assert!(html.contains("<b>this machine</b>"));
+        assert!(html.contains("10,000 MIPS on osmeter"));
+        assert!(html.contains("<svg") && html.contains("bcopy cached (hardware)"));
+        assert!(html.contains("OS primitives (geometric mean)"));
+        assert!(html.contains("Tables without a figure today: 3, 4, 6, 7, 8, 9, 10."));
+        assert!(!html.contains("first 8"));
+    }
+
+    #[test]
+    fn runs_without_the_papers_figures_get_no_section() {
+        let mut run = ousterhout_run(100.0, 100.0, 1e10);
+        run.measurements.truncate(1);
+        assert_eq!(render(&[run]), None);
+        assert_eq!(
+            ThenAndNow(PaperId::ChenBershad93)
+                .render(&Context::new(&[ousterhout_run(100.0, 100.0, 1e10)]))
+                .unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn many_runs_plot_the_first_eight_and_say_so() {
+        let runs: Vec<_> = (0..10)
+            .map(|i| {
+                let mut r = ousterhout_run(100.0, 100.0 + i as f64, 1e10);
+                r.id = format!("run-{i}");
+                r
+            })
+            .collect();
+        let html = render(&runs).unwrap();
+        assert!(html.contains("The plot shows the first 8 of the 10 runs"));
+        assert!(html.contains("The tables show R1"));
     }
 }
