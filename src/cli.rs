@@ -255,12 +255,12 @@ pub enum TraceAction {
     Convert {
         input: PathBuf,
         output: PathBuf,
-        /// Input format: osmeter | lackey | din | drmemtrace [default: detected]
-        #[arg(long, value_name = "FORMAT")]
-        from: Option<String>,
-        /// Output format: osmeter | champsim | drmemtrace [default: osmeter]
-        #[arg(long, value_name = "FORMAT", value_parser = ["osmeter", "champsim", "drmemtrace"])]
-        to: Option<String>,
+        /// Input format [default: detected]
+        #[arg(long, value_name = "FORMAT", value_enum)]
+        from: Option<crate::memsim::trace::Format>,
+        /// Output format
+        #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
+        to: crate::memsim::trace::ExportFormat,
         /// Compress with zstd (also implied by an output name ending in .zst)
         #[arg(long)]
         zstd: bool,
@@ -269,9 +269,9 @@ pub enum TraceAction {
     /// kernel references by category
     Info {
         file: PathBuf,
-        /// Input format: osmeter | lackey | din [default: detected]
-        #[arg(long, value_name = "FORMAT")]
-        from: Option<String>,
+        /// Input format [default: detected]
+        #[arg(long, value_name = "FORMAT", value_enum)]
+        from: Option<crate::memsim::trace::Format>,
         /// Kernel symbols: /proc/kallsyms text or System.map [default: FILE.kallsyms if present]
         #[arg(long, value_name = "FILE")]
         symbols: Option<PathBuf>,
@@ -302,9 +302,9 @@ pub enum TraceAction {
 pub struct MemsimArgs {
     /// Trace file (osmeter, lackey or din; `-` for stdin)
     pub trace: PathBuf,
-    /// Input format: osmeter | lackey | din [default: detected]
-    #[arg(long, value_name = "FORMAT")]
-    pub from: Option<String>,
+    /// Input format [default: detected]
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub from: Option<crate::memsim::trace::Format>,
     /// Machine preset or sweep (repeatable): ds5000-200, ds5000-200-2way, ds5000-200-random,
     /// ds5000-200-unified, ds5000-200-merge, pentium, x86-modern; sweeps: paper (the four
     /// ds5000 variants), sweep16 (both L1 caches at 16-128 KB x direct-mapped to 8-way)

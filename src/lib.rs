@@ -16,6 +16,7 @@ pub mod memsim;
 pub mod meter;
 pub mod papers;
 pub mod probes;
+pub mod progress;
 pub mod results;
 pub mod shell_files;
 pub mod stat;
