@@ -14,6 +14,7 @@ pub mod interrupt;
 pub mod latency;
 pub mod memsim;
 pub mod meter;
+pub mod papers;
 pub mod probes;
 pub mod progress;
 pub mod results;
