@@ -58,15 +58,7 @@ fn progress(enabled: bool, text: &str) {
 pub fn run(args: &RunArgs) -> Result<i32> {
     let config = RunConfig::from_args(args)?;
     interrupt::install();
-    let scratch = tempfile::Builder::new()
-        .prefix("osmeter-")
-        .tempdir_in(&config.scratch_parent)
-        .with_context(|| {
-            format!(
-                "cannot create a scratch directory in {}",
-                config.scratch_parent.display()
-            )
-        })?;
+    let scratch = crate::scratch::ScratchDir::create(&config.scratch_parent, "run")?;
 
     let restore_affinity = placement::usable_cpus();
     let restore_sched = placement::current_sched();

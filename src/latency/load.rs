@@ -97,7 +97,7 @@ pub struct LoadSet {
     stop: Arc<AtomicBool>,
     generators: Vec<Generator>,
     command: Option<(String, std::process::Child)>,
-    scratch: Option<tempfile::TempDir>,
+    scratch: Option<crate::scratch::ScratchDir>,
     started: Instant,
     reports: Vec<LoadReport>,
 }
@@ -133,17 +133,7 @@ impl LoadSet {
                     Kind::Net => Box::new(move || net(&stop, &count)),
                     Kind::Io => {
                         if set.scratch.is_none() {
-                            set.scratch = Some(
-                                tempfile::Builder::new()
-                                    .prefix("osmeter-load-")
-                                    .tempdir_in(dir)
-                                    .with_context(|| {
-                                        format!(
-                                            "cannot create a scratch directory in {}",
-                                            dir.display()
-                                        )
-                                    })?,
-                            );
+                            set.scratch = Some(crate::scratch::ScratchDir::create(dir, "load")?);
                         }
                         let path = set.scratch.as_ref().unwrap().path().join("fsync.dat");
                         Box::new(move || io(&stop, &count, &path))
@@ -283,7 +273,7 @@ fn memory(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
 }
 
 fn io(stop: &AtomicBool, count: &AtomicU64, path: &std::path::Path) -> Result<(), String> {
-    let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut f = crate::scratch::create_new(path).map_err(|e| format!("{e:#}"))?;
     let block = vec![0x5au8; 64 << 10];
     let mut written = 0u64;
     while !stop.load(Ordering::Relaxed) {
