@@ -98,22 +98,28 @@ fn a_link_planted_by_another_user_redirects_nothing() {
     let victim_dir = tempfile::tempdir().unwrap();
     let victim = victim_dir.path().join("precious");
     std::fs::write(&victim, b"precious").unwrap();
-    let mut run = env
-        .osmeter_std()
-        .args([
-            "run",
-            "memory.page_fault",
-            "--set",
-            "kind=file",
-            "--no-store",
-        ])
-        .args(FAST)
-        .arg("--dir")
-        .arg(parent.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut cmd = env.osmeter_std();
+    cmd.args([
+        "run",
+        "memory.page_fault",
+        "--set",
+        "kind=file",
+        "--no-store",
+    ])
+    // Long samples: the harness measures itself first, which gives the attacker its chance.
+    .args(["--repeat", "3", "--min-time", "300ms", "--warmup", "0"])
+    .arg("--dir")
+    .arg(parent.path())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    // SAFETY: umask in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::umask(0);
+            Ok(())
+        });
+    }
+    let mut run = cmd.spawn().unwrap();
     let script = format!(
         "end=$(( $(date +%s) + 60 )); while [ $(date +%s) -lt $end ]; do \
          for d in {p}/osmeter-*/; do [ -d \"$d\" ] && ln -s {v} \"${{d}}page-fault-{pid}.dat\" 2>/dev/null; done; \
