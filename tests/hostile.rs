@@ -4,8 +4,13 @@
 //! the error says what is wrong and what to do.
 
 mod common;
+#[path = "common/pg.rs"]
+mod pg;
 
 use common::*;
+use osmeter::results::model::Run;
+use osmeter::results::store::sqlite::SqliteStore;
+use osmeter::results::store::Store;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -197,4 +202,247 @@ fn scratch_left_by_a_killed_run_is_removed_by_the_next_one() {
         "{err}"
     );
     assert!(scratch_dirs(parent.path()).is_empty());
+}
+
+// ---- the store -------------------------------------------------------------------------------
+
+/// A store holding `n` small runs, written through the library (quicker than measuring).
+fn store_with_runs(path: &Path, n: usize) -> Vec<String> {
+    let mut store = SqliteStore::open(path).unwrap();
+    (0..n)
+        .map(|i| {
+            let run = Run {
+                tool_version: "test".into(),
+                suite: Some("hostile".into()),
+                ..Run::new(
+                    format!("6a{i:06}-0000abcd"),
+                    format!("2026-11-0{}T00:00:00Z", i % 9 + 1),
+                )
+            };
+            store.save(&run).unwrap();
+            run.id
+        })
+        .collect()
+}
+
+/// Flips 200 bytes at the start of the root page of `object` (a table or index of the store).
+fn damage(path: &Path, object: &str) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let root: i64 = conn
+        .query_row(
+            "SELECT rootpage FROM sqlite_master WHERE name = ?1",
+            [object],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let page: i64 = conn
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .unwrap();
+    drop(conn);
+    let mut bytes = std::fs::read(path).unwrap();
+    let start = ((root - 1) * page) as usize;
+    for b in &mut bytes[start..start + 200] {
+        *b ^= 0xff;
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_damaged_store_is_refused_untouched_and_named() {
+    let env = TestEnv::new();
+    // Damage that listing meets, and damage only a write would meet.
+    for object in ["runs", "measurements_probe"] {
+        let path = env.dir.path().join(format!("{object}.db"));
+        store_with_runs(&path, 30);
+        damage(&path, object);
+        let before = std::fs::read(&path).unwrap();
+        let out = env
+            .osmeter()
+            .args(["run", "syscall.null", "--store"])
+            .arg(&path)
+            .args(FAST)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{object}: {err}");
+        assert!(
+            err.contains(&format!("the store {} is damaged", path.display()))
+                && err.contains(".recover"),
+            "{object}: {err}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "{object}: written to"
+        );
+        let out = env
+            .osmeter()
+            .args(["rm", "6a000001", "--store"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{object}: rm succeeded");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "{object}: rm wrote");
+    }
+    let path = env.dir.path().join("runs.db");
+    let out = env
+        .osmeter()
+        .args(["runs", "--store"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("the store {} is damaged", path.display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_foreign_sqlite_file_is_refused_untouched() {
+    let env = TestEnv::new();
+    for (name, sql) in [
+        ("view.db", "CREATE VIEW v AS SELECT 1"),
+        ("trigger-free-appid.db", "PRAGMA application_id = 7"),
+        ("user-version.db", "PRAGMA user_version = 3"),
+    ] {
+        let path = env.dir.path().join(name);
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let out = env
+            .osmeter()
+            .args(["run", "syscall.null", "--store"])
+            .arg(&path)
+            .args(FAST)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains("not osmeter's"), "{name}: {err}");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "{name}: modified");
+    }
+}
+
+#[test]
+fn rm_of_an_empty_id_removes_nothing() {
+    let env = TestEnv::new();
+    store_with_runs(&env.store(), 1);
+    let out = env.osmeter().args(["rm", ""]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("empty run id"), "{err}");
+    assert_eq!(
+        SqliteStore::open(&env.store())
+            .unwrap()
+            .ids()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn a_store_path_that_looks_like_a_uri_is_a_plain_file() {
+    let env = TestEnv::new();
+    let out = env
+        .osmeter()
+        .current_dir(env.dir.path())
+        .args(["run", "syscall.null", "--store", "file:kept.db?mode=memory"])
+        .args(FAST)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = env.dir.path().join("file:kept.db?mode=memory");
+    assert_eq!(SqliteStore::open(&path).unwrap().ids().unwrap().len(), 1);
+}
+
+#[test]
+fn a_user_who_may_only_read_the_store_reads_it_and_is_told_why_saving_fails() {
+    if !is_root() || which("setpriv").is_none() {
+        eprintln!("skipped: needs root and setpriv to play the other user");
+        return;
+    }
+    let env = TestEnv::new();
+    std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ids = store_with_runs(&env.store(), 2);
+    let before = std::fs::read(env.store()).unwrap();
+    let as_nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+            .arg(assert_cmd::cargo::cargo_bin("osmeter"))
+            .args(args)
+            .arg("--store")
+            .arg(env.store())
+            .env("HOME", "/nonexistent")
+            .output()
+            .unwrap()
+    };
+    let out = as_nobody(&["runs"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(ids.iter().all(|id| text.contains(id.as_str())), "{text}");
+    let out = as_nobody(&["show", &ids[0]]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = as_nobody(&["run", "syscall.null", "--repeat", "3", "--min-time", "1ms"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("cannot write the store {}", env.store().display()))
+            && err.contains("--store PATH"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(env.store()).unwrap(), before);
+}
+
+#[test]
+fn a_password_with_a_bare_at_sign_is_never_shown() {
+    let env = TestEnv::new();
+    let out = env
+        .osmeter()
+        .args(["runs", "--store", "postgres://osm:p@ss@127.0.0.1:1/fleet"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("ss@") && err.contains("%40"), "{err}");
+}
+
+#[test]
+fn push_to_postgres_keeps_each_runs_kind() {
+    let url = pg::fresh_database();
+    let env = TestEnv::new();
+    let out = env
+        .osmeter()
+        .args(["stat", "-r", "1", "--json", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let local = env.json(&["runs", "--json"]);
+    assert_eq!(local[0]["kind"], "stat", "{local}");
+    env.osmeter()
+        .args(["push", "--all", "--to", &url])
+        .assert()
+        .success();
+    let remote = env.json(&["runs", "--json", "--store", &url]);
+    assert_eq!(remote[0]["kind"], "stat", "{remote}");
 }

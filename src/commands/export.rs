@@ -39,7 +39,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
             FORMATS.join(", ")
         )
     })?;
-    let mut store = Location::resolve(args.store.store.as_deref())?.open()?;
+    let mut store = Location::resolve(args.store.store.as_deref())?.open_read_only()?;
     let id = resolve_id(store.as_mut(), &args.run)?;
     let run = store
         .load(&id)?

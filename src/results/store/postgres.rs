@@ -154,7 +154,7 @@ impl Store for PostgresStore {
         // A concurrent save of the same id waits here for the other to commit, then inserts nothing.
         let inserted = tx.execute(
             "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document)
-             VALUES ($1, 'run', $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+             VALUES ($1, $8, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
             &[
                 &run.id,
                 &run.started_at,
@@ -163,6 +163,7 @@ impl Store for PostgresStore {
                 &run.tool_version,
                 &i32::from(run.interrupted),
                 &document,
+                &run.kind(),
             ],
         )?;
         if inserted == 0 {
