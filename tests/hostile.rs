@@ -446,3 +446,84 @@ fn push_to_postgres_keeps_each_runs_kind() {
     let remote = env.json(&["runs", "--json", "--store", &url]);
     assert_eq!(remote[0]["kind"], "stat", "{remote}");
 }
+
+// ---- traces ----------------------------------------------------------------------------------
+
+#[test]
+fn ctrl_c_of_trace_leaves_no_valgrind_pipes() {
+    if which("valgrind").is_none() {
+        eprintln!("skipped: valgrind is not installed");
+        return;
+    }
+    let env = TestEnv::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let out_file = env.dir.path().join("t.osmt");
+    let mut cmd = env.osmeter_std();
+    cmd.args(["trace", "-o"])
+        .arg(&out_file)
+        .args(["--", "sleep", "30"])
+        .env("TMPDIR", tmp.path());
+    let (out, _) = interrupt_after(&mut cmd, Duration::from_secs(3), || {});
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(entries(tmp.path()).is_empty(), "{:?}", entries(tmp.path()));
+}
+
+#[test]
+fn binary_garbage_never_reaches_the_terminal() {
+    let env = TestEnv::new();
+    let mut garbage = b"\x1b]0;pwned\x07\x1b[2J\xff\xfe\xe2\x80\xae".to_vec();
+    // Deterministic noise after the escape sequences.
+    garbage.extend((0..4000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    for (name, bytes) in [
+        ("g.bin", garbage.clone()),
+        ("g.txt", [b"I  0400,4\n".as_slice(), &garbage].concat()),
+    ] {
+        let path = env.dir.path().join(name);
+        std::fs::write(&path, &bytes).unwrap();
+        for args in [vec!["memsim", "--no-store"], vec!["trace", "info"]] {
+            let out = env.osmeter().args(&args).arg(&path).output().unwrap();
+            assert_ne!(out.status.code(), Some(0));
+            let err = &out.stderr;
+            assert!(
+                err.iter().all(|&b| b == b'\n' || (0x20..0x7f).contains(&b)),
+                "{args:?} {name}: {}",
+                String::from_utf8_lossy(err)
+            );
+            assert!(err.len() < 2000, "{args:?} {name}: {} bytes", err.len());
+            assert!(
+                String::from_utf8_lossy(err).contains("not text"),
+                "{args:?} {name}: {}",
+                String::from_utf8_lossy(err)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_din_trace_starting_with_a_comment_is_read_as_din() {
+    let env = TestEnv::new();
+    let path = env.dir.path().join("c.din");
+    std::fs::write(
+        &path,
+        "# written by a script\n2 400000\n0 1000 4\n1 1000 4\n",
+    )
+    .unwrap();
+    let out = env
+        .osmeter()
+        .args(["trace", "info", "--json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains('3'), "{text}");
+}

@@ -394,7 +394,14 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     let reader = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(rfd) };
     let mut child = std::process::Command::new(valgrind);
     child
-        .args(["--tool=lackey", "--trace-mem=yes", "--log-fd=3"])
+        // --vgdb=no: no gdbserver FIFOs in the temporary directory, which a valgrind stopped by
+        // a signal (Ctrl-C) would leave behind.
+        .args([
+            "--tool=lackey",
+            "--trace-mem=yes",
+            "--log-fd=3",
+            "--vgdb=no",
+        ])
         .args(cmd);
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
