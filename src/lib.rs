@@ -7,6 +7,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod guard;
 pub mod harness;
 pub mod interrupt;
 pub mod latency;

@@ -528,3 +528,167 @@ fn a_din_trace_starting_with_a_comment_is_read_as_din() {
     );
     assert!(text.contains('3'), "{text}");
 }
+
+// ---- load commands ---------------------------------------------------------------------------
+
+/// Live (not zombie) processes whose command line holds `marker`, with their pids.
+fn alive_with(marker: &str) -> Vec<(i32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let zombie = std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        // The load's own processes, not osmeter or the shell, whose command lines hold it too.
+        let load = text.starts_with("sleep ") || text.starts_with("chrt ");
+        if text.contains(marker) && load && !zombie {
+            out.push((pid, text));
+        }
+    }
+    out
+}
+
+/// A sleep length that names this test's processes (and nobody else's).
+fn marker(n: u32) -> String {
+    format!("{}.{n}", 100_000 + std::process::id() % 800_000)
+}
+
+fn wait_for(what: impl Fn() -> bool, secs: u64) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if what() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// Kills what a failed test left, so one failure does not leave sleeps behind for a day.
+fn kill_marked(marker: &str) {
+    for (pid, _) in alive_with(marker) {
+        // SAFETY: these are the test's own processes, found by their unique marker.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+#[test]
+fn no_descendant_of_a_load_command_outlives_osmeter_whatever_signal_ends_it() {
+    let env = TestEnv::new();
+    for (i, sig) in [
+        libc::SIGKILL,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGTERM,
+        libc::SIGINT,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let m = marker(10 + i as u32);
+        // A background job, a new session, a daemon (double fork), nohup: every way out of the
+        // shell's process group.
+        let load = format!(
+            "sleep {m} & setsid sleep {m} & (sleep {m} &) ; nohup sleep {m} >/dev/null 2>&1 & wait"
+        );
+        let mut child = env
+            .osmeter_std()
+            .args([
+                "latency",
+                "--duration",
+                "60s",
+                "--classes",
+                "normal",
+                "--no-store",
+            ])
+            .args(["--load-cmd", &load])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = wait_for(|| alive_with(&m).len() >= 4, 30);
+        let t0 = Instant::now();
+        // SAFETY: signalling the child this test started.
+        unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        child.wait().unwrap();
+        let gone = wait_for(|| alive_with(&m).is_empty(), 10);
+        eprintln!(
+            "signal {sig}: osmeter and its load gone in {:?}",
+            t0.elapsed()
+        );
+        let left = alive_with(&m);
+        kill_marked(&m);
+        assert!(started, "signal {sig}: the load did not start");
+        assert!(gone, "signal {sig}: survivors {left:?}");
+    }
+}
+
+#[test]
+fn a_load_command_cannot_take_real_time_priority_or_lift_its_limit() {
+    let env = TestEnv::new();
+    let m = marker(30);
+    // As root, chrt would succeed without the guard; prlimit would raise the limit.
+    let load = format!(
+        "chrt -f 99 sleep {m} & prlimit --pid $$ --rttime=unlimited:unlimited; sleep {m} & wait"
+    );
+    let mut child = env
+        .osmeter_std()
+        .args([
+            "latency",
+            "--duration",
+            "60s",
+            "--classes",
+            "normal",
+            "--no-store",
+        ])
+        .args(["--load-cmd", &load])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = wait_for(|| !alive_with(&m).is_empty(), 30);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut report = Vec::new();
+    for (pid, cmd) in alive_with(&m) {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Field 41 (policy), counted after the ")" that closes the command name.
+        let policy = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().nth(38).map(str::to_string))
+            .unwrap_or_default();
+        let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap_or_default();
+        let line = |name: &str| {
+            limits
+                .lines()
+                .find(|l| l.starts_with(name))
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .unwrap_or_default()
+        };
+        report.push((
+            cmd,
+            policy,
+            line("Max realtime priority"),
+            line("Max realtime timeout"),
+        ));
+    }
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    child.wait().unwrap();
+    kill_marked(&m);
+    assert!(started, "the load did not start");
+    for (cmd, policy, prio, rttime) in &report {
+        assert_eq!(policy, "0", "{cmd} runs at policy {policy}");
+        assert_eq!(prio, "Max realtime priority 0 0", "{cmd}");
+        assert_eq!(rttime, "Max realtime timeout 500000 500000 us", "{cmd}");
+    }
+}
