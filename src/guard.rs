@@ -19,7 +19,7 @@
 //! osmeter has other threads, which may hold the allocator's or std's locks at the fork.
 
 use anyhow::{bail, Context, Result};
-use std::ffi::{CString, OsString};
+use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
@@ -167,7 +167,7 @@ fn prepare(command: &str, rttime_us: u64, grace: Duration) -> Result<Prepared> {
     let argv = vec![sh.clone(), cstr(b"-c")?, cstr(command.as_bytes())?];
     let envp = std::env::vars_os()
         .map(|(k, v)| {
-            let mut kv = OsString::from(k);
+            let mut kv = k;
             kv.push("=");
             kv.push(v);
             CString::new(kv.as_bytes())
@@ -353,11 +353,8 @@ unsafe fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
     let mut path = [0u8; 32];
     let prefix = b"/proc/";
     path[..prefix.len()].copy_from_slice(prefix);
-    let mut len = prefix.len() + write_decimal(&mut path[prefix.len()..], pid as u64);
-    for &b in b"/stat\0" {
-        path[len] = b;
-        len += 1;
-    }
+    let len = prefix.len() + write_decimal(&mut path[prefix.len()..], pid as u64);
+    path[len..len + 6].copy_from_slice(b"/stat\0");
     let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
     if fd < 0 {
         return None;
