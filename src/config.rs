@@ -287,6 +287,10 @@ impl RunConfig {
         }
         let scratch_parent = args.dir.clone().unwrap_or_else(std::env::temp_dir);
         check_scratch_parent(&scratch_parent)?;
+        let variants = selected
+            .iter()
+            .flat_map(|s| s.variants.iter().map(move |v| (s.probe.id, v)));
+        crate::budget::check_run(variants, samples as u64, &scratch_parent)?;
         Ok(RunConfig {
             suite,
             selected,

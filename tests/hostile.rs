@@ -692,3 +692,85 @@ fn a_load_command_cannot_take_real_time_priority_or_lift_its_limit() {
         assert_eq!(rttime, "Max realtime timeout 500000 500000 us", "{cmd}");
     }
 }
+
+// ---- absurd sizes ----------------------------------------------------------------------------
+
+#[test]
+fn absurd_repeat_counts_are_refused_before_anything_runs() {
+    let env = TestEnv::new();
+    for args in [
+        vec![
+            "run",
+            "syscall.null",
+            "--no-store",
+            "--repeat",
+            "1000000000000",
+        ],
+        vec!["stat", "--no-store", "-r", "1000000000000", "--", "true"],
+    ] {
+        let t0 = Instant::now();
+        let out = env.osmeter().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("1000000000000") && err.contains("at most"),
+            "{args:?}: {err}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(20), "{args:?}");
+    }
+}
+
+/// A small tmpfs (root) so that the old behaviour, writing until the disk is full, cannot fill
+/// the machine's disk; otherwise the temporary directory and a size beyond its free space.
+struct SmallFs {
+    dir: tempfile::TempDir,
+    mounted: bool,
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = std::process::Command::new("umount")
+                .arg(self.dir.path())
+                .status();
+        }
+    }
+}
+
+#[test]
+fn a_scratch_file_larger_than_the_free_space_is_refused_before_it_is_written() {
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let mounted = is_root()
+        && std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=32m,mode=1777", "osmeter-test"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+    let fs = SmallFs { dir, mounted };
+    let size = if fs.mounted {
+        64u64 << 20
+    } else {
+        999_999_995_904
+    };
+    let out = env
+        .osmeter()
+        .args(["run", "fs.read_cached", "--no-store", "--set"])
+        .arg(format!("file_size={size}"))
+        .arg("--dir")
+        .arg(fs.dir.path())
+        .args(FAST)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("fs.read_cached") && err.contains("free") && err.contains("--dir"),
+        "{err}"
+    );
+    assert!(
+        entries(fs.dir.path()).is_empty(),
+        "{:?}",
+        entries(fs.dir.path())
+    );
+}

@@ -182,6 +182,9 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
             "-r/--repeat must be at least 1 (the number of times the command is run)"
         ));
     }
+    // Each run's record (with its counter maps) is kept until the end.
+    let have = crate::budget::Have::here(&std::env::temp_dir());
+    crate::budget::check_samples("-r/--repeat", args.repeat as u64, 1024, &have)?;
     let argv = &args.command;
     if argv.is_empty() || argv[0].is_empty() {
         return Err(crate::usage!(
