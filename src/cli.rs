@@ -458,6 +458,10 @@ pub struct StatArgs {
     /// Number of runs of the command
     #[arg(long, short = 'r', value_name = "N", default_value_t = 5)]
     pub repeat: usize,
+    /// Write the results to this file; the command's own output then passes through to stdout
+    /// (without it, the command's stdout goes to stderr so that stdout holds only the results)
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]

@@ -5,9 +5,11 @@
 
 pub mod budget;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod files;
 pub mod guard;
 pub mod harness;
 pub mod interrupt;
@@ -17,4 +19,6 @@ pub mod meter;
 pub mod probes;
 pub mod results;
 pub mod scratch;
+pub mod stat;
 pub mod system;
+pub mod units;

@@ -3,12 +3,11 @@
 
 use crate::cli::MemsimArgs;
 use crate::memsim::config::{parse_cache, parse_tlb, preset, PRESETS, SWEEPS};
+use crate::memsim::document::{MemsimDoc, TraceRef};
 use crate::memsim::machine::MachineConfig;
 use crate::memsim::{kernel, report, sweep, trace};
-use crate::results::store::Location;
 use crate::usage;
 use anyhow::{Context, Result};
-use serde_json::json;
 
 fn machines(args: &MemsimArgs) -> Result<Vec<MachineConfig>> {
     let mut out = Vec::new();
@@ -96,17 +95,14 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
     let cfgs = machines(args)?;
     let format = super::trace::parse_format(args.from.as_deref())?;
     // Checked before the simulation so a typo costs nothing.
-    crate::config::parse_tags(&args.keep.tags)?;
-    if !args.keep.no_store {
-        Location::resolve(args.keep.store.store.as_deref())?;
-    }
+    let keeper = super::keeper(&args.keep)?;
     let symbols = kernel::find_symbols(&args.trace, args.symbols.as_deref())?;
     if symbols.is_none() && (args.exclude_idle || args.include_idle) {
         return Err(usage!(
             "--exclude-idle and --include-idle need kernel symbols to find the idle loop: give --symbols FILE"
         ));
     }
-    let started_at = super::run::now_rfc3339();
+    let started_at = crate::clock::now_rfc3339();
     let mut src = trace::open(&args.trace, format)?;
     let threads = args.threads.unwrap_or_else(|| {
         std::thread::available_parallelism()
@@ -141,11 +137,11 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
             (result.refs * cfgs.len() as u64) as f64 / result.seconds.max(1e-9) / 1e6
         );
     }
-    let mut doc = report::document(
-        json!({"path": args.trace.display().to_string(), "format": args.from}),
-        &cfgs,
-        &result,
-    );
+    let trace = TraceRef {
+        path: args.trace.display().to_string(),
+        format,
+    };
+    let mut doc = MemsimDoc::new(trace, &cfgs, &result);
     if let Some(extra) = extra {
         extra.insert_into(&mut doc);
     }
@@ -154,6 +150,13 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
     } else {
         super::emit(&(report::render(&doc) + &kernel::analysis::render(&doc)))?;
     }
-    super::keep_section(&args.keep, "memsim", doc, started_at, false)?;
+    keeper.keep(
+        crate::results::model::Sections {
+            memsim: Some(doc),
+            ..Default::default()
+        },
+        started_at,
+        false,
+    )?;
     Ok(crate::error::EXIT_OK)
 }

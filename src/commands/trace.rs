@@ -124,50 +124,6 @@ pub fn parse_format(s: Option<&str>) -> Result<Option<Format>> {
     .transpose()
 }
 
-/// A file that appears under its name only when complete: written beside it under a temporary
-/// name and renamed at the end; removed if dropped before.
-pub struct OutFile {
-    target: PathBuf,
-    temp: Option<tempfile::NamedTempFile>,
-}
-
-impl OutFile {
-    pub fn create(target: &Path) -> Result<OutFile> {
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let temp = tempfile::Builder::new()
-            .prefix(".osmeter-partial-")
-            .tempfile_in(&dir)
-            .with_context(|| {
-                format!(
-                    "cannot create {} (directory {})",
-                    target.display(),
-                    dir.display()
-                )
-            })?;
-        Ok(OutFile {
-            target: target.to_path_buf(),
-            temp: Some(temp),
-        })
-    }
-
-    pub fn file(&self) -> Result<std::fs::File> {
-        Ok(self.temp.as_ref().expect("not committed").reopen()?)
-    }
-
-    pub fn commit(mut self) -> Result<()> {
-        let t = self.temp.take().expect("committed once");
-        // Temporary files are created private; a finished trace is an ordinary 0644 file.
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o644));
-        t.persist(&self.target)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {}", self.target.display(), e.error))?;
-        Ok(())
-    }
-}
-
 /// Plain or zstd-compressed output.
 enum Sink {
     Plain(std::fs::File),
@@ -224,11 +180,11 @@ pub(crate) fn write_trace_at_level(
     flags: u8,
     level: i32,
 ) -> Result<u64> {
-    let file = OutFile::create(out)?;
+    let file = crate::files::AtomicFile::create(out)?;
     let sink = if wants_zstd(out, zstd) {
-        Sink::Zstd(zstd::stream::write::Encoder::new(file.file()?, level)?)
+        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, level)?)
     } else {
-        Sink::Plain(file.file()?)
+        Sink::Plain(file.reopen()?)
     };
     let mut w = TraceWriter::new(sink, flags | src.meta().flags)?;
     let mut batch = Vec::with_capacity(1 << 16);
@@ -377,11 +333,11 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     if find_program(&cmd[0]).is_none() {
         return Err(usage!("cannot find the command {:?} to trace", cmd[0]));
     }
-    let file = OutFile::create(out)?;
+    let file = crate::files::AtomicFile::create(out)?;
     let sink = if wants_zstd(out, zstd) {
-        Sink::Zstd(zstd::stream::write::Encoder::new(file.file()?, 3)?)
+        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, 3)?)
     } else {
-        Sink::Plain(file.file()?)
+        Sink::Plain(file.reopen()?)
     };
     let mut writer = TraceWriter::new(sink, FLAG_USER_ONLY)?;
     let mut fds = [0; 2];

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 pub const RUN_SCHEMA: &str = "osmeter.run/1";
 
+pub use crate::units::Unit;
+
 /// Parameters of one measurement, e.g. `{"size": 16384, "placement": "cross"}`.
 pub type Params = BTreeMap<String, serde_json::Value>;
 
@@ -32,10 +34,40 @@ pub struct Run {
     pub measurements: Vec<Measurement>,
     /// True when the run was stopped early (Ctrl-C): what is here was measured, the rest was not.
     pub interrupted: bool,
-    /// Results of the other parts of osmeter ("latency", "memsim", "stat"), each its own versioned
+    /// Results of the other parts of osmeter (latency, memsim, stat), each its own versioned
     /// document with a "schema" key, kept beside the microbenchmark measurements.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub sections: BTreeMap<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Sections::is_empty")]
+    pub sections: Sections,
+}
+
+/// The documents of the parts of osmeter other than `run`, under their kind's name.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Sections {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::latency::document::LatencyDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memsim: Option<crate::memsim::document::MemsimDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat: Option<crate::stat::StatDoc>,
+}
+
+impl Sections {
+    pub fn is_empty(&self) -> bool {
+        self.latency.is_none() && self.memsim.is_none() && self.stat.is_none()
+    }
+
+    /// The kind of the document held (a run holds one).
+    pub fn first_kind(&self) -> Option<RunKind> {
+        if self.latency.is_some() {
+            Some(RunKind::Latency)
+        } else if self.memsim.is_some() {
+            Some(RunKind::Memsim)
+        } else if self.stat.is_some() {
+            Some(RunKind::Stat)
+        } else {
+            None
+        }
+    }
 }
 
 impl Run {
@@ -55,7 +87,7 @@ impl Run {
             overhead: None,
             measurements: Vec::new(),
             interrupted: false,
-            sections: BTreeMap::new(),
+            sections: Sections::default(),
         }
     }
 
@@ -67,16 +99,51 @@ impl Run {
             .map(str::to_string)
     }
 
-    /// What produced the run: "run" for microbenchmarks, else the name of its first section.
-    pub fn kind(&self) -> &str {
+    /// What produced the run: microbenchmarks, or the command whose document it holds.
+    pub fn kind(&self) -> RunKind {
         if !self.measurements.is_empty() {
-            return "run";
+            return RunKind::Run;
         }
-        self.sections
-            .keys()
-            .next()
-            .map(String::as_str)
-            .unwrap_or("run")
+        self.sections.first_kind().unwrap_or(RunKind::Run)
+    }
+}
+
+/// What produced a run. Runs of one kind can be compared with each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    /// `osmeter run`: microbenchmarks.
+    Run,
+    Stat,
+    Latency,
+    Memsim,
+}
+
+impl RunKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Run => "run",
+            RunKind::Stat => "stat",
+            RunKind::Latency => "latency",
+            RunKind::Memsim => "memsim",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<RunKind> {
+        [
+            RunKind::Run,
+            RunKind::Stat,
+            RunKind::Latency,
+            RunKind::Memsim,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for RunKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -109,32 +176,6 @@ pub enum Status {
     Ok,
     Skipped,
     Failed,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub enum Unit {
-    /// Nanoseconds per operation (lower is better).
-    #[serde(rename = "ns")]
-    Nanoseconds,
-    /// Bytes per second (higher is better).
-    #[serde(rename = "B/s")]
-    BytesPerSecond,
-    /// Operations per second (higher is better).
-    #[serde(rename = "op/s")]
-    OpsPerSecond,
-}
-
-impl Unit {
-    pub fn higher_is_better(self) -> bool {
-        !matches!(self, Unit::Nanoseconds)
-    }
-    pub fn symbol(self) -> &'static str {
-        match self {
-            Unit::Nanoseconds => "ns",
-            Unit::BytesPerSecond => "B/s",
-            Unit::OpsPerSecond => "op/s",
-        }
-    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -227,6 +268,10 @@ pub struct Measurement {
     pub reason: Option<String>,
     /// Per-operation figure of each sample, overhead already subtracted.
     pub samples: Vec<f64>,
+    /// The same samples grouped by round, when the run measured in rounds (each in a process of
+    /// its own): the variation between rounds is what a comparison with another run must clear.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<Vec<f64>>,
     #[serde(flatten)]
     pub summary: Option<Summary>,
     /// Operations per sample after calibration.
@@ -260,6 +305,7 @@ impl Measurement {
             status,
             reason: Some(reason),
             samples: Vec::new(),
+            rounds: Vec::new(),
             summary: None,
             iterations: 0,
             bytes_per_op: None,

@@ -35,6 +35,16 @@ fn family(unit: Unit) -> (&'static str, &'static str, &'static str, f64) {
             "Operations per second.",
             1.0,
         ),
+        Unit::Seconds => ("osmeter_duration_seconds", "seconds", "A duration.", 1.0),
+        Unit::Bytes => ("osmeter_size_bytes", "bytes", "A size.", 1.0),
+        Unit::Count => ("osmeter_events", "", "A number of events.", 1.0),
+        Unit::Ratio => ("osmeter_ratio", "ratio", "A dimensionless ratio.", 1.0),
+        Unit::CyclesPerInstruction => (
+            "osmeter_stall_cycles_per_instruction",
+            "",
+            "Memory stall cycles per instruction.",
+            1.0,
+        ),
     }
 }
 

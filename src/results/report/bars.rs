@@ -103,6 +103,7 @@ impl Bars {
                 Unit::Nanoseconds => "time per operation (shorter is faster)".into(),
                 Unit::BytesPerSecond => "bytes per second (longer is faster)".into(),
                 Unit::OpsPerSecond => "operations per second (longer is faster)".into(),
+                other => other.symbol().into(),
             },
             x_fmt: &fmt,
             legend: if several {

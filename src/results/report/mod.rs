@@ -28,8 +28,9 @@ use std::fmt::Write as _;
 /// more runs, the baseline compared with each other run.
 pub struct Context<'a> {
     pub runs: &'a [Run],
-    /// `comparisons[i]` compares `runs[0]` (A) with `runs[i + 1]` (B).
-    pub comparisons: Vec<Comparison>,
+    /// `comparisons[i]` compares `runs[0]` (A) with `runs[i + 1]` (B); `None` when their kinds
+    /// differ.
+    pub comparisons: Vec<Option<Comparison>>,
 }
 
 impl<'a> Context<'a> {
@@ -53,7 +54,7 @@ impl<'a> Context<'a> {
                 .map(|part| {
                     s.spawn(move || {
                         part.iter()
-                            .map(|other| compare(&[base], &[other], config))
+                            .map(|other| compare(&[base], &[other], config).ok())
                             .collect::<Vec<_>>()
                     })
                 })

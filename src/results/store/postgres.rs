@@ -163,7 +163,7 @@ impl Store for PostgresStore {
                 &run.tool_version,
                 &i32::from(run.interrupted),
                 &document,
-                &run.kind(),
+                &run.kind().as_str(),
             ],
         )?;
         if inserted == 0 {
