@@ -462,7 +462,8 @@ fn ctrl_c_of_trace_leaves_no_valgrind_pipes() {
     cmd.args(["trace", "-o"])
         .arg(&out_file)
         // A command that ignores Ctrl-C: osmeter has to kill valgrind, which then cannot tidy up.
-        .args(["--", "sh", "-c", "trap '' INT; sleep 30"])
+        // (Its untraced child keeps lackey's pipe open until it ends: hence a short sleep.)
+        .args(["--", "sh", "-c", "trap '' INT; sleep 5"])
         .env("TMPDIR", tmp.path());
     let (out, _) = interrupt_after(&mut cmd, Duration::from_secs(3), || {});
     assert_eq!(
