@@ -216,6 +216,8 @@ unsafe fn guardian(control: RawFd, control_w: RawFd, report: RawFd, prep: &Prepa
         libc::signal(sig, libc::SIG_IGN);
     }
     libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    // What `ps -o comm` and top show for it.
+    libc::prctl(libc::PR_SET_NAME, c"osmeter-guard".as_ptr(), 0, 0, 0);
     let me = libc::getpid();
     let shell = libc::fork();
     if shell == 0 {

@@ -267,7 +267,7 @@ fn a_damaged_store_is_refused_untouched_and_named() {
         assert_eq!(out.status.code(), Some(1), "{object}: {err}");
         assert!(
             err.contains(&format!("the store {} is damaged", path.display()))
-                && err.contains(".recover"),
+                && err.contains(".dump"),
             "{object}: {err}"
         );
         assert_eq!(

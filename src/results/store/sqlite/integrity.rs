@@ -95,6 +95,13 @@ pub(super) fn explain(path: &Path, err: anyhow::Error) -> anyhow::Error {
     else {
         return err;
     };
+    // Text that is not UTF-8 where osmeter only ever writes JSON: a page was overwritten.
+    if matches!(
+        sqlite,
+        rusqlite::Error::Utf8Error(..) | rusqlite::Error::FromSqlConversionFailure(..)
+    ) {
+        return damaged(path, &format!("unreadable text: {sqlite}"));
+    }
     match code(sqlite) {
         Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
             damaged(path, &sqlite.to_string())
@@ -116,8 +123,8 @@ fn damaged(path: &Path, found: &str) -> anyhow::Error {
     let p = path.display();
     anyhow!(
         "the store {p} is damaged ({found}); osmeter leaves it untouched. Keep a copy of it, \
-         then recover what is readable into a new store with `sqlite3 {p} .recover | sqlite3 \
-         NEW.db` and use NEW.db (--store or $OSMETER_STORE), or move {p} aside to start afresh"
+         then copy what is readable into a new store with `sqlite3 {p} .dump | sqlite3 NEW.db` \
+         and use NEW.db (--store or $OSMETER_STORE), or move {p} aside to start afresh"
     )
 }
 

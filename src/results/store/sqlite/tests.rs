@@ -227,7 +227,7 @@ fn a_damaged_store_is_never_written_and_says_what_to_do() {
         let err = format!("{err:#}");
         assert!(
             err.contains(&format!("the store {} is damaged", path.display()))
-                && err.contains(".recover")
+                && err.contains(".dump")
                 && !err.contains("***"),
             "{err}"
         );
