@@ -55,10 +55,14 @@ fn shared_tmp() -> tempfile::TempDir {
     d
 }
 
-#[test]
-fn scratch_directory_is_private_under_umask_000() {
-    let env = TestEnv::new();
-    let parent = shared_tmp();
+/// `osmeter run memory.page_fault --set kind=file` (it writes a 32 MiB file in its scratch
+/// directory) in `dir`, started with umask 000 as in the issue.
+fn page_fault_run_under_umask_000(
+    env: &TestEnv,
+    dir: &Path,
+    repeat: &str,
+    min_time: &str,
+) -> std::process::Child {
     let mut cmd = env.osmeter_std();
     cmd.args([
         "run",
@@ -67,9 +71,16 @@ fn scratch_directory_is_private_under_umask_000() {
         "kind=file",
         "--no-store",
     ])
-    .args(["--repeat", "200", "--min-time", "50ms", "--warmup", "0"])
-    .arg("--dir")
-    .arg(parent.path())
+    .args([
+        "--repeat",
+        repeat,
+        "--min-time",
+        min_time,
+        "--warmup",
+        "0",
+        "--dir",
+    ])
+    .arg(dir)
     .stdout(std::process::Stdio::null())
     .stderr(std::process::Stdio::null());
     // SAFETY: umask in the child before exec.
@@ -79,7 +90,14 @@ fn scratch_directory_is_private_under_umask_000() {
             Ok(())
         });
     }
-    let mut child = cmd.spawn().unwrap();
+    cmd.spawn().unwrap()
+}
+
+#[test]
+fn scratch_directory_is_private_under_umask_000() {
+    let env = TestEnv::new();
+    let parent = shared_tmp();
+    let mut child = page_fault_run_under_umask_000(&env, parent.path(), "200", "50ms");
     let scratch = wait_for_scratch(parent.path(), &mut child);
     let mode = std::fs::symlink_metadata(&scratch)
         .unwrap()
@@ -103,28 +121,8 @@ fn a_link_planted_by_another_user_redirects_nothing() {
     let victim_dir = tempfile::tempdir().unwrap();
     let victim = victim_dir.path().join("precious");
     std::fs::write(&victim, b"precious").unwrap();
-    let mut cmd = env.osmeter_std();
-    cmd.args([
-        "run",
-        "memory.page_fault",
-        "--set",
-        "kind=file",
-        "--no-store",
-    ])
     // Long samples: the harness measures itself first, which gives the attacker its chance.
-    .args(["--repeat", "3", "--min-time", "300ms", "--warmup", "0"])
-    .arg("--dir")
-    .arg(parent.path())
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null());
-    // SAFETY: umask in the child before exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::umask(0);
-            Ok(())
-        });
-    }
-    let mut run = cmd.spawn().unwrap();
+    let mut run = page_fault_run_under_umask_000(&env, parent.path(), "3", "300ms");
     let script = format!(
         "end=$(( $(date +%s) + 60 )); while [ $(date +%s) -lt $end ]; do \
          for d in {p}/osmeter-*/; do [ -d \"$d\" ] && ln -s {v} \"${{d}}page-fault-{pid}.dat\" 2>/dev/null; done; \
@@ -151,18 +149,22 @@ fn a_link_planted_by_another_user_redirects_nothing() {
     assert!(scratch_dirs(parent.path()).is_empty());
 }
 
+/// A short `osmeter run syscall.null --no-store --dir DIR`.
+fn quick_run_in(env: &TestEnv, dir: &Path) -> std::process::Output {
+    env.osmeter()
+        .args(["run", "syscall.null", "--no-store", "--dir"])
+        .arg(dir)
+        .args(FAST)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_world_writable_dir_without_sticky_bit_is_refused() {
     let env = TestEnv::new();
     let d = tempfile::tempdir().unwrap();
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = env
-        .osmeter()
-        .args(["run", "syscall.null", "--no-store", "--dir"])
-        .arg(d.path())
-        .args(FAST)
-        .output()
-        .unwrap();
+    let out = quick_run_in(&env, d.path());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -186,15 +188,20 @@ fn scratch_left_by_a_killed_run_is_removed_by_the_next_one() {
         .spawn()
         .unwrap();
     let left = wait_for_scratch(parent.path(), &mut child);
+    // Killed before its marker is complete, a directory is not known to be osmeter's: wait for it.
+    let marker = left.join(osmeter::scratch::MARKER);
+    let pid_line = format!("pid {}\n", child.id());
+    assert!(
+        wait_for(
+            || std::fs::read_to_string(&marker).is_ok_and(|m| m == pid_line),
+            30
+        ),
+        "the marker of {} was never completed",
+        left.display()
+    );
     kill9(&mut child);
     assert!(left.exists(), "SIGKILL cannot clean up");
-    let out = env
-        .osmeter()
-        .args(["run", "syscall.null", "--no-store", "--dir"])
-        .arg(parent.path())
-        .args(FAST)
-        .output()
-        .unwrap();
+    let out = quick_run_in(&env, parent.path());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
@@ -247,6 +254,20 @@ fn damage(path: &Path, object: &str) {
     std::fs::write(path, bytes).unwrap();
 }
 
+/// Runs `osmeter run syscall.null --store PATH`, which must fail with exit 1; returns its stderr.
+fn run_refused_by_store(env: &TestEnv, path: &Path) -> String {
+    let out = env
+        .osmeter()
+        .args(["run", "syscall.null", "--store"])
+        .arg(path)
+        .args(FAST)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{}: {err}", path.display());
+    err
+}
+
 #[test]
 fn a_damaged_store_is_refused_untouched_and_named() {
     let env = TestEnv::new();
@@ -256,15 +277,7 @@ fn a_damaged_store_is_refused_untouched_and_named() {
         store_with_runs(&path, 30);
         damage(&path, object);
         let before = std::fs::read(&path).unwrap();
-        let out = env
-            .osmeter()
-            .args(["run", "syscall.null", "--store"])
-            .arg(&path)
-            .args(FAST)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{object}: {err}");
+        let err = run_refused_by_store(&env, &path);
         assert!(
             err.contains(&format!("the store {} is damaged", path.display()))
                 && err.contains(".dump"),
@@ -313,15 +326,7 @@ fn a_foreign_sqlite_file_is_refused_untouched() {
             .execute_batch(sql)
             .unwrap();
         let before = std::fs::read(&path).unwrap();
-        let out = env
-            .osmeter()
-            .args(["run", "syscall.null", "--store"])
-            .arg(&path)
-            .args(FAST)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        let err = run_refused_by_store(&env, &path);
         assert!(err.contains("not osmeter's"), "{name}: {err}");
         assert_eq!(std::fs::read(&path).unwrap(), before, "{name}: modified");
     }
@@ -583,6 +588,24 @@ fn kill_marked(marker: &str) {
     }
 }
 
+/// A minute of `osmeter latency` (normal class only, so no privilege is needed) with `load`.
+fn latency_with_load(env: &TestEnv, load: &str) -> std::process::Child {
+    env.osmeter_std()
+        .args([
+            "latency",
+            "--duration",
+            "60s",
+            "--classes",
+            "normal",
+            "--no-store",
+        ])
+        .args(["--load-cmd", load])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn no_descendant_of_a_load_command_outlives_osmeter_whatever_signal_ends_it() {
     let env = TestEnv::new();
@@ -642,21 +665,7 @@ fn a_load_command_cannot_take_real_time_priority_or_lift_its_limit() {
     let load = format!(
         "chrt -f 99 sleep {m} & prlimit --pid $$ --rttime=unlimited:unlimited; sleep {m} & wait"
     );
-    let mut child = env
-        .osmeter_std()
-        .args([
-            "latency",
-            "--duration",
-            "60s",
-            "--classes",
-            "normal",
-            "--no-store",
-        ])
-        .args(["--load-cmd", &load])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = latency_with_load(&env, &load);
     let started = wait_for(|| !alive_with(&m).is_empty(), 30);
     std::thread::sleep(Duration::from_millis(300));
     let mut report = Vec::new();

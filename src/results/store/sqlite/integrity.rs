@@ -30,17 +30,26 @@ pub(super) fn check(conn: &Connection, path: &Path) -> Result<()> {
     }
 }
 
-/// Opens `path` for reading only. A store in write-ahead-log mode needs its shared-memory file,
-/// which a user who may not write the directory cannot create; such a store is then read as an
-/// immutable snapshot (runs being saved at that very moment may not be seen).
+/// Opens `path` for commands that only read: never created, never written by osmeter. A store in
+/// write-ahead-log mode needs its shared-memory file, which a user who may not write the
+/// directory cannot create; such a store is then read as an immutable snapshot (runs being saved
+/// at that very moment may not be seen).
 pub(super) fn open_read_only(path: &Path) -> Result<Connection> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    // Read-write when the file allows it (SQLite falls back to reading only when it does not):
+    // a connection opened strictly read-only leaves the -wal and -shm files behind on close,
+    // while the last writable one folds them in and removes them.
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn =
         Connection::open_with_flags(literal(path), flags).map_err(|e| explain(path, e.into()))?;
     match conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
         r.get::<_, i64>(0)
     }) {
-        Ok(_) => return Ok(conn),
+        Ok(_) => {
+            // Nothing this connection runs may change the store.
+            conn.pragma_update(None, "query_only", true)
+                .map_err(|e| explain(path, e.into()))?;
+            return Ok(conn);
+        }
         Err(e) if !matches!(code(&e), Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)) => {
             return Err(explain(path, e.into()))
         }
@@ -48,6 +57,7 @@ pub(super) fn open_read_only(path: &Path) -> Result<Connection> {
     }
     drop(conn);
     let uri = format!("file:{}?immutable=1", uri_path(path));
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)
         .map_err(|e| explain(path, e.into()))
 }

@@ -271,6 +271,16 @@ fn reading_creates_nothing() {
     let mut s = SqliteStore::open_read_only(&path).unwrap();
     assert_eq!(s.ids().unwrap(), ["a"]);
     assert!(s.save(&run("b", "2026-11-01T00:00:00Z", "h", &[])).is_err());
+    assert!(s.remove("a").is_err());
+    drop(s);
+    // Nor does reading leave SQLite's side files behind once it is done.
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["runs.db"]);
+    assert_eq!(SqliteStore::open(&path).unwrap().ids().unwrap(), ["a"]);
 }
 
 #[test]
