@@ -1,20 +1,13 @@
 //! `osmeter export RUN --format F`.
 
 use crate::cli::ExportArgs;
-use crate::results::export::{exporter, ExportOptions, FORMATS};
+use crate::results::export::ExportOptions;
 use crate::results::store::{resolve_id, Location};
-use crate::usage;
 use anyhow::Result;
 use std::io::Write;
 
 pub fn export(args: &ExportArgs) -> Result<i32> {
-    let exp = exporter(&args.format).ok_or_else(|| {
-        usage!(
-            "unknown format {:?}: choose one of {}",
-            args.format,
-            FORMATS.join(", ")
-        )
-    })?;
+    let exp = args.format.exporter();
     let mut store = Location::resolve(args.store.store.as_deref())?.open_read_only()?;
     let id = resolve_id(store.as_mut(), &args.run)?;
     let run = store

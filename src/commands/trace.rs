@@ -19,8 +19,14 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
             input,
             output,
             from,
+            to,
             zstd,
-        }) => convert(input, output, parse_format(from.as_deref())?, *zstd),
+        }) => match to.as_deref() {
+            Some(to @ ("champsim" | "drmemtrace")) => {
+                export(input, output, parse_format(from.as_deref())?, to, *zstd)
+            }
+            _ => convert(input, output, parse_format(from.as_deref())?, *zstd),
+        },
         Some(TraceAction::Info {
             file,
             from,
@@ -118,8 +124,9 @@ fn system_capture(args: &TraceArgs, out: &Path) -> Result<i32> {
 
 pub fn parse_format(s: Option<&str>) -> Result<Option<Format>> {
     s.map(|f| {
-        Format::parse(f)
-            .ok_or_else(|| usage!("unknown trace format {f:?}: use osmeter, lackey or din"))
+        Format::parse(f).ok_or_else(|| {
+            usage!("unknown trace format {f:?}: use osmeter, lackey, din or drmemtrace")
+        })
     })
     .transpose()
 }
@@ -215,6 +222,36 @@ fn convert(input: &Path, output: &Path, from: Option<Format>, zstd: bool) -> Res
         output.display(),
         n as f64 / secs.max(1e-9) / 1e6
     );
+    Ok(crate::error::EXIT_OK)
+}
+
+/// Writes a trace in ChampSim's or drmemtrace's format; nothing appears unless it all worked.
+fn export(input: &Path, output: &Path, from: Option<Format>, to: &str, zstd: bool) -> Result<i32> {
+    let mut src = trace::open(input, from)?;
+    let file = crate::files::AtomicFile::create(output)?;
+    let mut sink = if wants_zstd(output, zstd) {
+        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, 3)?)
+    } else {
+        Sink::Plain(file.reopen()?)
+    };
+    let what = if to == "champsim" {
+        let c = trace::champsim::export(src.as_mut(), &mut sink)
+            .with_context(|| format!("exporting {}", input.display()))?;
+        format!(
+            "{} instructions ({} loads, {} stores; {} data references beyond the record's 4 loads and 2 stores left out)",
+            c.instructions, c.loads, c.stores, c.dropped
+        )
+    } else {
+        let c = trace::drmem::export(src.as_mut(), &mut sink)
+            .with_context(|| format!("exporting {}", input.display()))?;
+        format!(
+            "{} references in {} entries ({} kernel sections, {} physical-address pairs)",
+            c.references, c.entries, c.kernel_sections, c.physical_pairs
+        )
+    };
+    sink.finish()?;
+    file.commit()?;
+    eprintln!("osmeter: wrote {what} to {} ({to})", output.display());
     Ok(crate::error::EXIT_OK)
 }
 

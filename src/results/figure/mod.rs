@@ -13,12 +13,50 @@ mod latency;
 mod memsim;
 mod stat;
 
-use crate::results::model::{Run, RunKind};
+use crate::results::model::{Run, RunKind, Status};
 use crate::units::{self, Unit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// A figure the run meant to state but could not, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Unmeasured {
+    pub key: String,
+    pub status: Status,
+    pub reason: String,
+}
+
 impl Run {
+    /// What the run could not measure: skipped or failed probes, streams that failed, classes
+    /// this machine would not run.
+    pub fn unmeasured(&self) -> Vec<Unmeasured> {
+        let mut out: Vec<Unmeasured> = self
+            .measurements
+            .iter()
+            .filter(|m| m.status != Status::Ok)
+            .map(|m| Unmeasured {
+                key: m.label(),
+                status: m.status,
+                reason: m.reason.clone().unwrap_or_default(),
+            })
+            .collect();
+        if let Some(doc) = &self.sections.latency {
+            out.extend(doc.skipped.iter().map(|k| Unmeasured {
+                key: k.class.as_str().to_string(),
+                status: Status::Skipped,
+                reason: k.reason.clone(),
+            }));
+            out.extend(doc.streams.iter().filter_map(|s| {
+                Some(Unmeasured {
+                    key: s.label(),
+                    status: Status::Failed,
+                    reason: s.error.clone()?,
+                })
+            }));
+        }
+        out
+    }
+
     /// Every figure the run states, whatever its kind, in the order its own table shows them.
     pub fn figures(&self) -> Vec<Figure> {
         match self.kind() {
@@ -169,17 +207,27 @@ impl Figure {
 
     /// Coefficient of variation between repetitions, where there are at least two.
     pub fn round_cv(&self) -> Option<f64> {
-        let v = self.evidence.round_values();
-        if v.len() < 2 {
-            return None;
-        }
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        if mean == 0.0 {
-            return None;
-        }
-        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
-        Some(var.sqrt() / mean.abs())
+        cv(&self.evidence.round_values())
     }
+
+    /// The spread to show beside the figure: between repetitions where there are several, else
+    /// between the samples of its one repetition.
+    pub fn cv(&self) -> Option<f64> {
+        self.round_cv().or_else(|| cv(&self.evidence.samples()))
+    }
+}
+
+/// Standard deviation over mean, for two values or more.
+fn cv(v: &[f64]) -> Option<f64> {
+    if v.len() < 2 {
+        return None;
+    }
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    if mean == 0.0 {
+        return None;
+    }
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
+    Some(var.sqrt() / mean.abs())
 }
 
 fn median(xs: &[f64]) -> f64 {

@@ -150,6 +150,9 @@ impl Section for Bars {
         self.title
     }
     fn render(&self, ctx: &Context) -> Result<Option<String>> {
+        if !ctx.has_kind(crate::results::model::RunKind::Run) {
+            return Ok(None);
+        }
         // Figures in first-seen order over all runs, so every run's chart lists them alike.
         let mut keys: Vec<(String, String)> = Vec::new();
         for run in ctx.runs {

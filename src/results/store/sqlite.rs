@@ -59,8 +59,8 @@ impl SqliteStore {
     }
 
     /// Opens the store for commands that only read (`runs`, `show`, `export`, ...): nothing is
-    /// created or changed, so a store this user may only read works, and a missing one reads as
-    /// empty.
+    /// created or changed (but for the one-time upgrade of a store of an older schema), so a
+    /// store this user may only read works, and a missing one reads as empty.
     pub fn open_read_only(path: &Path) -> Result<SqliteStore> {
         let empty = std::fs::metadata(path)
             .map(|m| m.len() == 0)
@@ -77,12 +77,18 @@ impl SqliteStore {
         match store.inspect().map_err(|e| integrity::explain(path, e))? {
             None => SqliteStore::empty(path),
             Some(v) if v == schema::current_version() => Ok(store),
-            Some(v) => bail!(
-                "the store {} has schema version {v}, older than this osmeter's ({}); the next \
-                 command that saves to it upgrades it (that needs write access to it)",
-                path.display(),
-                schema::current_version()
-            ),
+            // Older: upgraded once, in place, as any opening for writing would.
+            Some(v) => {
+                drop(store);
+                SqliteStore::open(path).with_context(|| {
+                    format!(
+                        "the store {} has schema version {v}, older than this osmeter's ({}); it \
+                         is upgraded once before it is read, which needs write access to it",
+                        path.display(),
+                        schema::current_version()
+                    )
+                })
+            }
         }
     }
 
@@ -133,6 +139,11 @@ impl SqliteStore {
             tx.execute_batch(sql)
                 .with_context(|| format!("migrating the store to version {}", i + 1))?;
         }
+        if version > 0 && version < schema::FIGURES_SINCE {
+            backfill_figures(&tx).with_context(|| {
+                format!("listing the figures of the runs in {}", self.path.display())
+            })?;
+        }
         tx.execute(
             "UPDATE osmeter_meta SET value = ?1 WHERE key = 'schema_version'",
             [current.to_string()],
@@ -169,6 +180,39 @@ impl SqliteStore {
     fn inspect(&self) -> Result<Option<i64>> {
         inspect_schema(&self.conn, &self.path)
     }
+}
+
+fn insert_figures(tx: &Connection, run: &Run) -> Result<()> {
+    let mut stmt =
+        tx.prepare_cached("INSERT INTO figures VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")?;
+    for f in schema::figure_rows(run) {
+        stmt.execute(params![
+            run.id,
+            f.seq,
+            f.key,
+            f.group,
+            f.unit,
+            f.direction,
+            f.value,
+            f.ci_low,
+            f.ci_high
+        ])?;
+    }
+    Ok(())
+}
+
+/// Fills the `figures` table from the stored documents (a store written before it existed).
+fn backfill_figures(tx: &Connection) -> Result<()> {
+    let docs: Vec<(String, String)> = tx
+        .prepare("SELECT id, document FROM runs")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (id, doc) in docs {
+        let run: Run = serde_json::from_str(&doc)
+            .with_context(|| format!("run {id} in the store is unreadable"))?;
+        insert_figures(tx, &run)?;
+    }
+    Ok(())
 }
 
 /// The schema version of an osmeter database, `None` for an empty one, an error for a database that
@@ -309,6 +353,7 @@ impl SqliteStore {
                 ],
             )?;
         }
+        insert_figures(&tx, run)?;
         tx.commit()?;
         Ok(true)
     }
@@ -316,7 +361,7 @@ impl SqliteStore {
     fn list_rows(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
         let mut sql = String::from(
             "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
-                    (SELECT count(*) FROM measurements m WHERE m.run_id = r.id)
+                    (SELECT count(*) FROM figures f WHERE f.run_id = r.id)
              FROM runs r WHERE 1 = 1",
         );
         let mut args: Vec<String> = Vec::new();
@@ -352,7 +397,7 @@ impl SqliteStore {
                 suite: r.get(4)?,
                 tool_version: r.get(5)?,
                 interrupted: r.get::<_, i64>(6)? != 0,
-                measurements: r.get::<_, i64>(7)? as usize,
+                figures: r.get::<_, i64>(7)? as usize,
                 tags: BTreeMap::new(),
             })
         })?;
