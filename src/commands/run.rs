@@ -134,7 +134,24 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if interrupted {
         return Ok(crate::error::EXIT_INTERRUPTED);
     }
+    if let Some(failed) = nothing_measured(&run.measurements) {
+        eprintln!(
+            "osmeter: every figure failed ({failed} failed, none measured); the reasons are in \
+             the table above"
+        );
+        return Ok(crate::error::EXIT_RUNTIME);
+    }
     Ok(crate::error::EXIT_OK)
+}
+
+/// How many figures failed, when some did and none was measured (skipped ones are neither).
+fn nothing_measured(measurements: &[Measurement]) -> Option<usize> {
+    let failed = measurements
+        .iter()
+        .filter(|m| m.status == Status::Failed)
+        .count();
+    let measured = measurements.iter().any(|m| m.status == Status::Ok);
+    (failed > 0 && !measured).then_some(failed)
 }
 
 fn measure_one(
