@@ -25,6 +25,10 @@ pub enum Command {
     List(JsonArg),
     /// Describe this system and which features work here, and why not
     Info(JsonArg),
+    /// Print a shell completion script, or install it where the shell finds it
+    Completions(CompletionsArgs),
+    /// Print a man page (osmeter, or one subcommand), or write every page to a directory
+    Man(ManArgs),
     /// Time a command and count its events, user and kernel apart, over repeated runs
     Stat(StatArgs),
     /// Wakeup latency of periodic threads per priority class and wake path, under load
@@ -49,6 +53,29 @@ pub enum Command {
     /// Copy stored runs to another store (typically a shared postgres:// one), skipping runs
     /// already there
     Push(PushArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: crate::shell_files::Shell,
+    /// Write the script to the shell's per-user completion directory instead of stdout
+    #[arg(long)]
+    pub install: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ManArgs {
+    /// The subcommand whose page to print, e.g. `run` or `trace info` [default: osmeter itself]
+    #[arg(value_name = "COMMAND", conflicts_with_all = ["dir", "install"])]
+    pub command: Vec<String>,
+    /// Write every page (osmeter.1, osmeter-run.1, ...) into DIR
+    #[arg(long, short = 'o', value_name = "DIR", conflicts_with = "install")]
+    pub dir: Option<PathBuf>,
+    /// Write every page into the per-user manual directory (~/.local/share/man/man1)
+    #[arg(long)]
+    pub install: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -172,12 +199,12 @@ pub enum TraceAction {
     Convert {
         input: PathBuf,
         output: PathBuf,
-        /// Input format: osmeter | lackey | din | drmemtrace [default: detected]
-        #[arg(long, value_name = "FORMAT")]
-        from: Option<String>,
-        /// Output format: osmeter | champsim | drmemtrace [default: osmeter]
-        #[arg(long, value_name = "FORMAT", value_parser = ["osmeter", "champsim", "drmemtrace"])]
-        to: Option<String>,
+        /// Input format [default: detected]
+        #[arg(long, value_name = "FORMAT", value_enum)]
+        from: Option<crate::memsim::trace::Format>,
+        /// Output format
+        #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
+        to: crate::memsim::trace::ExportFormat,
         /// Compress with zstd (also implied by an output name ending in .zst)
         #[arg(long)]
         zstd: bool,
@@ -186,9 +213,9 @@ pub enum TraceAction {
     /// kernel references by category
     Info {
         file: PathBuf,
-        /// Input format: osmeter | lackey | din [default: detected]
-        #[arg(long, value_name = "FORMAT")]
-        from: Option<String>,
+        /// Input format [default: detected]
+        #[arg(long, value_name = "FORMAT", value_enum)]
+        from: Option<crate::memsim::trace::Format>,
         /// Kernel symbols: /proc/kallsyms text or System.map [default: FILE.kallsyms if present]
         #[arg(long, value_name = "FILE")]
         symbols: Option<PathBuf>,
@@ -219,9 +246,9 @@ pub enum TraceAction {
 pub struct MemsimArgs {
     /// Trace file (osmeter, lackey or din; `-` for stdin)
     pub trace: PathBuf,
-    /// Input format: osmeter | lackey | din [default: detected]
-    #[arg(long, value_name = "FORMAT")]
-    pub from: Option<String>,
+    /// Input format [default: detected]
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub from: Option<crate::memsim::trace::Format>,
     /// Machine preset or sweep (repeatable): ds5000-200, ds5000-200-2way, ds5000-200-random,
     /// ds5000-200-unified, ds5000-200-merge, pentium, x86-modern; sweeps: paper (the four
     /// ds5000 variants), sweep16 (both L1 caches at 16-128 KB x direct-mapped to 8-way)

@@ -3,8 +3,8 @@
 use crate::cli::{TraceAction, TraceArgs};
 use crate::memsim::kernel::{self, info::Profile};
 use crate::memsim::trace::{
-    self, binary::TraceWriter, synth::Synth, Format, Kind, RefSource, FLAG_INCOMPLETE,
-    FLAG_USER_ONLY,
+    self, binary::TraceWriter, synth::Synth, ExportFormat, Format, Kind, RefSource,
+    FLAG_INCOMPLETE, FLAG_USER_ONLY,
 };
 use crate::usage;
 use anyhow::{Context, Result};
@@ -21,11 +21,9 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
             from,
             to,
             zstd,
-        }) => match to.as_deref() {
-            Some(to @ ("champsim" | "drmemtrace")) => {
-                export(input, output, parse_format(from.as_deref())?, to, *zstd)
-            }
-            _ => convert(input, output, parse_format(from.as_deref())?, *zstd),
+        }) => match to {
+            ExportFormat::Osmeter => convert(input, output, *from, *zstd),
+            other => export(input, output, *from, *other, *zstd),
         },
         Some(TraceAction::Info {
             file,
@@ -33,13 +31,7 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
             output,
             symbols,
             functions,
-        }) => info(
-            file,
-            parse_format(from.as_deref())?,
-            output.json,
-            symbols.as_deref(),
-            *functions,
-        ),
+        }) => info(file, *from, output.json, symbols.as_deref(), *functions),
         Some(TraceAction::Synth {
             output,
             refs,
@@ -120,15 +112,6 @@ fn system_capture(args: &TraceArgs, out: &Path) -> Result<i32> {
         timeout: std::time::Duration::from_nanos(timeout_ns),
         install: args.install,
     })
-}
-
-pub fn parse_format(s: Option<&str>) -> Result<Option<Format>> {
-    s.map(|f| {
-        Format::parse(f).ok_or_else(|| {
-            usage!("unknown trace format {f:?}: use osmeter, lackey, din or drmemtrace")
-        })
-    })
-    .transpose()
 }
 
 /// Plain or zstd-compressed output.
@@ -226,7 +209,13 @@ fn convert(input: &Path, output: &Path, from: Option<Format>, zstd: bool) -> Res
 }
 
 /// Writes a trace in ChampSim's or drmemtrace's format; nothing appears unless it all worked.
-fn export(input: &Path, output: &Path, from: Option<Format>, to: &str, zstd: bool) -> Result<i32> {
+fn export(
+    input: &Path,
+    output: &Path,
+    from: Option<Format>,
+    to: ExportFormat,
+    zstd: bool,
+) -> Result<i32> {
     let mut src = trace::open(input, from)?;
     let file = crate::files::AtomicFile::create(output)?;
     let mut sink = if wants_zstd(output, zstd) {
@@ -234,7 +223,7 @@ fn export(input: &Path, output: &Path, from: Option<Format>, to: &str, zstd: boo
     } else {
         Sink::Plain(file.reopen()?)
     };
-    let what = if to == "champsim" {
+    let what = if to == ExportFormat::Champsim {
         let c = trace::champsim::export(src.as_mut(), &mut sink)
             .with_context(|| format!("exporting {}", input.display()))?;
         format!(
@@ -417,9 +406,11 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     let mut src =
         trace::text::LackeyReader::new(std::io::BufReader::with_capacity(1 << 20, reader));
     let done = std::sync::atomic::AtomicBool::new(false);
+    let captured = crate::progress::Counter::default();
+    let progress = capture_progress(captured.clone());
     let copied = std::thread::scope(|scope| {
         let watcher = scope.spawn(|| stop_on_interrupt(pid, &done));
-        let copied = copy_refs(&mut src, &mut writer);
+        let copied = copy_refs(&mut src, &mut writer, &captured);
         done.store(true, std::sync::atomic::Ordering::SeqCst);
         // Joined before the child is reaped below, so its pid cannot be reused meanwhile.
         let _ = watcher.join();
@@ -432,6 +423,7 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     // Closing the read end first: a child still writing gets EPIPE instead of blocking.
     drop(src);
     let status = proc.wait().context("waiting for valgrind")?;
+    drop(progress);
     copied.context("converting lackey's output")?;
     let interrupted = crate::interrupt::requested();
     let cut_short = interrupted || status.code().is_none();
@@ -463,9 +455,26 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     Ok(crate::error::EXIT_OK)
 }
 
+/// "trace: 12.3M references captured (1.5M/s), 8.0 s": the command's length is unknown.
+fn capture_progress(captured: crate::progress::Counter) -> crate::progress::Ticker {
+    crate::progress::Ticker::start(move |elapsed| {
+        let n = captured.get() as f64;
+        format!(
+            "trace: {} references captured ({}/s), {}",
+            crate::units::count_label(n),
+            crate::units::count_label(n / elapsed.as_secs_f64().max(1e-3)),
+            crate::progress::duration(elapsed)
+        )
+    })
+}
+
 /// Copies lackey's references into the trace until its output ends. After Ctrl-C the output
 /// may end in the middle of a line: the records before it are kept, the error is not one.
-fn copy_refs(src: &mut dyn RefSource, w: &mut TraceWriter<Sink>) -> Result<()> {
+fn copy_refs(
+    src: &mut dyn RefSource,
+    w: &mut TraceWriter<Sink>,
+    copied: &crate::progress::Counter,
+) -> Result<()> {
     let mut batch = Vec::with_capacity(1 << 16);
     loop {
         batch.clear();
@@ -473,6 +482,7 @@ fn copy_refs(src: &mut dyn RefSource, w: &mut TraceWriter<Sink>) -> Result<()> {
         for r in &batch {
             w.write(r)?;
         }
+        copied.add(batch.len() as u64);
         match got {
             Ok(0) => return Ok(()),
             Ok(_) => {}

@@ -146,8 +146,38 @@ pub fn render(c: &Comparison, all: bool) -> String {
     }
     for (side, keys) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
         if !keys.is_empty() {
-            let _ = writeln!(out, "Only in {side}: {}", keys.join(", "));
+            let _ = writeln!(out, "Only in {side}: {}", unmatched(keys, all));
         }
     }
     out
+}
+
+/// Figures without a partner, listed whole with `--all`, else the first few and a count (a
+/// memsim machine present on one side only would otherwise fill the screen).
+fn unmatched(keys: &[String], all: bool) -> String {
+    const SHOWN: usize = 6;
+    if all || keys.len() <= SHOWN {
+        return keys.join(", ");
+    }
+    format!(
+        "{}, and {} more (--all lists them)",
+        keys[..SHOWN].join(", "),
+        keys.len() - SHOWN
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unmatched;
+
+    #[test]
+    fn long_lists_of_unmatched_figures_are_cut_unless_all() {
+        let keys: Vec<String> = (0..9).map(|i| format!("f{i}")).collect();
+        assert_eq!(unmatched(&keys[..3], false), "f0, f1, f2");
+        assert_eq!(
+            unmatched(&keys, false),
+            "f0, f1, f2, f3, f4, f5, and 3 more (--all lists them)"
+        );
+        assert_eq!(unmatched(&keys, true).matches(", ").count(), 8);
+    }
 }
