@@ -222,27 +222,13 @@ pub fn select(targets: &[String]) -> Result<(Vec<Selected>, Option<String>)> {
     Ok((out, suite))
 }
 
-/// Checks that `dir` exists, is a directory and can be written, by making and removing a file in it.
+/// Checks that `dir` can hold scratch directories: it exists, is a writable directory, and no
+/// other user can swap what osmeter makes in it (see [`crate::scratch::parent_problem`]).
 pub fn check_scratch_parent(dir: &Path) -> Result<()> {
-    let meta = std::fs::metadata(dir).map_err(|e| {
-        usage!(
-            "--dir {}: {e}; create it first or choose another directory",
-            dir.display()
-        )
-    })?;
-    if !meta.is_dir() {
-        return Err(usage!("--dir {}: not a directory", dir.display()));
+    match crate::scratch::parent_problem(dir) {
+        None => Ok(()),
+        Some(why) => Err(usage!("--dir {}: {why}", dir.display())),
     }
-    tempfile::Builder::new()
-        .prefix(".osmeter-check-")
-        .tempfile_in(dir)
-        .map_err(|e| {
-            usage!(
-                "--dir {}: cannot create files there ({e}); choose a writable directory",
-                dir.display()
-            )
-        })?;
-    Ok(())
 }
 
 impl RunConfig {
@@ -278,6 +264,10 @@ impl RunConfig {
         }
         let scratch_parent = args.dir.clone().unwrap_or_else(std::env::temp_dir);
         check_scratch_parent(&scratch_parent)?;
+        let variants = selected
+            .iter()
+            .flat_map(|s| s.variants.iter().map(move |v| (s.probe.id, v)));
+        crate::budget::check_run(variants, samples as u64, &scratch_parent)?;
         Ok(RunConfig {
             suite,
             selected,

@@ -3,12 +3,14 @@
 //! `meter` reads one figure, `harness` runs a measurement honestly, `probes` says what is measured,
 //! `results` holds and shows what came out, `commands` wires them to the command line.
 
+pub mod budget;
 pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod error;
 pub mod files;
+pub mod guard;
 pub mod harness;
 pub mod interrupt;
 pub mod latency;
@@ -18,6 +20,7 @@ pub mod papers;
 pub mod probes;
 pub mod progress;
 pub mod results;
+pub mod scratch;
 pub mod shell_files;
 pub mod stat;
 pub mod system;

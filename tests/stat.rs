@@ -124,11 +124,11 @@ fn stderr_of_the_command_passes_through_too() {
 }
 
 #[test]
-fn a_missing_command_is_a_runtime_error_naming_it() {
+fn a_missing_command_is_a_usage_error_naming_it() {
     osmeter()
         .args(["stat", "--", "osmeter-no-such-command-xyz"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("osmeter-no-such-command-xyz"))
         .stderr(predicate::str::contains("cannot start"));
 }

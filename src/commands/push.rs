@@ -25,7 +25,7 @@ pub fn push(args: &PushArgs) -> Result<i32> {
             from_loc.describe()
         ));
     }
-    let mut from = from_loc.open()?;
+    let mut from = from_loc.open_read_only()?;
     let wanted = if args.all {
         let mut ids = from.ids()?;
         ids.reverse(); // oldest first: an interrupted push leaves the newest to the next try

@@ -31,6 +31,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if run.interrupted {
         return Ok(crate::error::EXIT_INTERRUPTED);
     }
+    if let Some(failed) = nothing_measured(&run.measurements) {
+        eprintln!(
+            "osmeter: every figure failed ({failed} failed, none measured); the reasons are in \
+             the table above"
+        );
+        return Ok(crate::error::EXIT_RUNTIME);
+    }
     Ok(crate::error::EXIT_OK)
 }
 
@@ -38,15 +45,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 /// holding what was measured).
 pub fn measure(config: &RunConfig) -> Result<Run> {
     interrupt::install();
-    let scratch = tempfile::Builder::new()
-        .prefix("osmeter-")
-        .tempdir_in(&config.scratch_parent)
-        .with_context(|| {
-            format!(
-                "cannot create a scratch directory in {}",
-                config.scratch_parent.display()
-            )
-        })?;
+    let scratch = crate::scratch::ScratchDir::create(&config.scratch_parent, "run")?;
 
     let restore_affinity = placement::usable_cpus();
     let restore_sched = placement::current_sched();
@@ -149,6 +148,16 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
     drop(scratch);
     crate::results::derive::annotate(&mut run);
     Ok(run)
+}
+
+/// How many figures failed, when some did and none was measured (skipped ones are neither).
+fn nothing_measured(measurements: &[Measurement]) -> Option<usize> {
+    let failed = measurements
+        .iter()
+        .filter(|m| m.status == Status::Failed)
+        .count();
+    let measured = measurements.iter().any(|m| m.status == Status::Ok);
+    (failed > 0 && !measured).then_some(failed)
 }
 
 fn measure_one(

@@ -10,6 +10,9 @@ use crate::stat::{self, CommandOutput, StatConfig};
 use anyhow::Result;
 
 pub fn stat(args: &StatArgs) -> Result<i32> {
+    if let Some(program) = args.command.first() {
+        super::startable(program)?;
+    }
     let output = if args.output_file.is_some() {
         CommandOutput::Inherit
     } else {

@@ -8,7 +8,7 @@ use anyhow::Result;
 use std::fmt::Write;
 
 pub fn runs(args: &RunsArgs) -> Result<i32> {
-    let mut store = Location::resolve(args.store.store.as_deref())?.open()?;
+    let mut store = Location::resolve(args.store.store.as_deref())?.open_read_only()?;
     let filter = RunFilter {
         host: args.host.clone(),
         suite: args.suite.clone(),
@@ -54,7 +54,7 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
 }
 
 pub fn show(args: &ShowArgs) -> Result<i32> {
-    let mut store = Location::resolve(args.store.store.as_deref())?.open()?;
+    let mut store = Location::resolve(args.store.store.as_deref())?.open_read_only()?;
     let id = resolve_id(store.as_mut(), &args.run)?;
     let run = store.load(&id)?.ok_or_else(|| {
         anyhow::anyhow!("run {id} vanished from {} while reading", store.describe())

@@ -211,9 +211,7 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     let valgrind = find_program("valgrind").ok_or_else(|| {
         anyhow::anyhow!("valgrind is not installed (or not on PATH): osmeter trace runs the command under valgrind's lackey tool; install valgrind")
     })?;
-    if find_program(&cmd[0]).is_none() {
-        return Err(usage!("cannot find the command {:?} to trace", cmd[0]));
-    }
+    super::startable(&cmd[0])?;
     let file = crate::files::AtomicFile::create(out)?;
     let sink = if wants_zstd(out, zstd) {
         Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, 3)?)
@@ -231,7 +229,14 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     let reader = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(rfd) };
     let mut child = std::process::Command::new(valgrind);
     child
-        .args(["--tool=lackey", "--trace-mem=yes", "--log-fd=3"])
+        // --vgdb=no: no gdbserver FIFOs in the temporary directory, which a valgrind stopped by
+        // a signal (Ctrl-C) would leave behind.
+        .args([
+            "--tool=lackey",
+            "--trace-mem=yes",
+            "--log-fd=3",
+            "--vgdb=no",
+        ])
         .args(cmd);
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {

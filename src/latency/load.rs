@@ -1,11 +1,12 @@
 //! Background loads at normal priority, running while the measuring threads measure: each
 //! generator counts what it did, so the report says how hard the machine was pushed. Everything
-//! stops and is cleaned up when the set is stopped or dropped (also after Ctrl-C).
+//! stops and is cleaned up when the set is stopped or dropped (also after Ctrl-C). A load command
+//! runs under a guardian process ([`crate::guard`]) that ends its whole process tree when the set
+//! stops or osmeter dies, and it cannot take a real-time class.
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Seek, Write};
-use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -44,6 +45,13 @@ impl Kind {
 }
 
 pub const NAMES: &str = "cpu, memory, io, net, fork, faults, desktop, server";
+
+/// Hard RLIMIT_RTTIME of a load command: were it ever to run at a real-time class, a loop that
+/// never blocks would get SIGXCPU, then SIGKILL, within this much CPU time.
+const COMMAND_RTTIME_US: u64 = 500_000;
+
+/// How long a load command has to exit after SIGTERM before its tree is killed.
+const COMMAND_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// `cpu,io` or a mix name into generator kinds (duplicates kept once).
 pub fn parse(list: &str) -> Result<Vec<Kind>> {
@@ -96,8 +104,8 @@ struct Generator {
 pub struct LoadSet {
     stop: Arc<AtomicBool>,
     generators: Vec<Generator>,
-    command: Option<(String, std::process::Child)>,
-    scratch: Option<tempfile::TempDir>,
+    command: Option<(String, crate::guard::Guarded)>,
+    scratch: Option<crate::scratch::ScratchDir>,
     started: Instant,
     reports: Vec<LoadReport>,
 }
@@ -133,17 +141,7 @@ impl LoadSet {
                     Kind::Net => Box::new(move || net(&stop, &count)),
                     Kind::Io => {
                         if set.scratch.is_none() {
-                            set.scratch = Some(
-                                tempfile::Builder::new()
-                                    .prefix("osmeter-load-")
-                                    .tempdir_in(dir)
-                                    .with_context(|| {
-                                        format!(
-                                            "cannot create a scratch directory in {}",
-                                            dir.display()
-                                        )
-                                    })?,
-                            );
+                            set.scratch = Some(crate::scratch::ScratchDir::create(dir, "load")?);
                         }
                         let path = set.scratch.as_ref().unwrap().path().join("fsync.dat");
                         Box::new(move || io(&stop, &count, &path))
@@ -152,7 +150,10 @@ impl LoadSet {
                 threads.push(
                     std::thread::Builder::new()
                         .name(format!("load-{}", kind.name()))
-                        .spawn(body)
+                        .spawn(move || {
+                            normal_class();
+                            body()
+                        })
                         .context("cannot start a load thread")?,
                 );
             }
@@ -163,22 +164,9 @@ impl LoadSet {
             });
         }
         if let Some(cmd) = command {
-            // SAFETY: pre_exec runs in the child between fork and exec and only calls setpgid and
-            // prctl, both async-signal-safe.
-            let child = unsafe {
-                std::process::Command::new("/bin/sh")
-                    .arg("-c")
-                    .arg(cmd)
-                    .stdin(std::process::Stdio::null())
-                    .pre_exec(|| {
-                        libc::setpgid(0, 0);
-                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                        Ok(())
-                    })
-                    .spawn()
-            }
-            .with_context(|| format!("cannot start --load-cmd {cmd:?}"))?;
-            set.command = Some((cmd.to_string(), child));
+            let guarded = crate::guard::Guarded::spawn(cmd, COMMAND_RTTIME_US, COMMAND_GRACE)
+                .with_context(|| format!("cannot start --load-cmd {cmd:?}"))?;
+            set.command = Some((cmd.to_string(), guarded));
         }
         Ok(set)
     }
@@ -207,35 +195,16 @@ impl LoadSet {
                 error,
             });
         }
-        if let Some((cmd, mut child)) = self.command.take() {
-            let pgid = child.id() as libc::pid_t;
-            // SAFETY: signalling the process group we created for the command.
-            unsafe { libc::kill(-pgid, libc::SIGTERM) };
-            let deadline = Instant::now() + std::time::Duration::from_secs(2);
-            let status = loop {
-                match child.try_wait() {
-                    Ok(Some(s)) => break Some(s),
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(std::time::Duration::from_millis(20))
-                    }
-                    _ => {
-                        // SAFETY: as above.
-                        unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                        break child.wait().ok();
-                    }
-                }
-            };
-            // Whatever the shell left behind in its group goes too.
-            // SAFETY: as above.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        if let Some((cmd, mut guarded)) = self.command.take() {
+            // SIGTERM to the command's group, then its whole tree, wherever it went, is killed.
+            let code = guarded.stop();
             self.reports.push(LoadReport {
                 load: format!("command: {cmd}"),
                 threads: 0,
                 ops: 0,
                 rate: 0.0,
                 unit: String::new(),
-                error: status
-                    .and_then(|s| s.code())
+                error: code
                     .filter(|&c| c != 0)
                     .map(|c| format!("exited with status {c} before the end")),
             });
@@ -249,6 +218,14 @@ impl Drop for LoadSet {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Puts the calling thread at SCHED_OTHER: a load never runs at a real-time class, whatever the
+/// thread that started it was running at.
+fn normal_class() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: changes only the calling thread's policy.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
 }
 
 fn cpu(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
@@ -283,7 +260,7 @@ fn memory(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
 }
 
 fn io(stop: &AtomicBool, count: &AtomicU64, path: &std::path::Path) -> Result<(), String> {
-    let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut f = crate::scratch::create_new(path).map_err(|e| format!("{e:#}"))?;
     let block = vec![0x5au8; 64 << 10];
     let mut written = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -412,7 +389,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let all = parse("cpu,memory,io,net,fork,faults").unwrap();
         let mut set = LoadSet::start(&all, Some("sleep 30"), dir.path(), 1).unwrap();
-        let pgid = set.command.as_ref().unwrap().1.id() as libc::pid_t;
+        let pgid = set.command.as_ref().unwrap().1.shell_pid();
         // Every generator gets going (the debug build is slow to fill its buffers).
         let deadline = Instant::now() + std::time::Duration::from_secs(10);
         while Instant::now() < deadline

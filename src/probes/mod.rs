@@ -2,6 +2,7 @@
 //! into one registry, plus the named suites.
 
 pub mod cpu;
+pub mod footprint;
 pub mod fs;
 pub mod ipc;
 pub mod memory;

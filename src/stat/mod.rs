@@ -39,6 +39,9 @@ impl StatConfig {
                 "-r/--repeat must be at least 1 (the number of times the command is run)"
             ));
         }
+        // Each run's record (with its counter maps) is kept until the end.
+        let have = crate::budget::Have::here(&std::env::temp_dir());
+        crate::budget::check_samples("-r/--repeat", repeat as u64, 1024, &have)?;
         if argv.first().is_none_or(|a| a.is_empty()) {
             return Err(crate::usage!(
                 "no command given: osmeter stat -- CMD [ARGS...]"

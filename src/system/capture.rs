@@ -233,15 +233,14 @@ fn read_symbols(qemu_bin: &Path, kernel: &Kernel, cache: &Path) -> Result<()> {
         "osmeter: reading the symbol table of {} (once per kernel)",
         kernel.label
     );
-    let scratch = tempfile::Builder::new()
-        .prefix("osmeter-guest-")
-        .tempdir()
-        .context("cannot create a scratch directory")?;
+    let scratch = crate::scratch::ScratchDir::create(&std::env::temp_dir(), "guest")?;
     let mut fs = base_initramfs()?;
     let script = format!("{INIT_PREAMBLE}cat /proc/kallsyms > /dev/ttyS1\npoweroff -f\n");
     fs.bytes(Path::new("/init"), 0o755, script.into_bytes())?;
     let initrd = scratch.path().join("initrd.cpio");
-    fs.write(std::io::BufWriter::new(std::fs::File::create(&initrd)?))?;
+    fs.write(std::io::BufWriter::new(crate::scratch::create_new(
+        &initrd,
+    )?))?;
     let console = scratch.path().join("console.txt");
     let dump = scratch.path().join("kallsyms.txt");
     let cfg = GuestConfig {
@@ -309,15 +308,14 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
     drop(lock);
     let (fs, argv) = build_initramfs(opts)?;
 
-    let scratch = tempfile::Builder::new()
-        .prefix("osmeter-guest-")
-        .tempdir()
-        .context("cannot create a scratch directory")?;
+    let scratch = crate::scratch::ScratchDir::create(&std::env::temp_dir(), "guest")?;
     let initrd = scratch.path().join("initrd.cpio");
     let plugin = scratch.path().join("osmeter-trace.so");
     let console = scratch.path().join("console.txt");
-    fs.write(std::io::BufWriter::new(std::fs::File::create(&initrd)?))?;
-    std::fs::write(&plugin, PLUGIN)?;
+    fs.write(std::io::BufWriter::new(crate::scratch::create_new(
+        &initrd,
+    )?))?;
+    std::io::Write::write_all(&mut crate::scratch::create_new(&plugin)?, PLUGIN)?;
 
     let mut fds = [0; 2];
     // SAFETY: fds has room for the two descriptors pipe2 writes.
@@ -344,7 +342,7 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
     let qemu_errors = scratch.path().join("qemu-stderr.txt");
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&qemu_errors)?);
+        .stderr(crate::scratch::create_new(&qemu_errors)?);
     {
         use std::os::unix::process::CommandExt;
         // SAFETY: only async-signal-safe calls between fork and exec.

@@ -237,7 +237,7 @@ fn compile(fs: &mut Initramfs) -> Result<Vec<String>> {
     fs.program(&gcc)?;
     fs.program(&gcc_prog(&gcc, "cc1")?)?;
     fs.program(&gcc_prog(&gcc, "as")?)?;
-    let dir = tempfile::tempdir()?;
+    let dir = crate::scratch::private_dir(&std::env::temp_dir(), "osmeter-compile-")?;
     let src = dir.path().join("wordfreq.c");
     std::fs::write(&src, COMPILE_SOURCE)?;
     // The headers the program includes, as this machine's gcc finds them with the same flags

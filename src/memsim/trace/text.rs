@@ -112,9 +112,24 @@ fn dec(s: &[u8]) -> Option<u32> {
     Some(v)
 }
 
+/// A line for an error message: quoted and cut at 60 characters when it is printable ASCII,
+/// otherwise its first 16 bytes in hex, so binary data never reaches the terminal.
 fn shown(line: &[u8]) -> String {
-    let s = String::from_utf8_lossy(&line[..line.len().min(60)]).into_owned();
-    s.trim_end_matches('\r').to_string()
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line
+        .iter()
+        .all(|&b| b == b'\t' || (0x20..0x7f).contains(&b))
+    {
+        let cut = String::from_utf8_lossy(&line[..line.len().min(60)]).into_owned();
+        let more = if line.len() > 60 { "..." } else { "" };
+        return format!("{cut:?}{more}");
+    }
+    let hex: Vec<String> = line.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!(
+        "bytes {}{} (not text: a binary file?)",
+        hex.join(" "),
+        if line.len() > 16 { " ..." } else { "" }
+    )
 }
 
 /// Refuses an access larger than any instruction makes (see `MAX_ACCESS_BYTES`).
@@ -172,7 +187,7 @@ impl<R: Read> RefSource for LackeyReader<R> {
                     continue;
                 }
                 bail!(
-                    "lackey trace line {}: expected \"I  addr,size\" or \" L|S|M addr,size\", found {:?}",
+                    "lackey trace line {}: expected \"I  addr,size\" or \" L|S|M addr,size\", found {}",
                     self.lines.line_no,
                     shown(line)
                 );
@@ -231,7 +246,7 @@ impl<R: Read> RefSource for DinReader<R> {
             }
             let bad = || {
                 anyhow::anyhow!(
-                    "din trace line {}: expected \"label address [size]\" with label 0-4 and a hex address, found {:?}",
+                    "din trace line {}: expected \"label address [size]\" with label 0-4 and a hex address, found {}",
                     self.lines.line_no,
                     shown(line)
                 )
@@ -263,11 +278,12 @@ impl<R: Read> RefSource for DinReader<R> {
     }
 }
 
-/// Din when the first line that is not a valgrind message looks like `digit space hex`.
+/// Din when the first line that is not a valgrind message or a `#` comment (which only din
+/// allows) looks like `digit space hex`.
 pub fn sniff(head: &[u8]) -> super::Format {
-    let first = head
-        .split(|&b| b == b'\n')
-        .find(|l| !l.starts_with(b"==") && !l.iter().all(u8::is_ascii_whitespace));
+    let first = head.split(|&b| b == b'\n').find(|l| {
+        !l.starts_with(b"==") && !l.starts_with(b"#") && !l.iter().all(u8::is_ascii_whitespace)
+    });
     match first {
         Some(l) if l.len() > 2 && l[0].is_ascii_digit() && l[1].is_ascii_whitespace() => {
             super::Format::Din
@@ -337,6 +353,23 @@ mod tests {
     }
 
     #[test]
+    fn binary_lines_are_shown_as_hex_and_text_lines_quoted() {
+        assert_eq!(shown(b"hello\r"), "\"hello\"");
+        let long = [b'a'; 100];
+        assert_eq!(shown(&long), format!("{:?}...", "a".repeat(60)));
+        let garbage = b"\x1b[31m\xff\xfe\x00 red \xe2\x80\xae evil";
+        let s = shown(garbage);
+        assert_eq!(
+            s,
+            "bytes 1b 5b 33 31 6d ff fe 00 20 72 65 64 20 e2 80 ae ... (not text: a binary file?)"
+        );
+        let e = read_all(&mut LackeyReader::new(&garbage[..]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.bytes().all(|b| (0x20..0x7f).contains(&b)), "{e:?}");
+    }
+
+    #[test]
     fn sizes_past_what_an_instruction_touches_name_the_line() {
         // Nine-digit sizes took the simulator a second a line.
         let text = "I  0400000,4\n L 7ff000,999999999\n";
@@ -354,6 +387,10 @@ mod tests {
 
     #[test]
     fn sniffing() {
+        assert_eq!(
+            sniff(b"# made by a script\n2 400000\n"),
+            super::super::Format::Din
+        );
         assert_eq!(sniff(b"2 400000\n"), super::super::Format::Din);
         assert_eq!(
             sniff(b"==1== Lackey\nI  0400,4\n"),

@@ -178,7 +178,7 @@ impl OpenClose {
         let rel = lookup_path(depth);
         let full = dir.path().join(&rel);
         std::fs::create_dir_all(full.parent().unwrap_or(dir.path()))?;
-        std::fs::write(&full, b"x")?;
+        std::io::Write::write_all(&mut crate::scratch::create_new(&full)?, b"x")?;
         Ok(OpenClose {
             path: cstring(&rel)?,
             dir,

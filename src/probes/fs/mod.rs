@@ -147,10 +147,7 @@ struct WorkDir {
 
 impl WorkDir {
     fn new(scratch: &Path, prefix: &str) -> Result<WorkDir> {
-        let dir = tempfile::Builder::new()
-            .prefix(prefix)
-            .tempdir_in(scratch)
-            .with_context(|| format!("cannot create a directory in {}", scratch.display()))?;
+        let dir = crate::scratch::private_dir(scratch, prefix)?;
         let fd = open_dir(dir.path())?;
         Ok(WorkDir { fd, dir })
     }
@@ -226,15 +223,15 @@ fn read_exact(fd: RawFd, buf: &mut [u8]) -> Result<()> {
     Ok(())
 }
 
-/// Creates (or truncates) `name` in `dir` holding `data`, flushed to the device so that later
-/// timed work does not pay for it.
+/// Creates `name` in `dir` (a new file, never through a link) holding `data`, flushed to the
+/// device so that later timed work does not pay for it.
 fn create_file(dir: RawFd, name: &std::ffi::CStr, data: &[u8]) -> Result<OwnedFd> {
     // SAFETY: name is NUL-terminated; dir is an open directory.
     let fd = unsafe {
         libc::openat(
             dir,
             name.as_ptr(),
-            libc::O_CREAT | libc::O_TRUNC | libc::O_RDWR | libc::O_CLOEXEC,
+            libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_RDWR | libc::O_CLOEXEC,
             0o644,
         )
     };

@@ -52,13 +52,7 @@ impl FaultFile {
         let path = env
             .scratch
             .join(format!("page-fault-{}.dat", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
+        let file = crate::scratch::create_new(&path)?;
         let ff = FaultFile { file, path };
         // Written in large chunks, as a program writing a big file would; the page cache keeps it.
         // Nonzero data so no file system can keep it as a hole.

@@ -97,6 +97,15 @@ impl Location {
         }
     }
 
+    /// Opens the store for a command that only reads: a SQLite file is neither created nor
+    /// changed (a missing one reads as empty), so a store this user may only read still works.
+    pub fn open_read_only(&self) -> Result<Box<dyn Store>> {
+        match self {
+            Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open_read_only(path)?)),
+            Location::Postgres(url) => Ok(Box::new(postgres::PostgresStore::open(url)?)),
+        }
+    }
+
     /// Where the store is, safe to print (a URL's password left out), without opening it.
     pub fn describe(&self) -> String {
         match self {
@@ -182,6 +191,12 @@ fn save_to(location: &Location, run: &Run) -> Result<Saved> {
 
 /// Finds the one stored run an id or unique id prefix names; otherwise an error listing the closest.
 pub fn resolve_id(store: &mut dyn Store, wanted: &str) -> Result<String> {
+    // The empty prefix would name every run, and `rm ""` remove them all.
+    if wanted.is_empty() {
+        return Err(usage!(
+            "an empty run id names no run; give an id or the start of one (`osmeter runs` lists them)"
+        ));
+    }
     let ids = store.ids()?;
     if ids.iter().any(|i| i == wanted) {
         return Ok(wanted.to_string());

@@ -4,7 +4,7 @@ use super::schema::{self, APPLICATION};
 use super::{RunFilter, RunInfo, Store};
 use crate::results::model::Run;
 use anyhow::{anyhow, bail, Context, Result};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -37,6 +37,7 @@ fn check_header(path: &Path) -> Result<()> {
 }
 
 impl SqliteStore {
+    /// Opens (or creates) the store for reading and writing.
     pub fn open(path: &Path) -> Result<SqliteStore> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| {
@@ -44,23 +45,60 @@ impl SqliteStore {
             })?;
         }
         check_header(path)?;
-        let conn = Connection::open(path)
-            .with_context(|| format!("cannot open the store {}", path.display()))?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(integrity::literal(path), flags)
+            .map_err(|e| integrity::explain(path, e.into()))?;
         let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),
         };
-        store.prepare().map_err(|e| {
-            let text = format!("{e:#}");
-            if text.contains("not a database") || text.contains("malformed") {
-                anyhow!(
-                    "{} is corrupt or not a SQLite database (left untouched): {text}",
-                    path.display()
-                )
-            } else {
-                e
+        store.prepare().map_err(|e| integrity::explain(path, e))?;
+        Ok(store)
+    }
+
+    /// Opens the store for commands that only read (`runs`, `show`, `export`, ...): nothing is
+    /// created or changed (but for the one-time upgrade of a store of an older schema), so a
+    /// store this user may only read works, and a missing one reads as empty.
+    pub fn open_read_only(path: &Path) -> Result<SqliteStore> {
+        let empty = std::fs::metadata(path)
+            .map(|m| m.len() == 0)
+            .unwrap_or(true);
+        if empty {
+            return SqliteStore::empty(path);
+        }
+        check_header(path)?;
+        let conn = integrity::open_read_only(path)?;
+        let store = SqliteStore {
+            conn,
+            path: path.to_path_buf(),
+        };
+        match store.inspect().map_err(|e| integrity::explain(path, e))? {
+            None => SqliteStore::empty(path),
+            Some(v) if v == schema::current_version() => Ok(store),
+            // Older: upgraded once, in place, as any opening for writing would.
+            Some(v) => {
+                drop(store);
+                SqliteStore::open(path).with_context(|| {
+                    format!(
+                        "the store {} has schema version {v}, older than this osmeter's ({}); it \
+                         is upgraded once before it is read, which needs write access to it",
+                        path.display(),
+                        schema::current_version()
+                    )
+                })
             }
-        })?;
+        }
+    }
+
+    /// A store with no runs, in memory, named after `path` (which is not created).
+    fn empty(path: &Path) -> Result<SqliteStore> {
+        let mut store = SqliteStore {
+            conn: Connection::open_in_memory()?,
+            path: path.to_path_buf(),
+        };
+        store.prepare()?;
         Ok(store)
     }
 
@@ -79,6 +117,7 @@ impl SqliteStore {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        integrity::check(&tx, &self.path)?;
         let version = match inspect_schema(&tx, &self.path)? {
             Some(v) => v,
             None => {
@@ -185,12 +224,13 @@ fn inspect_schema(conn: &Connection, path: &Path) -> Result<Option<i64>> {
         |r| r.get::<_, i64>(0).map(|n| n > 0),
     )?;
     if !has_meta {
-        let tables: i64 = conn.query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
-            [],
-            |r| r.get(0),
-        )?;
-        if tables > 0 {
+        // Anything at all (a table, a view, a trigger) or an id another program stamped in the
+        // header makes the file someone else's.
+        let objects: i64 =
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+        let app_id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+        let user_version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if objects > 0 || app_id != 0 || user_version != 0 {
             bail!(
                 "{} is a SQLite database but not osmeter's (left untouched); give another path with --store",
                 path.display()
@@ -232,9 +272,42 @@ fn inspect_schema(conn: &Connection, path: &Path) -> Result<Option<i64>> {
 
 impl Store for SqliteStore {
     fn save(&mut self, run: &Run) -> Result<bool> {
+        self.save_checked(run)
+            .map_err(|e| integrity::explain(&self.path, e))
+    }
+
+    fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
+        self.list_rows(filter)
+            .map_err(|e| integrity::explain(&self.path, e))
+    }
+
+    fn load(&mut self, id: &str) -> Result<Option<Run>> {
+        self.load_document(id)
+            .map_err(|e| integrity::explain(&self.path, e))
+    }
+
+    fn remove(&mut self, id: &str) -> Result<bool> {
+        self.remove_checked(id)
+            .map_err(|e| integrity::explain(&self.path, e))
+    }
+
+    fn ids(&mut self) -> Result<Vec<String>> {
+        self.all_ids()
+            .map_err(|e| integrity::explain(&self.path, e))
+    }
+
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+impl SqliteStore {
+    /// Saves under the write lock, after checking the file: a damaged store is never written to.
+    fn save_checked(&mut self, run: &Run) -> Result<bool> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        integrity::check(&tx, &self.path)?;
         let exists: bool = tx
             .query_row("SELECT 1 FROM runs WHERE id = ?1", [&run.id], |_| Ok(()))
             .optional()?
@@ -285,7 +358,7 @@ impl Store for SqliteStore {
         Ok(true)
     }
 
-    fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
+    fn list_rows(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
         let mut sql = String::from(
             "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
                     (SELECT count(*) FROM figures f WHERE f.run_id = r.id)
@@ -339,7 +412,27 @@ impl Store for SqliteStore {
         Ok(out)
     }
 
-    fn load(&mut self, id: &str) -> Result<Option<Run>> {
+    fn remove_checked(&mut self, id: &str) -> Result<bool> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        integrity::check(&tx, &self.path)?;
+        let n = tx.execute("DELETE FROM runs WHERE id = ?1", [id])?;
+        tx.commit()?;
+        Ok(n > 0)
+    }
+
+    fn all_ids(&mut self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id FROM runs ORDER BY started_at DESC")?;
+        let ids = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(ids)
+    }
+
+    fn load_document(&mut self, id: &str) -> Result<Option<Run>> {
         let doc: Option<String> = self
             .conn
             .query_row("SELECT document FROM runs WHERE id = ?1", [id], |r| {
@@ -351,25 +444,9 @@ impl Store for SqliteStore {
         })
         .transpose()
     }
-
-    fn remove(&mut self, id: &str) -> Result<bool> {
-        Ok(self.conn.execute("DELETE FROM runs WHERE id = ?1", [id])? > 0)
-    }
-
-    fn ids(&mut self) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id FROM runs ORDER BY started_at DESC")?;
-        let ids = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<Vec<String>>>()?;
-        Ok(ids)
-    }
-
-    fn describe(&self) -> String {
-        self.path.display().to_string()
-    }
 }
+
+mod integrity;
 
 #[cfg(test)]
 mod tests;

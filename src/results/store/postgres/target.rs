@@ -63,6 +63,18 @@ impl Target {
 
 /// Parses the URL; the error names no part of it, since it may hold a password.
 pub fn parse(url: &str) -> Result<(Config, Target)> {
+    // The parser splits user:password from the host at the first '@', so a password with a bare
+    // '@' would put its tail into the host name, which is shown in messages.
+    let authority = url
+        .split_once("://")
+        .map(|(_, rest)| rest.split(['/', '?']).next().unwrap_or(""))
+        .unwrap_or("");
+    if authority.matches('@').count() > 1 {
+        return Err(crate::usage!(
+            "the PostgreSQL URL given as the store has more than one '@' before the host; an '@' \
+             in the user name or password must be written %40"
+        ));
+    }
     let mut config: Config = url.parse().map_err(|e: postgres::Error| {
         // The parser's own words name the option at fault, never its value.
         let why = std::error::Error::source(&e)
@@ -213,6 +225,29 @@ mod tests {
         let text = format!("{err:#}");
         assert!(!text.contains("s3cret"), "{text}");
         assert!(text.contains("postgres://USER"), "{text}");
+    }
+
+    #[test]
+    fn a_password_with_a_bare_at_sign_is_refused_without_showing_it() {
+        for url in [
+            "postgres://osm:p@ss@127.0.0.1:1/fleet",
+            "postgresql://osm:s3cr@t@db.example/fleet?connect_timeout=1",
+            "postgres://osm:a@b@c@db/x",
+        ] {
+            let err = parse(url).unwrap_err();
+            assert!(err.is::<crate::error::UsageError>());
+            let text = format!("{err:#}");
+            for secret in ["ss@", "p@ss", "t@db", "b@c", "s3cr"] {
+                assert!(!text.contains(secret), "{text}");
+            }
+            assert!(text.contains("%40"), "{text}");
+        }
+        // Written as the message says, it connects as that user with that password.
+        let (config, t) = parse("postgres://osm:p%40ss@127.0.0.1:5/fleet").unwrap();
+        assert_eq!(config.get_password(), Some(&b"p@ss"[..]));
+        assert_eq!(t.describe(), "postgres://osm@127.0.0.1:5/fleet");
+        // An '@' after the host (in the query) is not the host's.
+        assert!(parse("postgres://osm@db/fleet?application_name=a@b").is_ok());
     }
 
     #[test]

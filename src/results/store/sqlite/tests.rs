@@ -1,6 +1,7 @@
 use super::*;
 use crate::results::model::tests::empty_run;
 use crate::results::model::{Measurement, Params, Status, Summary, Unit};
+use std::path::{Path, PathBuf};
 
 fn run(id: &str, started: &str, host: &str, tags: &[(&str, &str)]) -> Run {
     let mut r = empty_run();
@@ -158,4 +159,141 @@ fn concurrent_writers_all_land() {
     }
     let mut s = SqliteStore::open(&path).unwrap();
     assert_eq!(s.ids().unwrap().len(), 50);
+}
+
+#[test]
+fn foreign_files_without_tables_are_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, sql) in [
+        ("view.db", "CREATE VIEW answer AS SELECT 42"),
+        ("appid.db", "PRAGMA application_id = 1234"),
+        ("userver.db", "PRAGMA user_version = 7"),
+    ] {
+        let path = dir.path().join(name);
+        Connection::open(&path).unwrap().execute_batch(sql).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        for err in [
+            SqliteStore::open(&path).err(),
+            SqliteStore::open_read_only(&path).err(),
+        ] {
+            let err = format!("{:#}", err.expect("refused"));
+            assert!(err.contains("not osmeter's"), "{name}: {err}");
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before, "{name} was modified");
+    }
+}
+
+/// A store of a few runs with 200 bytes flipped at the start of the root page of `table`.
+fn damaged_store(dir: &Path, table: &str) -> PathBuf {
+    let path = dir.join(format!("{table}.db"));
+    let mut s = SqliteStore::open(&path).unwrap();
+    for i in 0..20 {
+        let r = run(&format!("r{i:02}"), "2026-11-01T00:00:00Z", "h", &[]);
+        s.save(&r).unwrap();
+    }
+    let (root, page_size): (i64, i64) = (
+        s.conn
+            .query_row(
+                "SELECT rootpage FROM sqlite_master WHERE name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .unwrap(),
+        s.conn
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap(),
+    );
+    drop(s); // the last connection checkpoints the log into the file
+    let mut bytes = std::fs::read(&path).unwrap();
+    let start = ((root - 1) * page_size) as usize;
+    for b in &mut bytes[start..start + 200] {
+        *b ^= 0xff;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    path
+}
+
+#[test]
+fn a_damaged_store_is_never_written_and_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    // Damage that reading the list does not meet (an index only saving uses): the save's check
+    // finds it anyway.
+    let path = damaged_store(dir.path(), "measurements_probe");
+    let before = std::fs::read(&path).unwrap();
+    let mut s = SqliteStore::open(&path).unwrap();
+    assert_eq!(s.list(&RunFilter::default()).unwrap().len(), 20);
+    let new = run("new", "2026-11-02T00:00:00Z", "h", &[]);
+    for err in [s.save(&new).unwrap_err(), s.remove("r01").unwrap_err()] {
+        let err = format!("{err:#}");
+        assert!(
+            err.contains(&format!("the store {} is damaged", path.display()))
+                && err.contains(".dump")
+                && !err.contains("***"),
+            "{err}"
+        );
+    }
+    drop(s);
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the damaged store was written"
+    );
+}
+
+#[test]
+fn reading_a_damaged_store_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = damaged_store(dir.path(), "runs");
+    let err = SqliteStore::open_read_only(&path)
+        .and_then(|mut s| s.list(&RunFilter::default()))
+        .unwrap_err();
+    let err = format!("{err:#}");
+    assert!(
+        err.contains(&format!("the store {} is damaged", path.display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn reading_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub/runs.db");
+    let mut s = SqliteStore::open_read_only(&path).unwrap();
+    assert!(s.list(&RunFilter::default()).unwrap().is_empty());
+    assert!(s.ids().unwrap().is_empty());
+    assert!(!dir.path().join("sub").exists());
+    // A store written earlier reads back the same through the read-only door.
+    let path = dir.path().join("runs.db");
+    SqliteStore::open(&path)
+        .unwrap()
+        .save(&run("a", "2026-11-01T00:00:00Z", "h", &[]))
+        .unwrap();
+    let mut s = SqliteStore::open_read_only(&path).unwrap();
+    assert_eq!(s.ids().unwrap(), ["a"]);
+    assert!(s.save(&run("b", "2026-11-01T00:00:00Z", "h", &[])).is_err());
+    assert!(s.remove("a").is_err());
+    drop(s);
+    // Nor does reading leave SQLite's side files behind once it is done.
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["runs.db"]);
+    assert_eq!(SqliteStore::open(&path).unwrap().ids().unwrap(), ["a"]);
+}
+
+#[test]
+fn a_path_that_looks_like_a_uri_is_a_file_name() {
+    // Relative names starting with "file:" would be read as URIs; they get a "./".
+    assert_eq!(
+        integrity::literal(Path::new("file:runs.db?mode=memory")).as_ref(),
+        Path::new("./file:runs.db?mode=memory")
+    );
+    for kept in ["/tmp/file:x.db", "runs.db", "./file:x"] {
+        assert_eq!(
+            integrity::literal(Path::new(kept)).as_ref(),
+            Path::new(kept)
+        );
+    }
 }

@@ -1,0 +1,359 @@
+//! Scratch space: the one place that makes directories for temporary files.
+//!
+//! Scratch directories are private (mode 0700 whatever the umask, checked after creation), so no
+//! other user can plant a file or a link in them, and every file osmeter makes inside is created
+//! exclusively ([`create_new`]). A top-level scratch directory ([`ScratchDir`]) carries a marker
+//! file that its process holds locked while it lives: a run killed with SIGKILL cannot remove its
+//! directory, so the next osmeter that makes scratch space in the same place finds the marker
+//! unlocked, removes the leftover, and says so.
+
+use anyhow::{anyhow, bail, Context, Result};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Name of the marker inside a top-level scratch directory: `pid N`, locked by its owner.
+pub const MARKER: &str = ".osmeter-owner";
+
+/// Every top-level scratch directory's name starts with this, so leftovers can be found.
+pub const PREFIX: &str = "osmeter-";
+
+/// A private scratch directory in `parent`, removed (with everything in it) on drop.
+pub struct ScratchDir {
+    // Declared before the lock so the directory goes first, then the lock is released.
+    dir: tempfile::TempDir,
+    _lock: File,
+}
+
+impl ScratchDir {
+    /// Makes `parent/osmeter-KIND-XXXXXX`, private and marked as this process's, after removing
+    /// the scratch directories that dead osmeter processes left in `parent` (named on stderr).
+    pub fn create(parent: &Path, kind: &str) -> Result<ScratchDir> {
+        check_parent(parent)?;
+        for gone in sweep(parent) {
+            eprintln!(
+                "osmeter: removed {}, left behind by osmeter process {} which ended without \
+                 cleaning up",
+                gone.path.display(),
+                gone.pid
+            );
+        }
+        let dir = private_dir(parent, &format!("{PREFIX}{kind}-"))?;
+        let lock = mark(dir.path()).with_context(|| {
+            format!("cannot mark the scratch directory {}", dir.path().display())
+        })?;
+        Ok(ScratchDir { dir, _lock: lock })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// Makes a private directory `parent/PREFIX-XXXXXX` (mode 0700, checked), removed on drop. For
+/// directories inside a [`ScratchDir`] and for short-lived work directories.
+pub fn private_dir(parent: &Path, prefix: &str) -> Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(parent)
+        .with_context(|| format!("cannot create a scratch directory in {}", parent.display()))?;
+    // The umask may have taken bits away (even the owner's); set the mode outright, then check
+    // what is really there.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("cannot make {} private", dir.path().display()))?;
+    check_private(dir.path())?;
+    Ok(dir)
+}
+
+/// True when `path` is a real directory (not a link), owned by this user, mode 0700.
+fn check_private(path: &Path) -> Result<()> {
+    let meta = std::fs::symlink_metadata(path)
+        .with_context(|| format!("cannot inspect {}", path.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !meta.file_type().is_dir() || meta.uid() != me || meta.mode() & 0o7777 != 0o700 {
+        bail!(
+            "the scratch directory {} is not private after creating it (mode {:o}, owner {}); \
+             something else is changing it: choose another directory with --dir",
+            path.display(),
+            meta.mode() & 0o7777,
+            meta.uid()
+        );
+    }
+    Ok(())
+}
+
+/// Creates `path` as a new file (never an existing one, never through a symbolic link), readable
+/// and writable by its owner only.
+pub fn create_new(path: &Path) -> Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .with_context(|| format!("cannot create {}", path.display()))
+}
+
+/// Why `dir` is unsafe as the parent of scratch directories, or `None`: it must exist, be a
+/// directory, be writable, and no other user may be able to rename what osmeter makes in it
+/// (it belongs to root or to this user, and is sticky if everyone may write to it).
+pub fn parent_problem(dir: &Path) -> Option<String> {
+    let meta = match std::fs::metadata(dir) {
+        Ok(m) => m,
+        Err(e) => return Some(format!("{e}; create it first or choose another directory")),
+    };
+    if !meta.is_dir() {
+        return Some("not a directory".to_string());
+    }
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != 0 && meta.uid() != me {
+        return Some(format!(
+            "it belongs to another user (uid {}), who could replace osmeter's scratch files \
+             there; choose a directory of your own",
+            meta.uid()
+        ));
+    }
+    let mode = meta.mode();
+    if mode & 0o002 != 0 && mode & libc::S_ISVTX == 0 {
+        return Some(format!(
+            "every user may write to it (mode {:o}) and it has no sticky bit, so another user \
+             could swap osmeter's scratch directory for a link; add the sticky bit (chmod +t) or \
+             choose a directory only you can write to",
+            mode & 0o7777
+        ));
+    }
+    if let Err(e) = tempfile::Builder::new()
+        .prefix(".osmeter-check-")
+        .tempfile_in(dir)
+    {
+        return Some(format!(
+            "cannot create files there ({e}); choose a writable directory"
+        ));
+    }
+    None
+}
+
+fn check_parent(dir: &Path) -> Result<()> {
+    match parent_problem(dir) {
+        None => Ok(()),
+        Some(why) => Err(anyhow!(
+            "cannot make scratch space in {}: {why}",
+            dir.display()
+        )),
+    }
+}
+
+/// Writes the marker and holds it locked for as long as the returned file is open. The lock is
+/// taken before the pid is written, and a sweeper only removes a directory whose marker is
+/// complete and unlocked, so a directory being set up is never taken for a leftover.
+fn mark(dir: &Path) -> Result<File> {
+    let mut f = create_new(&dir.join(MARKER))?;
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    writeln!(f, "pid {}", std::process::id())?;
+    Ok(f)
+}
+
+/// A leftover scratch directory that [`sweep`] removed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Removed {
+    pub path: PathBuf,
+    pub pid: u32,
+}
+
+/// Removes the scratch directories in `parent` whose osmeter process is gone: this user's
+/// private `osmeter-*` directories with a complete marker that nobody holds locked. Anything else
+/// (another user's, no marker, a link) is left alone.
+pub fn sweep(parent: &Path) -> Vec<Removed> {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(PREFIX) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.file_type().is_dir() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+            continue;
+        }
+        if let Some(pid) = abandoned(&path) {
+            if std::fs::remove_dir_all(&path).is_ok() {
+                removed.push(Removed { path, pid });
+            }
+        }
+    }
+    removed
+}
+
+/// The pid in `dir`'s marker when the marker is complete and no process holds it locked.
+fn abandoned(dir: &Path) -> Option<u32> {
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(dir.join(MARKER))
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    // SAFETY: flock on a descriptor we own; the lock goes when `f` is dropped.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return None; // its process is alive
+    }
+    let mut text = String::new();
+    Read::by_ref(&mut f)
+        .take(64)
+        .read_to_string(&mut text)
+        .ok()?;
+    let pid = text.strip_prefix("pid ")?.strip_suffix('\n')?;
+    pid.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::symlink_metadata(p).unwrap().mode() & 0o7777
+    }
+
+    #[test]
+    fn scratch_is_private_marked_and_removed_on_drop() {
+        let parent = tempfile::tempdir().unwrap();
+        let s = ScratchDir::create(parent.path(), "test").unwrap();
+        let path = s.path().to_path_buf();
+        assert!(path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("osmeter-test-"));
+        assert_eq!(mode(&path), 0o700);
+        let marker = std::fs::read_to_string(path.join(MARKER)).unwrap();
+        assert_eq!(marker, format!("pid {}\n", std::process::id()));
+        // Alive: a sweep leaves it alone.
+        assert!(sweep(parent.path()).is_empty());
+        assert!(path.exists());
+        drop(s);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_dead_owners_directory_is_swept_and_nothing_else() {
+        let parent = tempfile::tempdir().unwrap();
+        let p = parent.path();
+        // A live one in the same place.
+        let live = ScratchDir::create(p, "run").unwrap();
+        // A leftover: private, complete marker, unlocked (its process is gone).
+        let dead = p.join("osmeter-run-dead");
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::set_permissions(&dead, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::write(dead.join(MARKER), "pid 4000000\n").unwrap();
+        std::fs::write(dead.join("data"), b"x").unwrap();
+        // Not ours to judge: no marker, a half-written marker, another name, a group-readable one.
+        let bare = p.join("osmeter-run-bare");
+        std::fs::create_dir(&bare).unwrap();
+        std::fs::set_permissions(&bare, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let half = p.join("osmeter-run-half");
+        std::fs::create_dir(&half).unwrap();
+        std::fs::set_permissions(&half, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::write(half.join(MARKER), "pid 12").unwrap();
+        let other = p.join("someone-else");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join(MARKER), "pid 4000000\n").unwrap();
+        let open = p.join("osmeter-run-open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(open.join(MARKER), "pid 4000000\n").unwrap();
+        // A link named like a leftover, pointing at a directory that looks like one.
+        let target = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(target.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::write(target.path().join(MARKER), "pid 4000000\n").unwrap();
+        std::os::unix::fs::symlink(target.path(), p.join("osmeter-run-link")).unwrap();
+
+        let removed = sweep(p);
+        assert_eq!(
+            removed,
+            vec![Removed {
+                path: dead.clone(),
+                pid: 4_000_000
+            }]
+        );
+        assert!(!dead.exists());
+        for kept in [&bare, &half, &other, &open, live.path()] {
+            assert!(kept.exists(), "{} was removed", kept.display());
+        }
+        assert!(target.path().join(MARKER).exists());
+    }
+
+    #[test]
+    fn private_whatever_the_umask() {
+        // The umask is process-wide, so it is changed in a child process of its own.
+        let parent = tempfile::tempdir().unwrap();
+        for umask in [0o000, 0o022, 0o077, 0o777] {
+            // SAFETY: fork in a test; the child only creates a directory, reports and exits.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                unsafe { libc::umask(umask) };
+                let code = match private_dir(parent.path(), "u-") {
+                    Ok(d) if mode(d.path()) == 0o700 => std::fs::write(d.path().join("f"), b"x")
+                        .map(|_| 0)
+                        .unwrap_or(3),
+                    Ok(_) => 2,
+                    Err(_) => 1,
+                };
+                unsafe { libc::_exit(code) };
+            }
+            let mut status = 0;
+            // SAFETY: waiting for the child forked above.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+            assert!(
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                "umask {umask:o}: status {status:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn unsafe_parents_are_refused_with_the_reason() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(parent_problem(d.path()), None);
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let why = parent_problem(d.path()).unwrap();
+        assert!(why.contains("sticky"), "{why}");
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert_eq!(parent_problem(d.path()), None);
+        let why = parent_problem(&d.path().join("missing")).unwrap();
+        assert!(why.contains("create it first"), "{why}");
+        let f = d.path().join("file");
+        std::fs::write(&f, b"").unwrap();
+        assert_eq!(parent_problem(&f).unwrap(), "not a directory");
+    }
+
+    #[test]
+    fn create_new_never_follows_or_reuses() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        assert!(create_new(&link).is_err());
+        assert!(create_new(&victim).is_err());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        let mut f = create_new(&d.path().join("fresh")).unwrap();
+        f.write_all(b"ok").unwrap();
+        assert_eq!(mode(&d.path().join("fresh")), 0o600);
+    }
+}

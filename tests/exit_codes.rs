@@ -1,0 +1,195 @@
+//! The README's exit-code table, held against what osmeter does: every code the table lists has
+//! a real case here that must end with it, and every code a case here ends with is in the table.
+
+mod common;
+
+use common::*;
+use std::collections::BTreeMap;
+use std::process::Output;
+use std::time::Duration;
+
+/// The codes of the README's "Exit codes" table, with their meanings.
+fn readme_codes() -> BTreeMap<i32, String> {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme
+        .split("\n## Exit codes\n")
+        .nth(1)
+        .expect("the README has an Exit codes section");
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter_map(|l| {
+            let mut cells = l.trim().strip_prefix('|')?.split('|');
+            let code = cells.next()?.trim().parse().ok()?;
+            Some((code, cells.next()?.trim().to_string()))
+        })
+        .collect()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Checks that `out` ended with `code` and that its stderr holds `says`.
+fn expect(what: &str, out: &Output, code: i32, says: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(code), "{what}: {err}");
+    assert!(err.contains(says), "{what}: {err:?} does not say {says:?}");
+}
+
+/// `osmeter run` of two probes that need file descriptors, under a limit of six: every figure
+/// fails at its set-up.
+fn run_with_every_figure_failing(env: &TestEnv) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = env.osmeter_std();
+    cmd.args([
+        "run",
+        "ipc.pipe_pingpong",
+        "ipc.unix_roundtrip",
+        "--no-store",
+    ])
+    .args(FAST);
+    // SAFETY: setrlimit in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 6,
+                rlim_max: 6,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
+}
+
+/// A stat run of `sleep SECS`, stored; returns its id.
+fn stored_sleep(env: &TestEnv, secs: &str) -> String {
+    let out = env
+        .osmeter()
+        .args(["stat", "-r", "5", "--json", "--", "sleep", secs])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = env.json(&["runs", "--json"]);
+    runs[0]["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn every_code_in_the_readme_table_is_what_its_case_ends_with() {
+    let env = TestEnv::new();
+    let mut tried = Vec::new();
+
+    let out = env
+        .osmeter()
+        .args(["run", "syscall.null", "--no-store"])
+        .args(FAST)
+        .output()
+        .unwrap();
+    expect("a run that measured", &out, 0, "");
+    tried.push(0);
+
+    let out = run_with_every_figure_failing(&env);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(table.matches("FAILED").count(), 4, "{table}");
+    expect(
+        "a run where every figure failed",
+        &out,
+        1,
+        "every figure failed (4 failed",
+    );
+    tried.push(1);
+
+    let out = env
+        .osmeter()
+        .args(["run", "no.such_probe", "--no-store"])
+        .output()
+        .unwrap();
+    expect("an unknown probe", &out, 2, "no.such_probe");
+    let tmp = tempfile::tempdir().unwrap();
+    let not_executable = tmp.path().join("data.txt");
+    std::fs::write(&not_executable, "not a program\n").unwrap();
+    let trace_out = tmp.path().join("t.osmt");
+    for (program, says) in [
+        ("osmeter-no-such-program", "no such program on PATH"),
+        (not_executable.to_str().unwrap(), "not executable"),
+        (tmp.path().to_str().unwrap(), "is a directory"),
+    ] {
+        for cmd in [
+            vec!["stat", "--no-store", "-r", "1", "--"],
+            vec!["trace", "-o", trace_out.to_str().unwrap(), "--"],
+        ] {
+            let out = env.osmeter().args(&cmd).arg(program).output().unwrap();
+            expect(&format!("{} {program}", cmd[0]), &out, 2, says);
+            assert!(stderr(&out).contains(&format!("cannot start `{program}`")));
+        }
+    }
+    assert!(!trace_out.exists());
+    tried.push(2);
+
+    let out = env
+        .osmeter()
+        .args(["stat", "--no-store", "-r", "1", "--", "false"])
+        .output()
+        .unwrap();
+    expect(
+        "stat of a failing command",
+        &out,
+        3,
+        "`false` exited with status 1",
+    );
+    if which("valgrind").is_some() {
+        let out = env
+            .osmeter()
+            .args(["trace", "-o", trace_out.to_str().unwrap(), "--", "false"])
+            .output()
+            .unwrap();
+        expect(
+            "trace of a failing command",
+            &out,
+            3,
+            "the traced command failed",
+        );
+    }
+    tried.push(3);
+
+    let fast = stored_sleep(&env, "0.01");
+    let slow = stored_sleep(&env, "0.1");
+    let out = env
+        .osmeter()
+        .args(["compare", &fast, &slow, "--fail-if-slower", "10"])
+        .output()
+        .unwrap();
+    expect("compare over its threshold", &out, 4, "");
+    tried.push(4);
+
+    let mut cmd = env.osmeter();
+    cmd.args(["latency", "--duration", "1s", "--classes", "normal"])
+        .args(["--fail-over", "1ns", "--no-store"]);
+    let out = cmd.output().unwrap();
+    expect("latency over --fail-over", &out, 5, "");
+    tried.push(5);
+
+    // Long samples of several probes, so that the signal lands while sampling.
+    let mut cmd = env.osmeter_std();
+    cmd.args([
+        "run",
+        "syscall.null",
+        "syscall.dup",
+        "cpu.reference",
+        "--no-store",
+    ])
+    .args(["--repeat", "50", "--min-time", "50ms"]);
+    let (out, _) = interrupt_after(&mut cmd, Duration::from_secs(3), || {});
+    expect("a run stopped by Ctrl-C", &out, 130, "");
+    tried.push(130);
+
+    let documented: Vec<i32> = readme_codes().into_keys().collect();
+    assert_eq!(
+        documented, tried,
+        "the README's exit-code table and the cases tried here differ"
+    );
+}
