@@ -8,3 +8,4 @@ pub mod load;
 pub mod report;
 pub mod threads;
 pub mod trace;
+pub mod tracefs;

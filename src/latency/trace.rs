@@ -1,14 +1,13 @@
 //! Cause capture: scheduler, interrupt, softirq, hrtimer and workqueue events on the measured CPUs
 //! go into a private tracefs instance; a wake later than the threshold stops that instance's
 //! tracing at once (one write from the measuring thread), and the collector reads back what the
-//! CPU did between the deadline and the wake. A private instance leaves the global trace settings
-//! alone; removing it (and unmounting tracefs when osmeter mounted it) restores everything.
+//! CPU did between the deadline and the wake. Everything lives in a private instance (see
+//! `tracefs`), so removing it restores everything.
 
-use anyhow::{bail, Context, Result};
+use super::tracefs::{Instance, Tracefs};
+use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -64,110 +63,43 @@ impl Trigger {
     }
 }
 
-/// The tracefs instance and what must be undone.
+/// The cause-capture instance; dropping it removes the instance.
 pub struct Tracer {
-    instance: PathBuf,
-    mounted_by_us: Option<PathBuf>,
+    instance: Instance,
     pub trigger: std::sync::Arc<Trigger>,
     pub episodes: Vec<Episode>,
     pub max_episodes: usize,
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text)
-        .with_context(|| format!("cannot write {text:?} to {}", path.display()))
-}
-
-fn find_tracefs() -> Result<(PathBuf, Option<PathBuf>)> {
-    for dir in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
-        if Path::new(dir).join("instances").is_dir() {
-            return Ok((PathBuf::from(dir), None));
-        }
-    }
-    let dir = PathBuf::from("/sys/kernel/tracing");
-    let target = std::ffi::CString::new(dir.as_os_str().as_bytes())?;
-    // SAFETY: valid NUL-terminated strings; a plain tracefs mount undone in Drop.
-    let rc = unsafe {
-        libc::mount(
-            c"tracefs".as_ptr(),
-            target.as_ptr(),
-            c"tracefs".as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if rc != 0 {
-        bail!(
-            "tracefs is not mounted and cannot be mounted on {}: {} (needs root and a kernel with tracing)",
-            dir.display(),
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok((dir.clone(), Some(dir)))
-}
-
 impl Tracer {
     pub fn start(cpus: &[usize], threshold_ns: u64, max_episodes: usize) -> Result<Tracer> {
-        let (root, mounted_by_us) = find_tracefs()?;
-        let instance = root
-            .join("instances")
-            .join(format!("osmeter-{}", std::process::id()));
-        let made = std::fs::create_dir(&instance)
-            .with_context(|| format!("cannot create the trace instance {}", instance.display()));
-        let cleanup_mount = |m: &Option<PathBuf>| {
-            if let Some(dir) = m {
-                if let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) {
-                    // SAFETY: unmounting what we mounted.
-                    unsafe { libc::umount(c.as_ptr()) };
-                }
-            }
-        };
-        if let Err(e) = made {
-            cleanup_mount(&mounted_by_us);
-            return Err(e);
-        }
+        let fs = Tracefs::open()?;
+        let instance = Instance::create(&fs, "causes")?;
         let tracing_on = std::fs::OpenOptions::new()
             .write(true)
-            .open(instance.join("tracing_on"));
-        let tracing_on = match tracing_on {
-            Ok(f) => std::os::fd::IntoRawFd::into_raw_fd(f),
-            Err(e) => {
-                let _ = std::fs::remove_dir(&instance);
-                cleanup_mount(&mounted_by_us);
-                return Err(e).context("cannot open tracing_on of the trace instance");
-            }
-        };
+            .open(instance.path("tracing_on"))
+            .context("cannot open tracing_on of the trace instance")?;
         let tracer = Tracer {
             instance,
-            mounted_by_us,
             trigger: std::sync::Arc::new(Trigger {
                 threshold_ns,
                 armed: AtomicBool::new(false),
-                tracing_on,
+                tracing_on: std::os::fd::IntoRawFd::into_raw_fd(tracing_on),
                 pending: Mutex::new(None),
             }),
             episodes: Vec::new(),
             max_episodes,
         };
-        // From here on Drop removes the instance whatever fails.
+        // From here on Drop closes the descriptor and removes the instance whatever fails.
         let i = &tracer.instance;
-        write(&i.join("tracing_on"), "0")?;
-        write(&i.join("trace_clock"), "mono")?;
-        write(&i.join("buffer_size_kb"), "4096")?;
-        let mut mask = vec![0u32; cpus.iter().max().map(|m| m / 32 + 1).unwrap_or(1)];
-        for &c in cpus {
-            mask[c / 32] |= 1 << (c % 32);
-        }
-        let mask_text: Vec<String> = mask.iter().rev().map(|w| format!("{w:08x}")).collect();
-        write(&i.join("tracing_cpumask"), &mask_text.join(","))?;
+        i.write("trace_clock", "mono")?;
+        i.write("buffer_size_kb", "4096")?;
+        i.set_cpus(cpus)?;
         for ev in EVENTS {
-            let p = i.join("events").join(ev).join("enable");
-            if p.exists() {
-                write(&p, "1")?;
-            }
+            i.enable_event(ev)?;
         }
-        write(&i.join("trace"), "")?;
-        write(&i.join("tracing_on"), "1")?;
+        i.write("trace", "")?;
+        i.write("tracing_on", "1")?;
         tracer.trigger.armed.store(true, Ordering::Release);
         Ok(tracer)
     }
@@ -179,11 +111,11 @@ impl Tracer {
             Err(_) => None,
         };
         let Some(mark) = mark else { return };
-        let text = std::fs::read_to_string(self.instance.join("trace")).unwrap_or_default();
+        let text = self.instance.read("trace").unwrap_or_default();
         self.episodes.push(summarise(&mark, &parse(&text)));
         if self.episodes.len() < self.max_episodes
-            && write(&self.instance.join("trace"), "").is_ok()
-            && write(&self.instance.join("tracing_on"), "1").is_ok()
+            && self.instance.write("trace", "").is_ok()
+            && self.instance.write("tracing_on", "1").is_ok()
         {
             self.trigger.armed.store(true, Ordering::Release);
         }
@@ -193,19 +125,9 @@ impl Tracer {
 impl Drop for Tracer {
     fn drop(&mut self) {
         self.trigger.armed.store(false, Ordering::Release);
-        let _ = write(&self.instance.join("tracing_on"), "0");
         // SAFETY: our descriptor; the measuring threads that could write to it have been joined.
+        // Closed before the instance (dropped after this) is removed, which an open file prevents.
         unsafe { libc::close(self.trigger.tracing_on) };
-        for ev in EVENTS {
-            let _ = write(&self.instance.join("events").join(ev).join("enable"), "0");
-        }
-        let _ = std::fs::remove_dir(&self.instance);
-        if let Some(dir) = &self.mounted_by_us {
-            if let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) {
-                // SAFETY: unmounting what we mounted.
-                unsafe { libc::umount(c.as_ptr()) };
-            }
-        }
     }
 }
 
