@@ -221,14 +221,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
             Some(p) => match placement::check_fifo_priority(p) {
                 Ok(()) => true,
                 Err(e) => {
-                    let why = if format!("{e:#}").contains("needs root") {
-                        format!(
-                            "SCHED_FIFO priority {p} is not allowed for this user (needs root, CAP_SYS_NICE \
-                             or an RLIMIT_RTPRIO of at least {p}); run as root or use --classes normal"
-                        )
-                    } else {
-                        format!("{e:#}")
-                    };
+                    let why = format!("{e:#}");
                     skipped.push(json!({"class": c.name, "reason": why}));
                     false
                 }
