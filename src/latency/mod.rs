@@ -6,6 +6,7 @@ pub mod buffer;
 pub mod histogram;
 pub mod load;
 pub mod report;
+pub mod ringbuf;
 pub mod threads;
 pub mod trace;
 pub mod tracefs;
