@@ -269,6 +269,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         buffers: config.buffers.clone(),
         stop: Arc::clone(&stop),
         trigger: tracer.as_ref().map(|t| Arc::clone(&t.trigger)),
+        stages: None,
     };
     // The PM QoS request lasts as long as the descriptor is open.
     let _dma_latency = match args.cpu_dma_latency {

@@ -7,6 +7,8 @@ pub mod histogram;
 pub mod load;
 pub mod report;
 pub mod ringbuf;
+pub mod stage_capture;
+pub mod stages;
 pub mod threads;
 pub mod trace;
 pub mod tracefs;

@@ -6,6 +6,7 @@
 
 use super::accounting::{Accounting, Deadlines};
 use super::buffer::BufferConfig;
+use super::stage_capture::StageTaps;
 use super::trace::{Mark, Trigger};
 use crate::meter::placement;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -126,6 +127,8 @@ pub struct Plan {
     pub stop: Arc<AtomicBool>,
     /// Cause capture (`--trace`): fired by a wake over its threshold.
     pub trigger: Option<Arc<Trigger>>,
+    /// Stage capture (`--stages`): per stream index, where a timer thread leaves its wake times.
+    pub stages: Option<Arc<StageTaps>>,
 }
 
 #[inline]
@@ -153,7 +156,7 @@ pub fn run_streams(specs: &[StreamSpec], plan: &Plan) -> Vec<StreamResult> {
             std::thread::Builder::new()
                 .name(format!("lat-{}-{}", spec.class.name, spec.path.name()))
                 .spawn(move || match spec.path {
-                    Path::Timer => timer_stream(spec, &plan, phase),
+                    Path::Timer => timer_stream(spec, &plan, phase, i),
                     _ => signal_stream(spec, &plan, phase),
                 })
         })
@@ -179,7 +182,7 @@ pub fn run_streams(specs: &[StreamSpec], plan: &Plan) -> Vec<StreamResult> {
         .collect()
 }
 
-fn timer_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
+fn timer_stream(spec: StreamSpec, plan: &Plan, phase: u64, index: usize) -> StreamResult {
     let mut acct = Accounting::new(plan.period_ns, plan.periods, &plan.buffers);
     let result = |acct, cpu_ns, error| StreamResult {
         spec,
@@ -197,10 +200,20 @@ fn timer_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
         period_ns: plan.period_ns,
         total: plan.periods,
     };
+    let tap = plan
+        .stages
+        .as_ref()
+        .and_then(|t| t.get(index).cloned().flatten());
+    if let Some(t) = &tap {
+        t.begin(d.first_ns, d.period_ns);
+    }
     let mut k = 0;
     while k < d.total && !plan.stop.load(Ordering::Relaxed) {
         sleep_until(d.at(k));
         let now = monotonic_ns();
+        if let Some(t) = &tap {
+            t.record(k, now);
+        }
         check_trigger(plan, &spec, d.at(k), now);
         k = d.wake(&mut acct, k, now);
     }
@@ -452,6 +465,7 @@ mod tests {
             buffers: BufferConfig::default_table(0.5),
             stop: Arc::new(AtomicBool::new(false)),
             trigger: None,
+            stages: None,
         }
     }
 
