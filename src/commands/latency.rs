@@ -5,16 +5,16 @@ use crate::cli::LatencyArgs;
 use crate::config::{parse_duration_ns, parse_tags};
 use crate::interrupt;
 use crate::latency::buffer::BufferConfig;
+use crate::latency::document::{ClassDoc, LatencyDoc, SkippedClass, StreamDoc, LATENCY_SCHEMA};
 use crate::latency::load;
-use crate::latency::report::{self, LATENCY_SCHEMA};
-use crate::latency::threads::{self, Class, Path, Plan, StreamSpec};
+use crate::latency::report;
+use crate::latency::threads::{self, Class, ClassName, Path, Plan, StreamSpec};
 use crate::meter::placement;
 use crate::results::fingerprint;
 use crate::results::model::{Run, RunOptions};
 use crate::results::store::Location;
 use crate::usage;
 use anyhow::{Context, Result};
-use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -76,15 +76,15 @@ impl LatencyConfig {
         for name in split(&args.classes) {
             let class = match name {
                 "high" => Class {
-                    name: "high",
+                    name: ClassName::High,
                     fifo: Some(args.prio_high),
                 },
                 "medium" => Class {
-                    name: "medium",
+                    name: ClassName::Medium,
                     fifo: Some(args.prio_medium),
                 },
                 "normal" => Class {
-                    name: "normal",
+                    name: ClassName::Normal,
                     fifo: None,
                 },
                 other => {
@@ -221,8 +221,10 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
             Some(p) => match placement::check_fifo_priority(p) {
                 Ok(()) => true,
                 Err(e) => {
-                    let why = format!("{e:#}");
-                    skipped.push(json!({"class": c.name, "reason": why}));
+                    skipped.push(SkippedClass {
+                        class: c.name,
+                        reason: format!("{e:#}"),
+                    });
                     false
                 }
             },
@@ -233,7 +235,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
             "no class can run here: {}",
             skipped
                 .iter()
-                .map(|s| s["reason"].as_str().unwrap_or("").to_string())
+                .map(|s| s.reason.clone())
                 .collect::<Vec<_>>()
                 .join("; ")
         ));
@@ -339,7 +341,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let episodes = watcher.join().ok().flatten().map(|t| t.episodes.clone());
     drop(rt_limit);
 
-    let streams: Vec<serde_json::Value> = results.iter().map(report::stream_doc).collect();
+    let streams: Vec<StreamDoc> = results.iter().map(StreamDoc::of).collect();
     let measured_s = results.iter().map(|r| r.acct.periods()).max().unwrap_or(0) as f64
         * config.period_ns as f64
         / 1e9;
@@ -349,29 +351,34 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         .map(|r| r.acct.corrected.max())
         .max()
         .unwrap_or(0);
-    let doc = json!({
-        "schema": LATENCY_SCHEMA,
-        "period_ns": config.period_ns,
-        "duration_s": config.duration_ns as f64 / 1e9,
-        "measured_s": measured_s,
-        "cpus": config.cpus,
-        "classes": config.classes.iter().map(|c| json!({"name": c.name, "fifo_priority": c.fifo})).collect::<Vec<_>>(),
-        "paths": config.paths.iter().map(|p| p.name()).collect::<Vec<_>>(),
-        "skipped": skipped,
-        "rttime_limit_us": RTTIME_LIMIT_US,
-        "timer_slack_ns": 1,
-        "cpu_dma_latency_us": args.cpu_dma_latency,
-        "fail_over_ns": config.fail_over_ns,
-        "worst_ns": worst,
-        "interrupted": interrupted,
-        "loads": load_reports,
-        "episodes": episodes,
-        "streams": streams,
-    });
+    let doc = LatencyDoc {
+        schema: LATENCY_SCHEMA.to_string(),
+        period_ns: config.period_ns,
+        duration_s: config.duration_ns as f64 / 1e9,
+        measured_s,
+        cpus: config.cpus.clone(),
+        classes: config
+            .classes
+            .iter()
+            .map(|c| ClassDoc {
+                name: c.name,
+                fifo_priority: c.fifo,
+            })
+            .collect(),
+        paths: config.paths.clone(),
+        skipped,
+        rttime_limit_us: RTTIME_LIMIT_US,
+        timer_slack_ns: 1,
+        cpu_dma_latency_us: args.cpu_dma_latency,
+        fail_over_ns: config.fail_over_ns,
+        worst_ns: worst,
+        interrupted,
+        loads: load_reports,
+        episodes,
+        streams,
+    };
 
     let fingerprint = fingerprint::collect(None);
-    let mut sections = std::collections::BTreeMap::new();
-    sections.insert("latency".to_string(), doc.clone());
     let run = Run {
         finished_at: Some(super::run::now_rfc3339()),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -384,7 +391,10 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         tags,
         fingerprint,
         interrupted,
-        sections,
+        sections: crate::results::model::Sections {
+            latency: Some(doc.clone()),
+            ..Default::default()
+        },
         ..Run::new(super::run::new_run_id(), started_at)
     };
     if args.output.json {

@@ -3,12 +3,12 @@
 
 use crate::cli::MemsimArgs;
 use crate::memsim::config::{parse_cache, parse_tlb, preset, PRESETS, SWEEPS};
+use crate::memsim::document::{MemsimDoc, TraceRef};
 use crate::memsim::machine::MachineConfig;
 use crate::memsim::{kernel, report, sweep, trace};
 use crate::results::store::Location;
 use crate::usage;
 use anyhow::{Context, Result};
-use serde_json::json;
 
 fn machines(args: &MemsimArgs) -> Result<Vec<MachineConfig>> {
     let mut out = Vec::new();
@@ -141,11 +141,11 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
             (result.refs * cfgs.len() as u64) as f64 / result.seconds.max(1e-9) / 1e6
         );
     }
-    let mut doc = report::document(
-        json!({"path": args.trace.display().to_string(), "format": args.from}),
-        &cfgs,
-        &result,
-    );
+    let trace = TraceRef {
+        path: args.trace.display().to_string(),
+        format,
+    };
+    let mut doc = MemsimDoc::new(trace, &cfgs, &result);
     if let Some(extra) = extra {
         extra.insert_into(&mut doc);
     }
@@ -154,6 +154,14 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
     } else {
         super::emit(&(report::render(&doc) + &kernel::analysis::render(&doc)))?;
     }
-    super::keep_section(&args.keep, "memsim", doc, started_at, false)?;
+    super::keep_section(
+        &args.keep,
+        crate::results::model::Sections {
+            memsim: Some(doc),
+            ..Default::default()
+        },
+        started_at,
+        false,
+    )?;
     Ok(crate::error::EXIT_OK)
 }

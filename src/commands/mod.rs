@@ -65,8 +65,7 @@ pub fn emit_json<T: serde::Serialize>(doc: &T) -> Result<()> {
 /// nothing.
 pub fn keep_section(
     keep: &crate::cli::KeepArgs,
-    kind: &str,
-    doc: serde_json::Value,
+    sections: crate::results::model::Sections,
     started_at: String,
     interrupted: bool,
 ) -> Result<Option<String>> {
@@ -80,10 +79,15 @@ pub fn keep_section(
         tags: crate::config::parse_tags(&keep.tags)?,
         fingerprint: crate::results::fingerprint::collect(None),
         interrupted,
-        sections: [(kind.to_string(), doc)].into(),
+        sections,
         ..Run::new(run::new_run_id(), started_at)
     };
     let saved = crate::results::store::save_with_fallback(&location, &run)?;
-    eprintln!("osmeter: run {} ({kind}) saved to {}", run.id, saved.store);
+    eprintln!(
+        "osmeter: run {} ({}) saved to {}",
+        run.id,
+        run.kind(),
+        saved.store
+    );
     Ok(Some(run.id))
 }

@@ -61,14 +61,17 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
             "run {} started {} ({})\n",
             run.id,
             run.started_at,
-            run.suite.as_deref().unwrap_or(run.kind())
+            run.suite.as_deref().unwrap_or(run.kind().as_str())
         );
         let mut body = String::new();
         if !run.measurements.is_empty() {
             body.push_str(&table::render(&run));
         }
+        if let Some(doc) = &run.sections.latency {
+            body.push_str(&crate::latency::report::render(doc));
+        }
         // Other parts' results are shown as their documents until each has a renderer here.
-        for (kind, doc) in &run.sections {
+        for (kind, doc) in &run.sections.other {
             body.push_str(&format!(
                 "\n{kind}:\n{}\n",
                 serde_json::to_string_pretty(doc)?

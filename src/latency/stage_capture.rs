@@ -10,17 +10,17 @@
 use super::histogram::Histogram;
 use super::ringbuf::{self, CpuPipe, EventFormat, RawEvent, FLAG_HARDIRQ, FLAG_SOFTIRQ};
 use super::stages::{Event, KernelWake, Overhead, PhaseLog, Stages, StreamStageAcc, Tracker};
-use super::threads::monotonic_ns;
+use super::threads::{monotonic_ns, THREAD_PREFIX};
 use super::tracefs::{Instance, Tracefs};
 use anyhow::{anyhow, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Wake times kept per stream for the collector, which reads them within a second or so.
 const RING: usize = 1 << 16;
-/// Length of each traced and untraced phase.
+/// Length of each traced and untraced phase, by default.
 pub const PHASE_NS: u64 = 1_000_000_000;
 /// User wakes are classified once they are this old (the thread has surely written them).
 const SETTLE_NS: u64 = 200_000_000;
@@ -91,7 +91,7 @@ impl StageTap {
 pub type StageTaps = Vec<Option<Arc<StageTap>>>;
 
 /// The stages of one stream and how complete they are.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamStages {
     /// Wakes that happened with the ring buffer on.
     pub traced_wakes: u64,
@@ -102,15 +102,17 @@ pub struct StreamStages {
     pub stages: Option<Stages>,
     /// Stages that do not apply here, and why.
     pub not_applicable: BTreeMap<String, String>,
-    pub overhead: Overhead,
+    /// From alternating phases; None when every wake was traced.
+    pub overhead: Option<Overhead>,
 }
 
 /// Everything `--stages` found.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StagesReport {
     pub method: String,
     pub events: Vec<String>,
-    pub phase_ms: u64,
+    /// Length of the traced and untraced phases; None when every wake was traced.
+    pub phase_ms: Option<u64>,
     /// Events the kernel dropped (buffers full); the wakes they broke count as incomplete.
     pub lost_events: u64,
     /// One per stream with stages, in stream order (None for the others).
@@ -181,6 +183,7 @@ impl Decoder {
             Some(Event::Waking {
                 pid: self.waking.1.int(d)? as i32,
                 ts: e.ts,
+                current: e.pid(),
             })
         } else if id == self.switch.0 {
             Some(Event::SwitchIn {
@@ -206,11 +209,6 @@ fn kernel_symbol(name: &str) -> Option<u64> {
     })
 }
 
-fn any_of(field: &str, tids: &[i32]) -> String {
-    let terms: Vec<String> = tids.iter().map(|t| format!("{field} == {t}")).collect();
-    terms.join(" || ")
-}
-
 /// Per stream: the collector's state.
 struct StreamState {
     tap: Arc<StageTap>,
@@ -232,8 +230,8 @@ struct Collector {
     streams: Vec<Option<StreamState>>,
     phases: PhaseLog,
     tracing: bool,
+    phase_ns: Option<u64>,
     next_switch_ns: u64,
-    run_start_ns: u64,
     lost: u64,
     events_per_cpu: HashMap<usize, u64>,
     events: Vec<String>,
@@ -338,14 +336,17 @@ pub struct StageCapture {
 }
 
 impl StageCapture {
-    /// Starts the collector for the streams with a tap, on `cpus` (the measured CPUs).
-    /// `run_start_ns` is the plan's start; `span_ns` its planned length.
+    /// Starts the collector for the streams with a tap, on `cpus` (the measured CPUs); `span_ns`
+    /// is the planned length of the run. Call it before the measurement's start time is set:
+    /// attaching the events stalls the CPUs for a moment. With `phase_ns` the ring buffer
+    /// alternates on and off in phases of that length, which measures the overhead; without it
+    /// every wake is traced.
     pub fn start(
         cpus: &[usize],
         taps: &StageTaps,
         stream_cpus: &[usize],
         span_ns: u64,
-        run_start_ns: u64,
+        phase_ns: Option<u64>,
     ) -> Result<StageCapture> {
         let fs = Tracefs::open()?;
         let inst = Instance::create(&fs, "stages")?;
@@ -377,20 +378,26 @@ impl StageCapture {
                 })
             })
             .collect();
-        let collector = Collector {
+        let events = set_up_events(&inst)?;
+        let trackers = cpus.iter().map(|&c| (c, Tracker::default())).collect();
+        let mut collector = Collector {
             inst,
             pipes,
             decoder,
-            trackers: HashMap::new(),
+            trackers,
             streams,
             phases: PhaseLog::default(),
             tracing: false,
-            next_switch_ns: 0,
-            run_start_ns,
+            phase_ns,
+            next_switch_ns: u64::MAX,
             lost: 0,
             events_per_cpu: HashMap::new(),
-            events: Vec::new(),
+            events,
         };
+        collector.switch_tracing(true);
+        if let Some(p) = phase_ns {
+            collector.next_switch_ns = monotonic_ns() + p;
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let measured: Vec<usize> = cpus.to_vec();
         let handle = {
@@ -425,7 +432,7 @@ impl Drop for StageCapture {
     }
 }
 
-/// Sets the instance up once the threads are known, then collects until stopped.
+/// Collects until stopped, switching phases.
 fn run(mut c: Collector, stop: &AtomicBool, measured: &[usize]) -> Result<StagesReport> {
     // Keep the reading off the measured CPUs when there are others.
     let others: Vec<usize> = crate::meter::placement::usable_cpus()
@@ -435,81 +442,54 @@ fn run(mut c: Collector, stop: &AtomicBool, measured: &[usize]) -> Result<Stages
     if !others.is_empty() {
         let _ = crate::meter::placement::set_affinity(&others);
     }
-    let taps: Vec<Arc<StageTap>> = c
-        .streams
-        .iter()
-        .flatten()
-        .map(|s| Arc::clone(&s.tap))
-        .collect();
-    let give_up = monotonic_ns() + 2_000_000_000;
-    while taps.iter().any(|t| t.tid() == 0) && monotonic_ns() < give_up {
-        if stop.load(Ordering::Acquire) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    let tids: Vec<i32> = taps.iter().map(|t| t.tid()).filter(|&t| t != 0).collect();
-    for s in c.streams.iter_mut().flatten() {
-        if s.tap.tid() != 0 {
-            c.trackers.entry(s.cpu).or_insert_with(|| Tracker::new(&[]));
-        }
-    }
-    for (cpu, t) in c.trackers.iter_mut() {
-        let on_cpu: Vec<i32> = c
-            .streams
-            .iter()
-            .flatten()
-            .filter(|s| s.cpu == *cpu)
-            .map(|s| s.tap.tid())
-            .filter(|&t| t != 0)
-            .collect();
-        *t = Tracker::new(&on_cpu);
-    }
-    if !tids.is_empty() {
-        let i = &c.inst;
-        i.write(
-            "events/timer/hrtimer_start/filter",
-            &any_of("common_pid", &tids),
-        )?;
-        if let Some(addr) = kernel_symbol("hrtimer_wakeup") {
-            i.write(
-                "events/timer/hrtimer_expire_entry/filter",
-                &format!("function == 0x{addr:x}"),
-            )?;
-        }
-        i.write("events/sched/sched_waking/filter", &any_of("pid", &tids))?;
-        i.write(
-            "events/sched/sched_switch/filter",
-            &any_of("next_pid", &tids),
-        )?;
-        for ev in [
-            "timer/hrtimer_start",
-            "timer/hrtimer_expire_entry",
-            "sched/sched_waking",
-            "sched/sched_switch",
-            "irq_vectors/local_timer_entry",
-        ] {
-            if i.enable_event(ev)? {
-                c.events.push(ev.to_string());
-            }
-        }
-        c.switch_tracing(true);
-        c.next_switch_ns = monotonic_ns().max(c.run_start_ns) + PHASE_NS;
-    }
     while !stop.load(Ordering::Acquire) {
         std::thread::sleep(std::time::Duration::from_millis(10));
         c.drain();
         let now = monotonic_ns();
-        if !tids.is_empty() && now >= c.next_switch_ns {
-            let on = !c.tracing;
-            c.switch_tracing(on);
-            c.next_switch_ns = now + PHASE_NS;
+        if let Some(p) = c.phase_ns {
+            if now >= c.next_switch_ns {
+                let on = !c.tracing;
+                c.switch_tracing(on);
+                c.next_switch_ns = now + p;
+            }
         }
         c.settle(now, false);
     }
     c.switch_tracing(false);
     c.settle(monotonic_ns(), true);
     Ok(report(&c))
+}
+
+/// Events, and the filters that keep them to the measuring threads' sleeps. The threads do not
+/// exist yet (attaching events patches kernel code and stalls CPUs, so it is done before the
+/// measurement), so they are picked by name and by the timer function that wakes sleepers.
+fn set_up_events(inst: &Instance) -> Result<Vec<String>> {
+    let wakeup = kernel_symbol("hrtimer_wakeup").map(|a| format!("function == 0x{a:x}"));
+    let filters = [
+        ("timer/hrtimer_start", wakeup.clone()),
+        ("timer/hrtimer_expire_entry", wakeup),
+        (
+            "sched/sched_waking",
+            Some(format!("comm ~ \"{THREAD_PREFIX}*\"")),
+        ),
+        (
+            "sched/sched_switch",
+            Some(format!("next_comm ~ \"{THREAD_PREFIX}*\"")),
+        ),
+        ("irq_vectors/local_timer_entry", None),
+    ];
+    let mut enabled = Vec::new();
+    for (event, filter) in filters {
+        if !inst.has(&format!("events/{event}")) {
+            continue;
+        }
+        if let Some(f) = filter {
+            inst.write(&format!("events/{event}/filter"), &f)?;
+        }
+        inst.enable_event(event)?;
+        enabled.push(event.to_string());
+    }
+    Ok(enabled)
 }
 
 fn report(c: &Collector) -> StagesReport {
@@ -549,7 +529,9 @@ fn report(c: &Collector) -> StagesReport {
                     incomplete,
                     stages,
                     not_applicable,
-                    overhead: Overhead::from(&s.traced, &s.untraced, events / sharing),
+                    overhead: c
+                        .phase_ns
+                        .map(|_| Overhead::from(&s.traced, &s.untraced, events / sharing)),
                 }
             })
         })
@@ -557,7 +539,7 @@ fn report(c: &Collector) -> StagesReport {
     StagesReport {
         method: "tracefs (binary per-CPU ring buffers of a private instance)".into(),
         events: c.events.clone(),
-        phase_ms: PHASE_NS / 1_000_000,
+        phase_ms: c.phase_ns.map(|p| p / 1_000_000),
         lost_events: c.lost,
         streams,
     }

@@ -18,7 +18,7 @@
 
 use super::accounting::{summarise_windows, WindowSummary, WINDOWS};
 use super::histogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// The events the stage tracker needs, decoded.
@@ -37,9 +37,11 @@ pub enum Event {
         now: u64,
         in_softirq: bool,
     },
+    /// `current` is the task that was running when the wake-up was recorded.
     Waking {
         pid: i32,
         ts: u64,
+        current: i32,
     },
     SwitchIn {
         next_pid: i32,
@@ -72,9 +74,13 @@ struct TidState {
     armed: bool,
     expiry: Option<(u64, bool, Option<u64>)>,
     waking: Option<u64>,
+    /// The timer expired before the thread had gone to sleep: it never left the CPU.
+    woke_running: bool,
 }
 
-/// Follows the measured threads through the events of one CPU, in order.
+/// Follows sleeping threads through the events of one CPU, in order. Every thread that arms a
+/// timer is followed (the caller keeps the wakes of the threads it measures), so the tracker can
+/// start before those threads exist.
 #[derive(Debug, Default)]
 pub struct Tracker {
     tids: HashMap<i32, TidState>,
@@ -85,13 +91,6 @@ pub struct Tracker {
 }
 
 impl Tracker {
-    pub fn new(tids: &[i32]) -> Tracker {
-        Tracker {
-            tids: tids.iter().map(|&t| (t, TidState::default())).collect(),
-            ..Tracker::default()
-        }
-    }
-
     /// Drops chains in progress without counting them: recording is about to stop or has just
     /// started, so their events are cut by the switch, not lost.
     pub fn forget_open_chains(&mut self) {
@@ -114,17 +113,34 @@ impl Tracker {
                 timer,
                 soft_expires,
             } => {
-                if let Some(s) = self.tids.get_mut(&pid) {
-                    if s.armed && s.expiry.is_some() {
-                        *self.incomplete.entry(pid).or_default() += 1;
+                let s = self.tids.entry(pid).or_default();
+                // A thread the timer caught before it slept returns to user space without a
+                // switch; its wake is complete once it sleeps again.
+                let done = match (s.expiry, s.waking) {
+                    (Some((expiry, in_softirq, irq)), Some(waking)) if s.woke_running => {
+                        Some(KernelWake {
+                            tid: pid,
+                            deadline_ns: s.deadline,
+                            irq_entry_ns: irq,
+                            expiry_ns: expiry,
+                            in_softirq,
+                            waking_ns: waking,
+                            switch_in_ns: waking,
+                        })
                     }
-                    *s = TidState {
-                        timer,
-                        deadline: soft_expires,
-                        armed: true,
-                        ..TidState::default()
-                    };
-                }
+                    (Some(_), _) if s.armed => {
+                        *self.incomplete.entry(pid).or_default() += 1;
+                        None
+                    }
+                    _ => None,
+                };
+                *s = TidState {
+                    timer,
+                    deadline: soft_expires,
+                    armed: true,
+                    ..TidState::default()
+                };
+                return done;
             }
             Event::Expire {
                 timer,
@@ -140,10 +156,11 @@ impl Tracker {
                     s.expiry = Some((now, in_softirq, irq.filter(|_| in_softirq)));
                 }
             }
-            Event::Waking { pid, ts } => {
+            Event::Waking { pid, ts, current } => {
                 if let Some(s) = self.tids.get_mut(&pid) {
                     if s.expiry.is_some() && s.waking.is_none() {
                         s.waking = Some(ts);
+                        s.woke_running = current == pid;
                     }
                 }
             }
@@ -152,6 +169,11 @@ impl Tracker {
                 let (Some((expiry, in_softirq, irq)), Some(waking)) = (s.expiry, s.waking) else {
                     return None;
                 };
+                if s.woke_running {
+                    // Switched back in after a preemption, not after a sleep: the wake counts
+                    // from when it was woken, at the next arming.
+                    return None;
+                }
                 let wake = KernelWake {
                     tid: next_pid,
                     deadline_ns: s.deadline,
@@ -268,7 +290,7 @@ impl StageAcc {
 }
 
 /// One stage's distribution.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageStats {
     pub count: u64,
     pub mean_ns: f64,
@@ -284,7 +306,7 @@ pub struct StageStats {
 }
 
 /// The stages of one stream, keyed by stage name in pipeline order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stages {
     pub interrupt: StageStats,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -379,7 +401,7 @@ impl PhaseLog {
 }
 
 /// What the tracing cost, from wakes measured alternately with the ring buffer on and off.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Overhead {
     pub traced_wakes: u64,
     pub untraced_wakes: u64,

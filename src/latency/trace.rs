@@ -6,7 +6,7 @@
 
 use super::tracefs::{Instance, Tracefs};
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -187,11 +187,11 @@ pub fn parse(text: &str) -> Vec<Event> {
     out
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Episode {
     pub cpu: usize,
-    pub class: &'static str,
-    pub path: &'static str,
+    pub class: String,
+    pub path: String,
     pub lateness_ns: u64,
     /// Time each task ran on the CPU between the deadline and the wake, longest first.
     pub ran: Vec<(String, u64)>,
@@ -317,8 +317,8 @@ pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
     };
     let mut e = Episode {
         cpu: mark.cpu,
-        class: mark.class,
-        path: mark.path,
+        class: mark.class.to_string(),
+        path: mark.path.to_string(),
         lateness_ns: lateness,
         ran,
         irqs: irqs.into_iter().map(|(k, (n, t))| (k, n, t)).collect(),

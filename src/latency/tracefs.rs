@@ -11,7 +11,7 @@
 //!   handle drops; one left by a process that was killed (kill -9 keeps it recording, with its
 //!   buffers) is removed by the next osmeter that opens tracefs, which says so on stderr.
 //!
-//! Instance names carry the owner's pid and start time (`osmeter-PID-START-PURPOSE`), so a
+//! Instance names carry the owner's pid and start time (`osmeter-PID-START-PURPOSE-N`), so a
 //! reused pid is not mistaken for the owner. An instance that is still open (its owner alive,
 //! perhaps in another PID namespace) cannot be removed and is left alone.
 
@@ -246,11 +246,14 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// `purpose` names what it is for (`causes`, `stages`), so one process can hold several.
+    /// `purpose` names what it is for (`causes`, `stages`); a sequence number keeps several of the
+    /// same purpose in one process apart.
     pub fn create(fs: &Arc<Tracefs>, purpose: &str) -> Result<Instance> {
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let pid = std::process::id();
         let start = process_start_ticks(pid).unwrap_or(0);
-        let name = format!("osmeter-{pid}-{start}-{purpose}");
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("osmeter-{pid}-{start}-{purpose}-{seq}");
         let dir = fs.root.join("instances").join(&name);
         std::fs::create_dir(&dir)
             .with_context(|| format!("cannot create the trace instance {name}"))?;

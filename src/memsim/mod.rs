@@ -7,6 +7,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod document;
 pub mod full_lru;
 pub mod kernel;
 pub mod machine;

@@ -32,10 +32,39 @@ pub struct Run {
     pub measurements: Vec<Measurement>,
     /// True when the run was stopped early (Ctrl-C): what is here was measured, the rest was not.
     pub interrupted: bool,
-    /// Results of the other parts of osmeter ("latency", "memsim", "stat"), each its own versioned
+    /// Results of the other parts of osmeter (latency, memsim, stat), each its own versioned
     /// document with a "schema" key, kept beside the microbenchmark measurements.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub sections: BTreeMap<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Sections::is_empty")]
+    pub sections: Sections,
+}
+
+/// The documents of the parts of osmeter other than `run`, under their kind's name.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Sections {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::latency::document::LatencyDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memsim: Option<crate::memsim::document::MemsimDoc>,
+    /// Documents not typed yet, by kind ("stat").
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_json::Value>,
+}
+
+impl Sections {
+    pub fn is_empty(&self) -> bool {
+        self.latency.is_none() && self.memsim.is_none() && self.other.is_empty()
+    }
+
+    /// The kind of the first document held, in the order latency, memsim, stat.
+    pub fn first_kind(&self) -> Option<RunKind> {
+        if self.latency.is_some() {
+            return Some(RunKind::Latency);
+        }
+        if self.memsim.is_some() {
+            return Some(RunKind::Memsim);
+        }
+        self.other.keys().find_map(|k| RunKind::parse(k))
+    }
 }
 
 impl Run {
@@ -55,7 +84,7 @@ impl Run {
             overhead: None,
             measurements: Vec::new(),
             interrupted: false,
-            sections: BTreeMap::new(),
+            sections: Sections::default(),
         }
     }
 
@@ -67,16 +96,51 @@ impl Run {
             .map(str::to_string)
     }
 
-    /// What produced the run: "run" for microbenchmarks, else the name of its first section.
-    pub fn kind(&self) -> &str {
+    /// What produced the run: microbenchmarks, or the command whose document it holds.
+    pub fn kind(&self) -> RunKind {
         if !self.measurements.is_empty() {
-            return "run";
+            return RunKind::Run;
         }
-        self.sections
-            .keys()
-            .next()
-            .map(String::as_str)
-            .unwrap_or("run")
+        self.sections.first_kind().unwrap_or(RunKind::Run)
+    }
+}
+
+/// What produced a run. Runs of one kind can be compared with each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    /// `osmeter run`: microbenchmarks.
+    Run,
+    Stat,
+    Latency,
+    Memsim,
+}
+
+impl RunKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Run => "run",
+            RunKind::Stat => "stat",
+            RunKind::Latency => "latency",
+            RunKind::Memsim => "memsim",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<RunKind> {
+        [
+            RunKind::Run,
+            RunKind::Stat,
+            RunKind::Latency,
+            RunKind::Memsim,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for RunKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

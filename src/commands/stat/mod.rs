@@ -224,8 +224,10 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
     if !doc.runs.is_empty() {
         super::keep_section(
             &args.keep,
-            "stat",
-            serde_json::to_value(&doc)?,
+            crate::results::model::Sections {
+                other: [("stat".to_string(), serde_json::to_value(&doc)?)].into(),
+                ..Default::default()
+            },
             started_at,
             interrupted,
         )?;

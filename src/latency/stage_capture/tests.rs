@@ -1,6 +1,6 @@
 use super::*;
 use crate::latency::buffer::BufferConfig;
-use crate::latency::threads::{run_streams, Class, Path, Plan, StreamSpec};
+use crate::latency::threads::{run_streams, Class, ClassName, Path, Plan, StreamSpec};
 use crate::meter::placement;
 
 fn is_root() -> bool {
@@ -29,7 +29,7 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
         return;
     }
     let cpu = *placement::usable_cpus().last().unwrap();
-    let specs: Vec<StreamSpec> = [("high", Some(90)), ("normal", None)]
+    let specs: Vec<StreamSpec> = [(ClassName::High, Some(90)), (ClassName::Normal, None)]
         .into_iter()
         .map(|(name, fifo)| StreamSpec {
             class: Class { name, fifo },
@@ -40,8 +40,8 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
     let taps: StageTaps = specs.iter().map(|_| Some(StageTap::new())).collect();
     let period = 1_000_000;
     let periods = 3_000;
+    let capture = StageCapture::start(&[cpu], &taps, &[cpu, cpu], period * periods, None).unwrap();
     let start = monotonic_ns() + 50_000_000;
-    let capture = StageCapture::start(&[cpu], &taps, &[cpu, cpu], period * periods, start).unwrap();
     let plan = Plan {
         period_ns: period,
         periods,
@@ -60,21 +60,18 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
         assert!(r.error.is_none(), "{:?}", r.error);
         let s = s.as_ref().unwrap();
         let st = s.stages.as_ref().expect("no stages");
-        assert!(s.traced_wakes > 500, "{s:?}");
-        assert!(s.overhead.untraced_wakes > 500, "{:?}", s.overhead);
-        // Nearly every traced wake is matched (a few straddle the phase switches).
+        assert!(s.traced_wakes > 2_000, "{s:?}");
+        assert!(s.overhead.is_none(), "every wake is traced without phases");
+        // Nearly every traced wake is matched.
         assert!(
             s.with_stages * 10 >= s.traced_wakes * 9,
             "{} of {}",
             s.with_stages,
             s.traced_wakes
         );
-        assert!(s.incomplete * 100 <= s.traced_wakes, "{s:?}");
-        assert!(
-            s.overhead.events_per_wake >= 2.0 && s.overhead.events_per_wake < 50.0,
-            "{:?}",
-            s.overhead
-        );
+        // Broken chains are reported, and rare (on this shared VM: 0-1 % with other tests
+        // running on the same CPU).
+        assert!(s.incomplete * 20 <= s.traced_wakes, "{s:?}");
         // The stages of the matched wakes describe the same wakes the thread measured.
         assert!(st.total.max_ns <= r.acct.raw.max() + r.acct.raw.max() / 100 + 1_000);
         let shares = st.interrupt.mean_share
@@ -106,6 +103,65 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
 }
 
 #[test]
+fn alternating_phases_trace_about_half_the_wakes_and_measure_both() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let cpu = *placement::usable_cpus().last().unwrap();
+    let spec = StreamSpec {
+        class: Class {
+            name: ClassName::Normal,
+            fifo: None,
+        },
+        path: Path::Timer,
+        cpu,
+    };
+    // A second stream on another path has no tap and gets no stages.
+    let other = StreamSpec {
+        path: Path::Futex,
+        ..spec
+    };
+    let taps: StageTaps = vec![Some(StageTap::new()), None];
+    let capture =
+        StageCapture::start(&[cpu], &taps, &[cpu, cpu], 2_000_000_000, Some(300_000_000)).unwrap();
+    let start = monotonic_ns() + 50_000_000;
+    let plan = Plan {
+        period_ns: 1_000_000,
+        periods: 2_000,
+        start_ns: start,
+        buffers: Vec::new(),
+        stop: Arc::new(AtomicBool::new(false)),
+        trigger: None,
+        stages: Some(Arc::new(taps)),
+    };
+    let results = run_streams(&[spec, other], &plan);
+    let report = capture.finish().unwrap();
+    assert!(results.iter().all(|r| r.error.is_none()));
+    assert_eq!(report.phase_ms, Some(300));
+    assert!(report.streams[1].is_none());
+    let s = report.streams[0].as_ref().unwrap();
+    let o = s.overhead.as_ref().unwrap();
+    assert!(
+        o.events_per_wake >= 3.0 && o.events_per_wake < 50.0,
+        "{o:?}"
+    );
+    // Phases of 300 ms over 2 s: both kinds well represented, a few wakes lost at each switch
+    // (and periods the thread missed under other tests' load are in neither).
+    let woken = results[0].acct.woken;
+    assert!(
+        o.traced_wakes * 5 > woken && o.untraced_wakes * 5 > woken,
+        "{o:?} of {woken}"
+    );
+    assert!(
+        (o.traced_wakes + o.untraced_wakes) * 10 > woken * 9,
+        "{o:?} of {woken}"
+    );
+    assert!(s.with_stages * 10 >= o.traced_wakes * 9, "{s:?}");
+    assert!(s.with_stages <= o.traced_wakes + 10, "{s:?}");
+}
+
+#[test]
 fn the_tap_hands_over_wake_times_by_period() {
     let tap = StageTap::new();
     tap.begin(1_000, 100);
@@ -117,9 +173,4 @@ fn the_tap_hands_over_wake_times_by_period() {
     // A slot reused RING periods later no longer answers for the old period.
     tap.record(3 + RING as u64, 9_999);
     assert_eq!(tap.wake_of(3), None);
-}
-
-#[test]
-fn filters_name_every_thread() {
-    assert_eq!(any_of("pid", &[3, 4]), "pid == 3 || pid == 4");
 }

@@ -21,7 +21,11 @@ fn hard_wake(tracker: &mut Tracker, d: u64) -> Option<KernelWake> {
             now: d - 4,
             in_softirq: false,
         },
-        Event::Waking { pid: 9, ts: d - 3 },
+        Event::Waking {
+            pid: 9,
+            ts: d - 3,
+            current: 0,
+        },
         Event::SwitchIn {
             next_pid: 9,
             ts: d - 2,
@@ -35,6 +39,7 @@ fn hard_wake(tracker: &mut Tracker, d: u64) -> Option<KernelWake> {
         Event::Waking {
             pid: TID,
             ts: d + 1_400,
+            current: 0,
         },
         Event::SwitchIn {
             next_pid: TID,
@@ -44,8 +49,13 @@ fn hard_wake(tracker: &mut Tracker, d: u64) -> Option<KernelWake> {
     let mut out = None;
     for e in evs {
         if let Some(w) = tracker.feed(e) {
-            assert!(out.is_none());
-            out = Some(w);
+            if w.tid == TID {
+                assert!(out.is_none());
+                out = Some(w);
+            } else {
+                // The other thread's wake is complete too; the caller keeps only its own.
+                assert_eq!(w.tid, 9);
+            }
         }
     }
     out
@@ -53,7 +63,7 @@ fn hard_wake(tracker: &mut Tracker, d: u64) -> Option<KernelWake> {
 
 #[test]
 fn a_hard_interrupt_wake_is_followed_through_its_events() {
-    let mut t = Tracker::new(&[TID]);
+    let mut t = Tracker::default();
     let w = hard_wake(&mut t, 1_000_000).unwrap();
     assert_eq!(
         w,
@@ -86,7 +96,7 @@ fn a_hard_interrupt_wake_is_followed_through_its_events() {
 
 #[test]
 fn a_softirq_expiry_splits_off_the_deferred_delay() {
-    let mut t = Tracker::new(&[TID]);
+    let mut t = Tracker::default();
     let d = 5_000;
     for e in [
         Event::TimerStart {
@@ -103,6 +113,7 @@ fn a_softirq_expiry_splits_off_the_deferred_delay() {
         Event::Waking {
             pid: TID,
             ts: d + 3_300,
+            current: 0,
         },
     ] {
         assert!(t.feed(e).is_none());
@@ -121,7 +132,7 @@ fn a_softirq_expiry_splits_off_the_deferred_delay() {
 
 #[test]
 fn a_broken_chain_is_counted_not_matched() {
-    let mut t = Tracker::new(&[TID]);
+    let mut t = Tracker::default();
     // Expired and woken, but the switch-in was lost: the next arming counts it.
     for e in [
         Event::TimerStart {
@@ -134,7 +145,11 @@ fn a_broken_chain_is_counted_not_matched() {
             now: 110,
             in_softirq: false,
         },
-        Event::Waking { pid: TID, ts: 120 },
+        Event::Waking {
+            pid: TID,
+            ts: 120,
+            current: 0,
+        },
         Event::TimerStart {
             pid: TID,
             timer: TIMER,
@@ -151,6 +166,51 @@ fn a_broken_chain_is_counted_not_matched() {
             ts: 150
         })
         .is_none());
+}
+
+#[test]
+fn a_thread_caught_before_it_slept_completes_at_its_next_arming() {
+    let mut t = Tracker::default();
+    for e in [
+        Event::TimerStart {
+            pid: TID,
+            timer: TIMER,
+            soft_expires: 1_000,
+        },
+        Event::Expire {
+            timer: TIMER,
+            now: 1_010,
+            in_softirq: false,
+        },
+        // Recorded while the thread itself was running: it had not left the CPU.
+        Event::Waking {
+            pid: TID,
+            ts: 1_020,
+            current: TID,
+        },
+        // A later switch-in (after a preemption) is not the end of this wake.
+        Event::SwitchIn {
+            next_pid: TID,
+            ts: 1_500,
+        },
+    ] {
+        assert!(t.feed(e).is_none());
+    }
+    let w = t
+        .feed(Event::TimerStart {
+            pid: TID,
+            timer: TIMER,
+            soft_expires: 2_000,
+        })
+        .unwrap();
+    assert_eq!(w.deadline_ns, 1_000);
+    assert_eq!(w.switch_in_ns, 1_020);
+    let s = WakeStages::split(&w, 1_100).unwrap();
+    assert_eq!(
+        (s.interrupt, s.handler, s.thread, s.to_user),
+        (10, 10, 0, 80)
+    );
+    assert_eq!(t.incomplete(TID), 0);
 }
 
 #[test]

@@ -123,10 +123,20 @@ pub trait RefSource {
 }
 
 /// Input formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Format {
+    /// osmeter's own binary format (.osmt, optionally zstd-compressed)
+    #[serde(alias = "osmt", alias = "bin")]
+    #[value(alias = "osmt", alias = "bin")]
     Osmeter,
+    /// valgrind lackey's --trace-mem text
     Lackey,
+    /// Dinero's din text (label address [size])
+    #[serde(alias = "dinero")]
+    #[value(alias = "dinero")]
     Din,
 }
 

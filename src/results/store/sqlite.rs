@@ -215,7 +215,7 @@ impl Store for SqliteStore {
                 run.tool_version,
                 run.interrupted as i64,
                 serde_json::to_string(run)?,
-                run.kind()
+                run.kind().as_str()
             ],
         )?;
         for (k, v) in &run.tags {
