@@ -5,10 +5,13 @@ use super::accounting::{
     fit_gumbel, summarise_windows, Accounting, GumbelFit, WindowSummary, WINDOWS,
 };
 use super::buffer::{evaluate, BufferResult};
+use super::compute::ComputeResult;
 use super::histogram::Histogram;
 use super::load::LoadReport;
+use super::stacks::Cause;
+use super::stage_capture::{StageCaptureInfo, StreamStages};
 use super::threads::{ClassName, Path, StreamResult};
-use super::trace::Episode;
+use super::trace::{Episode, StackMode};
 use serde::{Deserialize, Serialize};
 
 pub const LATENCY_SCHEMA: &str = "osmeter.latency/1";
@@ -37,6 +40,15 @@ pub struct LatencyDoc {
     pub loads: Vec<LoadReport>,
     /// Cause-capture episodes; `None` when `--trace` was not asked for.
     pub episodes: Option<Vec<Episode>>,
+    /// Which stacks cause capture took, and the functions they found across episodes, most
+    /// samples first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<StackMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causes: Option<Vec<Cause>>,
+    /// How `--stages` captured (each stream has its stages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage_capture: Option<StageCaptureInfo>,
     pub streams: Vec<StreamDoc>,
 }
 
@@ -144,6 +156,12 @@ pub struct StreamDoc {
     pub estimate: Estimate,
     #[serde(default)]
     pub buffers: Vec<BufferResult>,
+    /// `--stages`: the timer path's wakes split into stages, keyed by stage name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StreamStages>,
+    /// `--compute`: real underruns of the pipeline the thread fed, against the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<ComputeResult>,
 }
 
 impl StreamDoc {
@@ -197,6 +215,8 @@ impl StreamDoc {
                 .iter()
                 .map(|(c, t)| evaluate(c, t, measured_ns))
                 .collect(),
+            stages: None,
+            compute: r.compute.clone(),
         }
     }
 

@@ -3,11 +3,13 @@
 
 pub mod accounting;
 pub mod buffer;
+pub mod compute;
 pub mod document;
 pub mod histogram;
 pub mod load;
 pub mod report;
 pub mod ringbuf;
+pub mod stacks;
 pub mod stage_capture;
 pub mod stages;
 pub mod threads;

@@ -97,8 +97,11 @@ pub struct StreamStages {
     pub traced_wakes: u64,
     /// Of those, wakes whose kernel events were all found and matched.
     pub with_stages: u64,
-    /// Chains of events broken by a lost event or a wake that came before the thread slept.
+    /// Chains of events broken by a lost event or cut by a phase switch.
     pub incomplete: u64,
+    /// Complete chains the thread's own wake times did not match (expected 0).
+    #[serde(default)]
+    pub unmatched: u64,
     pub stages: Option<Stages>,
     /// Stages that do not apply here, and why.
     pub not_applicable: BTreeMap<String, String>,
@@ -106,17 +109,100 @@ pub struct StreamStages {
     pub overhead: Option<Overhead>,
 }
 
-/// Everything `--stages` found.
+/// How the stages were captured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StagesReport {
+pub struct StageCaptureInfo {
     pub method: String,
     pub events: Vec<String>,
     /// Length of the traced and untraced phases; None when every wake was traced.
     pub phase_ms: Option<u64>,
     /// Events the kernel dropped (buffers full); the wakes they broke count as incomplete.
     pub lost_events: u64,
+}
+
+/// Everything `--stages` found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StagesReport {
+    pub info: StageCaptureInfo,
     /// One per stream with stages, in stream order (None for the others).
     pub streams: Vec<Option<StreamStages>>,
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1e3)
+}
+
+/// The heading of the stage tables.
+pub fn render_header(info: &StageCaptureInfo) -> String {
+    let phases = match info.phase_ms {
+        Some(ms) => format!("; traced and untraced phases of {ms} ms alternate"),
+        None => String::new(),
+    };
+    let lost = if info.lost_events > 0 {
+        format!("; {} events lost", info.lost_events)
+    } else {
+        String::new()
+    };
+    format!(
+        "\nStages of the timer wakes, from kernel timestamps (us): p50 / p99 / max, share of the \
+         mean{phases}{lost}\n"
+    )
+}
+
+/// One stream's stages as the table prints them.
+pub fn render(label: &str, s: &StreamStages) -> String {
+    let mut out = format!(
+        "  {label}: {} of {} traced wakes split{}\n",
+        s.with_stages,
+        s.traced_wakes,
+        if s.incomplete > 0 {
+            format!(" ({} with events missing)", s.incomplete)
+        } else {
+            String::new()
+        }
+    );
+    if let Some(st) = &s.stages {
+        let rows = [
+            ("interrupt", Some(&st.interrupt)),
+            ("softirq", st.softirq.as_ref()),
+            ("handler", Some(&st.handler)),
+            ("thread", Some(&st.thread)),
+            ("to_user", Some(&st.to_user)),
+        ];
+        for (name, stats) in rows {
+            let Some(x) = stats else { continue };
+            out.push_str(&format!(
+                "    {name:<10} {:>8} / {:>8} / {:>9}  {:>3.0} %\n",
+                us(x.p50_ns),
+                us(x.p99_ns),
+                us(x.max_ns),
+                x.mean_share * 100.0
+            ));
+        }
+        out.push_str(&format!(
+            "    {:<10} {:>8} / {:>8} / {:>9}\n",
+            "total",
+            us(st.total.p50_ns),
+            us(st.total.p99_ns),
+            us(st.total.max_ns)
+        ));
+    }
+    if let Some(o) = s.overhead.as_ref().filter(|o| !o.measured()) {
+        out.push_str(&format!(
+            "    overhead: not measured ({} traced and {} untraced wakes; each phase needs some)\n",
+            o.traced_wakes, o.untraced_wakes
+        ));
+    } else if let Some(o) = &s.overhead {
+        out.push_str(&format!(
+            "    overhead: median wake {} us traced, {} us untraced ({:+.1} us), {:.1} events per \
+             wake\n",
+            us(o.traced_p50_ns),
+            us(o.untraced_p50_ns),
+            o.added_p50_ns as f64 / 1e3,
+            o.events_per_wake
+        ));
+    }
+    out
 }
 
 /// Field positions of the events used, read from this kernel's format files.
@@ -199,7 +285,7 @@ impl Decoder {
 }
 
 /// The kernel address of a text symbol, from /proc/kallsyms (None where addresses are hidden).
-fn kernel_symbol(name: &str) -> Option<u64> {
+pub fn kernel_symbol(name: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
     text.lines().find_map(|l| {
         let mut p = l.split_whitespace();
@@ -220,11 +306,13 @@ struct StreamState {
     traced: Histogram,
     untraced: Histogram,
     with_stages: u64,
+    unmatched: u64,
 }
 
 struct Collector {
-    inst: Instance,
+    // The pipes are closed before the instance is removed (fields drop in this order).
     pipes: Vec<CpuPipe>,
+    inst: Instance,
     decoder: Decoder,
     trackers: HashMap<usize, Tracker>,
     streams: Vec<Option<StreamState>>,
@@ -295,6 +383,7 @@ impl Collector {
             }
             while let Some(k) = s.pending.front().copied() {
                 let Some(offset) = k.deadline_ns.checked_sub(first) else {
+                    s.unmatched += 1;
                     s.pending.pop_front();
                     continue;
                 };
@@ -306,6 +395,7 @@ impl Collector {
                         s.pending.pop_front();
                     }
                     _ if final_pass || now.saturating_sub(k.switch_in_ns) > MATCH_TIMEOUT_NS => {
+                        s.unmatched += 1;
                         s.pending.pop_front();
                     }
                     _ => break,
@@ -375,6 +465,7 @@ impl StageCapture {
                     traced: Histogram::new(),
                     untraced: Histogram::new(),
                     with_stages: 0,
+                    unmatched: 0,
                 })
             })
             .collect();
@@ -527,6 +618,7 @@ fn report(c: &Collector) -> StagesReport {
                     traced_wakes: s.traced.count(),
                     with_stages: s.with_stages,
                     incomplete,
+                    unmatched: s.unmatched,
                     stages,
                     not_applicable,
                     overhead: c
@@ -537,10 +629,12 @@ fn report(c: &Collector) -> StagesReport {
         })
         .collect();
     StagesReport {
-        method: "tracefs (binary per-CPU ring buffers of a private instance)".into(),
-        events: c.events.clone(),
-        phase_ms: c.phase_ns.map(|p| p / 1_000_000),
-        lost_events: c.lost,
+        info: StageCaptureInfo {
+            method: "tracefs (binary per-CPU ring buffers of a private instance)".into(),
+            events: c.events.clone(),
+            phase_ms: c.phase_ns.map(|p| p / 1_000_000),
+            lost_events: c.lost,
+        },
         streams,
     }
 }

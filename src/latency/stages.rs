@@ -417,6 +417,11 @@ pub struct Overhead {
 }
 
 impl Overhead {
+    /// Whether both phases had wakes to compare (a thread that never slept in one has none).
+    pub fn measured(&self) -> bool {
+        self.traced_wakes > 0 && self.untraced_wakes > 0
+    }
+
     pub fn from(traced: &Histogram, untraced: &Histogram, events: u64) -> Overhead {
         Overhead {
             traced_wakes: traced.count(),

@@ -87,6 +87,8 @@ pub struct StreamResult {
     /// CPU time of the measuring thread (and of its signaller, for the signal paths), nanoseconds.
     pub cpu_ns: u64,
     pub error: Option<String>,
+    /// With `--compute`: the pipeline the thread fed, real underruns against the model.
+    pub compute: Option<super::compute::ComputeResult>,
 }
 
 /// Start of every measuring thread's name (stage capture picks their events by it).
@@ -102,7 +104,7 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn thread_cpu_ns() -> u64 {
+pub(super) fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -114,7 +116,7 @@ fn thread_cpu_ns() -> u64 {
 
 /// Sleeps until `deadline` (CLOCK_MONOTONIC); an interruption by a signal just resumes, the caller
 /// checks the stop flag once per period.
-fn sleep_until(deadline: u64) {
+pub(super) fn sleep_until(deadline: u64) {
     let ts = libc::timespec {
         tv_sec: (deadline / 1_000_000_000) as libc::time_t,
         tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
@@ -135,7 +137,7 @@ fn sleep_until(deadline: u64) {
     }
 }
 
-fn enter_class(spec: &StreamSpec) -> Result<(), String> {
+pub(super) fn enter_class(spec: &StreamSpec) -> Result<(), String> {
     placement::pin_current_thread(spec.cpu).map_err(|e| format!("{e:#}"))?;
     // Normal threads get 50 us of timer slack by default, which would be measured as lateness;
     // real-time threads have none. 1 ns (0 would mean "the default") puts the classes on equal terms.
@@ -159,10 +161,12 @@ pub struct Plan {
     pub trigger: Option<Arc<Trigger>>,
     /// Stage capture (`--stages`): per stream index, where a timer thread leaves its wake times.
     pub stages: Option<Arc<StageTaps>>,
+    /// `--compute`: timer threads compute this long per period, feeding a pipeline.
+    pub compute_ns: Option<u64>,
 }
 
 #[inline]
-fn check_trigger(plan: &Plan, spec: &StreamSpec, reference_ns: u64, wake_ns: u64) {
+pub(super) fn check_trigger(plan: &Plan, spec: &StreamSpec, reference_ns: u64, wake_ns: u64) {
     if let Some(t) = &plan.trigger {
         t.check(Mark {
             cpu: spec.cpu,
@@ -189,8 +193,11 @@ pub fn run_streams(specs: &[StreamSpec], plan: &Plan) -> Vec<StreamResult> {
                     spec.class.name.as_str(),
                     spec.path.name()
                 ))
-                .spawn(move || match spec.path {
-                    Path::Timer => timer_stream(spec, &plan, phase, i),
+                .spawn(move || match (spec.path, plan.compute_ns) {
+                    (Path::Timer, Some(c)) => {
+                        super::compute::compute_stream(spec, &plan, phase, c, i)
+                    }
+                    (Path::Timer, None) => timer_stream(spec, &plan, phase, i),
                     _ => signal_stream(spec, &plan, phase),
                 })
         })
@@ -205,6 +212,7 @@ pub fn run_streams(specs: &[StreamSpec], plan: &Plan) -> Vec<StreamResult> {
                 acct: Accounting::new(plan.period_ns, 0, &[]),
                 cpu_ns: 0,
                 error: Some(why),
+                compute: None,
             };
             match h {
                 Ok(h) => h
@@ -224,6 +232,7 @@ fn timer_stream(spec: StreamSpec, plan: &Plan, phase: u64, index: usize) -> Stre
         acct,
         cpu_ns,
         error,
+        compute: None,
     };
     if let Err(e) = enter_class(&spec) {
         return result(acct, 0, Some(e));
@@ -391,6 +400,7 @@ fn signal_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
                 acct,
                 cpu_ns: 0,
                 error: Some(e),
+                compute: None,
             }
         }
     };
@@ -488,6 +498,7 @@ fn signal_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
         acct,
         cpu_ns,
         error,
+        compute: None,
     }
 }
 
@@ -504,6 +515,7 @@ mod tests {
             stop: Arc::new(AtomicBool::new(false)),
             trigger: None,
             stages: None,
+            compute_ns: None,
         }
     }
 

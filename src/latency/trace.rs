@@ -4,6 +4,7 @@
 //! CPU did between the deadline and the wake. Everything lives in a private instance (see
 //! `tracefs`), so removing it restores everything.
 
+use super::stacks::{samples_in, StackSample};
 use super::tracefs::{Instance, Tracefs};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -63,6 +64,19 @@ impl Trigger {
     }
 }
 
+/// Which stacks cause capture records. Each costs time on the measured CPU at the events that
+/// take one (a few microseconds per kernel stack on a VM), some of it on the late thread's path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum StackMode {
+    /// No stacks: events only
+    Off,
+    /// Kernel stacks at the sampling points
+    Kernel,
+    /// Kernel stacks, and user stacks (object and offset) with every event
+    All,
+}
+
 /// The cause-capture instance; dropping it removes the instance.
 pub struct Tracer {
     instance: Instance,
@@ -72,7 +86,12 @@ pub struct Tracer {
 }
 
 impl Tracer {
-    pub fn start(cpus: &[usize], threshold_ns: u64, max_episodes: usize) -> Result<Tracer> {
+    pub fn start(
+        cpus: &[usize],
+        threshold_ns: u64,
+        max_episodes: usize,
+        stacks: StackMode,
+    ) -> Result<Tracer> {
         let fs = Tracefs::open()?;
         let instance = Instance::create(&fs, "causes")?;
         let tracing_on = std::fs::OpenOptions::new()
@@ -97,6 +116,9 @@ impl Tracer {
         i.set_cpus(cpus)?;
         for ev in EVENTS {
             i.enable_event(ev)?;
+        }
+        if stacks != StackMode::Off {
+            set_up_stacks(i, stacks == StackMode::All)?;
         }
         i.write("trace", "")?;
         i.write("tracing_on", "1")?;
@@ -131,6 +153,49 @@ impl Drop for Tracer {
     }
 }
 
+/// Kernel stacks at the sampling points: the tick (a periodic sample of whatever runs, as in the
+/// seed's tool), device interrupts, softirqs, and each switch into a measuring thread away from a
+/// task that was running (where that task gave the CPU up); user stacks with every event where the
+/// kernel can walk them. The measuring threads' own timer expiries and switches from idle carry no
+/// stack, so an on-time wake pays nothing for it.
+fn set_up_stacks(i: &Instance, user: bool) -> Result<()> {
+    // Not when one measuring thread follows another: that is no cause.
+    let switch = format!(
+        "stacktrace if next_comm ~ \"{p}*\" && prev_pid != 0 && !(prev_comm ~ \"{p}*\")",
+        p = super::threads::THREAD_PREFIX
+    );
+    let tick = ["tick_nohz_handler", "tick_sched_timer"]
+        .iter()
+        .find_map(|f| super::stage_capture::kernel_symbol(f))
+        .map(|a| format!("stacktrace if function == 0x{a:x}"));
+    let mut triggers = vec![
+        ("irq/irq_handler_entry", "stacktrace".to_string()),
+        ("irq/softirq_entry", "stacktrace".to_string()),
+        ("sched/sched_switch", switch),
+    ];
+    if let Some(t) = tick {
+        triggers.push(("timer/hrtimer_expire_entry", t));
+    }
+    for (event, trigger) in triggers {
+        let file = format!("events/{event}/trigger");
+        if i.has(&file) {
+            i.write(&file, &trigger)?;
+        }
+    }
+    let options: &[&str] = if user {
+        &["userstacktrace", "sym-userobj"]
+    } else {
+        &[]
+    };
+    for option in options {
+        let file = format!("options/{option}");
+        if i.has(&file) {
+            i.write(&file, "1")?;
+        }
+    }
+    Ok(())
+}
+
 /// One trace line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
@@ -139,13 +204,22 @@ pub struct Event {
     pub ts_ns: u64,
     pub name: String,
     pub detail: String,
+    /// For `<stack trace>` and `<user stack trace>` entries: the frames, innermost first.
+    pub frames: Vec<String>,
 }
 
 /// Reads the default text format: `task-pid [cpu] flags secs.frac: event: details`.
 pub fn parse(text: &str) -> Vec<Event> {
-    let mut out = Vec::new();
+    let mut out: Vec<Event> = Vec::new();
     for line in text.lines() {
         if line.starts_with('#') {
+            continue;
+        }
+        // ` => function` lines are the frames of the stack entry above them.
+        if let Some(frame) = line.strip_prefix(" => ") {
+            if let Some(last) = out.last_mut() {
+                last.frames.push(frame.trim().to_string());
+            }
             continue;
         }
         let Some(open) = line.find("] ") else {
@@ -182,6 +256,7 @@ pub fn parse(text: &str) -> Vec<Event> {
             ts_ns,
             name: name.trim().to_string(),
             detail: detail.trim().to_string(),
+            frames: Vec::new(),
         });
     }
     out
@@ -205,6 +280,9 @@ pub struct Episode {
     pub events: usize,
     /// The episode as the table prints it.
     pub summary: String,
+    /// Stacks sampled on the CPU while the thread was late (see `stacks`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<StackSample>,
 }
 
 fn field<'a>(detail: &'a str, key: &str) -> Option<&'a str> {
@@ -217,7 +295,11 @@ fn field<'a>(detail: &'a str, key: &str) -> Option<&'a str> {
 /// What the CPU did from the deadline to the wake.
 pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
     let (from, to) = (mark.reference_ns, mark.wake_ns);
-    let on_cpu: Vec<&Event> = events.iter().filter(|e| e.cpu == mark.cpu).collect();
+    // Stack entries (`<stack trace>`) belong to the event before them, not to the timeline.
+    let on_cpu: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.cpu == mark.cpu && !e.name.starts_with('<'))
+        .collect();
     // Who was running at the deadline: the last switch before it.
     let mut current = on_cpu
         .iter()
@@ -329,6 +411,7 @@ pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
         verdict,
         events: count,
         summary: String::new(),
+        samples: samples_in(events, mark.cpu, from, to),
     };
     e.summary = render(&e);
     e
@@ -374,6 +457,15 @@ pub fn render(e: &Episode) -> String {
     if !e.work.is_empty() {
         let v: Vec<String> = e.work.iter().map(|(n, c)| format!("{n} x{c}")).collect();
         s.push_str(&format!("    work: {}\n", v.join(", ")));
+    }
+    if !e.samples.is_empty() {
+        let causes = super::stacks::aggregate([e.samples.as_slice()]);
+        let v: Vec<String> = causes
+            .iter()
+            .take(4)
+            .map(|c| format!("{} x{}", c.function, c.samples))
+            .collect();
+        s.push_str(&format!("    stacks: {}\n", v.join(", ")));
     }
     s
 }

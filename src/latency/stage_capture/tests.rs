@@ -50,12 +50,13 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
         stop: Arc::new(AtomicBool::new(false)),
         trigger: None,
         stages: Some(Arc::new(taps)),
+        compute_ns: None,
     };
     let h = hog(cpu, 400, 30);
     let results = run_streams(&specs, &plan);
     h.join().unwrap();
     let report = capture.finish().unwrap();
-    assert!(report.events.iter().any(|e| e == "sched/sched_switch"));
+    assert!(report.info.events.iter().any(|e| e == "sched/sched_switch"));
     for (r, s) in results.iter().zip(&report.streams) {
         assert!(r.error.is_none(), "{:?}", r.error);
         let s = s.as_ref().unwrap();
@@ -134,11 +135,12 @@ fn alternating_phases_trace_about_half_the_wakes_and_measure_both() {
         stop: Arc::new(AtomicBool::new(false)),
         trigger: None,
         stages: Some(Arc::new(taps)),
+        compute_ns: None,
     };
     let results = run_streams(&[spec, other], &plan);
     let report = capture.finish().unwrap();
     assert!(results.iter().all(|r| r.error.is_none()));
-    assert_eq!(report.phase_ms, Some(300));
+    assert_eq!(report.info.phase_ms, Some(300));
     assert!(report.streams[1].is_none());
     let s = report.streams[0].as_ref().unwrap();
     let o = s.overhead.as_ref().unwrap();

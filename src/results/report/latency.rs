@@ -17,6 +17,8 @@ use anyhow::Result;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 
+mod detail;
+
 pub struct Latency;
 
 /// Bins per octave of the plotted histogram.
@@ -424,6 +426,7 @@ impl Section for Latency {
         }
         out.push_str("<h3>Percentiles and worst cases</h3>\n");
         out.push_str(&summary_table(&all));
+        out.push_str(&detail::render(ctx, &docs));
         let buffers = buffer_table(&all);
         if !buffers.is_empty() {
             out.push_str("<h3>Buffer model: mean time to underrun</h3>\n");
@@ -512,6 +515,8 @@ mod tests {
                 buffer(1.0, 2, 0.5, 0.01, Some(0.1)),
                 buffer(5.0, 3, 2.5, 0.0, None),
             ],
+            stages: None,
+            compute: None,
         }
     }
 
@@ -533,6 +538,9 @@ mod tests {
             interrupted: false,
             loads: Vec::new(),
             episodes: None,
+            stacks: None,
+            causes: None,
+            stage_capture: None,
             streams,
         }
     }
