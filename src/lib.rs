@@ -4,9 +4,11 @@
 //! `results` holds and shows what came out, `commands` wires them to the command line.
 
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod files;
 pub mod harness;
 pub mod interrupt;
 pub mod latency;
@@ -14,4 +16,6 @@ pub mod memsim;
 pub mod meter;
 pub mod probes;
 pub mod results;
+pub mod stat;
 pub mod system;
+pub mod units;

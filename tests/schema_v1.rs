@@ -88,6 +88,19 @@ fn a_store_written_by_the_previous_release_is_read() {
         .map(|r| r["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids.len(), 7);
+    // The figures table did not exist in schema 1: it is filled from the documents on opening.
+    for r in list.as_array().unwrap() {
+        assert!(
+            r["figures"].as_u64().unwrap() > 0,
+            "a {} run lists its figures: {r}",
+            r["kind"]
+        );
+    }
+    let table = env.osmeter().arg("runs").output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    for kind in ["run", "stat", "latency", "memsim"] {
+        assert!(table.contains(&format!(" {kind} ")), "{kind} in\n{table}");
+    }
     for id in ids {
         let shown = env.json(&["show", id, "--json"]);
         assert_eq!(shown["id"], id);

@@ -2,7 +2,7 @@
 //! lateness with every missed period counted, worst cases per window and the buffer model.
 
 use crate::cli::LatencyArgs;
-use crate::config::{parse_duration_ns, parse_tags};
+use crate::config::parse_duration_ns;
 use crate::interrupt;
 use crate::latency::buffer::BufferConfig;
 use crate::latency::document::{ClassDoc, LatencyDoc, SkippedClass, StreamDoc, LATENCY_SCHEMA};
@@ -13,9 +13,7 @@ use crate::latency::stage_capture::{StageCapture, StageTap, StageTaps, PHASE_NS}
 use crate::latency::threads::{self, Class, ClassName, Path, Plan, StreamSpec};
 use crate::latency::trace::StackMode;
 use crate::meter::placement;
-use crate::results::fingerprint;
 use crate::results::model::{Run, RunOptions};
-use crate::results::store::Location;
 use crate::usage;
 use anyhow::{Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -227,12 +225,7 @@ impl Drop for RtTimeLimit {
 
 pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let config = LatencyConfig::from_args(args)?;
-    let tags = parse_tags(&args.keep.tags)?;
-    let store = if args.keep.no_store {
-        None
-    } else {
-        Some(Location::resolve(args.keep.store.store.as_deref())?)
-    };
+    let keeper = super::keeper(&args.keep)?;
     interrupt::install();
 
     // Real-time classes this user may not use are skipped with the reason, not failed.
@@ -339,7 +332,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         }
     };
     let rt_limit = RtTimeLimit::set();
-    let started_at = super::run::now_rfc3339();
+    let started_at = crate::clock::now_rfc3339();
     if super::stderr_is_terminal() {
         eprintln!(
             "osmeter: measuring {} streams for {:.1} s",
@@ -442,37 +435,28 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         streams,
     };
 
-    let fingerprint = fingerprint::collect(None);
     let run = Run {
-        finished_at: Some(super::run::now_rfc3339()),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
         suite: Some("latency".to_string()),
         options: RunOptions {
             cpu: config.cpus.first().copied(),
             fifo_priority: classes.iter().filter_map(|c| c.fifo).max(),
             ..RunOptions::default()
         },
-        tags,
-        fingerprint,
-        interrupted,
-        sections: crate::results::model::Sections {
-            latency: Some(doc.clone()),
-            ..Default::default()
-        },
-        ..Run::new(super::run::new_run_id(), started_at)
+        ..keeper.run_of(
+            crate::results::model::Sections {
+                latency: Some(doc.clone()),
+                ..Default::default()
+            },
+            started_at,
+            interrupted,
+        )
     };
     if args.output.json {
         super::emit_json(&run)?;
     } else {
         super::emit(&report::render(&doc))?;
     }
-    if let Some(location) = &store {
-        let mut store = location.open()?;
-        store
-            .save(&run)
-            .with_context(|| format!("saving run {} to {}", run.id, store.describe()))?;
-        eprintln!("osmeter: run {} saved to {}", run.id, store.describe());
-    }
+    keeper.save(&run)?;
     if interrupted {
         return Ok(crate::error::EXIT_INTERRUPTED);
     }

@@ -269,8 +269,8 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
             t.max(0.0)
         })
         .collect();
+    // Probes state their figures per operation: a time, or a rate derived from it.
     let samples: Vec<f64> = match unit {
-        Unit::Nanoseconds => per_op_ns.clone(),
         Unit::BytesPerSecond => {
             let b = bytes.unwrap_or(0) as f64;
             per_op_ns
@@ -282,6 +282,7 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
             .iter()
             .map(|t| if *t > 0.0 { 1e9 / t } else { 0.0 })
             .collect(),
+        _ => per_op_ns.clone(),
     };
     let summary = stats::summarize(&samples);
 
@@ -337,6 +338,7 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
         status: Status::Ok,
         reason: None,
         samples,
+        rounds: Vec::new(),
         summary: Some(summary),
         iterations: iters,
         bytes_per_op: bytes,

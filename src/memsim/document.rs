@@ -5,6 +5,8 @@
 //! divide each mode's stalls by ALL instructions, so they add up to `mcpi.total` and stack into one
 //! bar; `own_mcpi` divides by the mode's own instructions (the paper's S-MCPI).
 
+use super::curve::CurveResult;
+use super::interval::IntervalResult;
 use super::machine::{CacheCounts, MachineConfig, ModeStats, Stats, COMPONENTS};
 use super::sweep::SweepResult;
 use super::trace::Format;
@@ -39,6 +41,12 @@ pub struct MemsimDoc {
     /// Chen and Bershad's seven assertions, when asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assertions: Option<AssertionsDoc>,
+    /// Miss-ratio curves (`--curve`), user and kernel apart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curves: Vec<CurveResult>,
+    /// Per-interval miss rates and MCPI of each machine (`--interval`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalResult>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,6 +77,8 @@ impl MemsimDoc {
                 .collect(),
             attribution: None,
             assertions: None,
+            curves: r.curves.clone(),
+            intervals: r.intervals.clone(),
         }
     }
 }

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 pub const RUN_SCHEMA: &str = "osmeter.run/1";
 
+pub use crate::units::Unit;
+
 /// Parameters of one measurement, e.g. `{"size": 16384, "placement": "cross"}`.
 pub type Params = BTreeMap<String, serde_json::Value>;
 
@@ -45,25 +47,26 @@ pub struct Sections {
     pub latency: Option<crate::latency::document::LatencyDoc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memsim: Option<crate::memsim::document::MemsimDoc>,
-    /// Documents not typed yet, by kind ("stat").
-    #[serde(flatten)]
-    pub other: BTreeMap<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat: Option<crate::stat::StatDoc>,
 }
 
 impl Sections {
     pub fn is_empty(&self) -> bool {
-        self.latency.is_none() && self.memsim.is_none() && self.other.is_empty()
+        self.latency.is_none() && self.memsim.is_none() && self.stat.is_none()
     }
 
-    /// The kind of the first document held, in the order latency, memsim, stat.
+    /// The kind of the document held (a run holds one).
     pub fn first_kind(&self) -> Option<RunKind> {
         if self.latency.is_some() {
-            return Some(RunKind::Latency);
+            Some(RunKind::Latency)
+        } else if self.memsim.is_some() {
+            Some(RunKind::Memsim)
+        } else if self.stat.is_some() {
+            Some(RunKind::Stat)
+        } else {
+            None
         }
-        if self.memsim.is_some() {
-            return Some(RunKind::Memsim);
-        }
-        self.other.keys().find_map(|k| RunKind::parse(k))
     }
 }
 
@@ -175,32 +178,6 @@ pub enum Status {
     Failed,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub enum Unit {
-    /// Nanoseconds per operation (lower is better).
-    #[serde(rename = "ns")]
-    Nanoseconds,
-    /// Bytes per second (higher is better).
-    #[serde(rename = "B/s")]
-    BytesPerSecond,
-    /// Operations per second (higher is better).
-    #[serde(rename = "op/s")]
-    OpsPerSecond,
-}
-
-impl Unit {
-    pub fn higher_is_better(self) -> bool {
-        !matches!(self, Unit::Nanoseconds)
-    }
-    pub fn symbol(self) -> &'static str {
-        match self {
-            Unit::Nanoseconds => "ns",
-            Unit::BytesPerSecond => "B/s",
-            Unit::OpsPerSecond => "op/s",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct CounterScopes {
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
@@ -291,6 +268,10 @@ pub struct Measurement {
     pub reason: Option<String>,
     /// Per-operation figure of each sample, overhead already subtracted.
     pub samples: Vec<f64>,
+    /// The same samples grouped by round, when the run measured in rounds (each in a process of
+    /// its own): the variation between rounds is what a comparison with another run must clear.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<Vec<f64>>,
     #[serde(flatten)]
     pub summary: Option<Summary>,
     /// Operations per sample after calibration.
@@ -324,6 +305,7 @@ impl Measurement {
             status,
             reason: Some(reason),
             samples: Vec::new(),
+            rounds: Vec::new(),
             summary: None,
             iterations: 0,
             bytes_per_op: None,

@@ -8,7 +8,7 @@ use super::mcpi::{self, Job};
 use super::symbols::SymbolTable;
 use crate::memsim::document::{AssertionsDoc, AttributionDoc, IdleDropped, MemsimDoc};
 use crate::memsim::machine::MachineConfig;
-use crate::memsim::sweep::SweepResult;
+use crate::memsim::sweep::{Extras, SweepResult};
 use crate::memsim::trace::RefSource;
 use anyhow::Result;
 use std::path::PathBuf;
@@ -18,6 +18,8 @@ pub struct Options {
     pub exclude_idle: bool,
     pub assertions: bool,
     pub threads: usize,
+    /// Curves and intervals computed in the same pass (intervals for `cfgs` only).
+    pub extras: Extras,
 }
 
 /// What the pass adds to the memsim document: `attribution` (with symbols) and `assertions`.
@@ -49,11 +51,12 @@ pub fn simulate(
     let (mut sweep, results, dropped, symbols_path) = match opts.symbols {
         Some((path, table)) => {
             let mut tagged = Attributed::new(src, table, opts.exclude_idle);
-            let (s, r) = mcpi::simulate(&mut tagged, &jobs, opts.threads)?;
+            let (s, r) =
+                mcpi::simulate_with(&mut tagged, &jobs, &opts.extras, cfgs.len(), opts.threads)?;
             (s, r, Some(tagged.dropped()), Some(path))
         }
         None => {
-            let (s, r) = mcpi::simulate(src, &jobs, opts.threads)?;
+            let (s, r) = mcpi::simulate_with(src, &jobs, &opts.extras, cfgs.len(), opts.threads)?;
             (s, r, None, None)
         }
     };

@@ -13,9 +13,10 @@ use super::category::{Category, MAX_TAG};
 use crate::memsim::document::{
     ratio, AttributionDoc, CategoryRow, CategoryTable, Mcpi, StallCycles,
 };
+use crate::memsim::interval::{IntervalResult, Intervals, Observed};
 use crate::memsim::machine::{Machine, MachineConfig, Stats, COMPONENTS};
 use crate::memsim::mapping::Mapper;
-use crate::memsim::sweep::{self, Simulator, SweepResult};
+use crate::memsim::sweep::{self, Extras, Simulator, SweepResult};
 use crate::memsim::trace::{Kind, Mode, Ref, RefSource};
 use anyhow::Result;
 
@@ -167,6 +168,15 @@ impl Simulator for Runner {
     }
 }
 
+impl Observed for Runner {
+    fn snapshot(&mut self) -> Stats {
+        self.machine.stats()
+    }
+    fn name(&self) -> String {
+        self.job.cfg.name.clone()
+    }
+}
+
 /// Runs every job over one read of the source, on up to `threads` threads. The sweep's result
 /// holds the stats of all jobs in order.
 pub fn simulate(
@@ -174,14 +184,34 @@ pub fn simulate(
     jobs: &[Job],
     threads: usize,
 ) -> Result<(SweepResult, Vec<JobResult>)> {
+    simulate_with(src, jobs, &Extras::default(), 0, threads)
+}
+
+/// `simulate` with the curves of `extras`, and its intervals for the first `observed` jobs.
+pub fn simulate_with(
+    src: &mut dyn RefSource,
+    jobs: &[Job],
+    extras: &Extras,
+    observed: usize,
+    threads: usize,
+) -> Result<(SweepResult, Vec<JobResult>)> {
     let start = std::time::Instant::now();
-    let runners = jobs.iter().cloned().map(Runner::new).collect();
-    let (results, refs) = sweep::drive(src, runners, threads)?;
+    let runners = jobs
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(i, j)| Intervals::new(Runner::new(j), extras.interval.filter(|_| i < observed)))
+        .collect();
+    let (outputs, curves, refs) = sweep::drive_beside(src, runners, &extras.curves, threads)?;
+    let (results, intervals): (Vec<JobResult>, Vec<Option<IntervalResult>>) =
+        outputs.into_iter().unzip();
     let sweep = SweepResult {
         stats: results.iter().map(|r| r.stats.clone()).collect(),
         refs,
         seconds: start.elapsed().as_secs_f64(),
         meta: src.meta(),
+        curves,
+        intervals: intervals.into_iter().flatten().collect(),
     };
     Ok((sweep, results))
 }

@@ -16,6 +16,7 @@ use crate::results::model::Unit;
 use anyhow::Result;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 mod detail;
 
@@ -362,6 +363,76 @@ fn buffer_table(all: &[Stream]) -> String {
     table("buffers", &header, &rows)
 }
 
+/// Cause capture: what ran, fired or was missing around each wake over the threshold.
+fn episodes(ctx: &Context, docs: &[(usize, &LatencyDoc)]) -> String {
+    let mut out = String::new();
+    for &(r, d) in docs {
+        let Some(eps) = &d.episodes else { continue };
+        let _ = writeln!(
+            out,
+            "<h3>{}Late wakes and their causes</h3>",
+            if docs.len() > 1 {
+                format!("{}: ", esc(&ctx.run_label(r)))
+            } else {
+                String::new()
+            }
+        );
+        if eps.is_empty() {
+            out.push_str(&note(
+                "Cause capture was on and no wake was later than its threshold.",
+            ));
+            continue;
+        }
+        out.push_str(&note(
+            "Kernel trace events on the measured CPU from the deadline to the wake of each late \
+             wake: the tasks that ran instead (longest first), the interrupts, softirqs, timers \
+             and work items, and the longest stretch with no event at all (time the hypervisor \
+             probably took).",
+        ));
+        let rows: Vec<Row> = eps
+            .iter()
+            .map(|e| {
+                let ran: Vec<String> = e
+                    .ran
+                    .iter()
+                    .take(4)
+                    .map(|(task, ns)| format!("{} {}", esc(task), us(*ns)))
+                    .collect();
+                let irqs: Vec<String> = e
+                    .irqs
+                    .iter()
+                    .chain(&e.softirqs)
+                    .map(|(name, n, ns)| format!("{} ×{n} ({})", esc(name), us(*ns)))
+                    .collect();
+                Row {
+                    class: "",
+                    cells: vec![
+                        Cell::from(format!("{}/{} cpu{}", esc(&e.class), esc(&e.path), e.cpu)),
+                        Cell::num(us(e.lateness_ns)),
+                        Cell::from(ran.join("<br>")),
+                        Cell::from(irqs.join("<br>")),
+                        Cell::num(us(e.longest_gap_ns)),
+                        Cell::from(esc(&e.verdict)),
+                    ],
+                }
+            })
+            .collect();
+        out.push_str(&table(
+            "episodes",
+            &[
+                "stream",
+                "late (us)",
+                "ran instead (us)",
+                "interrupts and softirqs",
+                "longest gap (us)",
+                "verdict",
+            ],
+            &rows,
+        ));
+    }
+    out
+}
+
 /// What each run measured: period, duration, loads, skipped classes.
 fn setup(ctx: &Context, docs: &[(usize, &LatencyDoc)]) -> String {
     let mut out = String::new();
@@ -426,6 +497,7 @@ impl Section for Latency {
         }
         out.push_str("<h3>Percentiles and worst cases</h3>\n");
         out.push_str(&summary_table(&all));
+        out.push_str(&episodes(ctx, &docs));
         out.push_str(&detail::render(ctx, &docs));
         let buffers = buffer_table(&all);
         if !buffers.is_empty() {
@@ -515,6 +587,7 @@ mod tests {
                 buffer(1.0, 2, 0.5, 0.01, Some(0.1)),
                 buffer(5.0, 3, 2.5, 0.0, None),
             ],
+            seconds: Vec::new(),
             stages: None,
             compute: None,
         }

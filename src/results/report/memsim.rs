@@ -9,7 +9,7 @@ use super::html::{esc, figure, note, num, table, Cell, Row};
 use super::plot::{color, compact, legend, legend_height, svg, Axis, LegendItem, Ticked};
 use super::plot::{FONT, WIDTH};
 use super::{Context, Section};
-use crate::memsim::document::{MachineDoc, Mcpi, MemsimDoc, SCHEMA};
+use crate::memsim::document::{AssertionVerdict, MachineDoc, Mcpi, MemsimDoc, SCHEMA};
 use crate::memsim::machine::COMPONENTS;
 use anyhow::Result;
 use plotters::prelude::*;
@@ -338,8 +338,102 @@ impl Section for Memsim {
         out.push_str("<h3>Miss rates and the 3C shares of the misses</h3>\n");
         out.push_str(&three_c_note());
         out.push_str(&miss_table(&all));
+        out.push_str(&kernel_parts(ctx, &docs));
         Ok(Some(out))
     }
+}
+
+/// With kernel symbols, MCPI per kernel category; with `--assertions`, the paper's seven.
+fn kernel_parts(ctx: &Context, docs: &[(usize, &MemsimDoc)]) -> String {
+    let several = docs.len() > 1;
+    let mut out = String::new();
+    for &(r, d) in docs {
+        let run = if several {
+            format!("{}: ", ctx.run_label(r))
+        } else {
+            String::new()
+        };
+        if let Some(a) = &d.attribution {
+            out.push_str(&format!("<h3>{}MCPI by kernel category</h3>\n", esc(&run)));
+            out.push_str(&note(&format!(
+                "Every kernel instruction is charged to the function holding it (symbols: {}) and \
+                 every kernel data reference to the latest kernel instruction; functions fall into \
+                 categories after the paper's breakdown of system time. MCPI divides a category's \
+                 stalls by all non-idle instructions, so the rows add up; \"own\" divides by the \
+                 category's own instructions. Idle loop {}.",
+                a.symbols,
+                if a.idle_excluded {
+                    "left out"
+                } else {
+                    "included"
+                }
+            )));
+            let mut header = vec!["machine", "category", "instructions"];
+            header.extend(COMPONENTS);
+            header.extend(["total", "own"]);
+            let mut rows = Vec::new();
+            for t in &a.machines {
+                for c in t
+                    .categories
+                    .iter()
+                    .filter(|c| c.instructions + c.reads + c.writes > 0)
+                {
+                    let mut cells = vec![
+                        Cell::from(esc(&t.name)),
+                        Cell::from(esc(&c.name)),
+                        Cell::num(percent(c.instruction_share)),
+                    ];
+                    for (_, v) in c.mcpi.by_name() {
+                        cells.push(Cell::num(format!("{v:.4}")));
+                    }
+                    cells.push(Cell::num(format!("{:.3}", c.own_mcpi)));
+                    rows.push(Row { class: "", cells });
+                }
+            }
+            out.push_str(&table("categories", &header, &rows));
+        }
+        if let Some(a) = &d.assertions {
+            out.push_str(&format!(
+                "<h3>{}The paper's assertions on {}</h3>\n",
+                esc(&run),
+                esc(&a.machine)
+            ));
+            out.push_str(&note(&format!(
+                "Chen and Bershad (1993), Table 1-1, judged on this trace; significant means at \
+                 least {:.0} %. Variants simulated in the same pass: {}.",
+                a.significant * 100.0,
+                a.variants.join(", ")
+            )));
+            let rows: Vec<Row> = a
+                .assertions
+                .iter()
+                .map(|x| {
+                    let verdict = match x.verdict {
+                        AssertionVerdict::Holds => "<b>holds</b>".to_string(),
+                        AssertionVerdict::DoesNotHold => "does not hold".to_string(),
+                        AssertionVerdict::NotMeasurable => {
+                            "<span class=\"warn\">not measurable</span>".to_string()
+                        }
+                    };
+                    Row {
+                        class: "",
+                        cells: vec![
+                            Cell::num(x.number.to_string()),
+                            Cell::from(esc(&x.assertion)),
+                            Cell::from(verdict),
+                            Cell::from(esc(&x.detail)),
+                        ],
+                    }
+                })
+                .collect();
+            out.push_str(&table(
+                "assertions",
+                &["", "assertion", "verdict", "the figures behind it"],
+                &rows,
+            ));
+        }
+    }
+    out
 }
 
 fn three_c_note() -> String {
