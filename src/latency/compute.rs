@@ -128,14 +128,15 @@ fn spin(iterations: u64) -> u64 {
 }
 
 impl Work {
-    /// Measures the calling thread's rate (best of a few short runs: the least disturbed).
+    /// Measures the calling thread's rate in its own CPU time, which a thread that preempts it
+    /// does not count in (best of a few short runs: the least disturbed by cache and frequency).
     pub fn calibrate() -> Work {
         let n = 200_000;
         let mut best = f64::INFINITY;
         for _ in 0..5 {
-            let t0 = super::threads::monotonic_ns();
+            let t0 = thread_cpu_ns();
             spin(n);
-            let dt = super::threads::monotonic_ns().saturating_sub(t0).max(1);
+            let dt = thread_cpu_ns().saturating_sub(t0).max(1);
             best = best.min(dt as f64);
         }
         Work {

@@ -595,26 +595,10 @@ mod tests {
 
     pub fn doc(streams: Vec<StreamDoc>) -> LatencyDoc {
         LatencyDoc {
-            schema: LATENCY_SCHEMA.into(),
-            period_ns: 1_000_000,
-            duration_s: 1.0,
             measured_s: 1.0,
-            cpus: vec![1],
-            classes: Vec::new(),
-            paths: vec![Path::Timer],
-            skipped: Vec::new(),
-            rttime_limit_us: 500_000,
-            timer_slack_ns: 1,
-            cpu_dma_latency_us: None,
-            fail_over_ns: None,
+            duration_s: 1.0,
             worst_ns: 1_200_000,
-            interrupted: false,
-            loads: Vec::new(),
-            episodes: None,
-            stacks: None,
-            causes: None,
-            stage_capture: None,
-            streams,
+            ..LatencyDoc::for_tests(streams)
         }
     }
 
