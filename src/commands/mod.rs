@@ -8,6 +8,7 @@ pub mod latency;
 pub mod list;
 pub mod man;
 pub mod memsim;
+pub mod paper;
 pub mod push;
 pub mod report;
 pub mod run;
@@ -38,6 +39,11 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Latency(args) => latency::latency(&args),
         Command::Trace(args) => trace::trace(&args),
         Command::Memsim(args) => memsim::memsim(&args),
+        Command::Paper(args) => paper::paper(&args),
+        Command::CpuMix(args) => {
+            crate::probes::cpu::run_counted_cycles(args.cycles);
+            Ok(0)
+        }
     }
 }
 

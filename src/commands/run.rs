@@ -20,6 +20,23 @@ fn progress(enabled: bool, text: &str) {
 
 pub fn run(args: &RunArgs) -> Result<i32> {
     let config = RunConfig::from_args(args)?;
+    let run = measure(&config)?;
+    if config.json {
+        super::emit_json(&run)?;
+    } else {
+        super::emit(&(table::render(&run) + &crate::papers::brief::text(&run)))?;
+    }
+    // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.
+    config.keeper.save(&run)?;
+    if run.interrupted {
+        return Ok(crate::error::EXIT_INTERRUPTED);
+    }
+    Ok(crate::error::EXIT_OK)
+}
+
+/// Measures the configured probes and returns the annotated run (marked interrupted after Ctrl-C,
+/// holding what was measured).
+pub fn measure(config: &RunConfig) -> Result<Run> {
     interrupt::install();
     let scratch = tempfile::Builder::new()
         .prefix("osmeter-")
@@ -72,7 +89,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
                 &env,
                 sel.probe,
                 params.clone(),
-                &config,
+                config,
                 &overhead,
             ) {
                 Ok(m) => measurements.push(m),
@@ -131,18 +148,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     };
     drop(scratch);
     crate::results::derive::annotate(&mut run);
-
-    if config.json {
-        super::emit_json(&run)?;
-    } else {
-        super::emit(&table::render(&run))?;
-    }
-    // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.
-    config.keeper.save(&run)?;
-    if interrupted {
-        return Ok(crate::error::EXIT_INTERRUPTED);
-    }
-    Ok(crate::error::EXIT_OK)
+    Ok(run)
 }
 
 fn measure_one(
