@@ -189,6 +189,25 @@ pub struct LatencyArgs {
     /// Cause-capture episodes kept
     #[arg(long, value_name = "K", default_value_t = 5)]
     pub episodes: usize,
+    /// With --trace: stacks of what ran instead of a late thread (kernel costs a few us per
+    /// stack; all adds user stacks to every event)
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHICH",
+        default_value = "kernel",
+        requires = "trace"
+    )]
+    pub stacks: crate::latency::trace::StackMode,
+    /// Stages of every timer wake from kernel timestamps (root, tracefs): interrupt, softirq,
+    /// handler, thread and return to user space; traced and untraced phases alternate each second
+    /// to measure what tracing costs
+    #[arg(long)]
+    pub stages: bool,
+    /// The timer threads compute this long after every wake, feeding a pipeline of 2, 3 and 4
+    /// buffers of one period each; real underruns are counted against the model, e.g. 300us
+    #[arg(long, value_name = "DURATION")]
+    pub compute: Option<String>,
     /// Exit with code 5 when any wake (missed periods included) is later than this, e.g. 500us
     #[arg(long, value_name = "LATENCY")]
     pub fail_over: Option<String>,

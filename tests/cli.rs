@@ -266,7 +266,11 @@ fn non_root_fifo_request_is_refused_with_the_reason() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("SCHED_FIFO needs root"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("uid 65534 without CAP_SYS_NICE") && stderr.contains("RLIMIT_RTPRIO is 0"),
+        "{stderr}"
+    );
 }
 
 #[test]

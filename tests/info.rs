@@ -152,7 +152,7 @@ fn info_as_unprivileged_user_explains_what_needs_privileges() {
     if rt["available"] == false {
         let detail = rt["detail"].as_str().unwrap();
         assert!(
-            detail.contains("needs root or CAP_SYS_NICE or an RLIMIT_RTPRIO"),
+            detail.contains("without CAP_SYS_NICE") && detail.contains("RLIMIT_RTPRIO is 0"),
             "{detail}"
         );
     }

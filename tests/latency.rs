@@ -1,11 +1,15 @@
 //! End-to-end tests of `osmeter latency`: a short run with JSON output, stored; bad input refused.
 
 mod common;
+#[path = "common/cpu_hog.rs"]
+mod cpu_hog;
 
 use common::{interrupt_after, is_root, TestEnv};
+use cpu_hog::{exclusive, hog, last_cpu};
 
 #[test]
 fn a_short_run_accounts_for_every_period_and_is_stored() {
+    let _cpu = exclusive();
     let env = TestEnv::new();
     let out = env
         .osmeter()
@@ -70,6 +74,7 @@ fn a_short_run_accounts_for_every_period_and_is_stored() {
 
 #[test]
 fn the_table_names_every_section_and_fail_over_exits_5() {
+    let _cpu = exclusive();
     let env = TestEnv::new();
     let mut cmd = env.osmeter();
     cmd.args([
@@ -101,6 +106,7 @@ fn the_table_names_every_section_and_fail_over_exits_5() {
 
 #[test]
 fn bad_input_is_a_usage_error() {
+    let _cpu = exclusive();
     for args in [
         &["--period", "0"][..],
         &["--period", "0ms"],
@@ -130,6 +136,7 @@ fn bad_input_is_a_usage_error() {
 
 #[test]
 fn ctrl_c_stops_the_run_and_the_loads_and_keeps_what_was_measured() {
+    let _cpu = exclusive();
     let env = TestEnv::new();
     let dir = tempfile::tempdir().unwrap();
     let (out, stopping) = interrupt_after(
@@ -182,40 +189,6 @@ fn ctrl_c_stops_the_run_and_the_loads_and_keeps_what_was_measured() {
     );
 }
 
-/// A thread in this test process that holds `cpu` at SCHED_FIFO 80 for `ms`, after `after_ms`.
-fn hog(cpu: usize, after_ms: u64, ms: u64) -> std::thread::JoinHandle<()> {
-    std::thread::Builder::new()
-        .name("osm-hog".into())
-        .spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(after_ms));
-            // SAFETY: pinning and switching the class of this thread only.
-            unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-                let p = libc::sched_param { sched_priority: 80 };
-                libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
-            }
-            let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
-            while std::time::Instant::now() < end {
-                std::hint::spin_loop();
-            }
-        })
-        .unwrap()
-}
-
-fn last_cpu() -> usize {
-    // SAFETY: cpu_set_t is plain data filled by the kernel.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
-        (0..libc::CPU_SETSIZE as usize)
-            .rev()
-            .find(|&c| libc::CPU_ISSET(c, &set))
-            .unwrap_or(0)
-    }
-}
-
 fn tracefs_state() -> (bool, Vec<String>) {
     let mounted = std::fs::read_to_string("/proc/mounts")
         .unwrap()
@@ -234,6 +207,7 @@ fn tracefs_state() -> (bool, Vec<String>) {
 
 #[test]
 fn cause_capture_names_an_injected_delay_and_restores_tracefs() {
+    let _cpu = exclusive();
     if !is_root() {
         eprintln!("skipped: cause capture needs root");
         return;

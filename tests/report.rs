@@ -585,6 +585,68 @@ fn report_of_real_latency_and_memsim_runs() {
     );
 }
 
+/// A real latency run with stages, causes with stacks and the computing pipeline: each has its
+/// table in the latency section, and the page loads in Chromium.
+#[test]
+fn report_of_a_latency_run_with_stages_causes_and_compute() {
+    let env = TestEnv::new();
+    let root = common::is_root();
+    let mut args = vec![
+        "latency",
+        "--duration",
+        "2s",
+        "--classes",
+        "normal",
+        "--paths",
+        "timer",
+        "--compute",
+        "200us",
+    ];
+    if root {
+        // A 1 us threshold: every run has late wakes, so some episodes are kept.
+        args.extend(["--stages", "--trace", "--threshold", "1us"]);
+    } else {
+        eprintln!("not root: the report shows the computing pipeline only");
+    }
+    let id = stored_run(&env, &args);
+    let out = env.dir.path().join("latency-detail.html");
+    env.osmeter()
+        .args(["report", &id, "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    check_static(&html);
+    let start = html.find("<section id=\"latency\">").unwrap();
+    let lat = &html[start..start + html[start..].find("</section>").unwrap()];
+    let rows = |class: &str| -> usize {
+        let t = &lat[lat
+            .find(&format!("<table class=\"{class}\">"))
+            .unwrap_or_else(|| panic!("no {class} table"))..];
+        t[..t.find("</table>").unwrap()].matches("<tr>").count()
+    };
+    assert_eq!(rows("compute"), 1 + 3, "header and depths 2, 3, 4");
+    assert!(lat.contains("The buffer model run for real"));
+    if root {
+        // interrupt, handler, thread, to_user and total (softirq only where timers expire there).
+        assert!(rows("stages") >= 6, "header, four stages or five, total");
+        assert!(lat.contains("traced wakes split"));
+        assert!(lat.contains("What ran instead"));
+        if lat.contains("<table class=\"causes\">") {
+            assert!(rows("causes") >= 2);
+        } else {
+            assert!(lat.contains("No stack was sampled"));
+        }
+    }
+    check_in_browser_sized(
+        &out,
+        &["runs", "fingerprint", "latency"],
+        1,
+        "report-screenshot-latency-detail.png",
+        5000,
+    );
+}
+
 /// Ousterhout's tables beside a paper run, and his relative-speed plot with a bar per primitive and
 /// run: select from `osmeter paper`, getpid and memcpy from `osmeter run`.
 #[test]

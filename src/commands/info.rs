@@ -193,105 +193,14 @@ pub fn counter_lines(counters: &[EventStatus]) -> Vec<String> {
     lines
 }
 
-/// Whether SCHED_FIFO can be set: tried on a thread of its own, which puts its policy back and ends,
-/// so no other thread of osmeter changes class.
+/// Whether SCHED_FIFO can be set (tried on a thread of its own), and if not, which rule refused it.
 fn realtime_check() -> Feature {
-    let test = std::thread::Builder::new()
-        .name("osmeter-rt-check".into())
-        .spawn(|| -> Result<(), i32> {
-            // SAFETY: sched_param is plain data; pid 0 means the calling thread.
-            unsafe {
-                let mut before: libc::sched_param = std::mem::zeroed();
-                let policy = libc::sched_getscheduler(0);
-                libc::sched_getparam(0, &mut before);
-                let fifo = libc::sched_param { sched_priority: 1 };
-                if libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) != 0 {
-                    return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
-                }
-                if policy >= 0 {
-                    libc::sched_setscheduler(0, policy, &before);
-                }
-            }
-            Ok(())
-        });
-    let outcome = match test {
-        Ok(handle) => handle.join().unwrap_or(Err(0)),
-        Err(e) => {
-            return feature(
-                "realtime_scheduling",
-                false,
-                format!("could not start a test thread: {e}"),
-            )
-        }
-    };
-    // SAFETY: geteuid cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    let (ok, detail) = realtime_detail(outcome, rtprio_limit(), root, rt_throttling());
-    feature("realtime_scheduling", ok, detail)
-}
-
-fn rtprio_limit() -> Option<u64> {
-    // SAFETY: rlimit is plain data that getrlimit fills.
-    unsafe {
-        let mut r: libc::rlimit = std::mem::zeroed();
-        (libc::getrlimit(libc::RLIMIT_RTPRIO, &mut r) == 0).then_some(r.rlim_cur as u64)
-    }
-}
-
-/// "RT tasks may use 950000 of every 1000000 us" or that throttling is off.
-fn rt_throttling() -> Option<String> {
-    let runtime: i64 = read_trimmed("/proc/sys/kernel/sched_rt_runtime_us")?
-        .parse()
-        .ok()?;
-    let period = read_trimmed("/proc/sys/kernel/sched_rt_period_us")?;
-    Some(if runtime < 0 {
-        "real-time throttling is off".into()
-    } else {
-        format!("real-time tasks may use {runtime} of every {period} us")
-    })
-}
-
-pub fn realtime_detail(
-    outcome: Result<(), i32>,
-    rlimit: Option<u64>,
-    root: bool,
-    throttling: Option<String>,
-) -> (bool, String) {
-    let tail = throttling.map(|t| format!("; {t}")).unwrap_or_default();
-    match outcome {
-        Ok(()) => (
-            true,
-            format!("SCHED_FIFO priority 1 was set and undone on a test thread{tail}"),
-        ),
-        Err(libc::EPERM) if root => (
-            false,
-            "not permitted even as root: this cgroup probably has no real-time runtime \
-             (cpu.rt_runtime_us is 0 under RT group scheduling)"
-                .into(),
-        ),
-        Err(libc::EPERM) => {
-            let limit = match rlimit {
-                Some(u64::MAX) => "unlimited".to_string(),
-                Some(n) => n.to_string(),
-                None => "unknown".to_string(),
-            };
-            (
-                false,
-                format!(
-                    "not permitted: needs root or CAP_SYS_NICE or an RLIMIT_RTPRIO of at least \
-                     1 (now {limit}); latency tests run at normal priority only"
-                ),
-            )
-        }
-        Err(0) => (false, "the test thread failed unexpectedly".into()),
-        Err(e) => (
-            false,
-            format!(
-                "sched_setscheduler failed: {}",
-                std::io::Error::from_raw_os_error(e)
-            ),
-        ),
-    }
+    let d = crate::meter::realtime::check(1);
+    feature(
+        "realtime_scheduling",
+        d.allowed,
+        format!("{}; {}", d.message(), d.budget),
+    )
 }
 
 /// Where tracefs is mounted, if anywhere (the usual place first).
@@ -311,7 +220,19 @@ fn tracefs_mount() -> Option<PathBuf> {
 }
 
 fn tracefs_checks(root: bool) -> Vec<Feature> {
-    let Some(mount) = tracefs_mount() else {
+    // osmeter itself reaches tracefs through a private mount that changes nothing, when it can.
+    let private = crate::latency::tracefs::Tracefs::reach()
+        .ok()
+        .filter(|fs| fs.access == crate::latency::tracefs::Access::Private);
+    let mounted = tracefs_mount();
+    let stale = private
+        .as_ref()
+        .map(|fs| fs.stale_instances())
+        .unwrap_or_default();
+    let Some(mount) = mounted
+        .clone()
+        .or_else(|| private.as_ref().map(|fs| fs.root().to_path_buf()))
+    else {
         let supported = std::fs::read_to_string("/proc/filesystems")
             .map(|t| {
                 t.lines()
@@ -337,8 +258,25 @@ fn tracefs_checks(root: bool) -> Vec<Feature> {
     let mut out = vec![feature(
         "tracefs",
         true,
-        format!("mounted at {}", mount.display()),
+        match &mounted {
+            Some(m) => format!("mounted at {}", m.display()),
+            None => "not mounted; osmeter reaches it through a private mount of its own, which \
+                     leaves the mount table alone"
+                .to_string(),
+        },
     )];
+    if !stale.is_empty() {
+        let names: Vec<&str> = stale.iter().map(|(n, _)| n.as_str()).collect();
+        out.push(feature(
+            "tracefs_stale_instances",
+            false,
+            format!(
+                "trace instances left by osmeter runs that no longer run: {} (still recording; \
+                 the next `osmeter latency --trace` removes them)",
+                names.join(", ")
+            ),
+        ));
+    }
     let sched = mount.join("events/sched");
     out.push(match std::fs::metadata(&sched) {
         Ok(m) if m.is_dir() => feature(
@@ -491,23 +429,6 @@ mod tests {
         assert!(ok && d.contains("no limits"));
         assert!(!paranoid_meaning(None, true).0);
         assert!(!paranoid_meaning(Some("x"), true).0);
-    }
-
-    #[test]
-    fn realtime_reasons() {
-        let (ok, d) = realtime_detail(Err(libc::EPERM), Some(0), false, None);
-        assert!(!ok);
-        assert!(
-            d.contains("needs root or CAP_SYS_NICE or an RLIMIT_RTPRIO"),
-            "{d}"
-        );
-        assert!(d.contains("(now 0)"));
-        let (ok, d) = realtime_detail(Err(libc::EPERM), Some(0), true, None);
-        assert!(!ok && d.contains("even as root"));
-        let (ok, d) = realtime_detail(Ok(()), None, true, Some("throttled".into()));
-        assert!(ok && d.ends_with("; throttled"));
-        let (ok, d) = realtime_detail(Err(libc::EINVAL), None, true, None);
-        assert!(!ok && d.starts_with("sched_setscheduler failed"));
     }
 
     #[test]

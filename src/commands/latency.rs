@@ -8,7 +8,10 @@ use crate::latency::buffer::BufferConfig;
 use crate::latency::document::{ClassDoc, LatencyDoc, SkippedClass, StreamDoc, LATENCY_SCHEMA};
 use crate::latency::load;
 use crate::latency::report;
+use crate::latency::stacks;
+use crate::latency::stage_capture::{StageCapture, StageTap, StageTaps, PHASE_NS};
 use crate::latency::threads::{self, Class, ClassName, Path, Plan, StreamSpec};
+use crate::latency::trace::StackMode;
 use crate::meter::placement;
 use crate::results::model::{Run, RunOptions};
 use crate::usage;
@@ -33,6 +36,8 @@ pub struct LatencyConfig {
     pub fail_over_ns: Option<u64>,
     pub loads: Vec<load::Kind>,
     pub dir: std::path::PathBuf,
+    /// `--compute`: what the timer threads compute per period.
+    pub compute_ns: Option<u64>,
 }
 
 fn split(list: &str) -> impl Iterator<Item = &str> {
@@ -149,7 +154,27 @@ impl LatencyConfig {
         if loads.contains(&load::Kind::Io) {
             crate::config::check_scratch_parent(&dir)?;
         }
+        let compute_ns = match &args.compute {
+            None => None,
+            Some(text) => {
+                let c = parse_duration_ns(text)?;
+                if c == 0 || c >= period_ns {
+                    return Err(usage!(
+                        "--compute {text}: must be more than 0 and less than the period ({}), or \
+                         the pipeline can never keep up",
+                        args.period
+                    ));
+                }
+                Some(c)
+            }
+        };
+        if (compute_ns.is_some() || args.stages) && !paths.contains(&Path::Timer) {
+            return Err(usage!(
+                "--compute and --stages apply to the timer path: add timer to --paths"
+            ));
+        }
         Ok(LatencyConfig {
+            compute_ns,
             loads,
             dir,
             period_ns,
@@ -214,17 +239,9 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
             Some(p) => match placement::check_fifo_priority(p) {
                 Ok(()) => true,
                 Err(e) => {
-                    let why = if format!("{e:#}").contains("needs root") {
-                        format!(
-                            "SCHED_FIFO priority {p} is not allowed for this user (needs root, CAP_SYS_NICE \
-                             or an RLIMIT_RTPRIO of at least {p}); run as root or use --classes normal"
-                        )
-                    } else {
-                        format!("{e:#}")
-                    };
                     skipped.push(SkippedClass {
                         class: c.name,
-                        reason: why,
+                        reason: format!("{e:#}"),
                     });
                     false
                 }
@@ -257,8 +274,33 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
             return Err(usage!("--episodes 0: keep at least one episode"));
         }
         Some(
-            crate::latency::trace::Tracer::start(&config.cpus, threshold, args.episodes)
-                .context("--trace: cannot set up cause capture")?,
+            crate::latency::trace::Tracer::start(
+                &config.cpus,
+                threshold,
+                args.episodes,
+                args.stacks,
+            )
+            .context("--trace: cannot set up cause capture")?,
+        )
+    } else {
+        None
+    };
+    // Stage capture attaches its events before the start time is set (attaching stalls CPUs).
+    let taps: StageTaps = specs
+        .iter()
+        .map(|s| (args.stages && s.path == Path::Timer).then(StageTap::new))
+        .collect();
+    let stage_capture = if args.stages {
+        let stream_cpus: Vec<usize> = specs.iter().map(|s| s.cpu).collect();
+        Some(
+            StageCapture::start(
+                &config.cpus,
+                &taps,
+                &stream_cpus,
+                periods * config.period_ns,
+                Some(PHASE_NS),
+            )
+            .context("--stages: cannot set up stage capture")?,
         )
     } else {
         None
@@ -272,6 +314,8 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         buffers: config.buffers.clone(),
         stop: Arc::clone(&stop),
         trigger: tracer.as_ref().map(|t| Arc::clone(&t.trigger)),
+        stages: args.stages.then(|| Arc::new(taps)),
+        compute_ns: config.compute_ns,
     };
     // The PM QoS request lasts as long as the descriptor is open.
     let _dma_latency = match args.cpu_dma_latency {
@@ -340,8 +384,18 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
     // Dropping the tracer removes the trace instance (and unmounts tracefs if osmeter mounted it).
     let episodes = watcher.join().ok().flatten().map(|t| t.episodes.clone());
     drop(rt_limit);
+    let stages = stage_capture.map(StageCapture::finish).transpose()?;
+    let causes = episodes
+        .as_ref()
+        .filter(|_| args.stacks != StackMode::Off)
+        .map(|eps| stacks::aggregate(eps.iter().map(|e| e.samples.as_slice())));
 
-    let streams: Vec<StreamDoc> = results.iter().map(StreamDoc::of).collect();
+    let mut streams: Vec<StreamDoc> = results.iter().map(StreamDoc::of).collect();
+    if let Some(report) = &stages {
+        for (doc, s) in streams.iter_mut().zip(&report.streams) {
+            doc.stages = s.clone();
+        }
+    }
     let measured_s = results.iter().map(|r| r.acct.periods()).max().unwrap_or(0) as f64
         * config.period_ns as f64
         / 1e9;
@@ -375,6 +429,9 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         interrupted,
         loads: load_reports,
         episodes,
+        stacks: args.trace.then_some(args.stacks),
+        causes,
+        stage_capture: stages.map(|s| s.info),
         streams,
     };
 

@@ -7,6 +7,7 @@
 
 use super::buffer::{BufferConfig, BufferTracker};
 use super::histogram::Histogram;
+use super::seconds::Seconds;
 use serde::{Deserialize, Serialize};
 
 /// Window widths for worst-case-per-window figures.
@@ -33,6 +34,8 @@ pub struct Accounting {
     pub corrected: Histogram,
     pub windows: Vec<WindowMaxima>,
     pub buffers: Vec<(BufferConfig, BufferTracker)>,
+    /// Percentiles and exceedances of each second, for comparing runs second against second.
+    pub seconds: Seconds,
 }
 
 impl Accounting {
@@ -59,6 +62,7 @@ impl Accounting {
                 .iter()
                 .map(|c| (*c, BufferTracker::new(c)))
                 .collect(),
+            seconds: Seconds::new(period_ns, planned_periods),
         }
     }
 
@@ -86,6 +90,7 @@ impl Accounting {
         for (_, t) in &mut self.buffers {
             t.observe(lateness_ns);
         }
+        self.seconds.record(at, lateness_ns);
     }
 
     pub fn periods(&self) -> u64 {

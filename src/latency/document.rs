@@ -5,10 +5,14 @@ use super::accounting::{
     fit_gumbel, summarise_windows, Accounting, GumbelFit, WindowSummary, WINDOWS,
 };
 use super::buffer::{evaluate, BufferResult};
+use super::compute::ComputeResult;
 use super::histogram::Histogram;
 use super::load::LoadReport;
+use super::seconds::SecondStats;
+use super::stacks::Cause;
+use super::stage_capture::{StageCaptureInfo, StreamStages};
 use super::threads::{ClassName, Path, StreamResult};
-use super::trace::Episode;
+use super::trace::{Episode, StackMode};
 use serde::{Deserialize, Serialize};
 
 pub const LATENCY_SCHEMA: &str = "osmeter.latency/1";
@@ -37,6 +41,15 @@ pub struct LatencyDoc {
     pub loads: Vec<LoadReport>,
     /// Cause-capture episodes; `None` when `--trace` was not asked for.
     pub episodes: Option<Vec<Episode>>,
+    /// Which stacks cause capture took, and the functions they found across episodes, most
+    /// samples first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<StackMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causes: Option<Vec<Cause>>,
+    /// How `--stages` captured (each stream has its stages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage_capture: Option<StageCaptureInfo>,
     pub streams: Vec<StreamDoc>,
 }
 
@@ -144,6 +157,15 @@ pub struct StreamDoc {
     pub estimate: Estimate,
     #[serde(default)]
     pub buffers: Vec<BufferResult>,
+    /// Each whole second: its percentiles and periods over the fixed thresholds (`seconds`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seconds: Vec<SecondStats>,
+    /// `--stages`: the timer path's wakes split into stages, keyed by stage name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StreamStages>,
+    /// `--compute`: real underruns of the pipeline the thread fed, against the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<ComputeResult>,
 }
 
 impl StreamDoc {
@@ -197,6 +219,9 @@ impl StreamDoc {
                 .iter()
                 .map(|(c, t)| evaluate(c, t, measured_ns))
                 .collect(),
+            seconds: a.seconds.whole(a.period_ns, a.periods()),
+            stages: None,
+            compute: r.compute.clone(),
         }
     }
 
@@ -208,5 +233,40 @@ impl StreamDoc {
             self.path.name(),
             self.cpu
         )
+    }
+}
+
+#[cfg(test)]
+impl LatencyDoc {
+    /// A document around these streams with plain settings (1 ms period, one CPU, the timer
+    /// path), for tests of what reads documents.
+    pub fn for_tests(streams: Vec<StreamDoc>) -> LatencyDoc {
+        let measured_s = streams.iter().map(|s| s.measured_s).fold(0.0, f64::max);
+        LatencyDoc {
+            schema: LATENCY_SCHEMA.into(),
+            period_ns: 1_000_000,
+            duration_s: measured_s,
+            measured_s,
+            cpus: vec![1],
+            classes: Vec::new(),
+            paths: vec![Path::Timer],
+            skipped: Vec::new(),
+            rttime_limit_us: 500_000,
+            timer_slack_ns: 1,
+            cpu_dma_latency_us: None,
+            fail_over_ns: None,
+            worst_ns: streams
+                .iter()
+                .map(|s| s.corrected.max_ns)
+                .max()
+                .unwrap_or(0),
+            interrupted: false,
+            loads: Vec::new(),
+            episodes: None,
+            stacks: None,
+            causes: None,
+            stage_capture: None,
+            streams,
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use super::buffer::format_seconds;
 use super::document::{Estimate, LatencyDoc, StreamDoc};
+use super::{compute, stacks, stage_capture};
 
 fn us(ns: u64) -> String {
     let v = ns as f64 / 1e3;
@@ -66,6 +67,14 @@ pub fn render(doc: &LatencyDoc) -> String {
             out.push_str(&format!("skipped {}: {}\n", k.class.as_str(), k.reason));
         }
     }
+    if let Some(info) = &doc.stage_capture {
+        out.push_str(&stage_capture::render_header(info));
+        for s in &doc.streams {
+            if let Some(st) = &s.stages {
+                out.push_str(&stage_capture::render(&s.label(), st));
+            }
+        }
+    }
     if let Some(eps) = &doc.episodes {
         out.push_str(&format!(
             "\nCause capture: {} episode(s) over the threshold\n",
@@ -73,6 +82,19 @@ pub fn render(doc: &LatencyDoc) -> String {
         ));
         for e in eps {
             out.push_str(&e.summary);
+        }
+        if let Some(causes) = &doc.causes {
+            out.push_str(&stacks::render(causes, eps.len(), 10));
+        }
+    }
+    if doc.streams.iter().any(|s| s.compute.is_some()) {
+        out.push_str(
+            "\nThe pipeline, run for real (--compute): underruns counted against the model\n",
+        );
+        for s in &doc.streams {
+            if let Some(c) = &s.compute {
+                out.push_str(&compute::render(&s.label(), c, doc.period_ns));
+            }
         }
     }
     out.push_str("\nWorst case per window (us): min / median / p90 / max of the window maxima\n");

@@ -6,6 +6,7 @@
 
 use super::accounting::{Accounting, Deadlines};
 use super::buffer::BufferConfig;
+use super::stage_capture::StageTaps;
 use super::trace::{Mark, Trigger};
 use crate::meter::placement;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -86,7 +87,12 @@ pub struct StreamResult {
     /// CPU time of the measuring thread (and of its signaller, for the signal paths), nanoseconds.
     pub cpu_ns: u64,
     pub error: Option<String>,
+    /// With `--compute`: the pipeline the thread fed, real underruns against the model.
+    pub compute: Option<super::compute::ComputeResult>,
 }
+
+/// Start of every measuring thread's name (stage capture picks their events by it).
+pub const THREAD_PREFIX: &str = "lat-";
 
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -98,7 +104,7 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn thread_cpu_ns() -> u64 {
+pub(super) fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -110,7 +116,7 @@ fn thread_cpu_ns() -> u64 {
 
 /// Sleeps until `deadline` (CLOCK_MONOTONIC); an interruption by a signal just resumes, the caller
 /// checks the stop flag once per period.
-fn sleep_until(deadline: u64) {
+pub(super) fn sleep_until(deadline: u64) {
     let ts = libc::timespec {
         tv_sec: (deadline / 1_000_000_000) as libc::time_t,
         tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
@@ -131,7 +137,7 @@ fn sleep_until(deadline: u64) {
     }
 }
 
-fn enter_class(spec: &StreamSpec) -> Result<(), String> {
+pub(super) fn enter_class(spec: &StreamSpec) -> Result<(), String> {
     placement::pin_current_thread(spec.cpu).map_err(|e| format!("{e:#}"))?;
     // Normal threads get 50 us of timer slack by default, which would be measured as lateness;
     // real-time threads have none. 1 ns (0 would mean "the default") puts the classes on equal terms.
@@ -153,10 +159,14 @@ pub struct Plan {
     pub stop: Arc<AtomicBool>,
     /// Cause capture (`--trace`): fired by a wake over its threshold.
     pub trigger: Option<Arc<Trigger>>,
+    /// Stage capture (`--stages`): per stream index, where a timer thread leaves its wake times.
+    pub stages: Option<Arc<StageTaps>>,
+    /// `--compute`: timer threads compute this long per period, feeding a pipeline.
+    pub compute_ns: Option<u64>,
 }
 
 #[inline]
-fn check_trigger(plan: &Plan, spec: &StreamSpec, reference_ns: u64, wake_ns: u64) {
+pub(super) fn check_trigger(plan: &Plan, spec: &StreamSpec, reference_ns: u64, wake_ns: u64) {
     if let Some(t) = &plan.trigger {
         t.check(Mark {
             cpu: spec.cpu,
@@ -179,12 +189,15 @@ pub fn run_streams(specs: &[StreamSpec], plan: &Plan) -> Vec<StreamResult> {
             let phase = plan.period_ns * i as u64 / n;
             std::thread::Builder::new()
                 .name(format!(
-                    "lat-{}-{}",
+                    "{THREAD_PREFIX}{}-{}",
                     spec.class.name.as_str(),
                     spec.path.name()
                 ))
-                .spawn(move || match spec.path {
-                    Path::Timer => timer_stream(spec, &plan, phase),
+                .spawn(move || match (spec.path, plan.compute_ns) {
+                    (Path::Timer, Some(c)) => {
+                        super::compute::compute_stream(spec, &plan, phase, c, i)
+                    }
+                    (Path::Timer, None) => timer_stream(spec, &plan, phase, i),
                     _ => signal_stream(spec, &plan, phase),
                 })
         })
@@ -199,6 +212,7 @@ pub fn run_streams(specs: &[StreamSpec], plan: &Plan) -> Vec<StreamResult> {
                 acct: Accounting::new(plan.period_ns, 0, &[]),
                 cpu_ns: 0,
                 error: Some(why),
+                compute: None,
             };
             match h {
                 Ok(h) => h
@@ -210,7 +224,7 @@ pub fn run_streams(specs: &[StreamSpec], plan: &Plan) -> Vec<StreamResult> {
         .collect()
 }
 
-fn timer_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
+fn timer_stream(spec: StreamSpec, plan: &Plan, phase: u64, index: usize) -> StreamResult {
     let mut acct = Accounting::new(plan.period_ns, plan.periods, &plan.buffers);
     let result = |acct, cpu_ns, error| StreamResult {
         spec,
@@ -218,6 +232,7 @@ fn timer_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
         acct,
         cpu_ns,
         error,
+        compute: None,
     };
     if let Err(e) = enter_class(&spec) {
         return result(acct, 0, Some(e));
@@ -228,10 +243,20 @@ fn timer_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
         period_ns: plan.period_ns,
         total: plan.periods,
     };
+    let tap = plan
+        .stages
+        .as_ref()
+        .and_then(|t| t.get(index).cloned().flatten());
+    if let Some(t) = &tap {
+        t.begin(d.first_ns, d.period_ns);
+    }
     let mut k = 0;
     while k < d.total && !plan.stop.load(Ordering::Relaxed) {
         sleep_until(d.at(k));
         let now = monotonic_ns();
+        if let Some(t) = &tap {
+            t.record(k, now);
+        }
         check_trigger(plan, &spec, d.at(k), now);
         k = d.wake(&mut acct, k, now);
     }
@@ -375,6 +400,7 @@ fn signal_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
                 acct,
                 cpu_ns: 0,
                 error: Some(e),
+                compute: None,
             }
         }
     };
@@ -472,6 +498,7 @@ fn signal_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
         acct,
         cpu_ns,
         error,
+        compute: None,
     }
 }
 
@@ -487,6 +514,8 @@ mod tests {
             buffers: BufferConfig::default_table(0.5),
             stop: Arc::new(AtomicBool::new(false)),
             trigger: None,
+            stages: None,
+            compute_ns: None,
         }
     }
 

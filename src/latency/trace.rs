@@ -1,14 +1,14 @@
 //! Cause capture: scheduler, interrupt, softirq, hrtimer and workqueue events on the measured CPUs
 //! go into a private tracefs instance; a wake later than the threshold stops that instance's
 //! tracing at once (one write from the measuring thread), and the collector reads back what the
-//! CPU did between the deadline and the wake. A private instance leaves the global trace settings
-//! alone; removing it (and unmounting tracefs when osmeter mounted it) restores everything.
+//! CPU did between the deadline and the wake. Everything lives in a private instance (see
+//! `tracefs`), so removing it restores everything.
 
-use anyhow::{bail, Context, Result};
+use super::stacks::{samples_in, StackSample};
+use super::tracefs::{Instance, Tracefs};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -64,110 +64,64 @@ impl Trigger {
     }
 }
 
-/// The tracefs instance and what must be undone.
+/// Which stacks cause capture records. Each costs time on the measured CPU at the events that
+/// take one (a few microseconds per kernel stack on a VM), some of it on the late thread's path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum StackMode {
+    /// No stacks: events only
+    Off,
+    /// Kernel stacks at the sampling points
+    Kernel,
+    /// Kernel stacks, and user stacks (object and offset) with every event
+    All,
+}
+
+/// The cause-capture instance; dropping it removes the instance.
 pub struct Tracer {
-    instance: PathBuf,
-    mounted_by_us: Option<PathBuf>,
+    instance: Instance,
     pub trigger: std::sync::Arc<Trigger>,
     pub episodes: Vec<Episode>,
     pub max_episodes: usize,
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text)
-        .with_context(|| format!("cannot write {text:?} to {}", path.display()))
-}
-
-fn find_tracefs() -> Result<(PathBuf, Option<PathBuf>)> {
-    for dir in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
-        if Path::new(dir).join("instances").is_dir() {
-            return Ok((PathBuf::from(dir), None));
-        }
-    }
-    let dir = PathBuf::from("/sys/kernel/tracing");
-    let target = std::ffi::CString::new(dir.as_os_str().as_bytes())?;
-    // SAFETY: valid NUL-terminated strings; a plain tracefs mount undone in Drop.
-    let rc = unsafe {
-        libc::mount(
-            c"tracefs".as_ptr(),
-            target.as_ptr(),
-            c"tracefs".as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if rc != 0 {
-        bail!(
-            "tracefs is not mounted and cannot be mounted on {}: {} (needs root and a kernel with tracing)",
-            dir.display(),
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok((dir.clone(), Some(dir)))
-}
-
 impl Tracer {
-    pub fn start(cpus: &[usize], threshold_ns: u64, max_episodes: usize) -> Result<Tracer> {
-        let (root, mounted_by_us) = find_tracefs()?;
-        let instance = root
-            .join("instances")
-            .join(format!("osmeter-{}", std::process::id()));
-        let made = std::fs::create_dir(&instance)
-            .with_context(|| format!("cannot create the trace instance {}", instance.display()));
-        let cleanup_mount = |m: &Option<PathBuf>| {
-            if let Some(dir) = m {
-                if let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) {
-                    // SAFETY: unmounting what we mounted.
-                    unsafe { libc::umount(c.as_ptr()) };
-                }
-            }
-        };
-        if let Err(e) = made {
-            cleanup_mount(&mounted_by_us);
-            return Err(e);
-        }
+    pub fn start(
+        cpus: &[usize],
+        threshold_ns: u64,
+        max_episodes: usize,
+        stacks: StackMode,
+    ) -> Result<Tracer> {
+        let fs = Tracefs::open()?;
+        let instance = Instance::create(&fs, "causes")?;
         let tracing_on = std::fs::OpenOptions::new()
             .write(true)
-            .open(instance.join("tracing_on"));
-        let tracing_on = match tracing_on {
-            Ok(f) => std::os::fd::IntoRawFd::into_raw_fd(f),
-            Err(e) => {
-                let _ = std::fs::remove_dir(&instance);
-                cleanup_mount(&mounted_by_us);
-                return Err(e).context("cannot open tracing_on of the trace instance");
-            }
-        };
+            .open(instance.path("tracing_on"))
+            .context("cannot open tracing_on of the trace instance")?;
         let tracer = Tracer {
             instance,
-            mounted_by_us,
             trigger: std::sync::Arc::new(Trigger {
                 threshold_ns,
                 armed: AtomicBool::new(false),
-                tracing_on,
+                tracing_on: std::os::fd::IntoRawFd::into_raw_fd(tracing_on),
                 pending: Mutex::new(None),
             }),
             episodes: Vec::new(),
             max_episodes,
         };
-        // From here on Drop removes the instance whatever fails.
+        // From here on Drop closes the descriptor and removes the instance whatever fails.
         let i = &tracer.instance;
-        write(&i.join("tracing_on"), "0")?;
-        write(&i.join("trace_clock"), "mono")?;
-        write(&i.join("buffer_size_kb"), "4096")?;
-        let mut mask = vec![0u32; cpus.iter().max().map(|m| m / 32 + 1).unwrap_or(1)];
-        for &c in cpus {
-            mask[c / 32] |= 1 << (c % 32);
-        }
-        let mask_text: Vec<String> = mask.iter().rev().map(|w| format!("{w:08x}")).collect();
-        write(&i.join("tracing_cpumask"), &mask_text.join(","))?;
+        i.write("trace_clock", "mono")?;
+        i.write("buffer_size_kb", "4096")?;
+        i.set_cpus(cpus)?;
         for ev in EVENTS {
-            let p = i.join("events").join(ev).join("enable");
-            if p.exists() {
-                write(&p, "1")?;
-            }
+            i.enable_event(ev)?;
         }
-        write(&i.join("trace"), "")?;
-        write(&i.join("tracing_on"), "1")?;
+        if stacks != StackMode::Off {
+            set_up_stacks(i, stacks == StackMode::All)?;
+        }
+        i.write("trace", "")?;
+        i.write("tracing_on", "1")?;
         tracer.trigger.armed.store(true, Ordering::Release);
         Ok(tracer)
     }
@@ -179,11 +133,11 @@ impl Tracer {
             Err(_) => None,
         };
         let Some(mark) = mark else { return };
-        let text = std::fs::read_to_string(self.instance.join("trace")).unwrap_or_default();
+        let text = self.instance.read("trace").unwrap_or_default();
         self.episodes.push(summarise(&mark, &parse(&text)));
         if self.episodes.len() < self.max_episodes
-            && write(&self.instance.join("trace"), "").is_ok()
-            && write(&self.instance.join("tracing_on"), "1").is_ok()
+            && self.instance.write("trace", "").is_ok()
+            && self.instance.write("tracing_on", "1").is_ok()
         {
             self.trigger.armed.store(true, Ordering::Release);
         }
@@ -193,20 +147,53 @@ impl Tracer {
 impl Drop for Tracer {
     fn drop(&mut self) {
         self.trigger.armed.store(false, Ordering::Release);
-        let _ = write(&self.instance.join("tracing_on"), "0");
         // SAFETY: our descriptor; the measuring threads that could write to it have been joined.
+        // Closed before the instance (dropped after this) is removed, which an open file prevents.
         unsafe { libc::close(self.trigger.tracing_on) };
-        for ev in EVENTS {
-            let _ = write(&self.instance.join("events").join(ev).join("enable"), "0");
-        }
-        let _ = std::fs::remove_dir(&self.instance);
-        if let Some(dir) = &self.mounted_by_us {
-            if let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) {
-                // SAFETY: unmounting what we mounted.
-                unsafe { libc::umount(c.as_ptr()) };
-            }
+    }
+}
+
+/// Kernel stacks at the sampling points: the tick (a periodic sample of whatever runs, as in the
+/// seed's tool), device interrupts, softirqs, and each switch into a measuring thread away from a
+/// task that was running (where that task gave the CPU up); user stacks with every event where the
+/// kernel can walk them. The measuring threads' own timer expiries and switches from idle carry no
+/// stack, so an on-time wake pays nothing for it.
+fn set_up_stacks(i: &Instance, user: bool) -> Result<()> {
+    // Not when one measuring thread follows another: that is no cause.
+    let switch = format!(
+        "stacktrace if next_comm ~ \"{p}*\" && prev_pid != 0 && !(prev_comm ~ \"{p}*\")",
+        p = super::threads::THREAD_PREFIX
+    );
+    let tick = ["tick_nohz_handler", "tick_sched_timer"]
+        .iter()
+        .find_map(|f| super::stage_capture::kernel_symbol(f))
+        .map(|a| format!("stacktrace if function == 0x{a:x}"));
+    let mut triggers = vec![
+        ("irq/irq_handler_entry", "stacktrace".to_string()),
+        ("irq/softirq_entry", "stacktrace".to_string()),
+        ("sched/sched_switch", switch),
+    ];
+    if let Some(t) = tick {
+        triggers.push(("timer/hrtimer_expire_entry", t));
+    }
+    for (event, trigger) in triggers {
+        let file = format!("events/{event}/trigger");
+        if i.has(&file) {
+            i.write(&file, &trigger)?;
         }
     }
+    let options: &[&str] = if user {
+        &["userstacktrace", "sym-userobj"]
+    } else {
+        &[]
+    };
+    for option in options {
+        let file = format!("options/{option}");
+        if i.has(&file) {
+            i.write(&file, "1")?;
+        }
+    }
+    Ok(())
 }
 
 /// One trace line.
@@ -217,13 +204,22 @@ pub struct Event {
     pub ts_ns: u64,
     pub name: String,
     pub detail: String,
+    /// For `<stack trace>` and `<user stack trace>` entries: the frames, innermost first.
+    pub frames: Vec<String>,
 }
 
 /// Reads the default text format: `task-pid [cpu] flags secs.frac: event: details`.
 pub fn parse(text: &str) -> Vec<Event> {
-    let mut out = Vec::new();
+    let mut out: Vec<Event> = Vec::new();
     for line in text.lines() {
         if line.starts_with('#') {
+            continue;
+        }
+        // ` => function` lines are the frames of the stack entry above them.
+        if let Some(frame) = line.strip_prefix(" => ") {
+            if let Some(last) = out.last_mut() {
+                last.frames.push(frame.trim().to_string());
+            }
             continue;
         }
         let Some(open) = line.find("] ") else {
@@ -260,6 +256,7 @@ pub fn parse(text: &str) -> Vec<Event> {
             ts_ns,
             name: name.trim().to_string(),
             detail: detail.trim().to_string(),
+            frames: Vec::new(),
         });
     }
     out
@@ -283,6 +280,9 @@ pub struct Episode {
     pub events: usize,
     /// The episode as the table prints it.
     pub summary: String,
+    /// Stacks sampled on the CPU while the thread was late (see `stacks`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<StackSample>,
 }
 
 fn field<'a>(detail: &'a str, key: &str) -> Option<&'a str> {
@@ -295,7 +295,11 @@ fn field<'a>(detail: &'a str, key: &str) -> Option<&'a str> {
 /// What the CPU did from the deadline to the wake.
 pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
     let (from, to) = (mark.reference_ns, mark.wake_ns);
-    let on_cpu: Vec<&Event> = events.iter().filter(|e| e.cpu == mark.cpu).collect();
+    // Stack entries (`<stack trace>`) belong to the event before them, not to the timeline.
+    let on_cpu: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.cpu == mark.cpu && !e.name.starts_with('<'))
+        .collect();
     // Who was running at the deadline: the last switch before it.
     let mut current = on_cpu
         .iter()
@@ -407,6 +411,7 @@ pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
         verdict,
         events: count,
         summary: String::new(),
+        samples: samples_in(events, mark.cpu, from, to),
     };
     e.summary = render(&e);
     e
@@ -452,6 +457,15 @@ pub fn render(e: &Episode) -> String {
     if !e.work.is_empty() {
         let v: Vec<String> = e.work.iter().map(|(n, c)| format!("{n} x{c}")).collect();
         s.push_str(&format!("    work: {}\n", v.join(", ")));
+    }
+    if !e.samples.is_empty() {
+        let causes = super::stacks::aggregate([e.samples.as_slice()]);
+        let v: Vec<String> = causes
+            .iter()
+            .take(4)
+            .map(|c| format!("{} x{}", c.function, c.samples))
+            .collect();
+        s.push_str(&format!("    stacks: {}\n", v.join(", ")));
     }
     s
 }

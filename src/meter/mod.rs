@@ -6,6 +6,7 @@
 pub mod interference;
 pub mod perf;
 pub mod placement;
+pub mod realtime;
 
 use crate::results::model::CounterScopes;
 use serde::Serialize;

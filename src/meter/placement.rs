@@ -1,5 +1,6 @@
 //! CPU placement and scheduling class of the measuring thread and its partners.
 
+use super::realtime;
 use anyhow::{bail, Context, Result};
 
 /// CPUs this process could use before osmeter pinned anything, in ascending order. Read once, at the
@@ -116,25 +117,26 @@ pub fn set_fifo(priority: i32) -> Result<()> {
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
         let err = std::io::Error::last_os_error();
         if err.raw_os_error() == Some(libc::EPERM) {
-            bail!(
-                "SCHED_FIFO needs root, CAP_SYS_NICE or an RLIMIT_RTPRIO of at least {priority} (ulimit -r); \
-                 run as root or drop --fifo"
-            );
+            let why = realtime::diagnose(priority, Err(libc::EPERM), realtime::read_facts());
+            bail!("{}", why.message());
         }
         return Err(err).context("cannot switch to SCHED_FIFO");
     }
     Ok(())
 }
 
-/// Checks a requested real-time priority before anything runs: in range, and allowed for this user
-/// (tried on a short-lived thread so the caller's own class is untouched).
+/// Checks a requested real-time priority before anything runs: in range, and allowed here (tried
+/// on a short-lived thread so the caller's own class is untouched); a refusal says which rule
+/// refused it and what to do.
 pub fn check_fifo_priority(priority: i32) -> Result<()> {
     if !(1..=MAX_FIFO_PRIORITY).contains(&priority) {
         bail!("the priority must be between 1 and {MAX_FIFO_PRIORITY} (99 is left to the kernel)");
     }
-    std::thread::spawn(move || set_fifo(priority))
-        .join()
-        .map_err(|_| anyhow::anyhow!("the priority check thread panicked"))?
+    let d = realtime::check(priority);
+    if !d.allowed {
+        bail!("{}", d.message());
+    }
+    Ok(())
 }
 
 /// Placement of a two-party probe relative to the measuring CPU: the partner on the same CPU, or on

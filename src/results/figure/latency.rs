@@ -1,10 +1,18 @@
 //! The figures of a latency run, per stream (class/path/CPU): the lateness percentiles, the worst
-//! wake per 1 s window (whose windows are its repetitions), the share of periods missed, and per
-//! pipeline of the buffer model the share of periods that would underrun and, where underruns
-//! were seen, the mean time between them.
+//! wake per 1 s window, the share of periods later than 100 us, 1 ms and 10 ms, the share of
+//! periods missed, and per pipeline of the buffer model the share of periods that would underrun
+//! and, where underruns were seen, the mean time between them.
+//!
+//! Every figure carries a 95 % interval from its own run (see `latency::intervals`): order
+//! statistics for a percentile, Wilson's interval for a share, the Poisson interval of the failure
+//! count for an MTTF. Where the run recorded its seconds, the percentiles up to p99 and the shares
+//! over the thresholds have one repetition per second, so `compare` tests two runs second against
+//! second; the tail percentiles, the missed share and the buffer model stay one value a side.
 
 use super::{Direction, Evidence, Figure, Role};
 use crate::latency::document::{LatencyDoc, StreamDoc};
+use crate::latency::intervals::{mttf, quantile_interval, wilson};
+use crate::latency::seconds::{SecondStats, OVER_NS};
 use crate::units::Unit;
 
 fn single(key: String, unit: Unit, direction: Direction, value: f64) -> Figure {
@@ -15,16 +23,82 @@ fn single(key: String, unit: Unit, direction: Direction, value: f64) -> Figure {
     }
 }
 
-fn stream_figures(s: &StreamDoc, out: &mut Vec<Figure>) {
-    let name = s.label();
+/// One round per second, when the run has whole seconds.
+fn per_second(seconds: &[SecondStats], value: impl Fn(&SecondStats) -> f64) -> Option<Evidence> {
+    (!seconds.is_empty())
+        .then(|| Evidence::Rounds(seconds.iter().map(|s| vec![value(s)]).collect()))
+}
+
+/// The quantile a percentile name stands for.
+fn quantile(name: &str) -> Option<f64> {
+    match name {
+        "p50" => Some(0.5),
+        "p90" => Some(0.9),
+        "p99" => Some(0.99),
+        "p99.9" => Some(0.999),
+        "p99.99" => Some(0.9999),
+        _ => None,
+    }
+}
+
+/// "100us", "1ms", "10ms".
+fn threshold_name(ns: u64) -> String {
+    if ns >= 1_000_000 && ns % 1_000_000 == 0 {
+        format!("{}ms", ns / 1_000_000)
+    } else {
+        format!("{}us", ns / 1_000)
+    }
+}
+
+fn percentile_figures(s: &StreamDoc, name: &str, out: &mut Vec<Figure>) {
+    let buckets = &s.histogram_corrected.buckets;
     for (p, ns) in s.corrected.percentiles() {
-        out.push(single(
+        let by_second: Option<fn(&SecondStats) -> f64> = match p {
+            "p50" => Some(|x| x.p50_ns as f64),
+            "p90" => Some(|x| x.p90_ns as f64),
+            "p99" => Some(|x| x.p99_ns as f64),
+            _ => None,
+        };
+        let mut f = single(
             format!("{name} {p}"),
             Unit::Nanoseconds,
             Direction::Lower,
             ns as f64,
-        ));
+        );
+        f.interval = quantile(p).and_then(|q| quantile_interval(buckets, q));
+        if let Some(e) = by_second.and_then(|v| per_second(&s.seconds, v)) {
+            f.evidence = e;
+        }
+        out.push(f);
     }
+}
+
+fn over_figures(s: &StreamDoc, name: &str, out: &mut Vec<Figure>) {
+    let periods: u64 = s.seconds.iter().map(|x| u64::from(x.periods)).sum();
+    if periods == 0 {
+        return;
+    }
+    for (i, &t) in OVER_NS.iter().enumerate() {
+        let over: u64 = s.seconds.iter().map(|x| u64::from(x.over[i])).sum();
+        let mut f = single(
+            format!("{name} over {}", threshold_name(t)),
+            Unit::Ratio,
+            Direction::Lower,
+            over as f64 / periods as f64,
+        );
+        f.interval = wilson(over, periods);
+        if let Some(e) = per_second(&s.seconds, |x| {
+            f64::from(x.over[i]) / f64::from(x.periods.max(1))
+        }) {
+            f.evidence = e;
+        }
+        out.push(f);
+    }
+}
+
+fn stream_figures(s: &StreamDoc, out: &mut Vec<Figure>) {
+    let name = s.label();
+    percentile_figures(s, &name, out);
     if let Some(w) = s.windows.iter().find(|w| w.window == "1s") {
         if !w.maxima_ns.is_empty() {
             out.push(Figure {
@@ -38,29 +112,39 @@ fn stream_figures(s: &StreamDoc, out: &mut Vec<Figure>) {
             });
         }
     }
+    over_figures(s, &name, out);
     if s.periods > 0 {
-        out.push(single(
-            format!("{name} missed"),
-            Unit::Ratio,
-            Direction::Lower,
-            s.missed as f64 / s.periods as f64,
-        ));
+        out.push(Figure {
+            interval: wilson(s.missed, s.periods),
+            ..single(
+                format!("{name} missed"),
+                Unit::Ratio,
+                Direction::Lower,
+                s.missed as f64 / s.periods as f64,
+            )
+        });
     }
     for b in &s.buffers {
         let pipeline = format!("t={}ms n={} c={}ms", b.period_ms, b.buffers, b.compute_ms);
-        out.push(single(
-            format!("{name} underrun {pipeline}"),
-            Unit::Ratio,
-            Direction::Lower,
-            b.p_underrun,
-        ));
-        if let Some(mttf) = b.mttf_s {
-            out.push(single(
-                format!("{name} mttf {pipeline}"),
-                Unit::Seconds,
-                Direction::Higher,
-                mttf,
-            ));
+        out.push(Figure {
+            interval: wilson(b.overruns, b.periods),
+            ..single(
+                format!("{name} underrun {pipeline}"),
+                Unit::Ratio,
+                Direction::Lower,
+                b.p_underrun,
+            )
+        });
+        if let Some(m) = b.mttf_s {
+            out.push(Figure {
+                interval: mttf(b.failures, s.measured_s),
+                ..single(
+                    format!("{name} mttf {pipeline}"),
+                    Unit::Seconds,
+                    Direction::Higher,
+                    m,
+                )
+            });
         }
     }
 }
@@ -72,3 +156,6 @@ pub fn figures(doc: &LatencyDoc) -> Vec<Figure> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

@@ -89,7 +89,10 @@ fn ratio_ticks(half_span: f64) -> Vec<f64> {
 }
 
 fn chart(ctx: &Context, index: usize, c: &Comparison) -> Result<String> {
-    let mut figs: Vec<&FigureComparison> = general(c).collect();
+    // A share that is 0 on one side has no finite speed-up: it has no bar.
+    let mut figs: Vec<&FigureComparison> = general(c)
+        .filter(|f| f.speedup.is_finite() && f.speedup > 0.0)
+        .collect();
     figs.sort_by(|a, b| b.speedup.total_cmp(&a.speedup));
     let half = figs
         .iter()
@@ -113,7 +116,8 @@ fn chart(ctx: &Context, index: usize, c: &Comparison) -> Result<String> {
             category: i,
             slot: 0,
             value: f.speedup,
-            interval: speedup_ci(f),
+            // An interval reaching 0 or infinity (a ratio of shares with zeros) ends at the axis.
+            interval: speedup_ci(f).map(|i| i.map(|v| v.clamp(axis.lo, axis.hi))),
             color: verdict_color(f.verdict),
             text: Some(factor(f.speedup)),
         })

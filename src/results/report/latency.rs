@@ -18,6 +18,8 @@ use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+mod detail;
+
 pub struct Latency;
 
 /// Bins per octave of the plotted histogram.
@@ -496,6 +498,7 @@ impl Section for Latency {
         out.push_str("<h3>Percentiles and worst cases</h3>\n");
         out.push_str(&summary_table(&all));
         out.push_str(&episodes(ctx, &docs));
+        out.push_str(&detail::render(ctx, &docs));
         let buffers = buffer_table(&all);
         if !buffers.is_empty() {
             out.push_str("<h3>Buffer model: mean time to underrun</h3>\n");
@@ -584,28 +587,18 @@ mod tests {
                 buffer(1.0, 2, 0.5, 0.01, Some(0.1)),
                 buffer(5.0, 3, 2.5, 0.0, None),
             ],
+            seconds: Vec::new(),
+            stages: None,
+            compute: None,
         }
     }
 
     pub fn doc(streams: Vec<StreamDoc>) -> LatencyDoc {
         LatencyDoc {
-            schema: LATENCY_SCHEMA.into(),
-            period_ns: 1_000_000,
-            duration_s: 1.0,
             measured_s: 1.0,
-            cpus: vec![1],
-            classes: Vec::new(),
-            paths: vec![Path::Timer],
-            skipped: Vec::new(),
-            rttime_limit_us: 500_000,
-            timer_slack_ns: 1,
-            cpu_dma_latency_us: None,
-            fail_over_ns: None,
+            duration_s: 1.0,
             worst_ns: 1_200_000,
-            interrupted: false,
-            loads: Vec::new(),
-            episodes: None,
-            streams,
+            ..LatencyDoc::for_tests(streams)
         }
     }
 
