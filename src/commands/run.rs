@@ -4,6 +4,7 @@ use crate::cli::RunArgs;
 use crate::config::RunConfig;
 use crate::harness::{self, Workload};
 use crate::interrupt;
+use crate::meter::rt_limit::{self, OnLimit, RtTimeLimit};
 use crate::meter::{placement, SystemSensors};
 use crate::probes::{Built, ProbeEnv};
 use crate::results::model::{Measurement, Overhead, Params, Run, RunOptions, Status, RUN_SCHEMA};
@@ -71,6 +72,14 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let restore_affinity = placement::usable_cpus();
     let restore_sched = placement::current_sched();
     placement::pin_current_thread(config.cpu)?;
+    let harness_config = harness::HarnessConfig {
+        realtime: config.fifo.is_some(),
+        ..config.harness.clone()
+    };
+    let rt_limit = config.fifo.map(|_| {
+        let soft = harness::realtime_limit_us(&harness_config);
+        RtTimeLimit::set(soft, Some(soft + 2_000_000), OnLimit::Notify)
+    });
     if let Some(prio) = config.fifo {
         placement::set_fifo(prio)?;
     }
@@ -79,7 +88,19 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let started_at = now_rfc3339();
     let show_progress = super::stderr_is_terminal();
     progress(show_progress, "measuring the harness's own cost");
-    let overhead = harness::measure_overhead(&mut sensors, &config.harness)?;
+    let mut interrupted = false;
+    let overhead = match harness::measure_overhead(&mut sensors, &harness_config) {
+        Ok(o) => Some(o),
+        // Stopped before any figure: the run is still kept, empty and marked interrupted.
+        Err(e) if interrupt::is_interrupt(&e) => {
+            interrupted = true;
+            None
+        }
+        Err(e) => {
+            let _ = placement::restore_sched(restore_sched);
+            return Err(e);
+        }
+    };
 
     let env = ProbeEnv {
         scratch: scratch.path(),
@@ -88,8 +109,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     };
     let total: usize = config.selected.iter().map(|s| s.variants.len()).sum();
     let mut measurements = Vec::with_capacity(total);
-    let mut interrupted = false;
-    'probes: for sel in &config.selected {
+    'probes: for sel in config.selected.iter().filter(|_| overhead.is_some()) {
         let env = ProbeEnv {
             scale: sel.scale,
             ..env
@@ -104,14 +124,26 @@ pub fn run(args: &RunArgs) -> Result<i32> {
                 show_progress,
                 &format!("[{}/{}] {label}", measurements.len() + 1, total),
             );
-            match measure_one(
+            let result = measure_one(
                 &mut sensors,
                 &env,
                 sel.probe,
                 params.clone(),
-                &config,
-                &overhead,
-            ) {
+                &harness_config,
+                overhead.as_ref().expect("measured before any probe"),
+            );
+            if rt_limit::take_tripped() {
+                if let Some(limit) = &rt_limit {
+                    limit.rearm();
+                }
+            }
+            match result {
+                // A figure cut short by Ctrl-C keeps its samples, and is the last one.
+                Ok(m) if interrupt::requested() => {
+                    measurements.push(m);
+                    interrupted = true;
+                    break 'probes;
+                }
                 Ok(m) => measurements.push(m),
                 Err(e) if interrupt::is_interrupt(&e) => {
                     interrupted = true;
@@ -131,6 +163,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     // Undo placement and class before collecting the fingerprint so nothing else inherits them.
     let _ = placement::restore_sched(restore_sched);
     let _ = placement::set_affinity(&restore_affinity);
+    drop(rt_limit);
 
     // The parent, not the fresh subdirectory: its path is stable from run to run.
     let fingerprint = fingerprint::collect(Some(&config.scratch_parent));
@@ -161,7 +194,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         tags: config.tags.clone(),
         fingerprint: fingerprint.clone(),
         counters_unavailable: sensors.unavailable().clone(),
-        overhead: Some(overhead),
+        overhead,
         measurements,
         interrupted,
         sections: Default::default(),
@@ -190,7 +223,7 @@ fn measure_one(
     env: &ProbeEnv,
     probe: &crate::probes::ProbeDef,
     params: Params,
-    config: &RunConfig,
+    harness_config: &harness::HarnessConfig,
     overhead: &Overhead,
 ) -> Result<Measurement> {
     match (probe.build)(env, &params).with_context(|| format!("setting up {}", probe.id))? {
@@ -206,7 +239,7 @@ fn measure_one(
             harness::measure(
                 sensors,
                 w,
-                &config.harness,
+                harness_config,
                 overhead,
                 probe.id,
                 params,

@@ -3,8 +3,7 @@
 
 pub mod stats;
 
-use crate::interrupt;
-use crate::meter::{counter_delta, Sensors};
+use crate::meter::{counter_delta, rt_limit, Cut, Sensors};
 use crate::results::model::{
     CounterScopes, CounterValues, Interference, Measurement, Overhead, Params, Status, Unit,
 };
@@ -65,6 +64,9 @@ pub struct HarnessConfig {
     pub cv_warning: f64,
     /// Samples taken with the counters attached, after the timing samples, for the counter figures.
     pub counting_samples: usize,
+    /// The measuring thread runs at SCHED_FIFO: it blocks for a moment between samples so that
+    /// RLIMIT_RTTIME only ever catches a single runaway sample.
+    pub realtime: bool,
 }
 
 impl Default for HarnessConfig {
@@ -75,8 +77,21 @@ impl Default for HarnessConfig {
             warmup_samples: 1,
             cv_warning: 0.05,
             counting_samples: 3,
+            realtime: false,
         }
     }
+}
+
+/// Sample vectors are filled as samples come; a huge --repeat must not reserve memory up front.
+const MAX_PREALLOCATED_SAMPLES: usize = 4096;
+
+/// The RLIMIT_RTTIME soft limit for a measuring thread at SCHED_FIFO, microseconds. The harness
+/// blocks between samples, so only one sample runs without blocking: calibration can make it up to
+/// ten times the minimum, and the limit leaves room for more.
+pub fn realtime_limit_us(config: &HarnessConfig) -> u64 {
+    (config.min_sample_ns / 1000)
+        .saturating_mul(15)
+        .max(2_000_000)
 }
 
 /// What one sample saw, before any overhead is subtracted.
@@ -108,19 +123,35 @@ fn take_sample<S: Sensors, W: Workload + ?Sized>(
     })
 }
 
+/// What runs between two samples: the check for a reason to stop, and at SCHED_FIFO a moment of
+/// blocking (see [`rt_limit::block_briefly`]).
+fn between_samples<S: Sensors>(sensors: &mut S, config: &HarnessConfig) -> Option<Cut> {
+    if config.realtime {
+        rt_limit::block_briefly();
+    }
+    sensors.cut()
+}
+
+/// [`between_samples`] for phases that keep nothing: a reason to stop ends the measurement.
+fn check_between<S: Sensors>(sensors: &mut S, config: &HarnessConfig) -> Result<()> {
+    match between_samples(sensors, config) {
+        Some(cut) => Err(cut.into_error()),
+        None => Ok(()),
+    }
+}
+
 /// Grows the iteration count until one sample lasts at least `min_sample_ns`. The samples taken on the
 /// way double as warm-up.
 fn calibrate<S: Sensors, W: Workload + ?Sized>(
     sensors: &mut S,
     work: &mut W,
-    min_sample_ns: u64,
+    config: &HarnessConfig,
 ) -> Result<u64> {
+    let min_sample_ns = config.min_sample_ns;
     let cap = work.max_iters().max(1);
     let mut iters = 1u64;
     loop {
-        if interrupt::requested() {
-            bail!(interrupt::Interrupted);
-        }
+        check_between(sensors, config)?;
         let s = take_sample(sensors, work, iters)?;
         if s.elapsed_ns >= min_sample_ns || iters >= cap {
             return Ok(iters);
@@ -150,24 +181,30 @@ pub fn measure_overhead_with<S: Sensors, N: Workload + ?Sized>(
 ) -> Result<Overhead> {
     let reps = config.samples.max(5);
     sensors.set_counting(false);
-    let mut fixed = Vec::with_capacity(reps);
+    let mut fixed = Vec::with_capacity(reps.min(MAX_PREALLOCATED_SAMPLES));
     for _ in 0..reps {
+        check_between(sensors, config)?;
         fixed.push(take_sample(sensors, null, 0)?.elapsed_ns as f64);
     }
     fixed.sort_by(f64::total_cmp);
     let per_sample_ns = stats::median(&fixed);
 
-    let iters = calibrate(sensors, null, config.min_sample_ns)?;
-    let mut per_iter = Vec::with_capacity(config.samples);
+    let iters = calibrate(sensors, null, config)?;
+    let mut per_iter = Vec::with_capacity(config.samples.min(MAX_PREALLOCATED_SAMPLES));
     for _ in 0..config.samples.max(1) {
+        check_between(sensors, config)?;
         let s = take_sample(sensors, null, iters)?;
         per_iter.push((s.elapsed_ns as f64 - per_sample_ns).max(0.0) / iters as f64);
     }
     per_iter.sort_by(f64::total_cmp);
-    let mut fixed_counters = Vec::with_capacity(reps);
+    let mut fixed_counters = Vec::with_capacity(reps.min(MAX_PREALLOCATED_SAMPLES));
     if sensors.can_count() {
         sensors.set_counting(true);
         for _ in 0..reps {
+            if let Err(e) = check_between(sensors, config) {
+                sensors.set_counting(false);
+                return Err(e);
+            }
             fixed_counters.push(take_sample(sensors, null, 0)?.counters);
         }
         sensors.set_counting(false);
@@ -230,21 +267,32 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
     // Timing samples with the counters detached (they would tax every context switch), then a few
     // counting samples of the same length for the counter figures.
     sensors.set_counting(false);
-    let iters = calibrate(sensors, work, config.min_sample_ns)?;
+    let iters = calibrate(sensors, work, config)?;
     for _ in 0..config.warmup_samples {
+        check_between(sensors, config)?;
         take_sample(sensors, work, iters)?;
     }
-    let mut raws = Vec::with_capacity(config.samples);
+    // A cut (Ctrl-C, the real-time limit) keeps the samples already taken.
+    let mut cut = None;
+    let mut raws = Vec::with_capacity(config.samples.min(MAX_PREALLOCATED_SAMPLES));
     for _ in 0..config.samples {
-        if interrupt::requested() {
-            bail!(interrupt::Interrupted);
+        if let Some(c) = between_samples(sensors, config) {
+            cut = Some(c);
+            break;
         }
         raws.push(take_sample(sensors, work, iters)?);
     }
-    let mut counting = Vec::with_capacity(config.counting_samples);
-    if sensors.can_count() && config.counting_samples > 0 {
+    if raws.is_empty() {
+        return Err(cut.unwrap_or(Cut::Interrupted).into_error());
+    }
+    let mut counting = Vec::with_capacity(config.counting_samples.min(MAX_PREALLOCATED_SAMPLES));
+    if sensors.can_count() && config.counting_samples > 0 && cut.is_none() {
         sensors.set_counting(true);
         for _ in 0..config.counting_samples {
+            if let Some(c) = between_samples(sensors, config) {
+                cut = Some(c);
+                break;
+            }
             match take_sample(sensors, work, iters) {
                 Ok(s) => counting.push(s.counters),
                 Err(e) => {
@@ -302,6 +350,14 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
     }
 
     let mut warnings = Vec::new();
+    if let Some(c) = cut {
+        warnings.push(format!(
+            "cut short after {} of {} samples: {}",
+            raws.len(),
+            config.samples,
+            c.describe()
+        ));
+    }
     if summary.cv > config.cv_warning {
         warnings.push(format!(
             "spread CV {:.1} % (over {:.0} %)",
