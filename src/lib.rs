@@ -14,4 +14,5 @@ pub mod memsim;
 pub mod meter;
 pub mod probes;
 pub mod results;
+pub mod stats;
 pub mod system;

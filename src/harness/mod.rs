@@ -1,7 +1,9 @@
 //! How a measurement is run: calibrate the iteration count to a minimum sample time, warm up, take
 //! repeated samples, subtract the harness's own cost, and summarise.
 
-pub mod stats;
+/// The summary statistics moved to [`crate::stats::summary`]; this path stays for callers not yet
+/// moved over.
+pub use crate::stats::summary as stats;
 
 use crate::meter::{counter_delta, rt_limit, Cut, Sensors};
 use crate::results::model::{
