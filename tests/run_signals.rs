@@ -11,20 +11,77 @@ use std::time::{Duration, Instant};
 /// Time allowed between the signal and the exit (the longest sample in these tests is 100 ms).
 const PROMPT: Duration = Duration::from_secs(3);
 
-fn spawn(cmd: &mut Command) -> Child {
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+/// A started `osmeter run` that is killed if the test fails before it ends (its workers follow it
+/// through their parent-death signal).
+struct Running(Option<Child>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Running {
+    fn id(&self) -> u32 {
+        self.0.as_ref().unwrap().id()
+    }
+}
+
+fn spawn(cmd: &mut Command) -> Running {
+    Running(Some(
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ))
 }
 
 /// Sends `signal`, waits for the exit, and returns the output and how long the exit took.
-fn signal_and_wait(child: Child, signal: libc::c_int) -> (std::process::Output, Duration) {
+fn signal_and_wait(mut running: Running, signal: libc::c_int) -> (std::process::Output, Duration) {
+    let child = running.0.take().unwrap();
     // SAFETY: signalling the child this test started.
     unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     let t = Instant::now();
     let out = child.wait_with_output().unwrap();
     (out, t.elapsed())
+}
+
+/// Parent PID of `pid`, from /proc.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(") ")? + 2..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Every live process below `pid` (its measuring workers and their partners).
+fn descendants(pid: u32) -> Vec<u32> {
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(all.iter().filter(|&&c| parent_of(c) == Some(p)));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Whether `pid` still exists as more than a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| Some(s[s.rfind(") ")? + 2..].chars().next()? != 'Z'))
+        .unwrap_or(false)
 }
 
 fn stderr(out: &std::process::Output) -> String {
@@ -52,21 +109,6 @@ fn thread_policies(pid: u32) -> Vec<u32> {
             let rest = &stat[stat.rfind(") ")? + 2..];
             // policy is field 41 of stat, the 39th after the name.
             rest.split_whitespace().nth(38)?.parse().ok()
-        })
-        .collect()
-}
-
-/// PIDs of processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<u32> {
-    let me = std::process::id();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != me)
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(marker))
-                .unwrap_or(false)
         })
         .collect()
 }
@@ -201,7 +243,6 @@ fn fifo_run_is_time_limited_and_stops_on_signals() {
     }
     for signal in [libc::SIGINT, libc::SIGTERM] {
         let env = TestEnv::new();
-        let marker = env.dir.path().to_str().unwrap().to_string();
         let child = spawn(env.osmeter_std().args([
             "run",
             "cpu.reference",
@@ -211,31 +252,69 @@ fn fifo_run_is_time_limited_and_stops_on_signals() {
             "1000000",
             "--min-time",
             "5ms",
-            "--dir",
-            &marker,
         ]));
         let pid = child.id();
-        std::thread::sleep(Duration::from_millis(2000));
-        let mut fifo_seen = false;
-        let mut limited = false;
-        for p in processes_with(&marker) {
-            fifo_seen |= thread_policies(p).contains(&1);
-            let limits = std::fs::read_to_string(format!("/proc/{p}/limits")).unwrap_or_default();
-            limited |= limits
-                .lines()
-                .any(|l| l.starts_with("Max realtime timeout") && !l.contains("unlimited"));
+        // The worker measuring the first round, at SCHED_FIFO under a lowered RLIMIT_RTTIME.
+        let t = Instant::now();
+        let (mut fifo_seen, mut limited) = (false, false);
+        let mut seen = Vec::new();
+        while !(fifo_seen && limited) && t.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(100));
+            for p in descendants(pid) {
+                if !seen.contains(&p) {
+                    seen.push(p);
+                }
+                fifo_seen |= thread_policies(p).contains(&1);
+                let limits =
+                    std::fs::read_to_string(format!("/proc/{p}/limits")).unwrap_or_default();
+                limited |= limits
+                    .lines()
+                    .any(|l| l.starts_with("Max realtime timeout") && !l.contains("unlimited"));
+            }
         }
-        assert!(fifo_seen, "no thread of run {pid} at SCHED_FIFO");
-        assert!(limited, "RLIMIT_RTTIME not lowered for the real-time run");
+        assert!(fifo_seen, "no worker of run {pid} at SCHED_FIFO");
+        assert!(
+            limited,
+            "RLIMIT_RTTIME not lowered for the real-time worker"
+        );
+        // The parent itself never holds the real-time class.
+        assert!(!thread_policies(pid).contains(&1));
         let (out, took) = signal_and_wait(child, signal);
         assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
         assert!(took < PROMPT, "signal {signal}: took {took:?} to stop");
         std::thread::sleep(Duration::from_millis(200));
-        assert_eq!(
-            processes_with(&marker),
-            Vec::<u32>::new(),
-            "processes of the run outlived it"
+        let left: Vec<u32> = seen.into_iter().filter(|&p| alive(p)).collect();
+        assert!(
+            left.is_empty(),
+            "processes of the run outlived it: {left:?}"
         );
         assert_eq!(stored_run(&env)["interrupted"], true);
     }
+}
+
+/// SIGKILL of `osmeter run` (no chance to clean up) still takes its measuring worker with it.
+#[test]
+fn a_killed_run_leaves_no_worker_behind() {
+    let env = TestEnv::new();
+    let child = spawn(env.osmeter_std().args([
+        "run",
+        "syscall.null",
+        "--warmup",
+        "1000000000",
+        "--min-time",
+        "5ms",
+    ]));
+    let pid = child.id();
+    let t = Instant::now();
+    let mut workers = descendants(pid);
+    while workers.is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(60), "no worker started");
+        std::thread::sleep(Duration::from_millis(50));
+        workers = descendants(pid);
+    }
+    let (out, _) = signal_and_wait(child, libc::SIGKILL);
+    assert_eq!(out.status.code(), None);
+    std::thread::sleep(Duration::from_millis(300));
+    let left: Vec<u32> = workers.into_iter().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "workers outlived a killed run: {left:?}");
 }

@@ -1,13 +1,14 @@
-//! `osmeter run`: measure the selected probes and print (or emit as JSON) one run document.
+//! `osmeter run`: measure the selected probes (in rounds, through the harness's suite runner) and
+//! print (or emit as JSON) one run document.
 
 use crate::cli::RunArgs;
 use crate::config::RunConfig;
-use crate::harness::{self, Workload};
+use crate::harness;
+use crate::harness::suite::{SuiteConfig, Variant};
+use crate::harness::worker::WorkerCommand;
 use crate::interrupt;
-use crate::meter::rt_limit::{self, OnLimit, RtTimeLimit};
-use crate::meter::{placement, SystemSensors};
-use crate::probes::{Built, ProbeEnv};
-use crate::results::model::{Measurement, Overhead, Params, Run, RunOptions, Status, RUN_SCHEMA};
+use crate::meter::perf;
+use crate::results::model::{Run, RunOptions, RUN_SCHEMA};
 use crate::results::{fingerprint, table};
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -68,105 +69,52 @@ pub fn run(args: &RunArgs) -> Result<i32> {
                 config.scratch_parent.display()
             )
         })?;
-
-    let restore_affinity = placement::usable_cpus();
-    let restore_sched = placement::current_sched();
-    placement::pin_current_thread(config.cpu)?;
-    let harness_config = harness::HarnessConfig {
-        realtime: config.fifo.is_some(),
-        ..config.harness.clone()
+    let suite = SuiteConfig {
+        variants: config
+            .selected
+            .iter()
+            .flat_map(|sel| {
+                sel.variants.iter().map(|params| Variant {
+                    probe: sel.probe,
+                    scale: sel.scale,
+                    params: params.clone(),
+                })
+            })
+            .collect(),
+        harness: config.harness.clone(),
+        rounds: config.rounds,
+        seed: config.seed,
+        cpu: config.cpu,
+        fifo: config.fifo,
+        counters: config.counters,
+        scratch: scratch.path(),
+        worker: WorkerCommand::this_executable(),
     };
-    let rt_limit = config.fifo.map(|_| {
-        let soft = harness::realtime_limit_us(&harness_config);
-        RtTimeLimit::set(soft, Some(soft + 2_000_000), OnLimit::Notify)
-    });
-    if let Some(prio) = config.fifo {
-        placement::set_fifo(prio)?;
-    }
-    let mut sensors = SystemSensors::new(config.counters, Some(config.cpu));
 
     let started_at = now_rfc3339();
     let show_progress = super::stderr_is_terminal();
-    progress(show_progress, "measuring the harness's own cost");
-    let mut interrupted = false;
-    let overhead = match harness::measure_overhead(&mut sensors, &harness_config) {
-        Ok(o) => Some(o),
-        // Stopped before any figure: the run is still kept, empty and marked interrupted.
-        Err(e) if interrupt::is_interrupt(&e) => {
-            interrupted = true;
-            None
-        }
-        Err(e) => {
-            let _ = placement::restore_sched(restore_sched);
-            return Err(e);
-        }
-    };
-
-    let env = ProbeEnv {
-        scratch: scratch.path(),
-        cpu: config.cpu,
-        scale: crate::probes::Scale::Quick,
-    };
-    let total: usize = config.selected.iter().map(|s| s.variants.len()).sum();
-    let mut measurements = Vec::with_capacity(total);
-    'probes: for sel in config.selected.iter().filter(|_| overhead.is_some()) {
-        let env = ProbeEnv {
-            scale: sel.scale,
-            ..env
-        };
-        for params in sel.variants.iter().cloned() {
-            if interrupt::requested() {
-                interrupted = true;
-                break 'probes;
-            }
-            let label = crate::results::model::label(sel.probe.id, &params);
-            progress(
-                show_progress,
-                &format!("[{}/{}] {label}", measurements.len() + 1, total),
-            );
-            let result = measure_one(
-                &mut sensors,
-                &env,
-                sel.probe,
-                params.clone(),
-                &harness_config,
-                overhead.as_ref().expect("measured before any probe"),
-            );
-            if rt_limit::take_tripped() {
-                if let Some(limit) = &rt_limit {
-                    limit.rearm();
-                }
-            }
-            match result {
-                // A figure cut short by Ctrl-C keeps its samples, and is the last one.
-                Ok(m) if interrupt::requested() => {
-                    measurements.push(m);
-                    interrupted = true;
-                    break 'probes;
-                }
-                Ok(m) => measurements.push(m),
-                Err(e) if interrupt::is_interrupt(&e) => {
-                    interrupted = true;
-                    break 'probes;
-                }
-                Err(e) => measurements.push(Measurement::not_measured(
-                    sel.probe.id,
-                    params,
-                    sel.probe.unit,
-                    Status::Failed,
-                    format!("{e:#}"),
-                )),
-            }
-        }
-    }
+    let outcome = harness::suite::run(&suite, &mut |p| {
+        let what = p.label.unwrap_or("the harness's own cost");
+        progress(
+            show_progress,
+            &format!(
+                "[{}/{}] round {}/{}: {what}",
+                p.done + 1,
+                p.total,
+                p.round + 1,
+                p.rounds
+            ),
+        )
+    })?;
     progress(show_progress, "");
-    // Undo placement and class before collecting the fingerprint so nothing else inherits them.
-    let _ = placement::restore_sched(restore_sched);
-    let _ = placement::set_affinity(&restore_affinity);
-    drop(rt_limit);
 
     // The parent, not the fresh subdirectory: its path is stable from run to run.
     let fingerprint = fingerprint::collect(Some(&config.scratch_parent));
+    let counters_unavailable = if config.counters {
+        perf::CounterSet::open_all().unavailable().clone()
+    } else {
+        Default::default()
+    };
     let mut run = Run {
         schema: RUN_SCHEMA.to_string(),
         id: new_run_id(),
@@ -190,13 +138,15 @@ pub fn run(args: &RunArgs) -> Result<i32> {
                 .get("scratch_fs_type")
                 .and_then(|v| v.as_str())
                 .map(str::to_string),
+            rounds: config.rounds,
+            seed: Some(config.seed),
         },
         tags: config.tags.clone(),
         fingerprint: fingerprint.clone(),
-        counters_unavailable: sensors.unavailable().clone(),
-        overhead,
-        measurements,
-        interrupted,
+        counters_unavailable,
+        overhead: outcome.overhead,
+        measurements: outcome.measurements,
+        interrupted: outcome.interrupted,
         sections: Default::default(),
     };
     drop(scratch);
@@ -212,39 +162,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         let saved = crate::results::store::save_with_fallback(location, &run)?;
         eprintln!("osmeter: run {} saved to {}", run.id, saved.store);
     }
-    if interrupted {
+    if run.interrupted {
         return Ok(crate::error::EXIT_INTERRUPTED);
     }
     Ok(crate::error::EXIT_OK)
-}
-
-fn measure_one(
-    sensors: &mut SystemSensors,
-    env: &ProbeEnv,
-    probe: &crate::probes::ProbeDef,
-    params: Params,
-    harness_config: &harness::HarnessConfig,
-    overhead: &Overhead,
-) -> Result<Measurement> {
-    match (probe.build)(env, &params).with_context(|| format!("setting up {}", probe.id))? {
-        Built::Skip(reason) => Ok(Measurement::not_measured(
-            probe.id,
-            params,
-            probe.unit,
-            Status::Skipped,
-            reason,
-        )),
-        Built::Ready(mut work) => {
-            let w: &mut dyn Workload = work.as_mut();
-            harness::measure(
-                sensors,
-                w,
-                harness_config,
-                overhead,
-                probe.id,
-                params,
-                probe.unit,
-            )
-        }
-    }
 }

@@ -66,7 +66,8 @@ pub trait Sensors {
 }
 
 /// Why a measurement stopped before it was complete.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Cut {
     /// Ctrl-C or SIGTERM: the whole run stops.
     Interrupted,

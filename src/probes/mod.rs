@@ -1,6 +1,7 @@
 //! What is measured: one file per subsystem, each exporting a table of [`ProbeDef`]s, collected here
 //! into one registry, plus the named suites.
 
+pub mod claims;
 pub mod cpu;
 pub mod fs;
 pub mod ipc;
@@ -16,9 +17,9 @@ pub mod thread;
 pub mod util;
 
 use crate::harness::Workload;
-use crate::results::model::{Params, Unit};
+use crate::results::model::{Params, Subject, Unit};
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Where a probe comes from: the paper or peer tool whose measurement it reproduces.
@@ -52,7 +53,8 @@ impl Origin {
 }
 
 /// How much of a probe's parameter space a suite covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Scale {
     /// Fewer parameter points and smaller workloads, for the one-minute suite.
     Quick,
@@ -91,6 +93,16 @@ pub struct ProbeDef {
 impl ProbeDef {
     pub fn group(&self) -> &'static str {
         self.id.split('.').next().unwrap_or(self.id)
+    }
+
+    /// What the probe measures: the operating system, the hardware, or the harness itself.
+    pub fn subject(&self) -> Subject {
+        claims::of(self.id).map_or(Subject::Os, |c| c.subject)
+    }
+
+    /// What one operation must cost in the software counters (see [`claims`]).
+    pub fn claims(&self) -> &'static [claims::Claim] {
+        claims::of(self.id).map_or(&[], |c| c.claims)
     }
 }
 

@@ -91,6 +91,17 @@ pub struct RunOptions {
     pub fifo_priority: Option<i32>,
     pub scratch_dir: String,
     pub scratch_fs: Option<String>,
+    /// Rounds per figure (each in a fresh process, interleaved across figures); 0 in runs stored
+    /// before rounds existed, which measured each figure once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rounds: usize,
+    /// Seed of the shuffled order of the rounds (and of the bootstrap), so the run can be replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -243,6 +254,61 @@ pub struct Measurement {
     /// Things the reader should know about this figure (large spread, outliers, placement changed...).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub warnings: Vec<String>,
+    /// One entry per round measured, in round order; `samples` holds their samples one round after
+    /// the other. Empty in runs stored before rounds existed.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub rounds: Vec<RoundValue>,
+    /// What the figure measures: the operating system, the hardware under it, or the harness.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub subject: Option<Subject>,
+    /// The probe's claims about what one operation costs in counters, checked against what the
+    /// counters saw; a check that does not hold means the figure is not what its name says.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub checks: Vec<ClaimCheck>,
+}
+
+/// What a figure measures. Comparisons of kernels summarise the OS figures apart from the others.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Subject {
+    /// A service of the operating system (system calls, faults, scheduling, files, network).
+    Os,
+    /// The processor and memory themselves (memory copy, load latency, a CPU-bound reference).
+    Hardware,
+    /// osmeter's own cost (the empty timed loop).
+    Harness,
+}
+
+/// One claim of a probe checked against a figure's counters.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ClaimCheck {
+    /// Software event, as in `counters.software`.
+    pub event: String,
+    /// What one operation must cost, inclusive bounds.
+    pub expected: [f64; 2],
+    /// What the counters saw per operation.
+    pub seen: f64,
+    pub holds: bool,
+    /// Why the probe expects it.
+    pub why: String,
+}
+
+/// What one round of a figure gave: the median of its samples, and where it ran.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RoundValue {
+    /// Round number, from 0.
+    pub round: usize,
+    /// Place of this round in the run's shuffled order of all rounds, from 0.
+    pub position: usize,
+    /// Median of the round's samples, in the figure's unit.
+    pub value: f64,
+    /// How many of the measurement's samples this round contributed.
+    pub samples: usize,
+    /// Operations per sample in this round.
+    pub iterations: u64,
+    /// Stopped before all its samples were taken (Ctrl-C, or the real-time limit).
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub cut_short: bool,
 }
 
 impl Measurement {
@@ -267,11 +333,19 @@ impl Measurement {
             interference: Interference::default(),
             derived: BTreeMap::new(),
             warnings: Vec::new(),
+            rounds: Vec::new(),
+            subject: None,
+            checks: Vec::new(),
         }
     }
 
     pub fn label(&self) -> String {
         label(&self.probe, &self.params)
+    }
+
+    /// The round values (each round's median), in round order; empty for runs without rounds.
+    pub fn round_values(&self) -> Vec<f64> {
+        self.rounds.iter().map(|r| r.value).collect()
     }
 }
 
@@ -300,6 +374,24 @@ pub mod tests {
     }
 
     #[test]
+    fn a_document_from_before_rounds_still_loads() {
+        // As stored by osmeter 0.1 before rounds: no "rounds" anywhere.
+        let mut v = serde_json::to_value(empty_run()).unwrap();
+        v["measurements"] = serde_json::json!([{
+            "probe": "a.b", "params": {}, "unit": "ns", "status": "ok", "samples": [1.0, 2.0],
+            "median": 1.5, "mean": 1.5, "stddev": 0.7, "min": 1.0, "max": 2.0, "cv": 0.47,
+            "ci95": [1.0, 2.0], "ci_level": 0.5, "outliers": [], "iterations": 10,
+            "counters": {}, "interference": {"irq_timer": 0, "irq_other": 0, "csw_voluntary": 0,
+            "csw_involuntary": 0, "steal_ms": 0.0, "disturbed_samples": 0}
+        }]);
+        assert!(v["options"].get("rounds").is_none());
+        let run: Run = serde_json::from_value(v).unwrap();
+        assert_eq!(run.options.rounds, 0);
+        assert!(run.measurements[0].rounds.is_empty());
+        assert!(run.measurements[0].round_values().is_empty());
+    }
+
+    #[test]
     fn measurement_round_trips_through_json() {
         let mut m = Measurement::not_measured(
             "a.b",
@@ -314,6 +406,24 @@ pub mod tests {
             ..Default::default()
         });
         m.samples = vec![2.0, 3.0, 4.0];
+        m.rounds = vec![
+            RoundValue {
+                round: 0,
+                position: 4,
+                value: 2.5,
+                samples: 2,
+                iterations: 100,
+                cut_short: false,
+            },
+            RoundValue {
+                round: 1,
+                position: 9,
+                value: 4.0,
+                samples: 1,
+                iterations: 100,
+                cut_short: true,
+            },
+        ];
         m.counters.kernel.insert("instructions".into(), 10.0);
         let mut run = empty_run();
         run.measurements.push(m);

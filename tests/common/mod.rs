@@ -54,7 +54,16 @@ impl TestEnv {
 }
 
 /// Short samples: the end-to-end tests check behaviour, not figures.
-pub const FAST: &[&str] = &["--repeat", "3", "--min-time", "1ms", "--warmup", "0"];
+pub const FAST: &[&str] = &[
+    "--repeat",
+    "3",
+    "--rounds",
+    "2",
+    "--min-time",
+    "1ms",
+    "--warmup",
+    "0",
+];
 
 pub fn entries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
