@@ -1,14 +1,17 @@
-//! References per second of the memsim engine on a synthetic trace decoded from memory, and of the
-//! decoder alone on a real trace when `OSMETER_BENCH_TRACE` names one (its first 256 MB are read
-//! into memory first, so the disk does not count).
+//! References per second of the memsim engine on a synthetic trace decoded from memory (machines,
+//! a one-pass miss-ratio curve, per-interval statistics, drmemtrace export and import), and of
+//! the decoder alone on a real trace when `OSMETER_BENCH_TRACE` names one (its first 128 MB are
+//! read into memory first, so the disk does not count).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use osmeter::memsim::cache::CacheConfig;
 use osmeter::memsim::config::{preset, SWEEPS};
+use osmeter::memsim::curve::CurveSpec;
 use osmeter::memsim::machine::{Machine, MachineConfig};
 use osmeter::memsim::mapping::Mapping;
-use osmeter::memsim::sweep::simulate;
+use osmeter::memsim::sweep::{simulate, simulate_with, Extras};
 use osmeter::memsim::trace::binary::{TraceReader, TraceWriter};
+use osmeter::memsim::trace::drmem;
 use osmeter::memsim::trace::synth::Synth;
 use osmeter::memsim::trace::{read_all, Ref, RefSource};
 use std::io::Read;
@@ -161,6 +164,45 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    // A whole miss-ratio curve (8 sizes) in one pass, against the one machine of its middle size.
+    let curve = Extras {
+        curves: vec![CurveSpec::parse("l1d:8K-1M:8:64").unwrap()],
+        interval: None,
+    };
+    g.bench_function("curve-l1d-8K-1M-8way", |b| {
+        b.iter(|| {
+            let mut r = TraceReader::new(&bytes[..]).unwrap();
+            simulate_with(&mut r, &[], &curve, 1).unwrap().refs
+        })
+    });
+    let intervals = Extras {
+        curves: vec![],
+        interval: Some(100_000),
+    };
+    g.bench_function("l1-split-32K-intervals-100K", |b| {
+        b.iter(|| {
+            let mut r = TraceReader::new(&bytes[..]).unwrap();
+            simulate_with(&mut r, &[l1_only()], &intervals, 1)
+                .unwrap()
+                .refs
+        })
+    });
+    let mut drm = Vec::new();
+    drmem::export(&mut TraceReader::new(&bytes[..]).unwrap(), &mut drm).unwrap();
+    g.bench_function("drmemtrace-export", |b| {
+        b.iter(|| {
+            let mut out = Vec::with_capacity(drm.len());
+            drmem::export(&mut TraceReader::new(&bytes[..]).unwrap(), &mut out).unwrap();
+            out.len()
+        })
+    });
+    g.bench_function("drmemtrace-import", |b| {
+        b.iter(|| {
+            read_all(&mut drmem::DrmemReader::new(&drm[..]).unwrap())
+                .unwrap()
+                .len()
+        })
+    });
     g.finish();
 
     let Ok(path) = std::env::var("OSMETER_BENCH_TRACE") else {

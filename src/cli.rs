@@ -170,13 +170,17 @@ pub struct TraceArgs {
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum TraceAction {
-    /// Convert a trace (osmeter, lackey or din; `-` for stdin) to the osmeter format
+    /// Convert a trace (osmeter, lackey, din or drmemtrace; `-` for stdin) to the osmeter
+    /// format, or export it to ChampSim's or DynamoRIO drmemtrace's
     Convert {
         input: PathBuf,
         output: PathBuf,
-        /// Input format: osmeter | lackey | din [default: detected]
+        /// Input format: osmeter | lackey | din | drmemtrace [default: detected]
         #[arg(long, value_name = "FORMAT")]
         from: Option<String>,
+        /// Output format: osmeter | champsim | drmemtrace [default: osmeter]
+        #[arg(long, value_name = "FORMAT", value_parser = ["osmeter", "champsim", "drmemtrace"])]
+        to: Option<String>,
         /// Compress with zstd (also implied by an output name ending in .zst)
         #[arg(long)]
         zstd: bool,
@@ -265,6 +269,14 @@ pub struct MemsimArgs {
     /// machine in the same pass)
     #[arg(long)]
     pub assertions: bool,
+    /// LRU miss-ratio curve of one cache at every power-of-two size in a range, in the same pass:
+    /// CACHE:MIN-MAX:ASSOC:LINE, e.g. l1d:8K-1M:8:64 (CACHE l1i, l1d or unified; ASSOC a number
+    /// of ways or full) (repeatable)
+    #[arg(long = "curve", value_name = "SPEC", value_parser = crate::memsim::curve::CurveSpec::parse)]
+    pub curves: Vec<crate::memsim::curve::CurveSpec>,
+    /// Miss rates and MCPI of every machine for every N references (at least 1000)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1000..))]
+    pub interval: Option<u64>,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]
@@ -275,9 +287,8 @@ pub struct MemsimArgs {
 pub struct ExportArgs {
     /// Run id, or a unique prefix of one
     pub run: String,
-    /// json | csv | markdown | openmetrics
     #[arg(long, short = 'f', value_name = "FORMAT")]
-    pub format: String,
+    pub format: crate::results::export::Format,
     /// One row per raw sample (csv)
     #[arg(long)]
     pub samples: bool,
@@ -386,7 +397,9 @@ pub struct RunsArgs {
     /// Only runs with this tag (repeatable; all must match)
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     pub tags: Vec<String>,
-    /// Only runs started at or after this date or time (e.g. 2026-11-01)
+    /// Only runs started at or after this time: a date (2026-11-01), a date and time
+    /// (2026-11-01T10:00, UTC unless a zone follows), today, yesterday, or a time ago (30min, 12h,
+    /// 2d, 1w)
     #[arg(long, value_name = "DATE")]
     pub since: Option<String>,
     #[command(flatten)]
@@ -468,6 +481,10 @@ pub struct StatArgs {
     /// Number of runs of the command
     #[arg(long, short = 'r', value_name = "N", default_value_t = 5)]
     pub repeat: usize,
+    /// Write the results to this file; the command's own output then passes through to stdout
+    /// (without it, the command's stdout goes to stderr so that stdout holds only the results)
+    #[arg(long = "output", short = 'o', value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]

@@ -5,11 +5,10 @@ use crate::cli::RunArgs;
 use crate::harness::HarnessConfig;
 use crate::meter::placement;
 use crate::probes::{self, ProbeDef, Scale};
+use crate::results::keep::Keeper;
 use crate::results::model::Params;
-use crate::results::store::Location;
 use crate::usage;
 use anyhow::Result;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// One probe to run, at a scale.
@@ -96,31 +95,9 @@ pub struct RunConfig {
     pub scratch_parent: PathBuf,
     pub counters: bool,
     pub fifo: Option<i32>,
-    pub tags: BTreeMap<String, String>,
-    /// Where the run is saved; `None` with --no-store.
-    pub store: Option<Location>,
+    /// Tags and store, checked before measuring.
+    pub keeper: Keeper,
     pub json: bool,
-}
-
-/// `key=value` labels; keys are short identifiers so they can be filtered on.
-pub fn parse_tags(raw: &[String]) -> Result<BTreeMap<String, String>> {
-    let mut tags = BTreeMap::new();
-    for t in raw {
-        let (k, v) = t.split_once('=').ok_or_else(|| {
-            usage!("--tag {t:?}: expected KEY=VALUE, e.g. --tag kernel=6.6-patched")
-        })?;
-        if k.is_empty()
-            || !k
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-        {
-            return Err(usage!(
-                "--tag {t:?}: the key must be letters, digits, '_', '-' or '.'"
-            ));
-        }
-        tags.insert(k.to_string(), v.to_string());
-    }
-    Ok(tags)
 }
 
 /// `5ms`, `20ms`, `1.5s`, `250us`, `100000ns`.
@@ -335,12 +312,11 @@ impl RunConfig {
             scratch_parent,
             counters: !args.no_counters,
             fifo: args.fifo,
-            tags: parse_tags(&args.keep.tags)?,
-            store: if args.keep.no_store {
-                None
-            } else {
-                Some(Location::resolve(args.keep.store.store.as_deref())?)
-            },
+            keeper: Keeper::new(
+                &args.keep.tags,
+                args.keep.no_store,
+                args.keep.store.store.as_deref(),
+            )?,
             json: args.output.json,
         })
     }

@@ -4,9 +4,11 @@
 //! `results` holds and shows what came out, `commands` wires them to the command line.
 
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod files;
 pub mod harness;
 pub mod interrupt;
 pub mod latency;
@@ -14,5 +16,7 @@ pub mod memsim;
 pub mod meter;
 pub mod probes;
 pub mod results;
+pub mod stat;
 pub mod stats;
 pub mod system;
+pub mod units;

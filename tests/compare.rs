@@ -127,7 +127,7 @@ fn groups_by_tag_and_by_list() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["probe"] == "syscall.null")
+        .find(|f| f["key"] == "syscall.null")
         .unwrap()
         .clone();
     assert_eq!(null["verdict"], "faster");

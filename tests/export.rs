@@ -30,7 +30,7 @@ fn every_format_exports_a_real_run() {
         .assert()
         .success()
         .stdout(predicate::str::starts_with(
-            "run_id,probe,params,unit,status,median",
+            "run_id,kind,figure,group,unit,direction,value,ci95_low,ci95_high",
         ))
         .stdout(predicate::str::contains("syscall.null"));
     let samples = env
@@ -51,9 +51,7 @@ fn every_format_exports_a_real_run() {
         .args(["export", &id, "-f", "openmetrics"])
         .assert()
         .success()
-        .stdout(predicate::str::contains(
-            "# TYPE osmeter_operation_seconds gauge",
-        ))
+        .stdout(predicate::str::contains("# TYPE osmeter_seconds gauge"))
         .stdout(predicate::str::ends_with("# EOF\n"));
 }
 

@@ -284,6 +284,338 @@ fn corrupt_and_truncated_traces_fail_cleanly_and_store_nothing() {
 }
 
 #[test]
+fn hostile_access_sizes_are_refused_at_their_record_not_simulated() {
+    let env = TestEnv::new();
+    let d = tempfile::tempdir().unwrap();
+    // Four records declaring 4 GiB accesses each: a 58-byte file that used to hang memsim.
+    let mut bytes = b"OSMT\x01\0\0\0".to_vec();
+    for _ in 0..4 {
+        bytes.extend([0x01, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x80, 0x80, 0x80, 0x01]);
+    }
+    bytes.extend([0x03, 0x04, 0x00]);
+    let huge = d.path().join("huge.osmt");
+    std::fs::write(&huge, &bytes).unwrap();
+    let lackey = d.path().join("huge.lackey");
+    std::fs::write(
+        &lackey,
+        "I  0400000,4\n L 7ff0000,999999999\n S 7ff0000,999999999\n",
+    )
+    .unwrap();
+    for (trace, place) in [(&huge, "byte 8"), (&lackey, "line 2")] {
+        env.osmeter()
+            .args(["memsim", "--preset", "ds5000-200", "--l1d", "64K:1:4"])
+            .arg(trace)
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .code(1)
+            .stdout(predicate::str::is_empty())
+            .stderr(predicate::str::contains(place))
+            .stderr(predicate::str::contains(
+                "no instruction touches more than 16384",
+            ));
+    }
+    assert!(!env.store().exists(), "nothing stored");
+}
+
+/// Largest resident set of the children this test process has waited for, in bytes.
+fn children_max_rss() -> u64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    u.ru_maxrss as u64 * 1024
+}
+
+#[test]
+fn absurd_sizes_are_usage_errors_naming_the_option_before_anything_is_allocated() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 20_000);
+    let refuse = |args: &[&str], names: &[&str]| {
+        let mut a = env.osmeter();
+        a.arg("memsim").args(args).arg(&t);
+        let mut assert = a
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .stdout(predicate::str::is_empty());
+        for n in names {
+            assert = assert.stderr(predicate::str::contains(*n));
+        }
+    };
+    // These ended in "memory allocation failed" (SIGABRT).
+    refuse(
+        &["--l1d", "1024G:8:64"],
+        &[
+            "--l1d 1024G:8:64",
+            "GiB of memory",
+            "is available",
+            "--no-3c",
+        ],
+    );
+    refuse(
+        &["--l1d", "1024G:8:64", "--no-3c"],
+        &["--l1d 1024G:8:64", "make it smaller"],
+    );
+    // The ds5000-200's TLB replaces at random, searching every way; x86-modern's is LRU.
+    refuse(
+        &["--tlb", "4294967295:full:4K"],
+        &["--tlb", "4294967287 ways with random replacement"],
+    );
+    refuse(
+        &["--preset", "x86-modern", "--tlb", "4294967295:full:4K"],
+        &["--tlb 4294967295:full:4K", "a TLB of 4294967295 entries"],
+    );
+    let d = tempfile::tempdir().unwrap();
+    let huge = d.path().join("huge.json");
+    std::fs::write(
+        &huge,
+        r#"{"name":"huge","l1d":{"size":1099511627776,"assoc":4,"line":64},"lower":[{"size":1099511627776,"assoc":8,"line":64}],"memory_cycles":100,"mapping":{"policy":"identity"},"page_size":4096}"#,
+    )
+    .unwrap();
+    refuse(
+        &["--config", huge.to_str().unwrap()],
+        &["machine config", "huge.json", "1024 GiB cache"],
+    );
+    let deep = d.path().join("deep.json");
+    std::fs::write(
+        &deep,
+        r#"{"name":"deep","l1d":{"size":32768,"assoc":4,"line":64,"write_back":false},"write_buffer":{"depth":4294967295,"page_cycles":1,"other_cycles":5,"page_size":4096},"memory_cycles":100,"mapping":{"policy":"identity"},"page_size":4096}"#,
+    )
+    .unwrap();
+    refuse(
+        &["--config", deep.to_str().unwrap()],
+        &[
+            "deep.json",
+            "write_buffer (a write buffer of depth 4294967295)",
+        ],
+    );
+    // Searching a million ways one by one, or fetching a million lines a miss, would never end.
+    let fifo = d.path().join("fifo.json");
+    std::fs::write(
+        &fifo,
+        r#"{"name":"fifo","l1d":{"size":67108864,"assoc":0,"line":64,"replacement":"fifo"},"memory_cycles":100,"mapping":{"policy":"identity"},"page_size":4096}"#,
+    )
+    .unwrap();
+    refuse(
+        &["--config", fifo.to_str().unwrap()],
+        &["fifo.json", "1048576 ways with FIFO"],
+    );
+    let fetch = d.path().join("fetch.json");
+    std::fs::write(
+        &fetch,
+        r#"{"name":"fetch","l1d":{"size":1073741824,"assoc":1,"line":4,"fetch":1073741824},"memory_cycles":100,"mapping":{"policy":"identity"},"page_size":4096}"#,
+    )
+    .unwrap();
+    refuse(
+        &["--config", fetch.to_str().unwrap()],
+        &["fetch.json", "at most 1024 lines"],
+    );
+    assert!(!env.store().exists(), "nothing stored");
+
+    // 64 GiB direct-mapped of 64-byte lines is 9 GiB of tags at worst: it either fits in what
+    // this machine has (and then takes only what the small trace fills: it used to take 8.5 GB
+    // first) or is refused. With 3C its shadow alone would need 51 GiB more.
+    let out = env
+        .osmeter()
+        .args(["memsim", "--no-store", "--no-3c", "--l1d", "64G:1:64"])
+        .arg(&t)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(0) => {
+            let rss = children_max_rss();
+            assert!(rss < 1 << 30, "64G:1:64 took {} MiB", rss >> 20);
+        }
+        Some(2) => assert!(
+            err.contains("--l1d 64G:1:64") && err.contains("is available"),
+            "{err}"
+        ),
+        other => panic!("exit {other:?}: {err}"),
+    }
+}
+
+#[test]
+fn curves_and_intervals_come_with_the_machines_in_one_pass() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 60_000);
+    let d = tempfile::tempdir().unwrap();
+    // Virtually addressed, like the curve on a trace without physical addresses.
+    let cfg = d.path().join("v.json");
+    std::fs::write(
+        &cfg,
+        r#"{"name":"v","l1i":{"size":65536,"assoc":1,"line":16,"physical":false},"l1d":{"size":4096,"assoc":2,"line":16,"physical":false},"memory_cycles":20,"mapping":{"policy":"identity"},"page_size":4096}"#,
+    )
+    .unwrap();
+    let out = env
+        .osmeter()
+        .args([
+            "memsim",
+            "--json",
+            "--no-3c",
+            "--curve",
+            "l1d:1K-64K:2:16",
+            "--curve",
+            "unified:4K-16K:full:64",
+            "--interval",
+            "25000",
+            "--preset",
+            "pentium",
+            "--config",
+        ])
+        .arg(&cfg)
+        .arg(&t)
+        .assert()
+        .success();
+    let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let curves = doc["curves"].as_array().unwrap();
+    assert_eq!(curves.len(), 2);
+    let points = curves[0]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 7, "1K to 64K");
+    assert_eq!(points[2]["size"], 4096);
+    // The machine's 4K 2-way data cache is the curve's 4K point, user and kernel apart.
+    let machine = &doc["machines"][1];
+    for (mode, side) in [("user", "user"), ("system", "kernel")] {
+        assert_eq!(
+            curves[0][side][2]["misses"], machine[mode]["caches"]["l1d"]["misses"],
+            "{mode}"
+        );
+    }
+    let total = points[2]["misses"].as_u64().unwrap();
+    let rate = points[2]["miss_rate"].as_f64().unwrap();
+    assert!(total > 0 && rate > 0.0 && rate < 1.0);
+    assert!(points
+        .windows(2)
+        .all(|w| w[1]["misses"].as_u64() <= w[0]["misses"].as_u64()));
+    assert_eq!(curves[1]["assoc"], 0);
+    // Intervals: every machine, 60000 references in 25000s.
+    let intervals = doc["intervals"].as_array().unwrap();
+    assert_eq!(intervals.len(), 2);
+    let iv = intervals[1]["intervals"].as_array().unwrap();
+    assert_eq!(iv.len(), 3);
+    assert_eq!(iv[2]["first"], 50000);
+    assert_eq!(iv[2]["references"], 10000);
+    let instr: u64 = iv.iter().map(|p| p["instructions"].as_u64().unwrap()).sum();
+    assert_eq!(instr, machine["instructions"].as_u64().unwrap());
+
+    // The table says the same; with kernel symbols the attributed pass computes them too.
+    let syms = d.path().join("s.kallsyms");
+    std::fs::write(
+        &syms,
+        "ffffffff81000000 T do_syscall_64\nffffffff81100000 T schedule\n",
+    )
+    .unwrap();
+    env.osmeter()
+        .args([
+            "memsim",
+            "--no-store",
+            "--no-3c",
+            "--curve",
+            "l1i:1K-4K:1:16",
+            "--interval",
+            "30000",
+            "--symbols",
+        ])
+        .arg(&syms)
+        .arg(&t)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("miss-ratio curve l1i:1K-4K:1:16"))
+        .stdout(predicate::str::contains(
+            "ds5000-200: every 30000 references",
+        ));
+
+    for (args, why) in [
+        (vec!["--curve", "l1d:8K-1M:8"], "CACHE:MIN-MAX:ASSOC:LINE"),
+        (vec!["--curve", "l3:8K-1M:8:64"], "not l1i, l1d or unified"),
+        (vec!["--interval", "10"], "1000"),
+        (vec!["--curve", "l1d:64K-1T:8:64"], "not a size"),
+    ] {
+        env.osmeter()
+            .arg("memsim")
+            .args(&args)
+            .arg(&t)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(why));
+    }
+}
+
+#[test]
+fn export_to_champsim_and_drmemtrace_and_read_drmemtrace_back() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 50_000);
+    let d = tempfile::tempdir().unwrap();
+    let drm = d.path().join("s.drmem");
+    env.osmeter()
+        .args(["trace", "convert", "--to", "drmemtrace"])
+        .arg(&t)
+        .arg(&drm)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("50000 references"))
+        .stderr(predicate::str::contains("kernel sections"));
+    // Read back, detected by its header entry: the same references, user and kernel.
+    let back = d.path().join("back.osmt");
+    env.osmeter()
+        .args(["trace", "convert"])
+        .arg(&drm)
+        .arg(&back)
+        .assert()
+        .success();
+    let (a, b) = (info(&env, &t), info(&env, &back));
+    assert_eq!(a["references"], b["references"]);
+    assert_eq!(a["user"], b["user"]);
+    assert_eq!(a["kernel"], b["kernel"]);
+    // memsim reads it directly, with the same results.
+    let sim = |p: &Path| {
+        let out = env
+            .osmeter()
+            .args(["memsim", "--json", "--no-store", "--preset", "pentium"])
+            .arg(p)
+            .assert()
+            .success();
+        let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        doc["machines"].clone()
+    };
+    assert_eq!(sim(&t), sim(&drm));
+
+    let cs = d.path().join("s.champsim");
+    env.osmeter()
+        .args(["trace", "convert", "--to", "champsim"])
+        .arg(&t)
+        .arg(&cs)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("instructions"));
+    let bytes = std::fs::read(&cs).unwrap();
+    let instr =
+        a["user"]["instructions"].as_u64().unwrap() + a["kernel"]["instructions"].as_u64().unwrap();
+    assert_eq!(
+        bytes.len() as u64,
+        64 * instr,
+        "one 64-byte record per instruction"
+    );
+
+    env.osmeter()
+        .args(["trace", "convert", "--to", "pin"])
+        .arg(&t)
+        .arg(d.path().join("x"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("champsim"));
+    let mut bad = std::fs::read(&drm).unwrap();
+    bad.truncate(bad.len() - 12);
+    std::fs::write(d.path().join("cut.drmem"), &bad).unwrap();
+    env.osmeter()
+        .args(["memsim", "--no-store"])
+        .arg(d.path().join("cut.drmem"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("without its footer"));
+}
+
+#[test]
 fn bad_presets_geometry_and_lackey_lines() {
     let env = TestEnv::new();
     let t = synth(&env, "s.osmt", 1000);

@@ -109,7 +109,10 @@ fn saves_loads_lists_and_removes() {
     let all = s.list(&RunFilter::default()).unwrap();
     let ids: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["b2", "a1"], "newest first");
-    assert_eq!(all[0].measurements, 2);
+    assert_eq!(
+        all[0].figures, 1,
+        "the skipped measurement states no figure"
+    );
     assert_eq!(all[0].host.as_deref(), Some("beta"));
     assert_eq!(all[0].tags.len(), 2);
     assert_eq!(all[1].tags["kernel"], "6.1");
@@ -329,7 +332,7 @@ fn two_osmeter_processes_writing_at_once_both_land() {
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let list = list.as_array().unwrap();
     assert_eq!(list.len(), 2);
-    assert!(list.iter().all(|r| r["measurements"] == 1));
+    assert!(list.iter().all(|r| r["figures"] == 1));
     assert!(!env.store().exists(), "nothing was written locally");
 }
 

@@ -362,6 +362,28 @@ fn check_in_browser_sized(
     eprintln!("screenshot: {}", path.display());
 }
 
+#[test]
+fn a_report_of_every_kind_loads_in_chromium() {
+    let env = TestEnv::new();
+    let ids = common::two_of_each(&env);
+    let report = env.dir.path().join("kinds.html");
+    env.osmeter()
+        .arg("report")
+        .args(["run", "stat", "latency", "memsim"].map(|k| ids[k][0].clone()))
+        .arg(&ids["run"][1])
+        .arg("-o")
+        .arg(&report)
+        .assert()
+        .success();
+    check_in_browser_sized(
+        &report,
+        &["runs", "summary", "stat", "latency", "memsim", "comparison"],
+        3,
+        "report-kinds.png",
+        9000,
+    );
+}
+
 const ALWAYS: &[&str] = &[
     "runs",
     "fingerprint",

@@ -22,7 +22,7 @@ fn positions(doc: &Value) -> Vec<(String, u64, u64)> {
     let mut out = Vec::new();
     for m in doc["measurements"].as_array().unwrap() {
         let label = format!("{} {}", m["probe"].as_str().unwrap(), m["params"]);
-        for r in m["rounds"].as_array().unwrap() {
+        for r in m["round_values"].as_array().unwrap() {
             out.push((
                 label.clone(),
                 r["round"].as_u64().unwrap(),
@@ -70,12 +70,23 @@ fn rounds_are_interleaved_in_an_order_the_seed_fixes() {
         // Samples of all rounds, each round's value beside them, and the figure's interval from
         // the rounds.
         assert_eq!(m["samples"].as_array().unwrap().len(), 3 * 2);
-        let rounds = m["rounds"].as_array().unwrap();
-        assert!(rounds.iter().all(|r| r["samples"] == 2));
+        let grouped = m["rounds"].as_array().unwrap();
+        assert_eq!(grouped.len(), 3);
+        assert!(grouped.iter().all(|r| r.as_array().unwrap().len() == 2));
+        let rounds = m["round_values"].as_array().unwrap();
         let values: Vec<f64> = rounds
             .iter()
             .map(|r| r["value"].as_f64().unwrap())
             .collect();
+        for (value, samples) in values.iter().zip(grouped) {
+            let s: Vec<f64> = samples
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap())
+                .collect();
+            assert_eq!(*value, (s[0] + s[1]) / 2.0, "a round's value is its median");
+        }
         let mut sorted = values.clone();
         sorted.sort_by(f64::total_cmp);
         assert_eq!(
@@ -86,17 +97,17 @@ fn rounds_are_interleaved_in_an_order_the_seed_fixes() {
         let ci = m["ci95"].as_array().unwrap();
         assert!(ci[0].as_f64().unwrap() <= ci[1].as_f64().unwrap());
     }
-    let subject = |probe: &str| {
+    let role = |probe: &str| {
         a["measurements"]
             .as_array()
             .unwrap()
             .iter()
             .find(|m| m["probe"] == probe)
-            .unwrap()["subject"]
+            .unwrap()["role"]
             .clone()
     };
-    assert_eq!(subject("cpu.null"), "harness");
-    assert_eq!(subject("syscall.null"), "os");
+    assert_eq!(role("cpu.null"), "other");
+    assert_eq!(role("syscall.null"), "os");
 }
 
 #[test]

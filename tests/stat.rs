@@ -53,20 +53,65 @@ fn json_has_the_schema_runs_and_figures() {
 }
 
 #[test]
-fn the_commands_own_output_passes_through_before_the_report() {
+fn the_commands_output_never_mixes_with_the_results() {
+    // Results on stdout: the command's own stdout goes to stderr.
     let out = osmeter()
-        .args(["stat", "-r", "1", "--", "echo", "hello from the command"])
+        .args([
+            "stat",
+            "-r",
+            "2",
+            "--json",
+            "--",
+            "echo",
+            "{not json from the command",
+        ])
         .assert()
         .success()
         .get_output()
-        .stdout
         .clone();
-    let text = String::from_utf8(out).unwrap();
-    let hello = text
-        .find("hello from the command")
-        .expect("output passed through");
-    let report = text.find("osmeter stat:").expect("report printed");
-    assert!(hello < report, "{text}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is only osmeter's JSON");
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("{not json from the command"));
+    // printf writes "alpha-beta", which its command line (shown in the report) does not hold.
+    let text = osmeter()
+        .args(["stat", "-r", "1", "--", "printf", "%s-%s", "alpha", "beta"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(!String::from_utf8_lossy(&text.stdout).contains("alpha-beta"));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("osmeter stat:"));
+    assert!(String::from_utf8_lossy(&text.stderr).contains("alpha-beta"));
+}
+
+#[test]
+fn with_an_output_file_the_command_keeps_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stat.json");
+    let out = osmeter()
+        .args(["stat", "-r", "1", "--json", "-o"])
+        .arg(&file)
+        .args(["--", "echo", "hello from the command"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "hello from the command"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(doc["command"][0], "echo");
+    // A directory where the file should go: nothing is measured, the error names the path.
+    osmeter()
+        .args(["stat", "-r", "1", "-o"])
+        .arg(dir.path())
+        .args(["--", "true"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(dir.path().to_str().unwrap()));
 }
 
 #[test]

@@ -85,7 +85,7 @@ fn rm_with_one_bad_id_removes_nothing() {
 }
 
 #[test]
-fn a_store_that_is_not_a_database_is_untouched_and_the_figures_still_print() {
+fn a_store_that_is_not_a_database_is_refused_before_measuring_and_left_untouched() {
     let env = TestEnv::new();
     std::fs::write(env.store(), "important text\n").unwrap();
     env.osmeter()
@@ -93,8 +93,10 @@ fn a_store_that_is_not_a_database_is_untouched_and_the_figures_still_print() {
         .args(FAST)
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("syscall.null"))
-        .stderr(predicate::str::contains("not a SQLite database"));
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains("not a SQLite database"))
+        .stderr(predicate::str::contains(env.store().to_str().unwrap()))
+        .stderr(predicate::str::contains("--no-store"));
     assert_eq!(
         std::fs::read_to_string(env.store()).unwrap(),
         "important text\n"

@@ -1,44 +1,13 @@
 //! `osmeter export RUN --format F`.
 
 use crate::cli::ExportArgs;
-use crate::results::export::{exporter, ExportOptions, FORMATS};
+use crate::results::export::ExportOptions;
 use crate::results::store::{resolve_id, Location};
-use crate::usage;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::io::Write;
 
-/// Writes `bytes` to `path` through a temporary file in the same directory, so a failure never leaves
-/// a half-written file behind.
-pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".osmeter-")
-        .tempfile_in(dir)
-        .with_context(|| {
-            format!(
-                "cannot write {}: cannot create a file in {}",
-                path.display(),
-                dir.display()
-            )
-        })?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.persist(path)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
-    Ok(())
-}
-
 pub fn export(args: &ExportArgs) -> Result<i32> {
-    let exp = exporter(&args.format).ok_or_else(|| {
-        usage!(
-            "unknown format {:?}: choose one of {}",
-            args.format,
-            FORMATS.join(", ")
-        )
-    })?;
+    let exp = args.format.exporter();
     let mut store = Location::resolve(args.store.store.as_deref())?.open()?;
     let id = resolve_id(store.as_mut(), &args.run)?;
     let run = store
@@ -53,7 +22,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
         &mut buf,
     )?;
     match &args.output {
-        Some(path) => write_atomically(path, &buf)?,
+        Some(path) => crate::files::write_atomic(path, &buf)?,
         None => std::io::stdout().write_all(&buf)?,
     }
     Ok(0)

@@ -2,20 +2,18 @@
 //! lateness with every missed period counted, worst cases per window and the buffer model.
 
 use crate::cli::LatencyArgs;
-use crate::config::{parse_duration_ns, parse_tags};
+use crate::config::parse_duration_ns;
 use crate::interrupt;
 use crate::latency::buffer::BufferConfig;
+use crate::latency::document::{ClassDoc, LatencyDoc, SkippedClass, StreamDoc, LATENCY_SCHEMA};
 use crate::latency::load;
-use crate::latency::report::{self, LATENCY_SCHEMA};
-use crate::latency::threads::{self, Class, Path, Plan, StreamSpec};
+use crate::latency::report;
+use crate::latency::threads::{self, Class, ClassName, Path, Plan, StreamSpec};
 use crate::meter::placement;
 use crate::meter::rt_limit::{OnLimit, RtTimeLimit};
-use crate::results::fingerprint;
 use crate::results::model::{Run, RunOptions};
-use crate::results::store::Location;
 use crate::usage;
 use anyhow::{Context, Result};
-use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -77,15 +75,15 @@ impl LatencyConfig {
         for name in split(&args.classes) {
             let class = match name {
                 "high" => Class {
-                    name: "high",
+                    name: ClassName::High,
                     fifo: Some(args.prio_high),
                 },
                 "medium" => Class {
-                    name: "medium",
+                    name: ClassName::Medium,
                     fifo: Some(args.prio_medium),
                 },
                 "normal" => Class {
-                    name: "normal",
+                    name: ClassName::Normal,
                     fifo: None,
                 },
                 other => {
@@ -168,12 +166,7 @@ impl LatencyConfig {
 
 pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let config = LatencyConfig::from_args(args)?;
-    let tags = parse_tags(&args.keep.tags)?;
-    let store = if args.keep.no_store {
-        None
-    } else {
-        Some(Location::resolve(args.keep.store.store.as_deref())?)
-    };
+    let keeper = super::keeper(&args.keep)?;
     interrupt::install();
 
     // Real-time classes this user may not use are skipped with the reason, not failed.
@@ -195,7 +188,10 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
                     } else {
                         format!("{e:#}")
                     };
-                    skipped.push(json!({"class": c.name, "reason": why}));
+                    skipped.push(SkippedClass {
+                        class: c.name,
+                        reason: why,
+                    });
                     false
                 }
             },
@@ -206,7 +202,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
             "no class can run here: {}",
             skipped
                 .iter()
-                .map(|s| s["reason"].as_str().unwrap_or("").to_string())
+                .map(|s| s.reason.clone())
                 .collect::<Vec<_>>()
                 .join("; ")
         ));
@@ -258,7 +254,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         }
     };
     let rt_limit = RtTimeLimit::set(RTTIME_LIMIT_US, None, OnLimit::Terminate);
-    let started_at = super::run::now_rfc3339();
+    let started_at = crate::clock::now_rfc3339();
     if super::stderr_is_terminal() {
         eprintln!(
             "osmeter: measuring {} streams for {:.1} s",
@@ -311,7 +307,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let episodes = watcher.join().ok().flatten().map(|t| t.episodes.clone());
     drop(rt_limit);
 
-    let streams: Vec<serde_json::Value> = results.iter().map(report::stream_doc).collect();
+    let streams: Vec<StreamDoc> = results.iter().map(StreamDoc::of).collect();
     let measured_s = results.iter().map(|r| r.acct.periods()).max().unwrap_or(0) as f64
         * config.period_ns as f64
         / 1e9;
@@ -321,56 +317,55 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         .map(|r| r.acct.corrected.max())
         .max()
         .unwrap_or(0);
-    let doc = json!({
-        "schema": LATENCY_SCHEMA,
-        "period_ns": config.period_ns,
-        "duration_s": config.duration_ns as f64 / 1e9,
-        "measured_s": measured_s,
-        "cpus": config.cpus,
-        "classes": config.classes.iter().map(|c| json!({"name": c.name, "fifo_priority": c.fifo})).collect::<Vec<_>>(),
-        "paths": config.paths.iter().map(|p| p.name()).collect::<Vec<_>>(),
-        "skipped": skipped,
-        "rttime_limit_us": RTTIME_LIMIT_US,
-        "timer_slack_ns": 1,
-        "cpu_dma_latency_us": args.cpu_dma_latency,
-        "fail_over_ns": config.fail_over_ns,
-        "worst_ns": worst,
-        "interrupted": interrupted,
-        "loads": load_reports,
-        "episodes": episodes,
-        "streams": streams,
-    });
+    let doc = LatencyDoc {
+        schema: LATENCY_SCHEMA.to_string(),
+        period_ns: config.period_ns,
+        duration_s: config.duration_ns as f64 / 1e9,
+        measured_s,
+        cpus: config.cpus.clone(),
+        classes: config
+            .classes
+            .iter()
+            .map(|c| ClassDoc {
+                name: c.name,
+                fifo_priority: c.fifo,
+            })
+            .collect(),
+        paths: config.paths.clone(),
+        skipped,
+        rttime_limit_us: RTTIME_LIMIT_US,
+        timer_slack_ns: 1,
+        cpu_dma_latency_us: args.cpu_dma_latency,
+        fail_over_ns: config.fail_over_ns,
+        worst_ns: worst,
+        interrupted,
+        loads: load_reports,
+        episodes,
+        streams,
+    };
 
-    let fingerprint = fingerprint::collect(None);
-    let mut sections = std::collections::BTreeMap::new();
-    sections.insert("latency".to_string(), doc.clone());
     let run = Run {
-        finished_at: Some(super::run::now_rfc3339()),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
         suite: Some("latency".to_string()),
         options: RunOptions {
             cpu: config.cpus.first().copied(),
             fifo_priority: classes.iter().filter_map(|c| c.fifo).max(),
             ..RunOptions::default()
         },
-        tags,
-        fingerprint,
-        interrupted,
-        sections,
-        ..Run::new(super::run::new_run_id(), started_at)
+        ..keeper.run_of(
+            crate::results::model::Sections {
+                latency: Some(doc.clone()),
+                ..Default::default()
+            },
+            started_at,
+            interrupted,
+        )
     };
     if args.output.json {
         super::emit_json(&run)?;
     } else {
         super::emit(&report::render(&doc))?;
     }
-    if let Some(location) = &store {
-        let mut store = location.open()?;
-        store
-            .save(&run)
-            .with_context(|| format!("saving run {} to {}", run.id, store.describe()))?;
-        eprintln!("osmeter: run {} saved to {}", run.id, store.describe());
-    }
+    keeper.save(&run)?;
     if interrupted {
         return Ok(crate::error::EXIT_INTERRUPTED);
     }

@@ -3,19 +3,22 @@
 
 use crate::cli::MemsimArgs;
 use crate::memsim::config::{parse_cache, parse_tlb, preset, PRESETS, SWEEPS};
+use crate::memsim::document::{MemsimDoc, TraceRef};
 use crate::memsim::machine::MachineConfig;
-use crate::memsim::{kernel, report, sweep, trace};
-use crate::results::store::Location;
+use crate::memsim::{budget, curve, interval, kernel, report, sweep, trace};
 use crate::usage;
 use anyhow::{Context, Result};
-use serde_json::json;
 
 fn machines(args: &MemsimArgs) -> Result<Vec<MachineConfig>> {
     let mut out = Vec::new();
+    // Where each machine came from, to name it when it is too big.
+    let mut origins = Vec::new();
     for name in &args.presets {
         if let Some((_, names)) = SWEEPS.iter().find(|(s, _)| s == name) {
             out.extend(names.iter().filter_map(|n| preset(n)));
+            origins.resize(out.len(), format!("--preset {name}"));
         } else {
+            origins.push(format!("--preset {name}"));
             out.push(preset(name).ok_or_else(|| {
                 let known: Vec<&str> = PRESETS
                     .iter()
@@ -37,6 +40,7 @@ fn machines(args: &MemsimArgs) -> Result<Vec<MachineConfig>> {
         m.validate()
             .map_err(|e| usage!("machine config {}: {e}", path.display()))?;
         out.push(m);
+        origins.push(format!("machine config {}", path.display()));
     }
     let custom =
         args.l1d.is_some() || args.l1i.is_some() || args.l2.is_some() || args.tlb.is_some();
@@ -80,33 +84,60 @@ fn machines(args: &MemsimArgs) -> Result<Vec<MachineConfig>> {
         }
         m.name = name.join(",");
         out.push(m);
+        origins.push("the machine of --l1d/--l1i/--l2/--tlb".into());
     }
     if out.is_empty() {
         out.push(preset("ds5000-200").expect("built-in preset"));
+        origins.push("--preset ds5000-200".into());
     }
     if args.no_3c {
         for m in &mut out {
             m.three_c = false;
         }
     }
+    fits_in_memory(args, &out, &origins)?;
     Ok(out)
+}
+
+/// Refuses machines whose models would not fit in the memory available, naming the option or
+/// file that made the biggest part.
+fn fits_in_memory(args: &MemsimArgs, machines: &[MachineConfig], origins: &[String]) -> Result<()> {
+    let Some(available) = budget::available_memory() else {
+        return Ok(());
+    };
+    let machines_bytes = machines.iter().map(budget::machine_bytes).sum();
+    let available = budget::check_curves(&args.curves, machines_bytes, available)
+        .map_err(|(c, e)| usage!("--curve {c}: {e}"))?;
+    let Err((i, e)) = budget::check(machines, available) else {
+        return Ok(());
+    };
+    let given = |opt: &str| match opt {
+        "--l1d" => args.l1d.as_deref(),
+        "--l1i" => args.l1i.as_deref(),
+        "--l2" => args.l2.as_deref(),
+        "--tlb" => args.tlb.as_deref(),
+        _ => None,
+    };
+    let custom = origins[i].starts_with("the machine of");
+    let origin = match e.part.option().and_then(|o| Some((o, given(o)?))) {
+        Some((opt, value)) if custom => format!("{opt} {value}"),
+        _ => origins[i].clone(),
+    };
+    Err(usage!("{origin}: {e}"))
 }
 
 pub fn memsim(args: &MemsimArgs) -> Result<i32> {
     let cfgs = machines(args)?;
     let format = super::trace::parse_format(args.from.as_deref())?;
     // Checked before the simulation so a typo costs nothing.
-    crate::config::parse_tags(&args.keep.tags)?;
-    if !args.keep.no_store {
-        Location::resolve(args.keep.store.store.as_deref())?;
-    }
+    let keeper = super::keeper(&args.keep)?;
     let symbols = kernel::find_symbols(&args.trace, args.symbols.as_deref())?;
     if symbols.is_none() && (args.exclude_idle || args.include_idle) {
         return Err(usage!(
             "--exclude-idle and --include-idle need kernel symbols to find the idle loop: give --symbols FILE"
         ));
     }
-    let started_at = super::run::now_rfc3339();
+    let started_at = crate::clock::now_rfc3339();
     let mut src = trace::open(&args.trace, format)?;
     let threads = args.threads.unwrap_or_else(|| {
         std::thread::available_parallelism()
@@ -116,18 +147,23 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
     if threads == 0 {
         return Err(usage!("--threads must be at least 1"));
     }
+    let extras = sweep::Extras {
+        curves: args.curves.clone(),
+        interval: args.interval,
+    };
     let (result, extra) = if symbols.is_some() || args.assertions {
         let opts = kernel::analysis::Options {
             symbols,
             exclude_idle: !args.include_idle,
             assertions: args.assertions,
             threads,
+            extras,
         };
         let (r, extra) = kernel::analysis::simulate(src.as_mut(), &cfgs, opts)
             .with_context(|| format!("simulating {}", args.trace.display()))?;
         (r, Some(extra))
     } else {
-        let r = sweep::simulate(src.as_mut(), &cfgs, threads)
+        let r = sweep::simulate_with(src.as_mut(), &cfgs, &extras, threads)
             .with_context(|| format!("simulating {}", args.trace.display()))?;
         (r, None)
     };
@@ -141,19 +177,31 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
             (result.refs * cfgs.len() as u64) as f64 / result.seconds.max(1e-9) / 1e6
         );
     }
-    let mut doc = report::document(
-        json!({"path": args.trace.display().to_string(), "format": args.from}),
-        &cfgs,
-        &result,
-    );
+    let trace = TraceRef {
+        path: args.trace.display().to_string(),
+        format,
+    };
+    let mut doc = MemsimDoc::new(trace, &cfgs, &result);
     if let Some(extra) = extra {
         extra.insert_into(&mut doc);
     }
     if args.output.json {
         super::emit_json(&doc)?;
     } else {
-        super::emit(&(report::render(&doc) + &kernel::analysis::render(&doc)))?;
+        super::emit(
+            &(report::render(&doc)
+                + &kernel::analysis::render(&doc)
+                + &curve::render(&doc.curves)
+                + &interval::render(&doc.intervals)),
+        )?;
     }
-    super::keep_section(&args.keep, "memsim", doc, started_at, false)?;
+    keeper.keep(
+        crate::results::model::Sections {
+            memsim: Some(doc),
+            ..Default::default()
+        },
+        started_at,
+        false,
+    )?;
     Ok(crate::error::EXIT_OK)
 }

@@ -14,6 +14,7 @@ pub mod stored;
 pub mod trace;
 
 use crate::cli::{Cli, Command};
+use crate::results::keep::Keeper;
 use anyhow::Result;
 
 /// Runs the command and returns the process exit code.
@@ -60,31 +61,15 @@ pub fn emit_json<T: serde::Serialize>(doc: &T) -> Result<()> {
     emit(&format!("{}\n", serde_json::to_string_pretty(doc)?))
 }
 
-/// Keeps the document of a measuring command other than `run` (stat, latency, memsim) as a stored run
-/// with the system fingerprint, under `run.sections[kind]`. Returns the run id, or `None` with
-/// `--no-store`. Check the tags before measuring with [`crate::config::parse_tags`] so a typo costs
-/// nothing.
-pub fn keep_section(
-    keep: &crate::cli::KeepArgs,
-    kind: &str,
-    doc: serde_json::Value,
-    started_at: String,
-    interrupted: bool,
-) -> Result<Option<String>> {
-    use crate::results::model::Run;
-    if keep.no_store {
-        return Ok(None);
+/// Writes results to `path` (atomically: replaced whole, never left half-written), or to stdout.
+pub fn emit_to(path: Option<&std::path::Path>, text: &str) -> Result<()> {
+    match path {
+        Some(p) => crate::files::write_atomic(p, text.as_bytes()),
+        None => emit(text),
     }
-    let location = crate::results::store::Location::resolve(keep.store.store.as_deref())?;
-    let run = Run {
-        finished_at: Some(run::now_rfc3339()),
-        tags: crate::config::parse_tags(&keep.tags)?,
-        fingerprint: crate::results::fingerprint::collect(None),
-        interrupted,
-        sections: [(kind.to_string(), doc)].into(),
-        ..Run::new(run::new_run_id(), started_at)
-    };
-    let saved = crate::results::store::save_with_fallback(&location, &run)?;
-    eprintln!("osmeter: run {} ({kind}) saved to {}", run.id, saved.store);
-    Ok(Some(run.id))
+}
+
+/// The validated keep path of a measuring command: checked before anything is measured.
+pub fn keeper(keep: &crate::cli::KeepArgs) -> Result<Keeper> {
+    Keeper::new(&keep.tags, keep.no_store, keep.store.store.as_deref())
 }

@@ -13,43 +13,6 @@ use crate::results::{fingerprint, table};
 use anyhow::{Context, Result};
 use std::io::Write;
 
-/// RFC 3339 UTC time from the system clock, without pulling in a date crate.
-pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil-from-days (proleptic Gregorian), Howard Hinnant's algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// A run id that sorts by time and does not collide between hosts: time, then random bits.
-pub fn new_run_id() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let mut rnd = [0u8; 4];
-    // SAFETY: getrandom writes at most rnd.len() bytes into rnd.
-    unsafe { libc::getrandom(rnd.as_mut_ptr().cast(), rnd.len(), 0) };
-    format!("{:x}-{:08x}", now.as_secs(), u32::from_ne_bytes(rnd))
-}
-
 fn progress(enabled: bool, text: &str) {
     if enabled {
         eprint!("\r\x1b[2K{text}");
@@ -91,7 +54,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         worker: WorkerCommand::this_executable(),
     };
 
-    let started_at = now_rfc3339();
+    let started_at = crate::clock::now_rfc3339();
     let show_progress = super::stderr_is_terminal();
     let outcome = harness::suite::run(&suite, &mut |p| {
         let what = p.label.unwrap_or("the harness's own cost");
@@ -117,9 +80,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     };
     let mut run = Run {
         schema: RUN_SCHEMA.to_string(),
-        id: new_run_id(),
+        id: crate::clock::new_run_id(),
         started_at,
-        finished_at: Some(now_rfc3339()),
+        finished_at: Some(crate::clock::now_rfc3339()),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         suite: config.suite.clone(),
         options: RunOptions {
@@ -141,7 +104,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             rounds: config.rounds,
             seed: Some(config.seed),
         },
-        tags: config.tags.clone(),
+        tags: config.keeper.tags().clone(),
         fingerprint: fingerprint.clone(),
         counters_unavailable,
         overhead: outcome.overhead,
@@ -157,11 +120,8 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     } else {
         super::emit(&table::render(&run))?;
     }
-    if let Some(location) = &config.store {
-        // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.
-        let saved = crate::results::store::save_with_fallback(location, &run)?;
-        eprintln!("osmeter: run {} saved to {}", run.id, saved.store);
-    }
+    // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.
+    config.keeper.save(&run)?;
     if run.interrupted {
         return Ok(crate::error::EXIT_INTERRUPTED);
     }

@@ -1,7 +1,7 @@
 //! `osmeter runs`, `show` and `rm`: what the store holds.
 
 use crate::cli::{RmArgs, RunsArgs, ShowArgs};
-use crate::config::parse_tags;
+use crate::results::keep::parse_tags;
 use crate::results::store::{resolve_id, Location, RunFilter};
 use crate::results::table;
 use anyhow::Result;
@@ -13,7 +13,11 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
         host: args.host.clone(),
         suite: args.suite.clone(),
         tags: parse_tags(&args.tags)?.into_iter().collect(),
-        since: args.since.clone(),
+        since: args
+            .since
+            .as_deref()
+            .map(crate::clock::parse_since)
+            .transpose()?,
     };
     let list = store.list(&filter)?;
     if args.output.json {
@@ -27,19 +31,20 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
     let mut out = String::new();
     writeln!(
         out,
-        "{:<18} {:<20} {:<16} {:<8} {:>6}  tags",
-        "id", "started", "host", "suite", "figs"
+        "{:<18} {:<20} {:<8} {:<16} {:<8} {:>6}  tags",
+        "id", "started", "kind", "host", "suite", "figs"
     )?;
     for r in &list {
         let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
         writeln!(
             out,
-            "{:<18} {:<20} {:<16} {:<8} {:>6}  {}{}",
+            "{:<18} {:<20} {:<8} {:<16} {:<8} {:>6}  {}{}",
             r.id,
             r.started_at,
+            r.kind,
             r.host.as_deref().unwrap_or("-"),
             r.suite.as_deref().unwrap_or("-"),
-            r.measurements,
+            r.figures,
             tags.join(" "),
             if r.interrupted { " (interrupted)" } else { "" }
         )?;
@@ -61,18 +66,21 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
             "run {} started {} ({})\n",
             run.id,
             run.started_at,
-            run.suite.as_deref().unwrap_or(run.kind())
+            run.suite.as_deref().unwrap_or(run.kind().as_str())
         );
         let mut body = String::new();
         if !run.measurements.is_empty() {
             body.push_str(&table::render(&run));
         }
-        // Other parts' results are shown as their documents until each has a renderer here.
-        for (kind, doc) in &run.sections {
-            body.push_str(&format!(
-                "\n{kind}:\n{}\n",
-                serde_json::to_string_pretty(doc)?
-            ));
+        if let Some(doc) = &run.sections.latency {
+            body.push_str(&crate::latency::report::render(doc));
+        }
+        if let Some(doc) = &run.sections.memsim {
+            body.push_str(&crate::memsim::report::render(doc));
+            body.push_str(&crate::memsim::kernel::analysis::render(doc));
+        }
+        if let Some(doc) = &run.sections.stat {
+            body.push_str(&crate::stat::render(doc));
         }
         super::emit(&(head + &body))?;
     }

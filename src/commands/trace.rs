@@ -19,8 +19,14 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
             input,
             output,
             from,
+            to,
             zstd,
-        }) => convert(input, output, parse_format(from.as_deref())?, *zstd),
+        }) => match to.as_deref() {
+            Some(to @ ("champsim" | "drmemtrace")) => {
+                export(input, output, parse_format(from.as_deref())?, to, *zstd)
+            }
+            _ => convert(input, output, parse_format(from.as_deref())?, *zstd),
+        },
         Some(TraceAction::Info {
             file,
             from,
@@ -118,54 +124,11 @@ fn system_capture(args: &TraceArgs, out: &Path) -> Result<i32> {
 
 pub fn parse_format(s: Option<&str>) -> Result<Option<Format>> {
     s.map(|f| {
-        Format::parse(f)
-            .ok_or_else(|| usage!("unknown trace format {f:?}: use osmeter, lackey or din"))
+        Format::parse(f).ok_or_else(|| {
+            usage!("unknown trace format {f:?}: use osmeter, lackey, din or drmemtrace")
+        })
     })
     .transpose()
-}
-
-/// A file that appears under its name only when complete: written beside it under a temporary
-/// name and renamed at the end; removed if dropped before.
-pub struct OutFile {
-    target: PathBuf,
-    temp: Option<tempfile::NamedTempFile>,
-}
-
-impl OutFile {
-    pub fn create(target: &Path) -> Result<OutFile> {
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let temp = tempfile::Builder::new()
-            .prefix(".osmeter-partial-")
-            .tempfile_in(&dir)
-            .with_context(|| {
-                format!(
-                    "cannot create {} (directory {})",
-                    target.display(),
-                    dir.display()
-                )
-            })?;
-        Ok(OutFile {
-            target: target.to_path_buf(),
-            temp: Some(temp),
-        })
-    }
-
-    pub fn file(&self) -> Result<std::fs::File> {
-        Ok(self.temp.as_ref().expect("not committed").reopen()?)
-    }
-
-    pub fn commit(mut self) -> Result<()> {
-        let t = self.temp.take().expect("committed once");
-        // Temporary files are created private; a finished trace is an ordinary 0644 file.
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o644));
-        t.persist(&self.target)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {}", self.target.display(), e.error))?;
-        Ok(())
-    }
 }
 
 /// Plain or zstd-compressed output.
@@ -224,11 +187,11 @@ pub(crate) fn write_trace_at_level(
     flags: u8,
     level: i32,
 ) -> Result<u64> {
-    let file = OutFile::create(out)?;
+    let file = crate::files::AtomicFile::create(out)?;
     let sink = if wants_zstd(out, zstd) {
-        Sink::Zstd(zstd::stream::write::Encoder::new(file.file()?, level)?)
+        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, level)?)
     } else {
-        Sink::Plain(file.file()?)
+        Sink::Plain(file.reopen()?)
     };
     let mut w = TraceWriter::new(sink, flags | src.meta().flags)?;
     let mut batch = Vec::with_capacity(1 << 16);
@@ -259,6 +222,36 @@ fn convert(input: &Path, output: &Path, from: Option<Format>, zstd: bool) -> Res
         output.display(),
         n as f64 / secs.max(1e-9) / 1e6
     );
+    Ok(crate::error::EXIT_OK)
+}
+
+/// Writes a trace in ChampSim's or drmemtrace's format; nothing appears unless it all worked.
+fn export(input: &Path, output: &Path, from: Option<Format>, to: &str, zstd: bool) -> Result<i32> {
+    let mut src = trace::open(input, from)?;
+    let file = crate::files::AtomicFile::create(output)?;
+    let mut sink = if wants_zstd(output, zstd) {
+        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, 3)?)
+    } else {
+        Sink::Plain(file.reopen()?)
+    };
+    let what = if to == "champsim" {
+        let c = trace::champsim::export(src.as_mut(), &mut sink)
+            .with_context(|| format!("exporting {}", input.display()))?;
+        format!(
+            "{} instructions ({} loads, {} stores; {} data references beyond the record's 4 loads and 2 stores left out)",
+            c.instructions, c.loads, c.stores, c.dropped
+        )
+    } else {
+        let c = trace::drmem::export(src.as_mut(), &mut sink)
+            .with_context(|| format!("exporting {}", input.display()))?;
+        format!(
+            "{} references in {} entries ({} kernel sections, {} physical-address pairs)",
+            c.references, c.entries, c.kernel_sections, c.physical_pairs
+        )
+    };
+    sink.finish()?;
+    file.commit()?;
+    eprintln!("osmeter: wrote {what} to {} ({to})", output.display());
     Ok(crate::error::EXIT_OK)
 }
 
@@ -377,11 +370,11 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     if find_program(&cmd[0]).is_none() {
         return Err(usage!("cannot find the command {:?} to trace", cmd[0]));
     }
-    let file = OutFile::create(out)?;
+    let file = crate::files::AtomicFile::create(out)?;
     let sink = if wants_zstd(out, zstd) {
-        Sink::Zstd(zstd::stream::write::Encoder::new(file.file()?, 3)?)
+        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, 3)?)
     } else {
-        Sink::Plain(file.file()?)
+        Sink::Plain(file.reopen()?)
     };
     let mut writer = TraceWriter::new(sink, FLAG_USER_ONLY)?;
     let mut fds = [0; 2];

@@ -50,14 +50,13 @@ pub fn measurement(
     let counters = median_over_rounds(records);
     let mut m = Measurement::not_measured(probe, params, unit, Status::Ok, String::new());
     m.reason = None;
-    m.rounds = records
+    m.round_values = records
         .iter()
         .zip(&round_samples)
         .map(|(r, s)| RoundValue {
             round: r.round,
             position: r.position,
             value: rounds::round_value(s),
-            samples: s.len(),
             iterations: r.outcome.iterations,
             cut_short: r.outcome.cut.is_some(),
         })
@@ -71,6 +70,7 @@ pub fn measurement(
         config,
     );
     m.samples = samples;
+    m.rounds = round_samples;
     m.summary = Some(summary);
     m.iterations = records.first().map_or(0, |r| r.outcome.iterations);
     m.bytes_per_op = records.first().and_then(|r| r.outcome.bytes_per_op);

@@ -119,8 +119,9 @@ fn in_unit(per_op_ns: &[f64], unit: Unit, bytes: Option<u64>) -> Vec<f64> {
             .collect()
     };
     match unit {
-        Unit::Nanoseconds => per_op_ns.to_vec(),
         Unit::BytesPerSecond => rate(bytes.unwrap_or(0) as f64),
         Unit::OpsPerSecond => rate(1.0),
+        // Probes state their figures per operation: a time, or one of the rates above.
+        _ => per_op_ns.to_vec(),
     }
 }

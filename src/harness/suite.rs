@@ -185,7 +185,7 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
         .enumerate()
         .filter_map(|(i, (v, got))| {
             let mut m = finish(v, got, config, i, interrupted)?;
-            m.subject = Some(v.probe.subject());
+            m.role = Some(v.probe.role());
             Some(m)
         })
         .collect();

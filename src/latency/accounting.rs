@@ -7,7 +7,7 @@
 
 use super::buffer::{BufferConfig, BufferTracker};
 use super::histogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Window widths for worst-case-per-window figures.
 pub const WINDOWS: [(&str, u64); 3] = [
@@ -128,16 +128,16 @@ impl Deadlines {
 }
 
 /// Spread of the window maxima of one width.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WindowSummary {
-    pub window: &'static str,
+    pub window: String,
     pub windows: usize,
     pub min_ns: u64,
     pub p50_ns: u64,
     pub p90_ns: u64,
     pub max_ns: u64,
     /// The maxima themselves when there are few enough to keep (up to 3600).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub maxima_ns: Vec<u64>,
 }
 
@@ -149,7 +149,7 @@ pub fn summarise_windows(name: &'static str, maxima: &[u64]) -> Option<WindowSum
     s.sort_unstable();
     let q = |p: f64| s[((p * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1];
     Some(WindowSummary {
-        window: name,
+        window: name.to_string(),
         windows: s.len(),
         min_ns: s[0],
         p50_ns: q(0.5),
@@ -164,10 +164,10 @@ pub fn summarise_windows(name: &'static str, maxima: &[u64]) -> Option<WindowSum
 }
 
 /// A Gumbel (extreme value type I) fit of window maxima and what it projects.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GumbelFit {
-    pub method: &'static str,
-    pub window: &'static str,
+    pub method: String,
+    pub window: String,
     pub windows: usize,
     pub location_ns: f64,
     pub scale_ns: f64,
@@ -179,9 +179,9 @@ pub struct GumbelFit {
 
 /// The estimated worst case over a horizon: as likely to be exceeded as not (median), and the
 /// level exceeded with 1 % chance.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HorizonEstimate {
-    pub horizon: &'static str,
+    pub horizon: String,
     pub median_ns: f64,
     pub p99_ns: f64,
 }
@@ -226,15 +226,15 @@ pub fn fit_gumbel(window: &'static str, width_s: f64, maxima: &[u64]) -> Result<
             // The maximum of m independent Gumbel maxima is Gumbel with location shifted by scale·ln m.
             let shifted = location + scale * (secs / width_s).max(1.0).ln();
             HorizonEstimate {
-                horizon,
+                horizon: horizon.to_string(),
                 median_ns: shifted - scale * (2f64.ln()).ln(),
                 p99_ns: shifted - scale * (-(0.99f64.ln())).ln(),
             }
         })
         .collect();
     Ok(GumbelFit {
-        method: "moments",
-        window,
+        method: "moments".to_string(),
+        window: window.to_string(),
         windows: n,
         location_ns: location,
         scale_ns: scale,

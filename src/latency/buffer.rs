@@ -6,7 +6,7 @@
 
 use crate::config::parse_duration_ns;
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Period lengths of the default table, milliseconds.
 pub const DEFAULT_PERIODS_MS: [u64; 5] = [1, 2, 5, 10, 20];
@@ -116,7 +116,7 @@ impl BufferTracker {
 }
 
 /// What the model says for one configuration.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BufferResult {
     pub period_ms: f64,
     pub buffers: u32,

@@ -3,7 +3,7 @@
 //! stops and is cleaned up when the set is stopped or dropped (also after Ctrl-C).
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io::{Read, Seek, Write};
 use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -76,14 +76,14 @@ pub fn parse(list: &str) -> Result<Vec<Kind>> {
 }
 
 /// What one generator did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadReport {
     pub load: String,
     pub threads: usize,
     pub ops: u64,
     pub rate: f64,
-    pub unit: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
 }
 
@@ -203,7 +203,7 @@ impl LoadSet {
                 threads: n,
                 ops,
                 rate: ops as f64 / secs,
-                unit: g.kind.unit(),
+                unit: g.kind.unit().to_string(),
                 error,
             });
         }
@@ -233,7 +233,7 @@ impl LoadSet {
                 threads: 0,
                 ops: 0,
                 rate: 0.0,
-                unit: "",
+                unit: String::new(),
                 error: status
                     .and_then(|s| s.code())
                     .filter(|&c| c != 0)

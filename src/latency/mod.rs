@@ -3,6 +3,7 @@
 
 pub mod accounting;
 pub mod buffer;
+pub mod document;
 pub mod histogram;
 pub mod load;
 pub mod report;

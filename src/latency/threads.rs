@@ -12,7 +12,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// How a wake reaches the measuring thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Path {
     /// Absolute-deadline sleep on CLOCK_MONOTONIC; lateness = running - deadline.
     Timer,
@@ -37,10 +40,34 @@ impl Path {
     }
 }
 
+/// The measuring classes: two real-time priorities and the normal time-sharing class.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ClassName {
+    /// SCHED_FIFO at --prio-high
+    High,
+    /// SCHED_FIFO at --prio-medium
+    Medium,
+    /// SCHED_OTHER
+    Normal,
+}
+
+impl ClassName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClassName::High => "high",
+            ClassName::Medium => "medium",
+            ClassName::Normal => "normal",
+        }
+    }
+}
+
 /// A scheduling class: a name and a SCHED_FIFO priority, or SCHED_OTHER.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Class {
-    pub name: &'static str,
+    pub name: ClassName,
     pub fifo: Option<i32>,
 }
 
@@ -133,7 +160,7 @@ fn check_trigger(plan: &Plan, spec: &StreamSpec, reference_ns: u64, wake_ns: u64
     if let Some(t) = &plan.trigger {
         t.check(Mark {
             cpu: spec.cpu,
-            class: spec.class.name,
+            class: spec.class.name.as_str(),
             path: spec.path.name(),
             reference_ns,
             wake_ns,
@@ -151,7 +178,11 @@ pub fn run_streams(specs: &[StreamSpec], plan: &Plan) -> Vec<StreamResult> {
             let plan = plan.clone();
             let phase = plan.period_ns * i as u64 / n;
             std::thread::Builder::new()
-                .name(format!("lat-{}-{}", spec.class.name, spec.path.name()))
+                .name(format!(
+                    "lat-{}-{}",
+                    spec.class.name.as_str(),
+                    spec.path.name()
+                ))
                 .spawn(move || match spec.path {
                     Path::Timer => timer_stream(spec, &plan, phase),
                     _ => signal_stream(spec, &plan, phase),
@@ -351,7 +382,11 @@ fn signal_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
         let chan = Arc::clone(&chan);
         let plan = plan.clone();
         std::thread::Builder::new()
-            .name(format!("sig-{}-{}", spec.class.name, spec.path.name()))
+            .name(format!(
+                "sig-{}-{}",
+                spec.class.name.as_str(),
+                spec.path.name()
+            ))
             .spawn(move || -> (u64, Option<String>) {
                 let _finish = Finish(&chan);
                 if let Err(e) = enter_class(&spec) {
@@ -462,7 +497,7 @@ mod tests {
             .into_iter()
             .map(|path| StreamSpec {
                 class: Class {
-                    name: "normal",
+                    name: ClassName::Normal,
                     fifo: None,
                 },
                 path,
@@ -489,7 +524,7 @@ mod tests {
         let cpu = *placement::usable_cpus().last().unwrap();
         let specs = [Path::Timer, Path::Pipe].map(|path| StreamSpec {
             class: Class {
-                name: "normal",
+                name: ClassName::Normal,
                 fifo: None,
             },
             path,

@@ -5,7 +5,7 @@
 //! alone; removing it (and unmounting tracefs when osmeter mounted it) restores everything.
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -265,11 +265,11 @@ pub fn parse(text: &str) -> Vec<Event> {
     out
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Episode {
     pub cpu: usize,
-    pub class: &'static str,
-    pub path: &'static str,
+    pub class: String,
+    pub path: String,
     pub lateness_ns: u64,
     /// Time each task ran on the CPU between the deadline and the wake, longest first.
     pub ran: Vec<(String, u64)>,
@@ -395,8 +395,8 @@ pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
     };
     let mut e = Episode {
         cpu: mark.cpu,
-        class: mark.class,
-        path: mark.path,
+        class: mark.class.to_string(),
+        path: mark.path.to_string(),
         lateness_ns: lateness,
         ran,
         irqs: irqs.into_iter().map(|(k, (n, t))| (k, n, t)).collect(),

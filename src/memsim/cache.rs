@@ -18,6 +18,10 @@ pub enum Replacement {
 pub(crate) const EMPTY: u64 = u64::MAX;
 
 /// Set-associative store; within a set, ways are kept most recent (LRU) or newest (FIFO) first.
+///
+/// Tags are stored inverted (`!key`), so a free way (`EMPTY`) is a zero: a new store is then
+/// zeroed memory, which the kernel hands out lazily, and a huge cache costs only the sets a trace
+/// fills.
 pub struct SetAssoc {
     ways: usize,
     set_mask: u64,
@@ -42,7 +46,7 @@ impl SetAssoc {
             pow2: sets.is_power_of_two(),
             pow2_ways: sets.is_power_of_two() && ways.is_power_of_two(),
             way_shift: ways.trailing_zeros(),
-            tags: vec![EMPTY; sets as usize * ways],
+            tags: vec![!EMPTY; sets as usize * ways],
             dirty: vec![false; sets as usize * ways],
             repl,
             rng: Rng::new(seed),
@@ -63,7 +67,7 @@ impl SetAssoc {
     pub fn touch(&mut self, k: u64, dirty: bool) -> bool {
         let b = self.base(k);
         // The most recent way first: most hits land there, and then nothing moves.
-        if self.tags[b] == k {
+        if self.tags[b] == !k {
             self.dirty[b] |= dirty;
             return true;
         }
@@ -74,7 +78,7 @@ impl SetAssoc {
     #[inline(never)]
     fn touch_older(&mut self, b: usize, k: u64, dirty: bool) -> bool {
         let set = &mut self.tags[b..b + self.ways];
-        let Some(p) = set.iter().position(|&t| t == k) else {
+        let Some(p) = set.iter().position(|&t| t == !k) else {
             return false;
         };
         let dirty = self.dirty[b + p] | dirty;
@@ -85,7 +89,7 @@ impl SetAssoc {
                 set[j] = set[j - 1];
                 flags[j] = flags[j - 1];
             }
-            set[0] = k;
+            set[0] = !k;
             flags[0] = dirty;
         } else {
             self.dirty[b + p] = dirty;
@@ -95,7 +99,7 @@ impl SetAssoc {
 
     pub fn contains(&self, k: u64) -> bool {
         let b = self.base(k);
-        self.tags[b..b + self.ways].contains(&k)
+        self.tags[b..b + self.ways].contains(&!k)
     }
 
     /// Inserts an absent key; returns the evicted key and whether it was dirty.
@@ -103,22 +107,22 @@ impl SetAssoc {
         let b = self.base(k);
         let w = self.ways;
         let victim = if self.repl == Replacement::Random {
-            match self.tags[b..b + w].iter().position(|&t| t == EMPTY) {
+            match self.tags[b..b + w].iter().position(|&t| t == !EMPTY) {
                 Some(p) => p,
                 None => self.rng.below(w as u64) as usize,
             }
         } else {
             w - 1
         };
-        let old = (self.tags[b + victim], self.dirty[b + victim]);
+        let old = (!self.tags[b + victim], self.dirty[b + victim]);
         if self.repl == Replacement::Random {
-            self.tags[b + victim] = k;
+            self.tags[b + victim] = !k;
             self.dirty[b + victim] = dirty;
         } else {
             // Newest at the front: shift the others down over the victim (the last way).
             self.tags[b..b + w].rotate_right(1);
             self.dirty[b..b + w].rotate_right(1);
-            self.tags[b] = k;
+            self.tags[b] = !k;
             self.dirty[b] = dirty;
         }
         (old.0 != EMPTY).then_some(old)
@@ -160,6 +164,14 @@ impl Store {
         match self {
             Store::Set(s) => s.insert(k, dirty),
             Store::Full(f) => f.insert(k, dirty),
+        }
+    }
+    /// Whether `k` is the most recent (LRU) or newest (FIFO) key of its set.
+    #[inline]
+    pub fn is_first(&self, k: u64) -> bool {
+        match self {
+            Store::Set(s) => s.tags[s.base(k)] == !k,
+            Store::Full(f) => f.is_first(k),
         }
     }
 }
@@ -258,8 +270,43 @@ impl CacheConfig {
                 self.line
             ));
         }
-        Ok(())
+        // Every miss inserts each line of the fetch block.
+        if f / self.line > MAX_FETCH_LINES {
+            return Err(format!(
+                "fetch size {f} is {} lines of {} bytes; at most {MAX_FETCH_LINES} lines come in on one miss",
+                f / self.line,
+                self.line
+            ));
+        }
+        check_ways(self.lines(), self.assoc, self.replacement)
     }
+}
+
+/// Lines one miss may bring in (a page of 4-byte lines).
+pub const MAX_FETCH_LINES: u32 = 1024;
+/// Ways of a set searched one by one: more would make every access a long scan. A fully
+/// associative LRU store of any size is exempt (it is found through a hash map).
+pub const MAX_SEARCHED_WAYS: u64 = 4096;
+
+/// Refuses geometries whose sets would be searched way by way at great length.
+pub fn check_ways(entries: u64, assoc: u32, repl: Replacement) -> Result<(), String> {
+    let ways = if assoc == 0 {
+        entries
+    } else {
+        u64::from(assoc)
+    };
+    let hashed = ways == entries && repl == Replacement::Lru;
+    if ways > MAX_SEARCHED_WAYS && !hashed {
+        return Err(format!(
+            "{ways} ways with {} replacement: at most {MAX_SEARCHED_WAYS} ways are searched one by one (only a fully associative LRU store may be larger)",
+            match repl {
+                Replacement::Lru => "LRU",
+                Replacement::Fifo => "FIFO",
+                Replacement::Random => "random",
+            }
+        ));
+    }
+    Ok(())
 }
 
 /// Miss classes.
@@ -357,7 +404,7 @@ impl Level {
             return self.try_hit(line, write);
         };
         let b = ((line & s.set_mask) as usize) << s.way_shift;
-        if s.tags[b] == line {
+        if s.tags[b] == !line {
             s.dirty[b] |= mark;
             true
         } else {

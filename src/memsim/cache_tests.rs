@@ -168,6 +168,32 @@ fn geometry_validation() {
         .unwrap_err()
         .contains("power of two"));
     assert!(CacheConfig::new(64, 8, 16).validate().is_err());
+    // Limits that keep one access short: the fetch block, and ways searched one by one.
+    let mut c = CacheConfig::new(1 << 20, 1, 4);
+    c.fetch = 4096;
+    assert!(c.validate().is_ok());
+    c.fetch = 8192;
+    assert!(c.validate().unwrap_err().contains("at most 1024 lines"));
+    let mut c = CacheConfig::new(1 << 20, 0, 64);
+    assert!(
+        c.validate().is_ok(),
+        "fully associative LRU of 16384 lines is hashed"
+    );
+    c.replacement = Replacement::Random;
+    assert!(c.validate().unwrap_err().contains("16384 ways with random"));
+    c.assoc = 4096;
+    assert!(c.validate().is_ok());
+}
+
+#[test]
+fn a_new_store_is_zero_pages_until_used() {
+    // A 64 GiB direct-mapped cache of 64-byte lines: a billion free ways, none of them written.
+    let mut l = Level::new(&CacheConfig::new(64 << 30, 1, 64), false);
+    assert_eq!(
+        l.access(5, false, false, &mut |_| {}),
+        Outcome::Miss { fetch: true }
+    );
+    assert_eq!(l.access(5, false, false, &mut |_| {}), Outcome::Hit);
 }
 
 /// Deliberately simple reference: each set a list of (line, last use, insertion, dirty).

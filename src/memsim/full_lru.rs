@@ -48,11 +48,13 @@ const NEXT: usize = 1;
 
 impl FullLru {
     pub fn new(capacity: usize) -> FullLru {
+        // Room grows with use, so a huge store costs only what a trace fills.
+        let start = capacity.min(1 << 16);
         FullLru {
-            map: FastMap::with_capacity_and_hasher(capacity * 2, Default::default()),
-            key: Vec::with_capacity(capacity),
-            dirty: Vec::with_capacity(capacity),
-            links: Vec::with_capacity(capacity),
+            map: FastMap::with_capacity_and_hasher(start * 2, Default::default()),
+            key: Vec::with_capacity(start),
+            dirty: Vec::with_capacity(start),
+            links: Vec::with_capacity(start),
             head: NIL,
             tail: NIL,
             head_key: EMPTY,
@@ -102,6 +104,12 @@ impl FullLru {
             }
             None => false,
         }
+    }
+
+    /// Whether `k` is the most recent key.
+    #[inline]
+    pub fn is_first(&self, k: u64) -> bool {
+        k == self.head_key && self.head != NIL
     }
 
     pub fn contains(&self, k: u64) -> bool {

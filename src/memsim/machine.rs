@@ -184,7 +184,7 @@ pub struct Machine {
 
 /// Address-space key mixed into virtual cache addresses, so spaces do not alias.
 #[inline(always)]
-fn space_key(asid: u32) -> u64 {
+pub(crate) fn space_key(asid: u32) -> u64 {
     u64::from(asid).rotate_right(16)
 }
 
@@ -377,14 +377,15 @@ impl Machine {
         } else {
             r.vaddr ^ self.space_key
         };
-        let size = u64::from(r.size.max(1));
+        // An access running past the top of the address space stops there.
+        let end = addr.saturating_add(u64::from(r.size.max(1)) - 1);
         let first = addr >> line_bits;
-        let last = (addr + size - 1) >> line_bits;
+        let last = end >> line_bits;
         let mut victims = std::mem::take(&mut self.victims);
         for line in first..=last {
-            let lo = (line << line_bits).max(addr);
-            let hi = ((line + 1) << line_bits).min(addr + size);
-            let whole = hi - lo == line_size;
+            let start = line << line_bits;
+            let lo = start.max(addr);
+            let whole = lo == start && end - start >= line_size - 1;
             let level = &mut self.l1[li];
             let out = level.access(line, write, whole, &mut |v| victims.push(v));
             // A unified first level still reports instruction traffic as icache.

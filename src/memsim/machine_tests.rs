@@ -80,6 +80,15 @@ fn straddling_access_touches_two_lines() {
 }
 
 #[test]
+fn an_access_past_the_top_of_the_address_space_stops_there() {
+    // It used to overflow (a panic in debug builds, no line at all in release).
+    let mut m = Machine::new(&tiny());
+    m.run(&[rd(u64::MAX - 3, 16), wr(u64::MAX - 1)]);
+    let s = m.stats();
+    assert_eq!((s.mode[0].l1d.accesses, s.mode[0].l1d.misses), (2, 1));
+}
+
+#[test]
 fn write_through_writes_fill_the_write_buffer() {
     let mut c = tiny();
     c.l1d.write_allocate = false;

@@ -2,6 +2,8 @@
 //! batches of references while worker threads, each owning some of the machines, simulate them:
 //! even a single machine gets decoding and simulation overlapped on two cores.
 
+use super::curve::{CurveResult, CurveSim, CurveSpec};
+use super::interval::{IntervalResult, Intervals, Observed};
 use super::machine::{Machine, MachineConfig, Stats};
 use super::trace::{Ref, RefSource, TraceMeta};
 use anyhow::Result;
@@ -19,6 +21,18 @@ pub struct SweepResult {
     pub refs: u64,
     pub seconds: f64,
     pub meta: TraceMeta,
+    /// Miss-ratio curves asked for in `Extras`, in order.
+    pub curves: Vec<CurveResult>,
+    /// Per-interval statistics of each requested machine, when `Extras::interval` is set.
+    pub intervals: Vec<IntervalResult>,
+}
+
+/// What a pass computes besides the machines' totals.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    pub curves: Vec<CurveSpec>,
+    /// References per interval.
+    pub interval: Option<u64>,
 }
 
 /// Something fed the references of one read of a trace, batch by batch: a machine, or a machine
@@ -39,6 +53,37 @@ impl Simulator for Machine {
     }
 }
 
+impl Observed for Machine {
+    fn snapshot(&mut self) -> Stats {
+        self.stats()
+    }
+    fn name(&self) -> String {
+        self.cfg.name.clone()
+    }
+}
+
+/// Two kinds of simulator fed by one pass.
+pub(crate) enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+impl<A: Simulator, B: Simulator> Simulator for Either<A, B> {
+    type Output = Either<A::Output, B::Output>;
+    fn run(&mut self, batch: &[Ref]) {
+        match self {
+            Either::Left(a) => a.run(batch),
+            Either::Right(b) => b.run(batch),
+        }
+    }
+    fn finish(self) -> Self::Output {
+        match self {
+            Either::Left(a) => Either::Left(a.finish()),
+            Either::Right(b) => Either::Right(b.finish()),
+        }
+    }
+}
+
 /// Simulates every configuration on the source's references, on up to `threads` threads (one of
 /// them reading the trace).
 pub fn simulate(
@@ -46,14 +91,54 @@ pub fn simulate(
     cfgs: &[MachineConfig],
     threads: usize,
 ) -> Result<SweepResult> {
+    simulate_with(src, cfgs, &Extras::default(), threads)
+}
+
+/// `simulate`, with miss-ratio curves and per-interval statistics computed in the same pass.
+pub fn simulate_with(
+    src: &mut dyn RefSource,
+    cfgs: &[MachineConfig],
+    extras: &Extras,
+    threads: usize,
+) -> Result<SweepResult> {
     let start = std::time::Instant::now();
-    let (stats, refs) = drive(src, cfgs.iter().map(Machine::new).collect(), threads)?;
+    let machines = cfgs
+        .iter()
+        .map(|c| Intervals::new(Machine::new(c), extras.interval))
+        .collect();
+    let (outputs, curves, refs) = drive_beside(src, machines, &extras.curves, threads)?;
+    let (stats, intervals): (Vec<Stats>, Vec<Option<IntervalResult>>) = outputs.into_iter().unzip();
     Ok(SweepResult {
         stats,
         refs,
         seconds: start.elapsed().as_secs_f64(),
         meta: src.meta(),
+        curves,
+        intervals: intervals.into_iter().flatten().collect(),
     })
+}
+
+/// `drive` with the curves' simulations beside `sims` in the same pass.
+pub(crate) fn drive_beside<S: Simulator>(
+    src: &mut dyn RefSource,
+    sims: Vec<S>,
+    curves: &[CurveSpec],
+    threads: usize,
+) -> Result<(Vec<S::Output>, Vec<CurveResult>, u64)> {
+    let all = sims
+        .into_iter()
+        .map(Either::Left)
+        .chain(curves.iter().map(|c| Either::Right(CurveSim::new(c))))
+        .collect();
+    let (outputs, refs) = drive(src, all, threads)?;
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    for o in outputs {
+        match o {
+            Either::Left(a) => mine.push(a),
+            Either::Right(c) => theirs.push(c),
+        }
+    }
+    Ok((mine, theirs, refs))
 }
 
 /// Feeds every simulator the whole source once; returns their outputs in order and the number of

@@ -2,7 +2,7 @@
 //! entries reserved for kernel mappings (the MIPS R3000's wired entries: user mappings can never
 //! evict them). Kernel mappings are global (the same in every address space).
 
-use super::cache::{Replacement, Store};
+use super::cache::{check_ways, Replacement, Store};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,7 +50,9 @@ impl TlbConfig {
                 shared, self.kernel_entries, self.assoc
             ));
         }
-        Ok(())
+        check_ways(u64::from(shared), self.assoc, self.replacement)
+            .and_then(|()| check_ways(u64::from(self.kernel_entries), 0, self.replacement))
+            .map_err(|e| format!("TLB: {e}"))
     }
 }
 

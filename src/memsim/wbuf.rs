@@ -74,7 +74,8 @@ impl WriteBuffer {
             page_shift: cfg.page_size.max(1).trailing_zeros(),
             merge_shift: (cfg.merge_bytes > 0).then(|| cfg.merge_bytes.trailing_zeros()),
             cfg: cfg.clone(),
-            queue: VecDeque::with_capacity(cfg.depth as usize),
+            // A deep buffer grows only as writes wait in it.
+            queue: VecDeque::with_capacity(cfg.depth.min(64) as usize),
             busy_until: 0,
             last_page: u64::MAX,
             writes: 0,

@@ -1,5 +1,5 @@
-//! What each probe says about itself, beside the registry: what it measures (the operating system,
-//! the hardware, or the harness) and what one operation must cost in the software counters every
+//! What each probe says about itself, beside the registry: what it measures (an OS primitive, the
+//! hardware, the CPU reference, or the harness) and what one operation must cost in the software counters every
 //! machine can read. A figure whose counters contradict its probe's claim is not what its name says
 //! (a page-fault probe that faults once per 170 pages does not time page faults), and the run marks
 //! it.
@@ -7,7 +7,8 @@
 //! The table is kept here, one entry per probe id, rather than in each subsystem's registry entry,
 //! so that entries can be added without touching every probe file; a test keeps the two in step.
 
-use crate::results::model::{ClaimCheck, CounterScopes, Params, Subject};
+use crate::results::figure::Role;
+use crate::results::model::{ClaimCheck, CounterScopes, Params};
 
 /// Bounds (inclusive) on one operation's count of an event, for a variant; None when the probe
 /// makes no claim for that variant.
@@ -25,7 +26,7 @@ pub struct Claim {
 
 pub struct ProbeClaims {
     pub id: &'static str,
-    pub subject: Subject,
+    pub role: Role,
     pub claims: &'static [Claim],
 }
 
@@ -92,7 +93,7 @@ const PARTNER_ROUND_TRIP: Claim = Claim {
 const fn os(id: &'static str, claims: &'static [Claim]) -> ProbeClaims {
     ProbeClaims {
         id,
-        subject: Subject::Os,
+        role: Role::Os,
         claims,
     }
 }
@@ -100,12 +101,13 @@ const fn os(id: &'static str, claims: &'static [Claim]) -> ProbeClaims {
 pub const TABLE: &[ProbeClaims] = &[
     ProbeClaims {
         id: "cpu.null",
-        subject: Subject::Harness,
+        // The harness's own empty loop.
+        role: Role::Other,
         claims: &[NO_NEW_MEMORY],
     },
     ProbeClaims {
         id: "cpu.reference",
-        subject: Subject::Hardware,
+        role: Role::CpuReference,
         claims: &[NO_NEW_MEMORY],
     },
     os("syscall.null", &[NO_NEW_MEMORY, NO_SLEEP]),
@@ -167,12 +169,12 @@ pub const TABLE: &[ProbeClaims] = &[
     os("select.epoll", &[NO_NEW_MEMORY, NO_SLEEP]),
     ProbeClaims {
         id: "memory.copy",
-        subject: Subject::Hardware,
+        role: Role::Hardware,
         claims: &[NO_NEW_MEMORY],
     },
     ProbeClaims {
         id: "memory.latency",
-        subject: Subject::Hardware,
+        role: Role::Hardware,
         claims: &[Claim {
             event: "page-faults",
             per_op: |_| Some([0.0, 0.0001]),
@@ -299,9 +301,11 @@ mod tests {
             assert!(ids.contains(&c.id), "{} is not a probe", c.id);
         }
         // The harness's own loop and the hardware figures are told apart from the OS ones.
-        assert_eq!(of("cpu.null").unwrap().subject, Subject::Harness);
-        assert_eq!(of("memory.latency").unwrap().subject, Subject::Hardware);
-        assert_eq!(of("syscall.null").unwrap().subject, Subject::Os);
+        assert_eq!(of("cpu.null").unwrap().role, Role::Other);
+        assert_eq!(of("cpu.reference").unwrap().role, Role::CpuReference);
+        assert_eq!(of("memory.latency").unwrap().role, Role::Hardware);
+        assert_eq!(of("memory.copy").unwrap().role, Role::Hardware);
+        assert_eq!(of("syscall.null").unwrap().role, Role::Os);
     }
 
     #[test]

@@ -17,7 +17,8 @@ pub mod thread;
 pub mod util;
 
 use crate::harness::Workload;
-use crate::results::model::{Params, Subject, Unit};
+use crate::results::figure::Role;
+use crate::results::model::{Params, Unit};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -95,9 +96,10 @@ impl ProbeDef {
         self.id.split('.').next().unwrap_or(self.id)
     }
 
-    /// What the probe measures: the operating system, the hardware, or the harness itself.
-    pub fn subject(&self) -> Subject {
-        claims::of(self.id).map_or(Subject::Os, |c| c.subject)
+    /// What the probe measures: an OS primitive, the hardware, the CPU reference, or the harness
+    /// itself (declared in [`claims::TABLE`]).
+    pub fn role(&self) -> Role {
+        claims::of(self.id).map_or(Role::Os, |c| c.role)
     }
 
     /// What one operation must cost in the software counters (see [`claims`]).

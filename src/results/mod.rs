@@ -3,7 +3,9 @@
 pub mod compare;
 pub mod derive;
 pub mod export;
+pub mod figure;
 pub mod fingerprint;
+pub mod keep;
 pub mod model;
 pub mod report;
 pub mod store;

@@ -1,10 +1,13 @@
 //! The run document: what one `osmeter run` produced, in a shape that can be printed, serialised as
 //! `osmeter.run/1` JSON and stored unchanged.
 
+pub use crate::results::figure::Role;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub const RUN_SCHEMA: &str = "osmeter.run/1";
+
+pub use crate::units::Unit;
 
 /// Parameters of one measurement, e.g. `{"size": 16384, "placement": "cross"}`.
 pub type Params = BTreeMap<String, serde_json::Value>;
@@ -32,10 +35,40 @@ pub struct Run {
     pub measurements: Vec<Measurement>,
     /// True when the run was stopped early (Ctrl-C): what is here was measured, the rest was not.
     pub interrupted: bool,
-    /// Results of the other parts of osmeter ("latency", "memsim", "stat"), each its own versioned
+    /// Results of the other parts of osmeter (latency, memsim, stat), each its own versioned
     /// document with a "schema" key, kept beside the microbenchmark measurements.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub sections: BTreeMap<String, serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Sections::is_empty")]
+    pub sections: Sections,
+}
+
+/// The documents of the parts of osmeter other than `run`, under their kind's name.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Sections {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::latency::document::LatencyDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memsim: Option<crate::memsim::document::MemsimDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat: Option<crate::stat::StatDoc>,
+}
+
+impl Sections {
+    pub fn is_empty(&self) -> bool {
+        self.latency.is_none() && self.memsim.is_none() && self.stat.is_none()
+    }
+
+    /// The kind of the document held (a run holds one).
+    pub fn first_kind(&self) -> Option<RunKind> {
+        if self.latency.is_some() {
+            Some(RunKind::Latency)
+        } else if self.memsim.is_some() {
+            Some(RunKind::Memsim)
+        } else if self.stat.is_some() {
+            Some(RunKind::Stat)
+        } else {
+            None
+        }
+    }
 }
 
 impl Run {
@@ -55,7 +88,7 @@ impl Run {
             overhead: None,
             measurements: Vec::new(),
             interrupted: false,
-            sections: BTreeMap::new(),
+            sections: Sections::default(),
         }
     }
 
@@ -67,16 +100,51 @@ impl Run {
             .map(str::to_string)
     }
 
-    /// What produced the run: "run" for microbenchmarks, else the name of its first section.
-    pub fn kind(&self) -> &str {
+    /// What produced the run: microbenchmarks, or the command whose document it holds.
+    pub fn kind(&self) -> RunKind {
         if !self.measurements.is_empty() {
-            return "run";
+            return RunKind::Run;
         }
-        self.sections
-            .keys()
-            .next()
-            .map(String::as_str)
-            .unwrap_or("run")
+        self.sections.first_kind().unwrap_or(RunKind::Run)
+    }
+}
+
+/// What produced a run. Runs of one kind can be compared with each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    /// `osmeter run`: microbenchmarks.
+    Run,
+    Stat,
+    Latency,
+    Memsim,
+}
+
+impl RunKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Run => "run",
+            RunKind::Stat => "stat",
+            RunKind::Latency => "latency",
+            RunKind::Memsim => "memsim",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<RunKind> {
+        [
+            RunKind::Run,
+            RunKind::Stat,
+            RunKind::Latency,
+            RunKind::Memsim,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for RunKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -120,32 +188,6 @@ pub enum Status {
     Ok,
     Skipped,
     Failed,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub enum Unit {
-    /// Nanoseconds per operation (lower is better).
-    #[serde(rename = "ns")]
-    Nanoseconds,
-    /// Bytes per second (higher is better).
-    #[serde(rename = "B/s")]
-    BytesPerSecond,
-    /// Operations per second (higher is better).
-    #[serde(rename = "op/s")]
-    OpsPerSecond,
-}
-
-impl Unit {
-    pub fn higher_is_better(self) -> bool {
-        !matches!(self, Unit::Nanoseconds)
-    }
-    pub fn symbol(self) -> &'static str {
-        match self {
-            Unit::Nanoseconds => "ns",
-            Unit::BytesPerSecond => "B/s",
-            Unit::OpsPerSecond => "op/s",
-        }
-    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -238,6 +280,10 @@ pub struct Measurement {
     pub reason: Option<String>,
     /// Per-operation figure of each sample, overhead already subtracted.
     pub samples: Vec<f64>,
+    /// The same samples grouped by round, when the run measured in rounds (each in a process of
+    /// its own): the variation between rounds is what a comparison with another run must clear.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<Vec<f64>>,
     #[serde(flatten)]
     pub summary: Option<Summary>,
     /// Operations per sample after calibration.
@@ -254,29 +300,18 @@ pub struct Measurement {
     /// Things the reader should know about this figure (large spread, outliers, placement changed...).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub warnings: Vec<String>,
-    /// One entry per round measured, in round order; `samples` holds their samples one round after
-    /// the other. Empty in runs stored before rounds existed.
+    /// What each round gave (its value, the median of `rounds[i]`, and where it ran), in round
+    /// order. Empty in runs stored before rounds existed.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub rounds: Vec<RoundValue>,
-    /// What the figure measures: the operating system, the hardware under it, or the harness.
+    pub round_values: Vec<RoundValue>,
+    /// What the probe measures (an OS primitive, the hardware, the CPU reference, the harness's
+    /// own loop), as its registry entry declares.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub subject: Option<Subject>,
+    pub role: Option<Role>,
     /// The probe's claims about what one operation costs in counters, checked against what the
     /// counters saw; a check that does not hold means the figure is not what its name says.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub checks: Vec<ClaimCheck>,
-}
-
-/// What a figure measures. Comparisons of kernels summarise the OS figures apart from the others.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
-#[serde(rename_all = "lowercase")]
-pub enum Subject {
-    /// A service of the operating system (system calls, faults, scheduling, files, network).
-    Os,
-    /// The processor and memory themselves (memory copy, load latency, a CPU-bound reference).
-    Hardware,
-    /// osmeter's own cost (the empty timed loop).
-    Harness,
 }
 
 /// One claim of a probe checked against a figure's counters.
@@ -302,8 +337,6 @@ pub struct RoundValue {
     pub position: usize,
     /// Median of the round's samples, in the figure's unit.
     pub value: f64,
-    /// How many of the measurement's samples this round contributed.
-    pub samples: usize,
     /// Operations per sample in this round.
     pub iterations: u64,
     /// Stopped before all its samples were taken (Ctrl-C, or the real-time limit).
@@ -326,6 +359,7 @@ impl Measurement {
             status,
             reason: Some(reason),
             samples: Vec::new(),
+            rounds: Vec::new(),
             summary: None,
             iterations: 0,
             bytes_per_op: None,
@@ -333,8 +367,8 @@ impl Measurement {
             interference: Interference::default(),
             derived: BTreeMap::new(),
             warnings: Vec::new(),
-            rounds: Vec::new(),
-            subject: None,
+            round_values: Vec::new(),
+            role: None,
             checks: Vec::new(),
         }
     }
@@ -343,9 +377,10 @@ impl Measurement {
         label(&self.probe, &self.params)
     }
 
-    /// The round values (each round's median), in round order; empty for runs without rounds.
-    pub fn round_values(&self) -> Vec<f64> {
-        self.rounds.iter().map(|r| r.value).collect()
+    /// Each round's value (the median of its samples), in round order; empty for runs without
+    /// rounds.
+    pub fn round_medians(&self) -> Vec<f64> {
+        self.round_values.iter().map(|r| r.value).collect()
     }
 }
 
@@ -388,7 +423,8 @@ pub mod tests {
         let run: Run = serde_json::from_value(v).unwrap();
         assert_eq!(run.options.rounds, 0);
         assert!(run.measurements[0].rounds.is_empty());
-        assert!(run.measurements[0].round_values().is_empty());
+        assert!(run.measurements[0].round_medians().is_empty());
+        assert_eq!(run.measurements[0].role, None);
     }
 
     #[test]
@@ -406,12 +442,13 @@ pub mod tests {
             ..Default::default()
         });
         m.samples = vec![2.0, 3.0, 4.0];
-        m.rounds = vec![
+        m.rounds = vec![vec![2.0, 3.0], vec![4.0]];
+        m.role = Some(Role::Os);
+        m.round_values = vec![
             RoundValue {
                 round: 0,
                 position: 4,
                 value: 2.5,
-                samples: 2,
                 iterations: 100,
                 cut_short: false,
             },
@@ -419,7 +456,6 @@ pub mod tests {
                 round: 1,
                 position: 9,
                 value: 4.0,
-                samples: 1,
                 iterations: 100,
                 cut_short: true,
             },

@@ -6,37 +6,8 @@ use std::fmt::Write;
 
 /// Scales a value into a readable unit: ns -> us/ms/s, B/s -> KB/s ... GB/s.
 pub fn human(value: f64, unit: Unit) -> (f64, &'static str) {
-    match unit {
-        Unit::Nanoseconds => {
-            if value >= 1e9 {
-                (value / 1e9, "s")
-            } else if value >= 1e6 {
-                (value / 1e6, "ms")
-            } else if value >= 1e4 {
-                (value / 1e3, "us")
-            } else {
-                (value, "ns")
-            }
-        }
-        Unit::BytesPerSecond => {
-            if value >= 1e9 {
-                (value / 1e9, "GB/s")
-            } else if value >= 1e6 {
-                (value / 1e6, "MB/s")
-            } else {
-                (value / 1e3, "KB/s")
-            }
-        }
-        Unit::OpsPerSecond => {
-            if value >= 1e6 {
-                (value / 1e6, "Mop/s")
-            } else if value >= 1e3 {
-                (value / 1e3, "Kop/s")
-            } else {
-                (value, "op/s")
-            }
-        }
-    }
+    let scale = unit.scale_for(value);
+    (value / scale.divisor, scale.name)
 }
 
 /// Significant digits that suit the value's size.

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use assert_cmd::Command;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub struct TestEnv {
@@ -51,6 +52,64 @@ impl TestEnv {
         c.env("OSMETER_STORE", self.store());
         c
     }
+}
+
+/// Stores two runs of every kind and returns their ids by kind.
+pub fn two_of_each(env: &TestEnv) -> BTreeMap<&'static str, Vec<String>> {
+    let trace = |seed: &str| {
+        let t = env.dir.path().join(format!("t{seed}.osmt"));
+        env.osmeter()
+            .args(["trace", "synth", "--refs", "60000", "--seed", seed, "-o"])
+            .arg(&t)
+            .assert()
+            .success();
+        t
+    };
+    let (t1, t2) = (trace("1"), trace("2"));
+    for _ in 0..2 {
+        env.osmeter()
+            .args(["run", "syscall"])
+            .args(FAST)
+            .assert()
+            .success();
+        env.osmeter()
+            .args(["stat", "-r", "3", "--", "true"])
+            .assert()
+            .success();
+        env.osmeter()
+            .args(["latency", "--duration", "2s", "--classes", "normal"])
+            .assert()
+            .success();
+    }
+    for t in [&t1, &t2] {
+        env.osmeter()
+            .args(["memsim", "--preset", "ds5000-200", "--assertions"])
+            .arg(t)
+            .assert()
+            .success();
+    }
+    let list = env.json(&["runs", "--json"]);
+    let mut by_kind: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    for r in list.as_array().unwrap() {
+        let kind = match r["kind"].as_str().unwrap() {
+            "run" => "run",
+            "stat" => "stat",
+            "latency" => "latency",
+            "memsim" => "memsim",
+            other => panic!("unexpected kind {other}"),
+        };
+        assert!(
+            r["figures"].as_u64().unwrap() > 0,
+            "a {kind} run states figures: {r}"
+        );
+        by_kind
+            .entry(kind)
+            .or_default()
+            .push(r["id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(by_kind.len(), 4);
+    assert!(by_kind.values().all(|ids| ids.len() == 2));
+    by_kind
 }
 
 /// Short samples: the end-to-end tests check behaviour, not figures.

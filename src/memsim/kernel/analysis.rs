@@ -6,11 +6,11 @@ use super::assertions::{self, Context};
 use super::attrib::Attributed;
 use super::mcpi::{self, Job};
 use super::symbols::SymbolTable;
+use crate::memsim::document::{AssertionsDoc, AttributionDoc, IdleDropped, MemsimDoc};
 use crate::memsim::machine::MachineConfig;
-use crate::memsim::sweep::SweepResult;
+use crate::memsim::sweep::{Extras, SweepResult};
 use crate::memsim::trace::RefSource;
 use anyhow::Result;
-use serde_json::{json, Value};
 use std::path::PathBuf;
 
 pub struct Options {
@@ -18,22 +18,20 @@ pub struct Options {
     pub exclude_idle: bool,
     pub assertions: bool,
     pub threads: usize,
+    /// Curves and intervals computed in the same pass (intervals for `cfgs` only).
+    pub extras: Extras,
 }
 
 /// What the pass adds to the memsim document: `attribution` (with symbols) and `assertions`.
 pub struct Extra {
-    pub attribution: Option<Value>,
-    pub assertions: Option<Value>,
+    pub attribution: Option<AttributionDoc>,
+    pub assertions: Option<AssertionsDoc>,
 }
 
 impl Extra {
-    pub fn insert_into(self, doc: &mut Value) {
-        if let Some(a) = self.attribution {
-            doc["attribution"] = a;
-        }
-        if let Some(a) = self.assertions {
-            doc["assertions"] = a;
-        }
+    pub fn insert_into(self, doc: &mut MemsimDoc) {
+        doc.attribution = self.attribution;
+        doc.assertions = self.assertions;
     }
 }
 
@@ -53,24 +51,31 @@ pub fn simulate(
     let (mut sweep, results, dropped, symbols_path) = match opts.symbols {
         Some((path, table)) => {
             let mut tagged = Attributed::new(src, table, opts.exclude_idle);
-            let (s, r) = mcpi::simulate(&mut tagged, &jobs, opts.threads)?;
+            let (s, r) =
+                mcpi::simulate_with(&mut tagged, &jobs, &opts.extras, cfgs.len(), opts.threads)?;
             (s, r, Some(tagged.dropped()), Some(path))
         }
         None => {
-            let (s, r) = mcpi::simulate(src, &jobs, opts.threads)?;
+            let (s, r) = mcpi::simulate_with(src, &jobs, &opts.extras, cfgs.len(), opts.threads)?;
             (s, r, None, None)
         }
     };
     let attribution = symbols_path.map(|p| {
         let d = dropped.unwrap_or_default();
-        json!({
-            "symbols": p.display().to_string(),
-            "idle_excluded": opts.exclude_idle,
-            "idle_dropped": {"instructions": d.instructions, "reads": d.reads, "writes": d.writes},
-            "machines": cfgs.iter().zip(&results)
+        AttributionDoc {
+            symbols: p.display().to_string(),
+            idle_excluded: opts.exclude_idle,
+            idle_dropped: IdleDropped {
+                instructions: d.instructions,
+                reads: d.reads,
+                writes: d.writes,
+            },
+            machines: cfgs
+                .iter()
+                .zip(&results)
                 .map(|(c, r)| mcpi::categories_doc(&c.name, &r.by_tag))
-                .collect::<Vec<_>>(),
-        })
+                .collect(),
+        }
     });
     let assertions = plan.map(|plan| {
         let base = &cfgs[0];
@@ -82,11 +87,11 @@ pub fn simulate(
             write_buffer: base.write_buffer.is_some(),
         };
         let mut doc = assertions::evaluate(&ctx, &plan);
-        doc["idle_excluded"] = json!(categories && opts.exclude_idle);
-        doc["variants"] = json!(jobs[cfgs.len()..]
+        doc.idle_excluded = categories && opts.exclude_idle;
+        doc.variants = jobs[cfgs.len()..]
             .iter()
             .map(|j| j.cfg.name.clone())
-            .collect::<Vec<_>>());
+            .collect();
         doc
     });
     sweep.stats.truncate(cfgs.len());
@@ -100,16 +105,16 @@ pub fn simulate(
 }
 
 /// The category tables and the assertions, as text, from the memsim document.
-pub fn render(doc: &Value) -> String {
+pub fn render(doc: &MemsimDoc) -> String {
     let mut t = String::new();
-    if !doc["attribution"].is_null() {
-        t.push_str(&mcpi::render(&doc["attribution"]));
+    if let Some(a) = &doc.attribution {
+        t.push_str(&mcpi::render(a));
     }
-    if !doc["assertions"].is_null() {
-        t.push_str(&assertions::render(&doc["assertions"]));
-        if doc["attribution"].is_null() {
+    if let Some(a) = &doc.assertions {
+        t.push_str(&assertions::render(a));
+        if doc.attribution.is_none() {
             t.push_str("(no kernel symbols: idle-loop references are counted, block operations cannot be told apart)\n");
-        } else if doc["assertions"]["idle_excluded"] == json!(false) {
+        } else if !a.idle_excluded {
             t.push_str("(idle-loop references are counted, as --include-idle asked)\n");
         }
     }

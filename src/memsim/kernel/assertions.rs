@@ -18,9 +18,22 @@
 
 use super::category::Category;
 use super::mcpi::{Job, JobResult, Stream};
+use crate::memsim::document::{AssertionDoc, AssertionVerdict, AssertionsDoc};
 use crate::memsim::machine::{MachineConfig, ModeStats, Stats};
 use crate::memsim::mapping::Mapping;
-use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// The figures behind one verdict, by name.
+type Figures = BTreeMap<String, Option<f64>>;
+
+/// Builds [`Figures`] from `name => value` pairs (counts and rates alike).
+macro_rules! figures {
+    ($($name:literal => $value:expr),* $(,)?) => {{
+        let mut f = Figures::new();
+        $( f.insert($name.to_string(), Some($value as f64)); )*
+        f
+    }};
+}
 
 /// The share that counts as significant.
 pub const SIGNIFICANT: f64 = 0.10;
@@ -230,16 +243,16 @@ fn needs_both(base: &Stats) -> Option<Verdict> {
     None
 }
 
-fn locality(base: &Stats) -> (Verdict, Value) {
+fn locality(base: &Stats) -> (Verdict, Figures) {
     let [u, k] = &base.mode;
-    let f = json!({
-        "system_icache_miss_rate": miss_rate(k, true), "user_icache_miss_rate": miss_rate(u, true),
-        "system_dcache_miss_rate": miss_rate(k, false), "user_dcache_miss_rate": miss_rate(u, false),
-        "system_share_of_instructions": ratio(k.l1i.accesses, k.l1i.accesses + u.l1i.accesses),
-        "system_share_of_icache_misses": ratio(k.l1i.misses, k.l1i.misses + u.l1i.misses),
-        "system_share_of_data_refs": ratio(k.l1d.accesses, k.l1d.accesses + u.l1d.accesses),
-        "system_share_of_dcache_misses": ratio(k.l1d.misses, k.l1d.misses + u.l1d.misses),
-    });
+    let f = figures! {
+        "system_icache_miss_rate" => miss_rate(k, true), "user_icache_miss_rate" => miss_rate(u, true),
+        "system_dcache_miss_rate" => miss_rate(k, false), "user_dcache_miss_rate" => miss_rate(u, false),
+        "system_share_of_instructions" => ratio(k.l1i.accesses, k.l1i.accesses + u.l1i.accesses),
+        "system_share_of_icache_misses" => ratio(k.l1i.misses, k.l1i.misses + u.l1i.misses),
+        "system_share_of_data_refs" => ratio(k.l1d.accesses, k.l1d.accesses + u.l1d.accesses),
+        "system_share_of_dcache_misses" => ratio(k.l1d.misses, k.l1d.misses + u.l1d.misses),
+    };
     if let Some(v) = needs_both(base) {
         return (v, f);
     }
@@ -260,17 +273,17 @@ fn locality(base: &Stats) -> (Verdict, Value) {
     (judge(i && d, text), f)
 }
 
-fn icache_dependence(base: &Stats) -> (Verdict, Value) {
+fn icache_dependence(base: &Stats) -> (Verdict, Figures) {
     let [u, k] = &base.mode;
     let share = |m: &ModeStats| ratio(m.stall[ICACHE], m.stall[ICACHE] + m.stall[DCACHE]);
-    let f = json!({
-        "system_icache_own_mcpi": ratio(k.stall[ICACHE], k.instructions),
-        "system_dcache_own_mcpi": ratio(k.stall[DCACHE], k.instructions),
-        "user_icache_own_mcpi": ratio(u.stall[ICACHE], u.instructions),
-        "user_dcache_own_mcpi": ratio(u.stall[DCACHE], u.instructions),
-        "system_icache_share_of_cache_stall": share(k),
-        "user_icache_share_of_cache_stall": share(u),
-    });
+    let f = figures! {
+        "system_icache_own_mcpi" => ratio(k.stall[ICACHE], k.instructions),
+        "system_dcache_own_mcpi" => ratio(k.stall[DCACHE], k.instructions),
+        "user_icache_own_mcpi" => ratio(u.stall[ICACHE], u.instructions),
+        "user_dcache_own_mcpi" => ratio(u.stall[DCACHE], u.instructions),
+        "system_icache_share_of_cache_stall" => share(k),
+        "user_icache_share_of_cache_stall" => share(u),
+    };
     if let Some(v) = needs_both(base) {
         return (v, f);
     }
@@ -286,7 +299,7 @@ fn icache_dependence(base: &Stats) -> (Verdict, Value) {
     (judge(share(k) > share(u), text), f)
 }
 
-fn competition(base: &Stats, kernel_only: &Stats, user_only: &Stats) -> (Verdict, Value) {
+fn competition(base: &Stats, kernel_only: &Stats, user_only: &Stats) -> (Verdict, Figures) {
     let all = instructions(base);
     let extra = |c: usize| -> i64 {
         let together = (base.mode[0].stall[c] + base.mode[1].stall[c]) as i64;
@@ -300,11 +313,11 @@ fn competition(base: &Stats, kernel_only: &Stats, user_only: &Stats) -> (Verdict
     } else {
         0.0
     };
-    let f = json!({
-        "competition_mcpi_icache": per(i), "competition_mcpi_dcache": per(d),
-        "competition_mcpi_cache": per(i + d), "competition_mcpi_tlb": per(t),
-        "base_mcpi": mcpi(base), "share_of_base_mcpi": share,
-    });
+    let f = figures! {
+        "competition_mcpi_icache" => per(i), "competition_mcpi_dcache" => per(d),
+        "competition_mcpi_cache" => per(i + d), "competition_mcpi_tlb" => per(t),
+        "base_mcpi" => mcpi(base), "share_of_base_mcpi" => share,
+    };
     if let Some(v) = needs_both(base) {
         return (v, f);
     }
@@ -320,7 +333,7 @@ fn competition(base: &Stats, kernel_only: &Stats, user_only: &Stats) -> (Verdict
     (judge(share >= SIGNIFICANT, text), f)
 }
 
-fn self_interference(dm: &Stats, assoc: &Stats, changed: bool) -> (Verdict, Value) {
+fn self_interference(dm: &Stats, assoc: &Stats, changed: bool) -> (Verdict, Figures) {
     let (a, b) = (&dm.mode[1], &assoc.mode[1]);
     let gone = |x: u64, y: u64| {
         if x == 0 {
@@ -329,13 +342,13 @@ fn self_interference(dm: &Stats, assoc: &Stats, changed: bool) -> (Verdict, Valu
             (x as f64 - y as f64) / x as f64
         }
     };
-    let f = json!({
-        "system_icache_misses": a.l1i.misses, "system_icache_misses_assoc_x2": b.l1i.misses,
-        "icache_misses_removed": gone(a.l1i.misses, b.l1i.misses),
-        "system_dcache_misses": a.l1d.misses, "system_dcache_misses_assoc_x2": b.l1d.misses,
-        "dcache_misses_removed": gone(a.l1d.misses, b.l1d.misses),
-        "system_icache_conflict_share": ratio(a.l1i.classes[2], a.l1i.misses),
-    });
+    let f = figures! {
+        "system_icache_misses" => a.l1i.misses, "system_icache_misses_assoc_x2" => b.l1i.misses,
+        "icache_misses_removed" => gone(a.l1i.misses, b.l1i.misses),
+        "system_dcache_misses" => a.l1d.misses, "system_dcache_misses_assoc_x2" => b.l1d.misses,
+        "dcache_misses_removed" => gone(a.l1d.misses, b.l1d.misses),
+        "system_icache_conflict_share" => ratio(a.l1i.classes[2], a.l1i.misses),
+    };
     if a.instructions == 0 {
         return (
             Verdict::Unmeasurable(
@@ -373,7 +386,7 @@ fn block_ops(
     base: &Stats,
     by_tag: &[crate::memsim::kernel::mcpi::TagStats],
     symbols: bool,
-) -> (Verdict, Value) {
+) -> (Verdict, Figures) {
     let block = by_tag
         .get(usize::from(Category::Block.tag()))
         .copied()
@@ -386,11 +399,11 @@ fn block_ops(
         .map(|t| t.instructions + t.reads + t.writes)
         .sum();
     let share = ratio(stall, total_stall(base));
-    let f = json!({
-        "block_mcpi": ratio(stall, instructions(base)), "base_mcpi": mcpi(base),
-        "share_of_base_mcpi": share,
-        "block_share_of_kernel_refs": ratio(block.instructions + block.reads + block.writes, kernel_refs),
-    });
+    let f = figures! {
+        "block_mcpi" => ratio(stall, instructions(base)), "base_mcpi" => mcpi(base),
+        "share_of_base_mcpi" => share,
+        "block_share_of_kernel_refs" => ratio(block.instructions + block.reads + block.writes, kernel_refs),
+    };
     if !symbols {
         return (
             Verdict::Unmeasurable(
@@ -417,16 +430,16 @@ fn block_ops(
     (judge(share >= SIGNIFICANT, text), f)
 }
 
-fn write_buffer(base: &Stats, present: bool) -> (Verdict, Value) {
+fn write_buffer(base: &Stats, present: bool) -> (Verdict, Figures) {
     let [u, k] = &base.mode;
     let (ks, us) = (
         ratio(k.stall[WBUF], k.instructions),
         ratio(u.stall[WBUF], u.instructions),
     );
-    let f = json!({
-        "system_wbuffer_stall_per_instruction": ks, "user_wbuffer_stall_per_instruction": us,
-        "system_full_stalls": k.wbuf_full_stalls, "user_full_stalls": u.wbuf_full_stalls,
-    });
+    let f = figures! {
+        "system_wbuffer_stall_per_instruction" => ks, "user_wbuffer_stall_per_instruction" => us,
+        "system_full_stalls" => k.wbuf_full_stalls, "user_full_stalls" => u.wbuf_full_stalls,
+    };
     if !present {
         return (
             Verdict::Unmeasurable("the base machine has no write buffer".into()),
@@ -441,17 +454,17 @@ fn write_buffer(base: &Stats, present: bool) -> (Verdict, Value) {
     (judge(ks > us, text), f)
 }
 
-fn mapping(ctx: &Context, plan: &Plan) -> (Verdict, Value) {
-    let mut figures = serde_json::Map::new();
+fn mapping(ctx: &Context, plan: &Plan) -> (Verdict, Figures) {
+    let mut figures = Figures::new();
     let mut values = Vec::new();
     for (label, i) in &plan.mappings {
         let m = mcpi(&ctx.results[*i].stats);
-        figures.insert(format!("mcpi_{label}"), json!(m));
+        figures.insert(format!("mcpi_{label}"), Some(m));
         values.push((label.to_string(), m));
     }
     if ctx.physical_trace {
         let m = mcpi(&ctx.results[plan.base].stats);
-        figures.insert("mcpi_traced_physical".into(), json!(m));
+        figures.insert("mcpi_traced_physical".into(), Some(m));
         values.push(("the trace's physical addresses".into(), m));
     }
     let lo = values.iter().map(|v| v.1).fold(f64::INFINITY, f64::min);
@@ -463,15 +476,8 @@ fn mapping(ctx: &Context, plan: &Plan) -> (Verdict, Value) {
     } else {
         0.0
     };
-    figures.insert(
-        "spread".into(),
-        if spread.is_finite() {
-            json!(spread)
-        } else {
-            Value::Null
-        },
-    );
-    let f = Value::Object(figures);
+    figures.insert("spread".into(), spread.is_finite().then_some(spread));
+    let f = figures;
     if !plan.physical_caches {
         return (
             Verdict::Unmeasurable(
@@ -499,8 +505,8 @@ fn mapping(ctx: &Context, plan: &Plan) -> (Verdict, Value) {
     (judge(spread >= SIGNIFICANT, text), f)
 }
 
-/// The `assertions` document.
-pub fn evaluate(ctx: &Context, plan: &Plan) -> Value {
+/// The `assertions` document. `idle_excluded` and `variants` are the caller's to fill.
+pub fn evaluate(ctx: &Context, plan: &Plan) -> AssertionsDoc {
     let r = ctx.results;
     let base = &r[plan.base].stats;
     let verdicts = [
@@ -516,43 +522,49 @@ pub fn evaluate(ctx: &Context, plan: &Plan) -> Value {
         write_buffer(base, ctx.write_buffer),
         mapping(ctx, plan),
     ];
-    let list: Vec<Value> = verdicts
+    let assertions = verdicts
         .into_iter()
         .zip(TEXTS)
-        .enumerate()
-        .map(|(i, ((v, figures), (text, implication)))| {
+        .zip(1..)
+        .map(|(((v, figures), (text, implication)), number)| {
             let (verdict, detail) = match v {
-                Verdict::Holds(d) => ("holds", d),
-                Verdict::DoesNot(d) => ("does not hold", d),
-                Verdict::Unmeasurable(d) => ("not measurable", d),
+                Verdict::Holds(d) => (AssertionVerdict::Holds, d),
+                Verdict::DoesNot(d) => (AssertionVerdict::DoesNotHold, d),
+                Verdict::Unmeasurable(d) => (AssertionVerdict::NotMeasurable, d),
             };
-            json!({
-                "number": i + 1, "assertion": text, "implication": implication,
-                "verdict": verdict, "detail": detail, "figures": figures,
-            })
+            AssertionDoc {
+                number,
+                assertion: text.to_string(),
+                implication: implication.to_string(),
+                verdict,
+                detail,
+                figures,
+            }
         })
         .collect();
-    json!({
-        "machine": ctx.machine,
-        "significant": SIGNIFICANT,
-        "assertions": list,
-    })
+    AssertionsDoc {
+        machine: ctx.machine.to_string(),
+        significant: SIGNIFICANT,
+        assertions,
+        idle_excluded: false,
+        variants: Vec::new(),
+    }
 }
 
 /// The assertions table.
-pub fn render(doc: &Value) -> String {
+pub fn render(doc: &AssertionsDoc) -> String {
     let mut t = format!(
         "\nThe paper's assertions on {} (Chen and Bershad 1993, Table 1-1; significant = at least {:.0}%)\n",
-        doc["machine"].as_str().unwrap_or("?"),
-        100.0 * doc["significant"].as_f64().unwrap_or(SIGNIFICANT)
+        doc.machine,
+        100.0 * doc.significant
     );
-    for a in doc["assertions"].as_array().into_iter().flatten() {
+    for a in &doc.assertions {
         t.push_str(&format!(
             "{}. {}\n   {}: {}\n",
-            a["number"],
-            a["assertion"].as_str().unwrap_or("?"),
-            a["verdict"].as_str().unwrap_or("?").to_uppercase(),
-            a["detail"].as_str().unwrap_or("")
+            a.number,
+            a.assertion,
+            a.verdict.as_str().to_uppercase(),
+            a.detail
         ));
     }
     t

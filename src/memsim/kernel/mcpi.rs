@@ -10,12 +10,15 @@
 //! physical addresses so its own page-mapping policy decides.
 
 use super::category::{Category, MAX_TAG};
+use crate::memsim::document::{
+    ratio, AttributionDoc, CategoryRow, CategoryTable, Mcpi, StallCycles,
+};
+use crate::memsim::interval::{IntervalResult, Intervals, Observed};
 use crate::memsim::machine::{Machine, MachineConfig, Stats, COMPONENTS};
 use crate::memsim::mapping::Mapper;
-use crate::memsim::sweep::{self, Simulator, SweepResult};
+use crate::memsim::sweep::{self, Extras, Simulator, SweepResult};
 use crate::memsim::trace::{Kind, Mode, Ref, RefSource};
 use anyhow::Result;
-use serde_json::{json, Map, Value};
 
 /// Which references a machine sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +168,15 @@ impl Simulator for Runner {
     }
 }
 
+impl Observed for Runner {
+    fn snapshot(&mut self) -> Stats {
+        self.machine.stats()
+    }
+    fn name(&self) -> String {
+        self.job.cfg.name.clone()
+    }
+}
+
 /// Runs every job over one read of the source, on up to `threads` threads. The sweep's result
 /// holds the stats of all jobs in order.
 pub fn simulate(
@@ -172,115 +184,111 @@ pub fn simulate(
     jobs: &[Job],
     threads: usize,
 ) -> Result<(SweepResult, Vec<JobResult>)> {
+    simulate_with(src, jobs, &Extras::default(), 0, threads)
+}
+
+/// `simulate` with the curves of `extras`, and its intervals for the first `observed` jobs.
+pub fn simulate_with(
+    src: &mut dyn RefSource,
+    jobs: &[Job],
+    extras: &Extras,
+    observed: usize,
+    threads: usize,
+) -> Result<(SweepResult, Vec<JobResult>)> {
     let start = std::time::Instant::now();
-    let runners = jobs.iter().cloned().map(Runner::new).collect();
-    let (results, refs) = sweep::drive(src, runners, threads)?;
+    let runners = jobs
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(i, j)| Intervals::new(Runner::new(j), extras.interval.filter(|_| i < observed)))
+        .collect();
+    let (outputs, curves, refs) = sweep::drive_beside(src, runners, &extras.curves, threads)?;
+    let (results, intervals): (Vec<JobResult>, Vec<Option<IntervalResult>>) =
+        outputs.into_iter().unzip();
     let sweep = SweepResult {
         stats: results.iter().map(|r| r.stats.clone()).collect(),
         refs,
         seconds: start.elapsed().as_secs_f64(),
         meta: src.meta(),
+        curves,
+        intervals: intervals.into_iter().flatten().collect(),
     };
     Ok((sweep, results))
 }
 
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
-    }
-}
-
-fn by_component(stall: &[u64; 5], instr: u64) -> Value {
-    let mut o: Map<String, Value> = COMPONENTS
-        .iter()
-        .zip(stall)
-        .map(|(n, s)| (n.to_string(), json!(ratio(*s, instr))))
-        .collect();
-    o.insert("total".into(), json!(ratio(stall.iter().sum(), instr)));
-    Value::Object(o)
-}
-
-/// The per-category document of one machine. MCPI divides a category's stall cycles by every
+/// The per-category table of one machine. MCPI divides a category's stall cycles by every
 /// non-idle instruction (so the rows add up to the system MCPI of the machine table, less idle);
 /// `own_mcpi` divides by the category's own instructions.
-pub fn categories_doc(name: &str, by_tag: &[TagStats]) -> Value {
+pub fn categories_doc(name: &str, by_tag: &[TagStats]) -> CategoryTable {
     let idle = usize::from(Category::Idle.tag());
     let all: u64 = by_tag.iter().map(|t| t.instructions).sum();
     let non_idle = all - by_tag.get(idle).map_or(0, |t| t.instructions);
-    let rows: Vec<Value> = std::iter::once(("user", 0usize))
-        .chain(Category::ALL.iter().map(|c| (c.name(), usize::from(c.tag()))))
+    let categories = std::iter::once(("user", 0usize))
+        .chain(
+            Category::ALL
+                .iter()
+                .map(|c| (c.name(), usize::from(c.tag()))),
+        )
         .map(|(cname, i)| {
             let t = by_tag.get(i).copied().unwrap_or_default();
-            json!({
-                "name": cname,
-                "instructions": t.instructions,
-                "reads": t.reads,
-                "writes": t.writes,
-                "instruction_share": ratio(t.instructions, non_idle),
-                "stall_cycles": COMPONENTS.iter().zip(t.stall).map(|(n, s)| (n.to_string(), json!(s))).collect::<Map<_, _>>(),
-                "mcpi": by_component(&t.stall, non_idle),
-                "own_mcpi": ratio(t.stall.iter().sum(), t.instructions),
-            })
+            CategoryRow {
+                name: cname.to_string(),
+                instructions: t.instructions,
+                reads: t.reads,
+                writes: t.writes,
+                instruction_share: ratio(t.instructions, non_idle),
+                stall_cycles: StallCycles::of(&t.stall),
+                mcpi: Mcpi::of(&t.stall, non_idle),
+                own_mcpi: ratio(t.stall.iter().sum(), t.instructions),
+            }
         })
         .collect();
-    json!({
-        "name": name,
-        "non_idle_instructions": non_idle,
-        "categories": rows,
-    })
+    CategoryTable {
+        name: name.to_string(),
+        non_idle_instructions: non_idle,
+        categories,
+    }
 }
 
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or(0.0)
-}
-
-/// The per-category table of every machine in `doc` (the `attribution` part of the memsim
-/// document).
-pub fn render(doc: &Value) -> String {
+/// The per-category table of every machine (the `attribution` part of the memsim document).
+pub fn render(doc: &AttributionDoc) -> String {
     let mut t = String::new();
     t.push_str(&format!(
         "\nkernel categories (symbols: {}; idle loop {})\n",
-        doc["symbols"].as_str().unwrap_or("?"),
-        if doc["idle_excluded"].as_bool() == Some(true) {
+        doc.symbols,
+        if doc.idle_excluded {
             format!(
                 "excluded: {} instructions, {} data references dropped",
-                doc["idle_dropped"]["instructions"],
-                doc["idle_dropped"]["reads"].as_u64().unwrap_or(0)
-                    + doc["idle_dropped"]["writes"].as_u64().unwrap_or(0)
+                doc.idle_dropped.instructions,
+                doc.idle_dropped.reads + doc.idle_dropped.writes
             )
         } else {
             "included".to_string()
         }
     ));
-    for m in doc["machines"].as_array().into_iter().flatten() {
+    for m in &doc.machines {
         t.push_str(&format!(
             "{}: MCPI per category over {} non-idle instructions\n",
-            m["name"].as_str().unwrap_or("?"),
-            m["non_idle_instructions"]
+            m.name, m.non_idle_instructions
         ));
         t.push_str(&format!("  {:<12} {:>7}", "category", "instr%"));
         for c in COMPONENTS.iter().chain(["total"].iter()) {
             t.push_str(&format!(" {:>8}", c));
         }
         t.push_str(&format!(" {:>9}\n", "own MCPI"));
-        for c in m["categories"].as_array().into_iter().flatten() {
-            let refs = c["instructions"].as_u64().unwrap_or(0)
-                + c["reads"].as_u64().unwrap_or(0)
-                + c["writes"].as_u64().unwrap_or(0);
-            if refs == 0 {
+        for c in &m.categories {
+            if c.instructions + c.reads + c.writes == 0 {
                 continue;
             }
             t.push_str(&format!(
                 "  {:<12} {:>6.1}%",
-                c["name"].as_str().unwrap_or("?"),
-                100.0 * f(&c["instruction_share"])
+                c.name,
+                100.0 * c.instruction_share
             ));
-            for comp in COMPONENTS.iter().chain(["total"].iter()) {
-                t.push_str(&format!(" {:>8.4}", f(&c["mcpi"][comp])));
+            for (_, v) in c.mcpi.by_name() {
+                t.push_str(&format!(" {:>8.4}", v));
             }
-            t.push_str(&format!(" {:>9.3}\n", f(&c["own_mcpi"])));
+            t.push_str(&format!(" {:>9.3}\n", c.own_mcpi));
         }
     }
     t
@@ -290,6 +298,7 @@ pub fn render(doc: &Value) -> String {
 mod tests {
     use super::*;
     use crate::memsim::config::preset;
+    use crate::memsim::document::IdleDropped;
     use crate::memsim::sweep;
     use crate::memsim::trace::synth::Synth;
 
@@ -457,17 +466,21 @@ mod tests {
             stall: [15, 0, 0, 0, 0],
         };
         let doc = categories_doc("m", &by_tag);
-        assert_eq!(doc["non_idle_instructions"], 1000);
-        let rows = doc["categories"].as_array().unwrap();
-        let row = |n: &str| rows.iter().find(|r| r["name"] == n).unwrap();
-        assert_eq!(row("syscall")["mcpi"]["icache"], 0.09);
-        assert_eq!(row("syscall")["mcpi"]["total"], 0.12);
-        assert_eq!(row("syscall")["own_mcpi"], 0.4);
-        assert_eq!(row("block-copy")["mcpi"]["total"], 0.21);
-        assert_eq!(row("block-copy")["own_mcpi"], 2.1);
-        assert_eq!(row("user")["mcpi"]["total"], 0.09);
-        assert_eq!(row("idle")["own_mcpi"], 0.015);
-        let text = render(&json!({"symbols": "s", "idle_excluded": false, "machines": [doc]}));
+        assert_eq!(doc.non_idle_instructions, 1000);
+        let row = |n: &str| doc.categories.iter().find(|r| r.name == n).unwrap();
+        assert_eq!(row("syscall").mcpi.icache, 0.09);
+        assert_eq!(row("syscall").mcpi.total, 0.12);
+        assert_eq!(row("syscall").own_mcpi, 0.4);
+        assert_eq!(row("block-copy").mcpi.total, 0.21);
+        assert_eq!(row("block-copy").own_mcpi, 2.1);
+        assert_eq!(row("user").mcpi.total, 0.09);
+        assert_eq!(row("idle").own_mcpi, 0.015);
+        let text = render(&AttributionDoc {
+            symbols: "s".into(),
+            idle_excluded: false,
+            idle_dropped: IdleDropped::default(),
+            machines: vec![doc.clone()],
+        });
         assert!(
             text.contains("block-copy") && text.contains("included"),
             "{text}"

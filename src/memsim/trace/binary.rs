@@ -1,6 +1,6 @@
 //! Streaming writer and reader of the osmeter binary trace format (described in the parent module).
 
-use super::{Kind, Mode, Ref, RefSource, TraceMeta, FLAG_PHYSICAL};
+use super::{Kind, Mode, Ref, RefSource, TraceMeta, FLAG_PHYSICAL, MAX_ACCESS_BYTES};
 use anyhow::{bail, Result};
 use std::io::{Read, Write};
 
@@ -73,6 +73,13 @@ impl<W: Write> TraceWriter<W> {
 
     #[inline]
     pub fn write(&mut self, r: &Ref) -> Result<()> {
+        if r.size > MAX_ACCESS_BYTES {
+            bail!(
+                "cannot write an access of {} bytes at {:#x}: no instruction touches more than {MAX_ACCESS_BYTES}",
+                r.size,
+                r.vaddr
+            );
+        }
         let code = size_code(r.size);
         let mut tag = r.kind as u8 | (r.mode as u8) << 2 | u8::from(r.uncached) << 3 | code << 5;
         let new_asid = r.asid != self.asid;
@@ -258,6 +265,48 @@ impl<R: Read> TraceReader<R> {
 const KINDS: [Kind; 4] = [Kind::Instr, Kind::Read, Kind::Write, Kind::Write];
 const MODES: [Mode; 2] = [Mode::User, Mode::Kernel];
 
+/// What a tag byte says about a common record (see `decode_common`): the reference with all but
+/// its address and address space filled in, its address stream, and whether the fast decoder
+/// takes it (kind not a control record, no new address space, size in the tag).
+#[derive(Clone, Copy)]
+struct Template {
+    r: Ref,
+    stream: u8,
+    common: bool,
+}
+
+const fn templates() -> [Template; 256] {
+    let empty = Template {
+        r: Ref {
+            kind: Kind::Instr,
+            mode: Mode::User,
+            uncached: false,
+            asid: 0,
+            size: 0,
+            vaddr: 0,
+            paddr: None,
+            tag: 0,
+        },
+        stream: 0,
+        common: false,
+    };
+    let mut t = [empty; 256];
+    let mut tag = 0;
+    while tag < 256 {
+        let (k, m) = (tag & 3, (tag >> 2) & 1);
+        t[tag].r.kind = KINDS[k];
+        t[tag].r.mode = MODES[m];
+        t[tag].r.uncached = tag & 8 != 0;
+        t[tag].r.size = SIZE_CODES[tag >> 5];
+        t[tag].stream = (((k != 0) as u8) << 1) | m as u8;
+        t[tag].common = k != 3 && tag & 0x10 == 0 && tag >= 0x20;
+        tag += 1;
+    }
+    t
+}
+
+static TEMPLATES: [Template; 256] = templates();
+
 /// Folds the 7-bit groups of a LEB128 number of at most 8 bytes (continuation bits included) into
 /// one value without a loop: pairs of bytes, then pairs of pairs, then the two halves.
 #[inline(always)]
@@ -287,25 +336,18 @@ impl<R: Read> TraceReader<R> {
             let rest = w >> 8;
             // The terminating byte of the varint is the first of the 7 with its high bit clear.
             let ends = !rest & 0x0080_8080_8080_8080;
-            let common = (tag & 3) != 3 && tag & 0x10 == 0 && tag >= 0x20;
-            if !common || ends == 0 {
+            let t = &TEMPLATES[usize::from(tag)];
+            if !t.common || ends == 0 {
                 break;
             }
             let bytes = (ends.trailing_zeros() as usize + 1) / 8;
             let delta = unzigzag(fold_groups(rest & (ends ^ (ends - 1))));
-            let k = usize::from(tag & 3);
-            let m = usize::from((tag >> 2) & 1);
-            let s = (usize::from(k != 0) << 1) | m;
+            let s = usize::from(t.stream);
             let vaddr = last_v[s].wrapping_add(delta as u64);
             last_v[s] = vaddr;
-            let mut r = Ref::new(
-                KINDS[k],
-                MODES[m],
-                asid,
-                SIZE_CODES[usize::from(tag >> 5)],
-                vaddr,
-            );
-            r.uncached = tag & 8 != 0;
+            let mut r = t.r;
+            r.vaddr = vaddr;
+            r.asid = asid;
             out[n].write(r);
             n += 1;
             pos += 1 + bytes;
@@ -358,9 +400,12 @@ impl<R: Read> TraceReader<R> {
         let code = (tag >> 5) as usize;
         let size = if code == 0 {
             let s = self.varint(start)?;
-            u32::try_from(s).map_err(|_| {
-                anyhow::anyhow!("corrupt osmeter trace: size {s} out of range at byte {start}")
-            })?
+            if s > u64::from(MAX_ACCESS_BYTES) {
+                bail!(
+                    "corrupt osmeter trace: the record at byte {start} declares an access of {s} bytes; no instruction touches more than {MAX_ACCESS_BYTES}"
+                );
+            }
+            s as u32
         } else {
             SIZE_CODES[code]
         };

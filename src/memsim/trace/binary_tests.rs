@@ -21,7 +21,7 @@ fn arb_ref(physical: bool) -> impl Strategy<Value = Ref> {
         any::<bool>(),
         any::<bool>(),
         prop_oneof![Just(0u32), Just(1u32), any::<u32>()],
-        prop_oneof![1u32..=16, any::<u32>()],
+        prop_oneof![1u32..=16, 0..=MAX_ACCESS_BYTES],
         any::<u64>(),
         any::<u64>(),
     )
@@ -61,7 +61,7 @@ fn arb_walk() -> impl Strategy<Value = Vec<Ref>> {
             prop::bool::weighted(0.1),
             prop::bool::weighted(0.05),
             prop::bool::weighted(0.003),
-            prop_oneof![200 => Just(4u32), 50 => 1u32..=8, 1 => 9u32..100_000],
+            prop_oneof![200 => Just(4u32), 50 => 1u32..=8, 1 => 9u32..=MAX_ACCESS_BYTES],
             prop_oneof![
                 200 => -300i64..300,
                 50 => -(1i64 << 40)..(1i64 << 40),
@@ -156,4 +156,40 @@ fn trailer_flags_are_merged_and_garbage_after_it_rejected() {
         .unwrap_err()
         .to_string()
         .contains("after the trailer"));
+}
+
+#[test]
+fn sizes_past_what_an_instruction_touches_are_refused_with_the_offset() {
+    // A 4 GiB access: the tag says a varint size follows (code 0), then 0xffff_ffff, then the
+    // address delta. The reader used to hand it on and the simulator walked every line of it.
+    let mut bytes = b"OSMT\x01\0\0\0".to_vec();
+    bytes.extend([0x41, 0x02]); // an ordinary read of 2 bytes at byte 8
+    bytes.extend([0x01, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00]);
+    bytes.extend([0x03, 0x02, 0x00]);
+    let e = decode(&bytes).unwrap_err().to_string();
+    assert!(
+        e.contains("byte 10") && e.contains("4294967295 bytes"),
+        "{e}"
+    );
+    let mut ok = encode(
+        &[Ref::new(Kind::Write, Mode::User, 0, MAX_ACCESS_BYTES, 64)],
+        0,
+    );
+    assert_eq!(decode(&ok).unwrap()[0].size, MAX_ACCESS_BYTES);
+    // One more byte than the bound, written by hand (the writer refuses it).
+    ok.truncate(8);
+    ok.extend([0x02, 0x81, 0x80, 0x01, 0x80, 0x01, 0x03, 0x01, 0x00]);
+    assert!(decode(&ok).unwrap_err().to_string().contains("16385 bytes"));
+    let mut w = TraceWriter::new(Vec::new(), 0).unwrap();
+    let e = w
+        .write(&Ref::new(
+            Kind::Read,
+            Mode::User,
+            0,
+            MAX_ACCESS_BYTES + 1,
+            0,
+        ))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("16385"), "{e}");
 }

@@ -36,12 +36,27 @@
 //! without a trailer is truncated and is reported as an error, with the byte offset.
 
 pub mod binary;
+pub mod champsim;
+pub mod drmem;
 pub mod synth;
 pub mod text;
 
 use anyhow::{Context, Result};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+
+/// The most bytes one record may touch. Readers refuse larger sizes with the record's place in
+/// the file: a corrupt or hostile size (up to 4 GiB fits the format) would otherwise make the
+/// simulator walk every line of it.
+///
+/// The bound comes from what one x86-64 instruction can touch. A vector load or store reaches 64
+/// bytes (AVX-512); the largest single access is XSAVE/XRSTOR of every state component, which with
+/// AMX tile data is about 11 KB (11,008 bytes on Sapphire Rapids, CPUID leaf 0xD). String
+/// instructions with a `rep` prefix do not count: valgrind's lackey and osmeter's QEMU plugin both
+/// report each element of them as an access of its own (8 bytes at most), and lackey itself never
+/// reports more than 512 bytes for one access (FXSAVE's area). 16 KiB leaves room for a larger
+/// XSAVE area while a record can still cost the simulator no more than a few thousand lines.
+pub const MAX_ACCESS_BYTES: u32 = 16 * 1024;
 
 /// What a reference does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -123,11 +138,25 @@ pub trait RefSource {
 }
 
 /// Input formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Format {
+    /// osmeter's own binary format (.osmt, optionally zstd-compressed)
+    #[serde(alias = "osmt", alias = "bin")]
+    #[value(alias = "osmt", alias = "bin")]
     Osmeter,
+    /// valgrind lackey's --trace-mem text
     Lackey,
+    /// Dinero's din text (label address [size])
+    #[serde(alias = "dinero")]
+    #[value(alias = "dinero")]
     Din,
+    /// DynamoRIO drmemtrace's trace entries (uncompressed or zstd)
+    #[serde(alias = "drmem")]
+    #[value(alias = "drmem")]
+    Drmemtrace,
 }
 
 impl Format {
@@ -136,6 +165,7 @@ impl Format {
             "osmeter" | "osmt" | "bin" => Some(Format::Osmeter),
             "lackey" => Some(Format::Lackey),
             "din" | "dinero" => Some(Format::Din),
+            "drmemtrace" | "drmem" => Some(Format::Drmemtrace),
             _ => None,
         }
     }
@@ -174,6 +204,7 @@ pub fn open(path: &Path, format: Option<Format>) -> Result<Box<dyn RefSource + S
     let format = match format {
         Some(f) => f,
         None if head.starts_with(binary::MAGIC) => Format::Osmeter,
+        None if drmem::sniff(&head) => Format::Drmemtrace,
         None if head.is_empty() => {
             return Err(anyhow::anyhow!(
                 "trace {} is empty: not an osmeter, lackey or din trace",
@@ -187,6 +218,7 @@ pub fn open(path: &Path, format: Option<Format>) -> Result<Box<dyn RefSource + S
         Format::Osmeter => Box::new(binary::TraceReader::new(raw).with_context(|| name.clone())?),
         Format::Lackey => Box::new(text::LackeyReader::new(raw)),
         Format::Din => Box::new(text::DinReader::new(raw)),
+        Format::Drmemtrace => Box::new(drmem::DrmemReader::new(raw).with_context(|| name.clone())?),
     })
 }
 

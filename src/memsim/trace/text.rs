@@ -8,7 +8,7 @@
 //! Din lines: `label address [size]`, label 0 read, 1 write, 2 instruction fetch, 3 and 4 (escape,
 //! flush) ignored; address in hex with or without `0x`; size defaults to 4.
 
-use super::{Kind, Mode, Ref, RefSource, TraceMeta, FLAG_USER_ONLY};
+use super::{Kind, Mode, Ref, RefSource, TraceMeta, FLAG_USER_ONLY, MAX_ACCESS_BYTES};
 use anyhow::{bail, Result};
 use std::io::Read;
 
@@ -117,6 +117,16 @@ fn shown(line: &[u8]) -> String {
     s.trim_end_matches('\r').to_string()
 }
 
+/// Refuses an access larger than any instruction makes (see `MAX_ACCESS_BYTES`).
+fn check_size(size: u32, format: &str, line: u64) -> Result<()> {
+    if size > MAX_ACCESS_BYTES {
+        bail!(
+            "{format} trace line {line}: an access of {size} bytes; no instruction touches more than {MAX_ACCESS_BYTES}, so the trace is corrupt"
+        );
+    }
+    Ok(())
+}
+
 /// Parses one lackey record line; None for a line that is not one.
 #[inline]
 fn lackey_line(line: &[u8]) -> Option<(u8, u64, u32)> {
@@ -167,6 +177,7 @@ impl<R: Read> RefSource for LackeyReader<R> {
                     shown(line)
                 );
             };
+            check_size(size, "lackey", self.lines.line_no)?;
             let mut r = Ref::new(Kind::Read, Mode::User, 0, size, addr);
             match op {
                 b'I' => r.kind = Kind::Instr,
@@ -240,6 +251,7 @@ impl<R: Read> RefSource for DinReader<R> {
             if fields.next().is_some() {
                 return Err(bad());
             }
+            check_size(size, "din", self.lines.line_no)?;
             out.push(Ref::new(kind, Mode::User, 0, size, addr));
             n += 1;
         }
@@ -322,6 +334,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn sizes_past_what_an_instruction_touches_name_the_line() {
+        // Nine-digit sizes took the simulator a second a line.
+        let text = "I  0400000,4\n L 7ff000,999999999\n";
+        let e = read_all(&mut LackeyReader::new(text.as_bytes()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2") && e.contains("999999999 bytes"), "{e}");
+        let e = read_all(&mut DinReader::new(&b"2 400\n0 1000 16385\n"[..]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 2") && e.contains("16385"), "{e}");
+        let ok = read_all(&mut DinReader::new(&b"0 1000 16384\n"[..])).unwrap();
+        assert_eq!(ok[0].size, MAX_ACCESS_BYTES);
     }
 
     #[test]

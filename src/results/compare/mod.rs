@@ -3,8 +3,11 @@
 
 pub mod rank;
 
-use crate::results::derive::REFERENCE_PROBE;
-use crate::results::model::{label, CounterScopes, Measurement, Run, Status, Unit};
+pub mod history;
+pub mod text;
+
+use crate::results::figure::{Direction, Evidence, Figure, Role};
+use crate::results::model::{Run, RunKind, Unit};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -46,7 +49,7 @@ impl History {
     /// Both values lie within what this host has already shown (widened by `margin`): a figure that
     /// swings between states (a file system's inode reuse, a cache shared with neighbours) is not
     /// called changed for landing in a state it has been in before.
-    fn covers(&self, a: f64, b: f64, margin: f64) -> bool {
+    pub fn covers(&self, a: f64, b: f64, margin: f64) -> bool {
         let (lo, hi) = (self.min * (1.0 - margin), self.max * (1.0 + margin));
         (lo..=hi).contains(&a) && (lo..=hi).contains(&b)
     }
@@ -87,28 +90,35 @@ pub enum Verdict {
     Faster,
     Slower,
     NoChange,
+    /// Neither side has a spread to test against (one value each): the ratio is shown, no verdict.
+    Untested,
 }
 
 /// One figure present on both sides.
 #[derive(Debug, Clone, Serialize)]
 pub struct FigureComparison {
     pub key: String,
-    pub probe: String,
+    pub group: String,
     pub unit: Unit,
-    pub median_a: f64,
-    pub median_b: f64,
-    /// median(B) / median(A) of the figure as measured.
+    pub direction: Direction,
+    pub role: Role,
+    /// The figure on each side (for groups: the median over the runs).
+    pub value_a: f64,
+    pub value_b: f64,
+    /// value(B) / value(A) of the figure as measured.
     pub ratio: f64,
-    pub ratio_ci95: [f64; 2],
-    /// How many times faster B is than A (above 1 means B is faster, whatever the unit).
+    pub ratio_ci95: Option<[f64; 2]>,
+    /// How many times better B is than A (above 1 means B is better, whatever the unit).
     pub speedup: f64,
-    pub p_value: f64,
+    pub p_value: Option<f64>,
     /// Smallest change that counts for this figure: the threshold, or the run-to-run noise when
     /// that is larger.
     pub noise_floor: f64,
-    /// Where the run-to-run noise came from: "history (N runs)", "groups", or "unknown".
+    /// Where the run-to-run noise came from: "rounds", "history", "groups", "exact" or "unknown".
     pub noise_source: String,
     pub verdict: Verdict,
+    /// Why the verdict is what it is, in words.
+    pub reason: String,
     /// Counters per operation that moved most between A and B: (scope.event, A, B).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub counter_deltas: Vec<(String, f64, f64)>,
@@ -116,6 +126,7 @@ pub struct FigureComparison {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
+    pub kind: RunKind,
     pub runs_a: Vec<String>,
     pub runs_b: Vec<String>,
     /// Fingerprint fields whose values differ: (field, A, B).
@@ -124,12 +135,14 @@ pub struct Comparison {
     /// Figures only one side has.
     pub only_in_a: Vec<String>,
     pub only_in_b: Vec<String>,
-    /// Geometric mean of speedups per probe group.
+    /// Geometric mean of speedups per group.
     pub geomean_by_group: BTreeMap<String, f64>,
     pub geomean: Option<f64>,
     /// Speedup of the CPU-bound reference, and of the OS figures relative to it (Ousterhout's
-    /// question: did the OS get faster as fast as the CPU?).
+    /// question: did the OS get faster as fast as the CPU?). Hardware figures and the harness's
+    /// own are left out of the OS mean.
     pub cpu_speedup: Option<f64>,
+    pub os_speedup: Option<f64>,
     pub os_speedup_relative_to_cpu: Option<f64>,
     pub alpha: f64,
     pub min_effect: f64,
@@ -137,41 +150,54 @@ pub struct Comparison {
     pub history_runs: usize,
 }
 
-/// Pooled samples of one figure over the runs of one side.
-struct Side<'a> {
-    samples: Vec<f64>,
-    /// Median of each run's samples, for the run-to-run spread within a group.
-    run_medians: Vec<f64>,
-    unit: Unit,
-    probe: &'a str,
-    counters: Vec<&'a CounterScopes>,
+/// One figure over the runs of one side.
+struct Side {
+    figure: Figure,
+    /// The figure's value in each run.
+    run_values: Vec<f64>,
+    /// Repetitions of all runs of the side.
+    rounds: Vec<Vec<f64>>,
+    explain: Vec<BTreeMap<String, f64>>,
 }
 
-fn gather<'a>(runs: &[&'a Run]) -> BTreeMap<String, Side<'a>> {
+impl Side {
+    fn exact(&self) -> bool {
+        matches!(self.figure.evidence, Evidence::Exact)
+    }
+    fn samples(&self) -> Vec<f64> {
+        self.rounds.iter().flatten().copied().collect()
+    }
+    fn round_values(&self) -> Vec<f64> {
+        Evidence::Rounds(self.rounds.clone()).round_values()
+    }
+    /// The side's value: the run's own for one run, the median over runs for a group.
+    fn value(&self) -> f64 {
+        if self.run_values.len() == 1 {
+            self.run_values[0]
+        } else {
+            median(&self.run_values)
+        }
+    }
+}
+
+fn gather(runs: &[&Run]) -> BTreeMap<String, Side> {
     let mut out: BTreeMap<String, Side> = BTreeMap::new();
     for run in runs {
-        for m in run
-            .measurements
-            .iter()
-            .filter(|m| m.status == Status::Ok && !m.samples.is_empty())
-        {
-            let side = out.entry(key(m)).or_insert_with(|| Side {
-                samples: Vec::new(),
-                run_medians: Vec::new(),
-                unit: m.unit,
-                probe: &m.probe,
-                counters: Vec::new(),
+        for f in run.figures() {
+            let side = out.entry(f.key.clone()).or_insert_with(|| Side {
+                figure: f.clone(),
+                run_values: Vec::new(),
+                rounds: Vec::new(),
+                explain: Vec::new(),
             });
-            side.samples.extend(&m.samples);
-            side.run_medians.push(median(&m.samples));
-            side.counters.push(&m.counters);
+            side.run_values.push(f.value);
+            if let Evidence::Rounds(r) = &f.evidence {
+                side.rounds.extend(r.iter().cloned());
+            }
+            side.explain.push(f.explain);
         }
     }
     out
-}
-
-fn key(m: &Measurement) -> String {
-    label(&m.probe, &m.params)
 }
 
 fn median(xs: &[f64]) -> f64 {
@@ -180,20 +206,14 @@ fn median(xs: &[f64]) -> f64 {
     crate::harness::stats::median(&v)
 }
 
-/// Mean over runs of each counter, flattened to "scope.event".
-fn mean_counters(sets: &[&CounterScopes]) -> BTreeMap<String, f64> {
+/// Mean over runs of each explaining quantity.
+fn mean_explain(sets: &[BTreeMap<String, f64>]) -> BTreeMap<String, f64> {
     let mut sum: BTreeMap<String, (f64, usize)> = BTreeMap::new();
-    for c in sets {
-        for (scope, map) in [
-            ("user", &c.user),
-            ("kernel", &c.kernel),
-            ("software", &c.software),
-        ] {
-            for (event, v) in map {
-                let e = sum.entry(format!("{scope}.{event}")).or_insert((0.0, 0));
-                e.0 += v;
-                e.1 += 1;
-            }
+    for set in sets {
+        for (k, v) in set {
+            let e = sum.entry(k.clone()).or_insert((0.0, 0));
+            e.0 += v;
+            e.1 += 1;
         }
     }
     sum.into_iter()
@@ -205,9 +225,12 @@ fn mean_counters(sets: &[&CounterScopes]) -> BTreeMap<String, f64> {
 /// (a context switch every thousand operations).
 const COUNTER_FLOOR: f64 = 0.01;
 
-/// Counters that changed by more than 10 %, largest relative change first, at most five.
-fn counter_deltas(a: &[&CounterScopes], b: &[&CounterScopes]) -> Vec<(String, f64, f64)> {
-    let (ma, mb) = (mean_counters(a), mean_counters(b));
+/// Quantities that changed by more than 10 %, largest relative change first, at most five.
+fn counter_deltas(
+    a: &[BTreeMap<String, f64>],
+    b: &[BTreeMap<String, f64>],
+) -> Vec<(String, f64, f64)> {
+    let (ma, mb) = (mean_explain(a), mean_explain(b));
     let mut out: Vec<(String, f64, f64, f64)> = ma
         .iter()
         .filter_map(|(k, &va)| {
@@ -277,92 +300,205 @@ pub fn fingerprint_differences(
         .collect()
 }
 
-pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> Comparison {
+/// The kind of every run, or an error naming two runs of different kinds.
+pub fn common_kind(a: &[&Run], b: &[&Run]) -> anyhow::Result<RunKind> {
+    let mut all = a.iter().chain(b);
+    let first = all
+        .next()
+        .ok_or_else(|| crate::usage!("compare needs a run on each side"))?;
+    for r in all {
+        if r.kind() != first.kind() {
+            return Err(crate::usage!(
+                "run {} is a {} run and run {} a {} run: compare runs of one kind \
+                 (`osmeter runs` shows the kind of each)",
+                first.id,
+                first.kind(),
+                r.id,
+                r.kind()
+            ));
+        }
+    }
+    Ok(first.kind())
+}
+
+/// What the statistics say about one figure present on both sides.
+struct Judgement {
+    ratio_ci95: Option<[f64; 2]>,
+    p_value: Option<f64>,
+    noise_floor: f64,
+    noise_source: String,
+    verdict: Verdict,
+    reason: String,
+}
+
+fn judge(key: &str, a: &Side, b: &Side, config: &CompareConfig) -> Judgement {
+    let (va, vb) = (a.value(), b.value());
+    let ratio = vb / va;
+    let direction = a.figure.direction;
+    let better = direction.speedup(va, vb) > 1.0;
+    let changed = |yes: bool| match (yes, better) {
+        (false, _) => Verdict::NoChange,
+        (true, true) => Verdict::Faster,
+        (true, false) => Verdict::Slower,
+    };
+    let beyond = |floor: f64| ratio.ln().abs() >= (1.0 + floor).ln();
+    if a.exact() && b.exact() {
+        let yes = beyond(config.min_effect);
+        return Judgement {
+            ratio_ci95: None,
+            p_value: None,
+            noise_floor: config.min_effect,
+            noise_source: "exact".into(),
+            verdict: changed(yes),
+            reason: format!(
+                "exact figures (a simulation): {} the {:.0} % threshold",
+                if yes {
+                    "differ by at least"
+                } else {
+                    "differ by less than"
+                },
+                config.min_effect * 100.0
+            ),
+        };
+    }
+    let (sa, sb) = (a.samples(), b.samples());
+    if sa.len() < 2 && sb.len() < 2 {
+        return Judgement {
+            ratio_ci95: None,
+            p_value: None,
+            noise_floor: config.min_effect,
+            noise_source: "unknown".into(),
+            verdict: Verdict::Untested,
+            reason: "one value on each side: nothing to judge its spread by".into(),
+        };
+    }
+    let seed = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
+        (h ^ c as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    let ci = rank::ratio_ci95(&sa, &sb, config.resamples, seed);
+    let p = rank::mann_whitney_p(&sa, &sb);
+    // Run-to-run spread: between the repetitions of each side (rounds, runs of a group), and from
+    // the history of the host; the larger counts.
+    let between: Vec<f64> = [a, b]
+        .iter()
+        .flat_map(|s| {
+            let v = s.round_values();
+            let m = median(&v);
+            v.into_iter().map(move |x| x / m)
+        })
+        .collect();
+    let repeated = (a.round_values().len() + b.round_values().len() >= 4)
+        .then(|| robust_cv(&between))
+        .flatten();
+    let seen = config.history_noise.get(key).copied();
+    let history = seen.map(|h| h.cv);
+    let (noise, noise_source) = match (repeated, history) {
+        (Some(g), Some(h)) if g >= h => (Some(g), "rounds"),
+        (_, Some(h)) => (Some(h), "history"),
+        (Some(g), None) => (Some(g), "rounds"),
+        (None, None) => (None, "unknown"),
+    };
+    let noise_floor = noise.map_or(config.min_effect, |n| {
+        config.min_effect.max(NOISE_MULTIPLE * n)
+    });
+    let significant = p < config.alpha;
+    let excludes_one = ci[0] > 1.0 || ci[1] < 1.0;
+    let big_enough = beyond(noise_floor);
+    let new_state = !seen.is_some_and(|h| h.covers(va, vb, config.min_effect));
+    let yes = significant && excludes_one && big_enough && new_state;
+    let reason = if yes {
+        format!(
+            "p {p:.4} < {}, interval excludes 1, change beyond {:.1} % ({noise_source} noise)",
+            config.alpha,
+            noise_floor * 100.0
+        )
+    } else if !significant {
+        format!("p {p:.4} is not below {}", config.alpha)
+    } else if !excludes_one {
+        "the 95 % interval of the ratio includes 1".to_string()
+    } else if !big_enough {
+        format!(
+            "the change is smaller than {:.1} % ({})",
+            noise_floor * 100.0,
+            if noise.is_some() {
+                format!("{NOISE_MULTIPLE} x the {noise_source} spread, or the threshold")
+            } else {
+                "the threshold".to_string()
+            }
+        )
+    } else {
+        "both values lie in the range this host has already shown".to_string()
+    };
+    Judgement {
+        ratio_ci95: Some(ci),
+        p_value: Some(p),
+        noise_floor,
+        noise_source: noise_source.to_string(),
+        verdict: changed(yes),
+        reason,
+    }
+}
+
+/// Compares the figures of two runs (or two groups of runs) of one kind.
+pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result<Comparison> {
+    let kind = common_kind(a, b)?;
     let (sa, sb) = (gather(a), gather(b));
     let mut figures = Vec::new();
-    for (k, side_a) in &sa {
-        let Some(side_b) = sb.get(k) else { continue };
-        let (ma, mb) = (median(&side_a.samples), median(&side_b.samples));
-        if ma <= 0.0 || mb <= 0.0 {
+    // Keep the order of the first run's own table.
+    let order: Vec<String> = a
+        .first()
+        .map(|r| r.figures().into_iter().map(|f| f.key).collect())
+        .unwrap_or_default();
+    let mut keys: Vec<&String> = sa.keys().filter(|k| sb.contains_key(*k)).collect();
+    keys.sort_by_key(|k| order.iter().position(|o| o == *k).unwrap_or(usize::MAX));
+    for k in keys {
+        let (side_a, side_b) = (&sa[k], &sb[k]);
+        let (va, vb) = (side_a.value(), side_b.value());
+        if va <= 0.0 || vb <= 0.0 || !va.is_finite() || !vb.is_finite() {
             continue;
         }
-        let ratio = mb / ma;
-        let seed = k.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
-            (h ^ c as u64).wrapping_mul(0x100_0000_01b3)
-        });
-        let ci = rank::ratio_ci95(&side_a.samples, &side_b.samples, config.resamples, seed);
-        let p = rank::mann_whitney_p(&side_a.samples, &side_b.samples);
-        let higher_better = side_a.unit.higher_is_better();
-        let speedup = if higher_better { ratio } else { 1.0 / ratio };
-        // Run-to-run spread: within each group (runs relative to their own group's median), and
-        // from the history of the host; the larger counts.
-        let within_groups: Vec<f64> = [side_a, side_b]
-            .iter()
-            .flat_map(|s| {
-                let m = median(&s.run_medians);
-                s.run_medians.iter().map(move |v| v / m)
-            })
-            .collect();
-        let group_noise = (side_a.run_medians.len() + side_b.run_medians.len() >= 4)
-            .then(|| robust_cv(&within_groups))
-            .flatten();
-        let seen = config.history_noise.get(k).copied();
-        let history = seen.map(|h| h.cv);
-        let (noise, noise_source) = match (group_noise, history) {
-            (Some(g), Some(h)) if g >= h => (Some(g), "groups".to_string()),
-            (_, Some(h)) => (Some(h), "history".to_string()),
-            (Some(g), None) => (Some(g), "groups".to_string()),
-            (None, None) => (None, "unknown".to_string()),
-        };
-        let noise_floor = noise.map_or(config.min_effect, |n| {
-            config.min_effect.max(NOISE_MULTIPLE * n)
-        });
-        let beyond_noise = p < config.alpha
-            && (ci[0] > 1.0 || ci[1] < 1.0)
-            && (ratio.ln().abs()) >= (1.0 + noise_floor).ln()
-            && !seen.is_some_and(|h| h.covers(ma, mb, config.min_effect));
-        let verdict = match (beyond_noise, speedup > 1.0) {
-            (false, _) => Verdict::NoChange,
-            (true, true) => Verdict::Faster,
-            (true, false) => Verdict::Slower,
-        };
-        let counter_deltas = if verdict == Verdict::NoChange {
-            Vec::new()
+        let j = judge(k, side_a, side_b, config);
+        let counter_deltas = if matches!(j.verdict, Verdict::Faster | Verdict::Slower) {
+            counter_deltas(&side_a.explain, &side_b.explain)
         } else {
-            counter_deltas(&side_a.counters, &side_b.counters)
+            Vec::new()
         };
+        let f = &side_a.figure;
         figures.push(FigureComparison {
             key: k.clone(),
-            probe: side_a.probe.to_string(),
-            unit: side_a.unit,
-            median_a: ma,
-            median_b: mb,
-            ratio,
-            ratio_ci95: ci,
-            speedup,
-            p_value: p,
-            noise_floor,
-            noise_source,
-            verdict,
+            group: f.group.clone(),
+            unit: f.unit,
+            direction: f.direction,
+            role: f.role,
+            value_a: va,
+            value_b: vb,
+            ratio: vb / va,
+            ratio_ci95: j.ratio_ci95,
+            speedup: f.direction.speedup(va, vb),
+            p_value: j.p_value,
+            noise_floor: j.noise_floor,
+            noise_source: j.noise_source,
+            verdict: j.verdict,
+            reason: j.reason,
             counter_deltas,
         });
     }
     let mut by_group: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for f in &figures {
-        let group = f.probe.split('.').next().unwrap_or("").to_string();
-        by_group.entry(group).or_default().push(f.speedup);
+        by_group.entry(f.group.clone()).or_default().push(f.speedup);
     }
     let cpu_speedup = figures
         .iter()
-        .find(|f| f.probe == REFERENCE_PROBE)
+        .find(|f| f.role == Role::CpuReference)
         .map(|f| f.speedup);
-    let os = geomean(
+    let os_speedup = geomean(
         figures
             .iter()
-            .filter(|f| f.probe != REFERENCE_PROBE)
+            .filter(|f| f.role == Role::Os)
             .map(|f| f.speedup),
     );
-    Comparison {
+    Ok(Comparison {
+        kind,
         runs_a: a.iter().map(|r| r.id.clone()).collect(),
         runs_b: b.iter().map(|r| r.id.clone()).collect(),
         fingerprint_differences: match (a.first(), b.first()) {
@@ -385,7 +521,8 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> Comparison {
             .collect(),
         geomean: geomean(figures.iter().map(|f| f.speedup)),
         cpu_speedup,
-        os_speedup_relative_to_cpu: match (os, cpu_speedup) {
+        os_speedup,
+        os_speedup_relative_to_cpu: match (os_speedup, cpu_speedup) {
             (Some(o), Some(c)) if c > 0.0 => Some(o / c),
             _ => None,
         },
@@ -393,7 +530,7 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> Comparison {
         alpha: config.alpha,
         min_effect: config.min_effect,
         history_runs: 0,
-    }
+    })
 }
 
 #[cfg(test)]

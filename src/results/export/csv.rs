@@ -1,7 +1,8 @@
-//! One row per figure, or with `--samples` one row per raw sample (RFC 4180 quoting).
+//! One row per figure (and one per figure that could not be measured, with the reason), or with
+//! `--samples` one row per raw sample with its repetition. RFC 4180 quoting.
 
-use super::{params_text, ExportOptions, Exporter};
-use crate::results::model::Run;
+use super::{ExportOptions, Exporter};
+use crate::results::model::{Run, Status};
 use std::io::{self, Write};
 
 pub struct Csv;
@@ -19,52 +20,70 @@ fn num(v: Option<f64>) -> String {
     v.map(|x| format!("{x}")).unwrap_or_default()
 }
 
+fn status(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Skipped => "skipped",
+        Status::Failed => "failed",
+    }
+}
+
 impl Exporter for Csv {
     fn name(&self) -> &'static str {
         "csv"
     }
     fn write(&self, run: &Run, options: &ExportOptions, out: &mut dyn Write) -> io::Result<()> {
+        let (id, kind) = (field(&run.id), run.kind());
+        let figures = run.figures();
         if options.samples {
-            writeln!(out, "run_id,probe,params,unit,sample,value")?;
-            for m in &run.measurements {
-                for (i, v) in m.samples.iter().enumerate() {
-                    let p = field(&params_text(&m.params));
-                    writeln!(
-                        out,
-                        "{},{},{},{},{i},{v}",
-                        field(&run.id),
-                        field(&m.probe),
-                        p,
-                        m.unit.symbol()
-                    )?;
+            writeln!(out, "run_id,kind,figure,unit,repetition,sample,value")?;
+            for f in &figures {
+                let crate::results::figure::Evidence::Rounds(rounds) = &f.evidence else {
+                    continue;
+                };
+                for (r, samples) in rounds.iter().enumerate() {
+                    for (i, v) in samples.iter().enumerate() {
+                        writeln!(
+                            out,
+                            "{id},{kind},{},{},{r},{i},{v}",
+                            field(&f.key),
+                            f.unit.symbol()
+                        )?;
+                    }
                 }
             }
             return Ok(());
         }
-        writeln!(out, "run_id,probe,params,unit,status,median,ci95_low,ci95_high,cv,mean,stddev,min,max,samples,reason")?;
-        for m in &run.measurements {
-            let s = m.summary.as_ref();
-            let status = serde_json::to_value(m.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
+        writeln!(
+            out,
+            "run_id,kind,figure,group,unit,direction,value,ci95_low,ci95_high,cv,repetitions,samples,status,reason"
+        )?;
+        for f in &figures {
+            let reps = f.evidence.round_values().len();
+            let samples = f.evidence.samples().len();
             writeln!(
                 out,
-                "{},{},{},{},{status},{},{},{},{},{},{},{},{},{},{}",
-                field(&run.id),
-                field(&m.probe),
-                field(&params_text(&m.params)),
-                m.unit.symbol(),
-                num(s.map(|s| s.median)),
-                num(s.map(|s| s.ci95[0])),
-                num(s.map(|s| s.ci95[1])),
-                num(s.map(|s| s.cv)),
-                num(s.map(|s| s.mean)),
-                num(s.map(|s| s.stddev)),
-                num(s.map(|s| s.min)),
-                num(s.map(|s| s.max)),
-                m.samples.len(),
-                field(m.reason.as_deref().unwrap_or(""))
+                "{id},{kind},{},{},{},{},{},{},{},{},{reps},{samples},ok,",
+                field(&f.key),
+                field(&f.group),
+                f.unit.symbol(),
+                match f.direction {
+                    crate::results::figure::Direction::Lower => "lower",
+                    crate::results::figure::Direction::Higher => "higher",
+                },
+                f.value,
+                num(f.interval.map(|i| i[0])),
+                num(f.interval.map(|i| i[1])),
+                num(f.cv())
+            )?;
+        }
+        for u in run.unmeasured() {
+            writeln!(
+                out,
+                "{id},{kind},{},,,,,,,,0,0,{},{}",
+                field(&u.key),
+                status(u.status),
+                field(&u.reason)
             )?;
         }
         Ok(())
@@ -72,11 +91,11 @@ impl Exporter for Csv {
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::super::*;
 
     /// A minimal RFC 4180 reader, to prove the output parses back into the same fields.
-    fn parse(text: &str) -> Vec<Vec<String>> {
+    pub fn parse(text: &str) -> Vec<Vec<String>> {
         let mut rows = vec![];
         let mut row = vec![];
         let mut cur = String::new();
@@ -106,8 +125,9 @@ mod tests {
         let rows = parse(&text);
         assert_eq!(rows.len(), 4);
         assert!(rows.iter().all(|r| r.len() == rows[0].len()));
-        assert_eq!(rows[2][2], "cache=hot, \"warm\",size=16384");
-        assert_eq!(rows[3][4], "skipped");
+        assert_eq!(rows[2][2], "memory.copy cache=hot, \"warm\" size=16384");
+        assert_eq!(rows[2][5], "higher");
+        assert_eq!(rows[3][12], "skipped");
         check_snapshot("run.csv", &text);
     }
 
@@ -116,7 +136,7 @@ mod tests {
         let text = render(&csv::Csv, &sample_run(), ExportOptions { samples: true });
         let rows = parse(&text);
         assert_eq!(rows.len(), 1 + 3 + 2);
-        assert_eq!(rows[1][5], "190");
+        assert_eq!(rows[1][6], "190");
         check_snapshot("samples.csv", &text);
     }
 }

@@ -1,8 +1,8 @@
-//! Tables ready to paste into a review: the system in a line, then one table per probe group.
+//! Tables ready to paste into a review: the system in a line, then one table per group of figures.
 
 use super::{ExportOptions, Exporter};
 use crate::results::model::{Run, Status};
-use crate::results::table::human;
+use crate::units;
 use std::io::{self, Write};
 
 pub struct Markdown;
@@ -24,10 +24,10 @@ impl Exporter for Markdown {
         "markdown"
     }
     fn write(&self, run: &Run, _: &ExportOptions, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "### osmeter run `{}`\n", run.id)?;
+        writeln!(out, "### osmeter {} `{}`\n", run.kind(), run.id)?;
         writeln!(
             out,
-            "{} on {} ({}, kernel {}), suite {}, osmeter {}\n",
+            "{} on {} ({}, kernel {}), suite {}, osmeter {}",
             run.started_at,
             fp(run, "hostname"),
             fp(run, "cpu_model"),
@@ -35,33 +35,51 @@ impl Exporter for Markdown {
             run.suite.as_deref().unwrap_or("-"),
             run.tool_version
         )?;
-        let mut group = "";
-        for m in &run.measurements {
-            let g = m.probe.split('.').next().unwrap_or("");
-            if g != group {
-                group = g;
-                writeln!(out, "\n| {g} | median | 95 % CI | CV |")?;
+        let mut group = String::new();
+        for f in run.figures() {
+            if f.group != group {
+                group = f.group.clone();
+                writeln!(out, "\n| {} | value | 95 % CI | CV |", cell(&group))?;
                 writeln!(out, "|---|---:|---:|---:|")?;
             }
-            let label = cell(&m.label());
-            match (&m.summary, m.status) {
-                (Some(s), Status::Ok) => {
-                    let (v, unit) = human(s.median, m.unit);
-                    let k = if s.median != 0.0 { v / s.median } else { 1.0 };
-                    writeln!(
-                        out,
-                        "| {label} | {v:.3} {unit} | {:.3} – {:.3} | {:.1} % |",
-                        s.ci95[0] * k,
-                        s.ci95[1] * k,
-                        s.cv * 100.0
-                    )?;
-                }
-                _ => {
-                    let status = serde_json::to_value(m.status).ok();
-                    let status = status.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
-                    let reason = cell(m.reason.as_deref().unwrap_or(""));
-                    writeln!(out, "| {label} | {status}: {reason} | | |")?
-                }
+            let scale = f.unit.scale_for(f.value);
+            let ci = f
+                .interval
+                .map(|[lo, hi]| {
+                    format!(
+                        "{} – {}",
+                        units::in_scale(lo, scale),
+                        units::in_scale(hi, scale)
+                    )
+                })
+                .unwrap_or_default();
+            let cv = f
+                .cv()
+                .map(|c| format!("{:.1} %", c * 100.0))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "| {} | {} | {ci} | {cv} |",
+                cell(&f.key),
+                units::in_scale(f.value, scale)
+            )?;
+        }
+        let unmeasured = run.unmeasured();
+        if !unmeasured.is_empty() {
+            writeln!(out, "\n| not measured | why | | |")?;
+            writeln!(out, "|---|---|---|---|")?;
+            for u in unmeasured {
+                let status = if u.status == Status::Skipped {
+                    "skipped"
+                } else {
+                    "failed"
+                };
+                writeln!(
+                    out,
+                    "| {} | {status}: {} | | |",
+                    cell(&u.key),
+                    cell(&u.reason)
+                )?;
             }
         }
         Ok(())

@@ -5,7 +5,7 @@ pub mod json;
 pub mod markdown;
 pub mod openmetrics;
 
-use crate::results::model::{Params, Run};
+use crate::results::model::Run;
 use std::io::{self, Write};
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -19,34 +19,36 @@ pub trait Exporter {
     fn write(&self, run: &Run, options: &ExportOptions, out: &mut dyn Write) -> io::Result<()>;
 }
 
-pub const FORMATS: &[&str] = &["json", "csv", "markdown", "openmetrics"];
-
-pub fn exporter(format: &str) -> Option<Box<dyn Exporter>> {
-    match format {
-        "json" => Some(Box::new(json::Json)),
-        "csv" => Some(Box::new(csv::Csv)),
-        "markdown" | "md" => Some(Box::new(markdown::Markdown)),
-        "openmetrics" | "prometheus" => Some(Box::new(openmetrics::OpenMetrics)),
-        _ => None,
-    }
+/// The export formats, each mapped to its exporter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The whole stored document
+    Json,
+    /// One row per figure (or per sample with --samples)
+    Csv,
+    /// Tables to paste into a review
+    #[value(alias = "md")]
+    Markdown,
+    /// OpenMetrics / Prometheus text exposition
+    #[value(alias = "prometheus")]
+    Openmetrics,
 }
 
-/// `k=v,k=v` in key order: one stable string for a parameter set.
-pub fn params_text(params: &Params) -> String {
-    params
-        .iter()
-        .map(|(k, v)| match v {
-            serde_json::Value::String(s) => format!("{k}={s}"),
-            other => format!("{k}={other}"),
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+impl Format {
+    pub fn exporter(self) -> Box<dyn Exporter> {
+        match self {
+            Format::Json => Box::new(json::Json),
+            Format::Csv => Box::new(csv::Csv),
+            Format::Markdown => Box::new(markdown::Markdown),
+            Format::Openmetrics => Box::new(openmetrics::OpenMetrics),
+        }
+    }
 }
 
 /// A fixed run used by every exporter's snapshot test.
 #[cfg(test)]
 pub fn sample_run() -> Run {
-    use crate::results::model::{Measurement, Status, Summary, Unit};
+    use crate::results::model::{Measurement, Params, Status, Summary, Unit};
     let mut run = crate::results::model::tests::empty_run();
     run.id = "6750a000-0badcafe".into();
     run.suite = Some("quick".into());

@@ -103,6 +103,7 @@ impl Bars {
                 Unit::Nanoseconds => "time per operation (shorter is faster)".into(),
                 Unit::BytesPerSecond => "bytes per second (longer is faster)".into(),
                 Unit::OpsPerSecond => "operations per second (longer is faster)".into(),
+                other => other.symbol().into(),
             },
             x_fmt: &fmt,
             legend: if several {
@@ -149,6 +150,9 @@ impl Section for Bars {
         self.title
     }
     fn render(&self, ctx: &Context) -> Result<Option<String>> {
+        if !ctx.has_kind(crate::results::model::RunKind::Run) {
+            return Ok(None);
+        }
         // Figures in first-seen order over all runs, so every run's chart lists them alike.
         let mut keys: Vec<(String, String)> = Vec::new();
         for run in ctx.runs {

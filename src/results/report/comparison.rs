@@ -4,30 +4,40 @@
 //! colour; then the figures that changed, with the counters that explain them.
 
 use super::hbars::{HBar, HBars};
-use super::html::{esc, figure, note, num, table, value, Cell, Row};
+use super::html::{esc, figure, note, num, table, Cell, Row};
 use super::plot::{clip_label, Axis, LegendItem, Scale, FASTER, GREY, SLOWER};
 use super::{has_own_section, Context, Section};
 use crate::results::compare::{Comparison, FigureComparison, Verdict};
+use crate::results::figure::Direction;
+use crate::units;
 use anyhow::Result;
 use std::fmt::Write as _;
 
 pub struct ComparisonSection;
 
 /// The interval of the speed-up (above 1 is faster whatever the unit).
-fn speedup_ci(f: &FigureComparison) -> [f64; 2] {
-    let [lo, hi] = f.ratio_ci95;
-    if f.unit.higher_is_better() {
-        [lo, hi]
-    } else {
-        [1.0 / hi, 1.0 / lo]
-    }
+fn speedup_ci(f: &FigureComparison) -> Option<[f64; 2]> {
+    let [lo, hi] = f.ratio_ci95?;
+    Some(match f.direction {
+        Direction::Higher => [lo, hi],
+        Direction::Lower => [1.0 / hi, 1.0 / lo],
+    })
+}
+
+/// The probe a microbenchmark figure belongs to (its key up to the parameters).
+fn probe_of(f: &FigureComparison) -> &str {
+    f.key.split(' ').next().unwrap_or(&f.key)
+}
+
+fn changed(f: &FigureComparison) -> bool {
+    matches!(f.verdict, Verdict::Faster | Verdict::Slower)
 }
 
 fn verdict_color(v: Verdict) -> plotters::style::RGBColor {
     match v {
         Verdict::Faster => FASTER,
         Verdict::Slower => SLOWER,
-        Verdict::NoChange => GREY,
+        Verdict::NoChange | Verdict::Untested => GREY,
     }
 }
 
@@ -56,7 +66,7 @@ fn factor_tick(v: f64) -> String {
 
 /// Figures shown in the general comparison chart and table (swept ones have their own section).
 fn general(c: &Comparison) -> impl Iterator<Item = &FigureComparison> {
-    c.figures.iter().filter(|f| !has_own_section(&f.probe))
+    c.figures.iter().filter(|f| !has_own_section(probe_of(f)))
 }
 
 /// Ticks symmetric about 1 in log space, a handful per side.
@@ -84,7 +94,7 @@ fn chart(ctx: &Context, index: usize, c: &Comparison) -> Result<String> {
     let half = figs
         .iter()
         .flat_map(|f| {
-            let [lo, hi] = speedup_ci(f);
+            let [lo, hi] = speedup_ci(f).unwrap_or([f.speedup; 2]);
             [f.speedup, lo, hi]
         })
         .filter(|v| v.is_finite() && *v > 0.0)
@@ -103,7 +113,7 @@ fn chart(ctx: &Context, index: usize, c: &Comparison) -> Result<String> {
             category: i,
             slot: 0,
             value: f.speedup,
-            interval: Some(speedup_ci(f)),
+            interval: speedup_ci(f),
             color: verdict_color(f.verdict),
             text: Some(factor(f.speedup)),
         })
@@ -148,17 +158,17 @@ fn chart(ctx: &Context, index: usize, c: &Comparison) -> Result<String> {
 }
 
 fn changed_table(c: &Comparison) -> String {
-    let mut changed: Vec<&FigureComparison> = general(c)
-        .filter(|f| f.verdict != Verdict::NoChange)
-        .collect();
-    if changed.is_empty() {
+    let mut moved: Vec<&FigureComparison> = general(c).filter(|f| changed(f)).collect();
+    if moved.is_empty() {
         return String::new();
     }
-    changed.sort_by(|a, b| a.speedup.total_cmp(&b.speedup));
-    let rows: Vec<Row> = changed
+    moved.sort_by(|a, b| a.speedup.total_cmp(&b.speedup));
+    let rows: Vec<Row> = moved
         .iter()
         .map(|f| {
-            let [lo, hi] = speedup_ci(f);
+            let interval = speedup_ci(f)
+                .map(|[lo, hi]| format!("{} – {}", factor(lo), factor(hi)))
+                .unwrap_or_else(|| "-".into());
             let deltas: Vec<String> = f
                 .counter_deltas
                 .iter()
@@ -168,16 +178,22 @@ fn changed_table(c: &Comparison) -> String {
                 Verdict::Faster => "faster",
                 Verdict::Slower => "<span class=\"bad\">slower</span>",
                 Verdict::NoChange => "~",
+                Verdict::Untested => "?",
             };
+            let scale = f.unit.scale_for(f.value_a.abs().max(f.value_b.abs()));
             Row {
                 class: "",
                 cells: vec![
                     Cell::from(format!("<code>{}</code>", esc(&f.key))),
-                    Cell::num(value(f.median_a, f.unit)),
-                    Cell::num(value(f.median_b, f.unit)),
+                    Cell::num(units::in_scale(f.value_a, scale)),
+                    Cell::num(units::in_scale(f.value_b, scale)),
                     Cell::num(factor(f.speedup)),
-                    Cell::num(format!("{} – {}", factor(lo), factor(hi))),
-                    Cell::num(format!("{:.2e}", f.p_value)),
+                    Cell::num(interval),
+                    Cell::num(
+                        f.p_value
+                            .map(|p| format!("{p:.2e}"))
+                            .unwrap_or_else(|| "-".into()),
+                    ),
                     Cell::from(verdict.to_string()),
                     Cell::with_class("warn", deltas.join("<br>")),
                 ],
@@ -203,21 +219,18 @@ fn changed_table(c: &Comparison) -> String {
 /// One line per swept probe: how many of its points changed, and their geometric mean.
 fn swept_notes(c: &Comparison) -> String {
     let mut probes: Vec<&str> = Vec::new();
-    for f in c.figures.iter().filter(|f| has_own_section(&f.probe)) {
-        if !probes.contains(&f.probe.as_str()) {
-            probes.push(&f.probe);
+    for f in c.figures.iter().filter(|f| has_own_section(probe_of(f))) {
+        if !probes.contains(&probe_of(f)) {
+            probes.push(probe_of(f));
         }
     }
     let mut out = String::new();
     for p in probes {
-        let pts: Vec<&FigureComparison> = c.figures.iter().filter(|f| f.probe == p).collect();
-        let changed = pts
-            .iter()
-            .filter(|f| f.verdict != Verdict::NoChange)
-            .count();
+        let pts: Vec<&FigureComparison> = c.figures.iter().filter(|f| probe_of(f) == p).collect();
+        let n_changed = pts.iter().filter(|f| changed(f)).count();
         let geo = (pts.iter().map(|f| f.speedup.ln()).sum::<f64>() / pts.len() as f64).exp();
         out.push_str(&note(&format!(
-            "{p}: {} points compared, {changed} changed beyond noise, geometric mean speed-up {}; \
+            "{p}: {} points compared, {n_changed} changed beyond noise, geometric mean speed-up {}; \
              the runs' curves are drawn together in their own section.",
             pts.len(),
             factor(geo)
@@ -241,17 +254,21 @@ impl Section for ComparisonSection {
         for (i, c) in ctx.comparisons.iter().enumerate() {
             let other = ctx.run_label(i + 1);
             let _ = writeln!(out, "<h3>R1 → {}</h3>", esc(&other));
+            let Some(c) = c else {
+                out.push_str(&note(&format!(
+                    "R1 is a {} run and {other} a {} run: runs of different kinds are not compared.",
+                    ctx.runs[0].kind(),
+                    ctx.runs[i + 1].kind()
+                )));
+                continue;
+            };
             if c.figures.is_empty() {
                 out.push_str(&note(&format!(
                     "R1 and {other} have no measured figure in common."
                 )));
                 continue;
             }
-            let n_changed = c
-                .figures
-                .iter()
-                .filter(|f| f.verdict != Verdict::NoChange)
-                .count();
+            let n_changed = c.figures.iter().filter(|f| changed(f)).count();
             let mut line = format!(
                 "{n_changed} of {} common figures changed beyond noise.",
                 c.figures.len()
@@ -262,8 +279,8 @@ impl Section for ComparisonSection {
             if let (Some(cpu), Some(rel)) = (c.cpu_speedup, c.os_speedup_relative_to_cpu) {
                 let _ = write!(
                     line,
-                    " The CPU-bound reference sped up {}; the OS figures relative to it: {} \
-                     (below 1: the OS gained less than the CPU).",
+                    " The CPU-bound reference sped up {}; the OS primitives relative to it \
+                     (hardware figures left out): {} (below 1: the OS gained less than the CPU).",
                     factor(cpu),
                     factor(rel)
                 );

@@ -200,8 +200,14 @@ impl Section for Counters {
         "User and kernel counters"
     }
     fn render(&self, ctx: &Context) -> Result<Option<String>> {
+        if !ctx.has_kind(crate::results::model::RunKind::Run) {
+            return Ok(None);
+        }
         let mut out = String::new();
         for (i, run) in ctx.runs.iter().enumerate() {
+            if run.kind() != crate::results::model::RunKind::Run {
+                continue;
+            }
             if ctx.runs.len() > 1 {
                 let _ = writeln!(out, "<h3>{}</h3>", esc(&ctx.run_label(i)));
             }

@@ -10,13 +10,13 @@ use super::html::{esc, figure, note, num, table, value, Cell, Row};
 use super::plot::{color, legend, legend_height, svg, Axis, LegendItem, Scale, Swatch, Ticked};
 use super::plot::{compact, FONT, WIDTH};
 use super::{Context, Section};
-use crate::latency::buffer::format_seconds;
-use crate::latency::report::LATENCY_SCHEMA;
+use crate::latency::buffer::{format_seconds, BufferResult};
+use crate::latency::document::{Estimate, LatencyDoc, StreamDoc, LATENCY_SCHEMA};
 use crate::results::model::Unit;
 use anyhow::Result;
 use plotters::prelude::*;
-use serde_json::Value;
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 pub struct Latency;
 
@@ -27,43 +27,34 @@ const BINS_PER_OCTAVE: u64 = 4;
 struct Stream<'a> {
     /// "normal/timer cpu1", prefixed with the run ("R2 ...") when several runs have latency data.
     label: String,
-    doc: &'a Value,
+    doc: &'a StreamDoc,
 }
 
 impl Stream<'_> {
     fn error(&self) -> Option<&str> {
-        self.doc["error"].as_str()
+        self.doc.error.as_deref()
     }
 }
 
 /// The latency documents of the runs, with the index of their run.
-fn documents<'a>(ctx: &Context<'a>) -> Vec<(usize, &'a Value)> {
+fn documents<'a>(ctx: &Context<'a>) -> Vec<(usize, &'a LatencyDoc)> {
     ctx.runs
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| r.sections.get("latency").map(|d| (i, d)))
-        .filter(|(_, d)| d["schema"].as_str() == Some(LATENCY_SCHEMA))
+        .filter_map(|(i, r)| r.sections.latency.as_ref().map(|d| (i, d)))
+        .filter(|(_, d)| d.schema == LATENCY_SCHEMA)
         .collect()
 }
 
-fn stream_name(s: &Value) -> String {
-    format!(
-        "{}/{} cpu{}",
-        s["class"].as_str().unwrap_or("?"),
-        s["path"].as_str().unwrap_or("?"),
-        s["cpu"]
-    )
-}
-
-fn streams<'a>(docs: &[(usize, &'a Value)]) -> Vec<Stream<'a>> {
+fn streams<'a>(docs: &[(usize, &'a LatencyDoc)]) -> Vec<Stream<'a>> {
     let several = docs.len() > 1;
     let mut out = Vec::new();
     for &(run, doc) in docs {
-        for s in doc["streams"].as_array().into_iter().flatten() {
+        for s in &doc.streams {
             let label = if several {
-                format!("R{} {}", run + 1, stream_name(s))
+                format!("R{} {}", run + 1, s.label())
             } else {
-                stream_name(s)
+                s.label()
             };
             out.push(Stream { label, doc: s });
         }
@@ -82,13 +73,10 @@ struct Bin {
 }
 
 /// Sums the stored buckets `[low_ns, high_ns, count]` into quarter-octave bins.
-fn bins(buckets: &[Value]) -> Vec<Bin> {
+fn bins(buckets: &[[u64; 3]]) -> Vec<Bin> {
     let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
     let mut total = 0u64;
-    for b in buckets {
-        let (Some(low), Some(count)) = (b[0].as_u64(), b[2].as_u64()) else {
-            continue;
-        };
+    for &[low, _, count] in buckets {
         if count == 0 {
             continue;
         }
@@ -202,8 +190,8 @@ fn histogram_plot(series: &[(&Stream, Vec<Bin>)]) -> Result<String> {
     })
 }
 
-fn us(ns: &Value) -> String {
-    ns.as_f64().map(|v| num(v / 1e3)).unwrap_or_default()
+fn us(ns: u64) -> String {
+    num(ns as f64 / 1e3)
 }
 
 /// Percentiles, missed periods and worst cases: one row per stream.
@@ -236,63 +224,53 @@ fn summary_table(all: &[Stream]) -> String {
                     ],
                 };
             }
-            let c = &d["corrected"];
-            let window = d["windows"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .find(|w| w["window"] == "1s")
+            let window = d
+                .windows
+                .iter()
+                .find(|w| w.window == "1s")
                 .map(|w| {
                     format!(
                         "{} / {} us ({} windows)",
-                        us(&w["p50_ns"]),
-                        us(&w["max_ns"]),
-                        w["windows"]
+                        us(w.p50_ns),
+                        us(w.max_ns),
+                        w.windows
                     )
                 })
                 .unwrap_or_else(|| "no complete window".into());
-            let estimate = match d["estimate"]["unavailable"].as_str() {
-                Some(_) => "<span class=\"note\">not estimated (see below)</span>".to_string(),
-                None => {
-                    let fit = &d["estimate"]["fit"];
-                    let parts: Vec<String> = fit["estimates"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
+            let estimate = match &d.estimate {
+                Estimate::Unavailable { .. } => {
+                    "<span class=\"note\">not estimated (see below)</span>".to_string()
+                }
+                Estimate::Fitted { fit, .. } => {
+                    let parts: Vec<String> = fit
+                        .estimates
+                        .iter()
                         .map(|h| {
-                            let ns = |k: &str| h[k].as_f64().unwrap_or(0.0);
                             format!(
                                 "{}: {} (1&nbsp;% above {})",
-                                esc(h["horizon"].as_str().unwrap_or("")),
-                                value(ns("median_ns"), Unit::Nanoseconds),
-                                value(ns("p99_ns"), Unit::Nanoseconds)
+                                esc(&h.horizon),
+                                value(h.median_ns, Unit::Nanoseconds),
+                                value(h.p99_ns, Unit::Nanoseconds)
                             )
                         })
                         .collect();
                     format!(
                         "{}; fit KS distance {:.2}",
                         parts.join(", "),
-                        fit["ks_distance"].as_f64().unwrap_or(f64::NAN)
+                        fit.ks_distance
                     )
                 }
             };
             let mut cells = vec![
                 Cell::from(esc(&s.label)),
-                Cell::from(esc(d["policy"].as_str().unwrap_or("")) + &priority(d)),
-                Cell::num(d["periods"].to_string()),
-                Cell::num(d["missed"].to_string()),
+                Cell::from(esc(&d.policy) + &priority(d)),
+                Cell::num(d.periods.to_string()),
+                Cell::num(d.missed.to_string()),
             ];
-            for k in [
-                "p50_ns",
-                "p90_ns",
-                "p99_ns",
-                "p99_9_ns",
-                "p99_99_ns",
-                "max_ns",
-            ] {
-                cells.push(Cell::num(us(&c[k])));
+            for (_, ns) in d.corrected.percentiles() {
+                cells.push(Cell::num(us(ns)));
             }
-            cells.push(Cell::num(us(&d["raw"]["max_ns"])));
+            cells.push(Cell::num(us(d.raw.max_ns)));
             cells.push(Cell::num(window));
             cells.push(Cell::from(estimate));
             Row { class: "", cells }
@@ -305,7 +283,7 @@ fn summary_table(all: &[Stream]) -> String {
     );
     out.push_str(&table("latency", &header, &rows));
     for s in all {
-        if let Some(why) = s.doc["estimate"]["unavailable"].as_str() {
+        if let Estimate::Unavailable { unavailable: why } = &s.doc.estimate {
             if s.error().is_none() {
                 out.push_str(&note(&format!(
                     "{}: worst case not estimated: {why}.",
@@ -317,44 +295,36 @@ fn summary_table(all: &[Stream]) -> String {
     out
 }
 
-fn priority(d: &Value) -> String {
-    match d["priority"].as_i64() {
+fn priority(d: &StreamDoc) -> String {
+    match d.priority {
         Some(p) => format!(" {p}"),
         None => String::new(),
     }
 }
 
 /// One cell of the buffer table, as the text report writes it.
-fn mttf_cell(b: &Value) -> Cell {
-    match b["mttf_s"].as_f64() {
-        Some(v) => Cell::num(format!(
-            "{} (p {:.1e})",
-            format_seconds(v),
-            b["p_underrun"].as_f64().unwrap_or(0.0)
-        )),
+fn mttf_cell(b: &BufferResult) -> Cell {
+    match b.mttf_s {
+        Some(v) => Cell::num(format!("{} (p {:.1e})", format_seconds(v), b.p_underrun)),
         None => Cell::num(format!(
             "&gt; {}",
-            format_seconds(b["mttf_more_than_s"].as_f64().unwrap_or(0.0))
+            format_seconds(b.mttf_more_than_s.unwrap_or(0.0))
         )),
     }
 }
 
-/// A configuration's key in the buffer table: t, n and c (as the stored numbers print).
-fn buffer_key(b: &Value) -> (String, String, String) {
-    (
-        b["period_ms"].to_string(),
-        b["buffers"].to_string(),
-        b["compute_ms"].to_string(),
-    )
+/// A configuration's key in the buffer table: t, n and c.
+fn buffer_key(b: &BufferResult) -> (u64, u32, u64) {
+    (b.period_ms.to_bits(), b.buffers, b.compute_ms.to_bits())
 }
 
 /// Rows: every (t, n, c) configuration any stream was evaluated for, in first-seen order;
 /// columns: the MTTF of each stream that ran.
 fn buffer_table(all: &[Stream]) -> String {
     let ok: Vec<&Stream> = all.iter().filter(|s| s.error().is_none()).collect();
-    let mut configs: Vec<&Value> = Vec::new();
+    let mut configs: Vec<&BufferResult> = Vec::new();
     for s in &ok {
-        for b in s.doc["buffers"].as_array().into_iter().flatten() {
+        for b in &s.doc.buffers {
             if !configs.iter().any(|c| buffer_key(c) == buffer_key(b)) {
                 configs.push(b);
             }
@@ -371,18 +341,17 @@ fn buffer_table(all: &[Stream]) -> String {
     let rows: Vec<Row> = configs
         .iter()
         .map(|cfg| {
-            let f = |k: &str| num(cfg[k].as_f64().unwrap_or(0.0));
             let mut cells = vec![
-                Cell::num(f("period_ms")),
-                Cell::num(cfg["buffers"].to_string()),
-                Cell::num(f("compute_ms")),
-                Cell::num(f("tolerance_ms")),
+                Cell::num(num(cfg.period_ms)),
+                Cell::num(cfg.buffers.to_string()),
+                Cell::num(num(cfg.compute_ms)),
+                Cell::num(num(cfg.tolerance_ms)),
             ];
             for s in &ok {
-                let found = s.doc["buffers"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
+                let found = s
+                    .doc
+                    .buffers
+                    .iter()
                     .find(|b| buffer_key(b) == buffer_key(cfg));
                 cells.push(found.map(mttf_cell).unwrap_or_default());
             }
@@ -392,37 +361,98 @@ fn buffer_table(all: &[Stream]) -> String {
     table("buffers", &header, &rows)
 }
 
-/// What each run measured: period, duration, loads, skipped classes.
-fn setup(ctx: &Context, docs: &[(usize, &Value)]) -> String {
+/// Cause capture: what ran, fired or was missing around each wake over the threshold.
+fn episodes(ctx: &Context, docs: &[(usize, &LatencyDoc)]) -> String {
     let mut out = String::new();
     for &(r, d) in docs {
-        let loads: Vec<String> = d["loads"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|l| l["load"].as_str().map(String::from))
+        let Some(eps) = &d.episodes else { continue };
+        let _ = writeln!(
+            out,
+            "<h3>{}Late wakes and their causes</h3>",
+            if docs.len() > 1 {
+                format!("{}: ", esc(&ctx.run_label(r)))
+            } else {
+                String::new()
+            }
+        );
+        if eps.is_empty() {
+            out.push_str(&note(
+                "Cause capture was on and no wake was later than its threshold.",
+            ));
+            continue;
+        }
+        out.push_str(&note(
+            "Kernel trace events on the measured CPU from the deadline to the wake of each late \
+             wake: the tasks that ran instead (longest first), the interrupts, softirqs, timers \
+             and work items, and the longest stretch with no event at all (time the hypervisor \
+             probably took).",
+        ));
+        let rows: Vec<Row> = eps
+            .iter()
+            .map(|e| {
+                let ran: Vec<String> = e
+                    .ran
+                    .iter()
+                    .take(4)
+                    .map(|(task, ns)| format!("{} {}", esc(task), us(*ns)))
+                    .collect();
+                let irqs: Vec<String> = e
+                    .irqs
+                    .iter()
+                    .chain(&e.softirqs)
+                    .map(|(name, n, ns)| format!("{} ×{n} ({})", esc(name), us(*ns)))
+                    .collect();
+                Row {
+                    class: "",
+                    cells: vec![
+                        Cell::from(format!("{}/{} cpu{}", esc(&e.class), esc(&e.path), e.cpu)),
+                        Cell::num(us(e.lateness_ns)),
+                        Cell::from(ran.join("<br>")),
+                        Cell::from(irqs.join("<br>")),
+                        Cell::num(us(e.longest_gap_ns)),
+                        Cell::from(esc(&e.verdict)),
+                    ],
+                }
+            })
             .collect();
+        out.push_str(&table(
+            "episodes",
+            &[
+                "stream",
+                "late (us)",
+                "ran instead (us)",
+                "interrupts and softirqs",
+                "longest gap (us)",
+                "verdict",
+            ],
+            &rows,
+        ));
+    }
+    out
+}
+
+/// What each run measured: period, duration, loads, skipped classes.
+fn setup(ctx: &Context, docs: &[(usize, &LatencyDoc)]) -> String {
+    let mut out = String::new();
+    for &(r, d) in docs {
+        let loads: Vec<&str> = d.loads.iter().map(|l| l.load.as_str()).collect();
         let mut text = format!(
             "{}: period {} us, {} s measured, load: {}{}.",
             ctx.run_label(r),
-            num(d["period_ns"].as_f64().unwrap_or(0.0) / 1e3),
-            num(d["measured_s"].as_f64().unwrap_or(0.0)),
+            num(d.period_ns as f64 / 1e3),
+            num(d.measured_s),
             if loads.is_empty() {
                 "none".to_string()
             } else {
                 loads.join(", ")
             },
-            if d["interrupted"].as_bool() == Some(true) {
-                " (interrupted)"
-            } else {
-                ""
-            }
+            if d.interrupted { " (interrupted)" } else { "" }
         );
-        for k in d["skipped"].as_array().into_iter().flatten() {
+        for k in &d.skipped {
             text.push_str(&format!(
                 " Class {} skipped: {}",
-                k["class"].as_str().unwrap_or("?"),
-                k["reason"].as_str().unwrap_or("")
+                k.class.as_str(),
+                k.reason
             ));
         }
         out.push_str(&note(&text));
@@ -446,13 +476,7 @@ impl Section for Latency {
         let series: Vec<(&Stream, Vec<Bin>)> = all
             .iter()
             .filter(|s| s.error().is_none())
-            .map(|s| {
-                let buckets = s.doc["histogram_corrected"]["buckets"]
-                    .as_array()
-                    .map(Vec::as_slice)
-                    .unwrap_or_default();
-                (s, bins(buckets))
-            })
+            .map(|s| (s, bins(&s.doc.histogram_corrected.buckets)))
             .filter(|(_, b)| !b.is_empty())
             .collect();
         let mut out = setup(ctx, &docs);
@@ -471,6 +495,7 @@ impl Section for Latency {
         }
         out.push_str("<h3>Percentiles and worst cases</h3>\n");
         out.push_str(&summary_table(&all));
+        out.push_str(&episodes(ctx, &docs));
         let buffers = buffer_table(&all);
         if !buffers.is_empty() {
             out.push_str("<h3>Buffer model: mean time to underrun</h3>\n");
@@ -490,47 +515,110 @@ impl Section for Latency {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::latency::accounting::WindowSummary;
+    use crate::latency::document::{Distribution, StoredHistogram};
+    use crate::latency::threads::{ClassName, Path};
     use crate::results::model::tests::empty_run;
-    use serde_json::json;
 
-    fn stream(class: &str, buckets: Value, error: Option<&str>) -> Value {
-        json!({
-            "class": class, "policy": "SCHED_OTHER", "priority": null, "path": "timer", "cpu": 1,
-            "error": error, "periods": 1000, "woken": 990, "missed": 10,
-            "raw": {"max_ns": 900_000},
-            "corrected": {"p50_ns": 20_000, "p90_ns": 30_000, "p99_ns": 400_000,
-                          "p99_9_ns": 900_000, "p99_99_ns": 1_200_000, "max_ns": 1_200_000},
-            "histogram_corrected": {"columns": ["low_ns", "high_ns", "count"], "buckets": buckets},
-            "windows": [{"window": "1s", "windows": 1, "p50_ns": 1_200_000, "max_ns": 1_200_000}],
-            "estimate": {"unavailable": "1 complete 1s windows; the fit needs at least 10"},
-            "buffers": [
-                {"period_ms": 1.0, "buffers": 2, "compute_ms": 0.5, "tolerance_ms": 0.5,
-                 "p_underrun": 0.01, "mttf_s": 0.1, "mttf_more_than_s": null},
-                {"period_ms": 5.0, "buffers": 3, "compute_ms": 2.5, "tolerance_ms": 7.5,
-                 "p_underrun": 0.0, "mttf_s": null, "mttf_more_than_s": 1.0},
-            ],
-        })
+    fn buffer(period_ms: f64, n: u32, c: f64, p: f64, mttf: Option<f64>) -> BufferResult {
+        BufferResult {
+            period_ms,
+            buffers: n,
+            compute_ms: c,
+            tolerance_ms: (n - 1) as f64 * period_ms - c,
+            periods: 1000,
+            overruns: (p * 1000.0) as u64,
+            failures: u64::from(mttf.is_some()),
+            p_underrun: p,
+            mttf_s: mttf,
+            mttf_more_than_s: mttf.is_none().then_some(1.0),
+            mttf: String::new(),
+        }
     }
 
-    fn doc(streams: Vec<Value>) -> Value {
-        json!({"schema": LATENCY_SCHEMA, "period_ns": 1_000_000, "measured_s": 1.0,
-               "loads": [], "skipped": [], "streams": streams})
+    pub fn stream(class: ClassName, buckets: Vec<[u64; 3]>, error: Option<&str>) -> StreamDoc {
+        StreamDoc {
+            class,
+            policy: "SCHED_OTHER".into(),
+            priority: None,
+            path: Path::Timer,
+            cpu: 1,
+            error: error.map(String::from),
+            periods_planned: 1000,
+            periods: 1000,
+            woken: 990,
+            missed: 10,
+            measured_s: 1.0,
+            cpu_time_ms: 1.0,
+            raw: Distribution {
+                max_ns: 900_000,
+                ..Default::default()
+            },
+            corrected: Distribution {
+                count: 1000,
+                mean_ns: 30_000.0,
+                p50_ns: 20_000,
+                p90_ns: 30_000,
+                p99_ns: 400_000,
+                p99_9_ns: 900_000,
+                p99_99_ns: 1_200_000,
+                max_ns: 1_200_000,
+            },
+            histogram_corrected: StoredHistogram {
+                columns: vec!["low_ns".into(), "high_ns".into(), "count".into()],
+                buckets,
+            },
+            windows: vec![WindowSummary {
+                window: "1s".into(),
+                windows: 1,
+                min_ns: 1_200_000,
+                p50_ns: 1_200_000,
+                p90_ns: 1_200_000,
+                max_ns: 1_200_000,
+                maxima_ns: vec![1_200_000],
+            }],
+            estimate: Estimate::Unavailable {
+                unavailable: "1 complete 1s windows; the fit needs at least 10".into(),
+            },
+            buffers: vec![
+                buffer(1.0, 2, 0.5, 0.01, Some(0.1)),
+                buffer(5.0, 3, 2.5, 0.0, None),
+            ],
+        }
+    }
+
+    pub fn doc(streams: Vec<StreamDoc>) -> LatencyDoc {
+        LatencyDoc {
+            schema: LATENCY_SCHEMA.into(),
+            period_ns: 1_000_000,
+            duration_s: 1.0,
+            measured_s: 1.0,
+            cpus: vec![1],
+            classes: Vec::new(),
+            paths: vec![Path::Timer],
+            skipped: Vec::new(),
+            rttime_limit_us: 500_000,
+            timer_slack_ns: 1,
+            cpu_dma_latency_us: None,
+            fail_over_ns: None,
+            worst_ns: 1_200_000,
+            interrupted: false,
+            loads: Vec::new(),
+            episodes: None,
+            streams,
+        }
     }
 
     #[test]
     fn buckets_sum_into_quarter_octaves() {
         // The octave 16384..32768 has quarters 16384..20480, 20480..24576, ...: the buckets at
         // 20480 and 24000 share the second one.
-        let b = bins(
-            json!([
-                [16384, 16511, 3],
-                [20480, 20607, 1],
-                [24000, 24063, 4],
-                [1_048_576, 1_056_767, 2]
-            ])
-            .as_array()
-            .unwrap(),
-        );
+        let b = bins(&[
+            [16384, 16511, 3],
+            [20480, 20607, 1],
+            [24000, 24063, 4],
+            [1_048_576, 1_056_767, 2],
+        ]);
         assert_eq!(b.len(), 3, "{b:?}");
         assert_eq!((b[0].lo, b[0].hi), (16384.0, 20480.0));
         assert_eq!((b[1].lo, b[1].hi), (20480.0, 24576.0));
@@ -538,25 +626,22 @@ mod tests {
         assert!((b[1].share - 0.5).abs() < 1e-12, "1 + 4 of 10");
         assert_eq!((b[2].lo, b[2].hi), (1_048_576.0, 1_310_720.0));
         assert!((b.iter().map(|x| x.share).sum::<f64>() - 1.0).abs() < 1e-12);
-        let tiny = bins(json!([[0, 0, 1], [3, 3, 1]]).as_array().unwrap());
+        let tiny = bins(&[[0, 0, 1], [3, 3, 1]]);
         assert_eq!(tiny.len(), 2);
     }
 
     #[test]
     fn section_shows_histogram_percentiles_and_buffer_table() {
-        let buckets = json!([
+        let buckets = vec![
             [16384, 16511, 800],
             [20480, 20607, 190],
-            [1_048_576, 1_056_767, 10]
-        ]);
+            [1_048_576, 1_056_767, 10],
+        ];
         let mut run = empty_run();
-        run.sections.insert(
-            "latency".into(),
-            doc(vec![
-                stream("normal", buckets, None),
-                stream("high", json!([]), Some("cannot set SCHED_FIFO")),
-            ]),
-        );
+        run.sections.latency = Some(doc(vec![
+            stream(ClassName::Normal, buckets, None),
+            stream(ClassName::High, vec![], Some("cannot set SCHED_FIFO")),
+        ]));
         let runs = [run];
         let ctx = Context::new(&runs);
         let html = Latency.render(&ctx).unwrap().unwrap();
@@ -579,9 +664,9 @@ mod tests {
         let runs = [empty_run()];
         assert!(Latency.render(&Context::new(&runs)).unwrap().is_none());
         let mut other = empty_run();
-        other
-            .sections
-            .insert("latency".into(), json!({"schema": "osmeter.latency/99"}));
+        let mut future = doc(vec![]);
+        future.schema = "osmeter.latency/99".into();
+        other.sections.latency = Some(future);
         let runs = [other];
         assert!(Latency.render(&Context::new(&runs)).unwrap().is_none());
     }

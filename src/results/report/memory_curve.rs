@@ -315,6 +315,9 @@ impl Section for MemoryCurve {
         "Memory hierarchy: load latency by footprint"
     }
     fn render(&self, ctx: &Context) -> Result<Option<String>> {
+        if !ctx.has_kind(crate::results::model::RunKind::Run) {
+            return Ok(None);
+        }
         let all = series(ctx);
         if all.iter().all(|s| s.points.is_empty()) {
             return Ok(Some(note(&format!(

@@ -9,12 +9,11 @@ use super::html::{esc, figure, note, num, table, Cell, Row};
 use super::plot::{color, compact, legend, legend_height, svg, Axis, LegendItem, Ticked};
 use super::plot::{FONT, WIDTH};
 use super::{Context, Section};
-use crate::memsim::machine::{CLASSES, COMPONENTS};
-use crate::memsim::report::SCHEMA;
+use crate::memsim::document::{AssertionVerdict, MachineDoc, Mcpi, MemsimDoc, SCHEMA};
+use crate::memsim::machine::COMPONENTS;
 use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use serde_json::Value;
 
 pub struct Memsim;
 
@@ -24,28 +23,24 @@ const SYSTEM_TINT: f64 = 0.4;
 struct Machine<'a> {
     /// "ds5000-200", prefixed with the run ("R2 ...") when several runs have simulations.
     label: String,
-    doc: &'a Value,
+    doc: &'a MachineDoc,
 }
 
-fn get(v: &Value, path: &[&str]) -> f64 {
-    path.iter().fold(v, |v, p| &v[*p]).as_f64().unwrap_or(0.0)
-}
-
-fn documents<'a>(ctx: &Context<'a>) -> Vec<(usize, &'a Value)> {
+fn documents<'a>(ctx: &Context<'a>) -> Vec<(usize, &'a MemsimDoc)> {
     ctx.runs
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| r.sections.get("memsim").map(|d| (i, d)))
-        .filter(|(_, d)| d["schema"].as_str() == Some(SCHEMA))
+        .filter_map(|(i, r)| r.sections.memsim.as_ref().map(|d| (i, d)))
+        .filter(|(_, d)| d.schema == SCHEMA)
         .collect()
 }
 
-fn machines<'a>(docs: &[(usize, &'a Value)]) -> Vec<Machine<'a>> {
+fn machines<'a>(docs: &[(usize, &'a MemsimDoc)]) -> Vec<Machine<'a>> {
     let several = docs.len() > 1;
     let mut out = Vec::new();
     for &(run, doc) in docs {
-        for m in doc["machines"].as_array().into_iter().flatten() {
-            let name = m["name"].as_str().unwrap_or("?");
+        for m in &doc.machines {
+            let name = &m.name;
             out.push(Machine {
                 label: if several {
                     format!("R{} {name}", run + 1)
@@ -66,12 +61,16 @@ fn tint(c: RGBColor) -> RGBColor {
 }
 
 /// The segments of one bar: (start, end, colour), user components first.
-fn segments(m: &Value) -> Vec<(f64, f64, RGBColor)> {
+fn segments(m: &MachineDoc) -> Vec<(f64, f64, RGBColor)> {
     let mut out = Vec::new();
     let mut at = 0.0;
-    for (mode, system) in [("user", false), ("system", true)] {
-        for (i, c) in COMPONENTS.iter().enumerate() {
-            let v = get(m, &["mcpi", mode, c]);
+    for (mode, system) in [(&m.mcpi.user, false), (&m.mcpi.system, true)] {
+        for (i, (_, v)) in mode
+            .by_name()
+            .into_iter()
+            .take(COMPONENTS.len())
+            .enumerate()
+        {
             if v > 0.0 {
                 let col = if system { tint(color(i)) } else { color(i) };
                 out.push((at, at + v, col));
@@ -83,10 +82,7 @@ fn segments(m: &Value) -> Vec<(f64, f64, RGBColor)> {
 }
 
 fn stacked_bars(all: &[Machine]) -> Result<String> {
-    let totals: Vec<f64> = all
-        .iter()
-        .map(|m| get(m.doc, &["mcpi", "total", "total"]))
-        .collect();
+    let totals: Vec<f64> = all.iter().map(|m| m.doc.mcpi.total.total).collect();
     let axis = Axis::for_values(totals.iter().copied(), f64::INFINITY);
     let mut items: Vec<LegendItem> = COMPONENTS
         .iter()
@@ -153,8 +149,8 @@ fn stacked_bars(all: &[Machine]) -> Result<String> {
                     WHITE.stroke_width(1),
                 )))?;
             }
-            let user = get(m.doc, &["mcpi", "user", "total"]);
-            let system = get(m.doc, &["mcpi", "system", "total"]);
+            let user = m.doc.mcpi.user.total;
+            let system = m.doc.mcpi.system.total;
             // The user/system boundary, drawn a little past the bar so it shows on thin segments.
             chart.draw_series(LineSeries::new(
                 [(user, y0 - 0.08), (user, y1 + 0.08)],
@@ -178,6 +174,9 @@ fn stacked_bars(all: &[Machine]) -> Result<String> {
     })
 }
 
+/// A mode's MCPI and, for user and system, its share of instructions and MCPI per own instruction.
+type ModeRow<'a> = (&'a str, &'a Mcpi, Option<(f64, f64)>);
+
 /// MCPI by component: per machine a row for user, system and the total, with the MCPI over the
 /// mode's own instructions beside.
 fn mcpi_table(all: &[Machine]) -> String {
@@ -187,23 +186,32 @@ fn mcpi_table(all: &[Machine]) -> String {
     let mut rows = Vec::new();
     for m in all {
         let d = m.doc;
-        let system_share = get(d, &["system_fraction"]);
-        for (mode, share) in [
-            ("user", Some(1.0 - system_share)),
-            ("system", Some(system_share)),
-            ("total", None),
-        ] {
+        let system_share = d.system_fraction;
+        let modes: [ModeRow; 3] = [
+            (
+                "user",
+                &d.mcpi.user,
+                Some((1.0 - system_share, d.own_mcpi.user.total)),
+            ),
+            (
+                "system",
+                &d.mcpi.system,
+                Some((system_share, d.own_mcpi.system.total)),
+            ),
+            ("total", &d.mcpi.total, None),
+        ];
+        for (mode, mcpi, share) in modes {
             let mut cells = vec![Cell::from(esc(&m.label)), Cell::from(mode.to_string())];
-            for c in COMPONENTS.iter().chain(["total"].iter()) {
-                cells.push(Cell::num(format!("{:.3}", get(d, &["mcpi", mode, c]))));
+            for (_, v) in mcpi.by_name() {
+                cells.push(Cell::num(format!("{v:.3}")));
             }
             cells.push(Cell::num(match share {
-                Some(_) => format!("{:.3}", get(d, &["own_mcpi", mode, "total"])),
+                Some((_, own)) => format!("{own:.3}"),
                 None => String::new(),
             }));
             cells.push(Cell::num(match share {
-                Some(s) => format!("{:.1} %", 100.0 * s),
-                None => format!("{} instr.", d["instructions"]),
+                Some((s, _)) => format!("{:.1} %", 100.0 * s),
+                None => format!("{} instr.", d.instructions),
             }));
             rows.push(Row { class: "", cells });
         }
@@ -230,45 +238,42 @@ fn miss_table(all: &[Machine]) -> String {
     let mut rows = Vec::new();
     for m in all {
         let d = m.doc;
-        let names: Vec<String> = d["user"]["caches"]
-            .as_object()
-            .map(|o| o.keys().cloned().collect())
-            .unwrap_or_default();
-        for name in names {
-            let (u, s) = (&d["user"]["caches"][&name], &d["system"]["caches"][&name]);
-            let accesses = get(u, &["accesses"]) + get(s, &["accesses"]);
-            if accesses == 0.0 {
+        for (name, u) in d.user.caches_in_order() {
+            let s = d.system.caches.get(name).copied().unwrap_or_default();
+            let accesses = u.accesses + s.accesses;
+            if accesses == 0 {
                 continue;
             }
-            let classes: Vec<f64> = CLASSES
-                .iter()
-                .map(|c| get(u, &["classes", c]) + get(s, &["classes", c]))
-                .collect();
-            let classified: f64 = classes.iter().sum();
+            let classes = [
+                u.classes.compulsory + s.classes.compulsory,
+                u.classes.capacity + s.classes.capacity,
+                u.classes.conflict + s.classes.conflict,
+            ];
+            let classified: u64 = classes.iter().sum();
             let mut cells = vec![
                 Cell::from(esc(&m.label)),
-                Cell::from(esc(&name)),
+                Cell::from(esc(name)),
                 Cell::num(format!("{accesses}")),
-                Cell::num(percent(get(u, &["miss_rate"]))),
-                Cell::num(percent(get(s, &["miss_rate"]))),
+                Cell::num(percent(u.miss_rate)),
+                Cell::num(percent(s.miss_rate)),
             ];
-            for c in &classes {
-                cells.push(Cell::num(if classified > 0.0 {
-                    percent(c / classified)
+            for &c in &classes {
+                cells.push(Cell::num(if classified > 0 {
+                    percent(c as f64 / classified as f64)
                 } else {
                     "-".into()
                 }));
             }
             rows.push(Row { class: "", cells });
         }
-        if d["user"]["tlb"]["present"].as_bool() == Some(true) {
-            let refs = get(d, &["user", "tlb", "refs"]) + get(d, &["system", "tlb", "refs"]);
+        if d.user.tlb.present {
+            let refs = d.user.tlb.refs + d.system.tlb.refs;
             let mut cells = vec![
                 Cell::from(esc(&m.label)),
                 Cell::from("tlb".to_string()),
                 Cell::num(format!("{refs}")),
-                Cell::num(percent(get(d, &["user", "tlb", "miss_rate"]))),
-                Cell::num(percent(get(d, &["system", "tlb", "miss_rate"]))),
+                Cell::num(percent(d.user.tlb.miss_rate)),
+                Cell::num(percent(d.system.tlb.miss_rate)),
             ];
             cells.extend((0..3).map(|_| Cell::default()));
             rows.push(Row { class: "", cells });
@@ -278,19 +283,19 @@ fn miss_table(all: &[Machine]) -> String {
 }
 
 /// What each run simulated: the trace, its length, and whether it lacks the kernel or its end.
-fn setup(ctx: &Context, docs: &[(usize, &Value)]) -> String {
+fn setup(ctx: &Context, docs: &[(usize, &MemsimDoc)]) -> String {
     let mut out = String::new();
     for &(r, d) in docs {
         let mut text = format!(
             "{}: {} references from {}.",
             ctx.run_label(r),
-            d["references"],
-            d["trace"]["path"].as_str().unwrap_or("an unnamed trace")
+            d.references,
+            d.trace.path
         );
-        if d["user_only"].as_bool() == Some(true) {
+        if d.user_only {
             text.push_str(" User mode only: the capture saw no kernel references.");
         }
-        if d["incomplete"].as_bool() == Some(true) {
+        if d.incomplete {
             text.push_str(" Incomplete trace: the capture ended early.");
         }
         out.push_str(&note(&text));
@@ -333,8 +338,102 @@ impl Section for Memsim {
         out.push_str("<h3>Miss rates and the 3C shares of the misses</h3>\n");
         out.push_str(&three_c_note());
         out.push_str(&miss_table(&all));
+        out.push_str(&kernel_parts(ctx, &docs));
         Ok(Some(out))
     }
+}
+
+/// With kernel symbols, MCPI per kernel category; with `--assertions`, the paper's seven.
+fn kernel_parts(ctx: &Context, docs: &[(usize, &MemsimDoc)]) -> String {
+    let several = docs.len() > 1;
+    let mut out = String::new();
+    for &(r, d) in docs {
+        let run = if several {
+            format!("{}: ", ctx.run_label(r))
+        } else {
+            String::new()
+        };
+        if let Some(a) = &d.attribution {
+            out.push_str(&format!("<h3>{}MCPI by kernel category</h3>\n", esc(&run)));
+            out.push_str(&note(&format!(
+                "Every kernel instruction is charged to the function holding it (symbols: {}) and \
+                 every kernel data reference to the latest kernel instruction; functions fall into \
+                 categories after the paper's breakdown of system time. MCPI divides a category's \
+                 stalls by all non-idle instructions, so the rows add up; \"own\" divides by the \
+                 category's own instructions. Idle loop {}.",
+                a.symbols,
+                if a.idle_excluded {
+                    "left out"
+                } else {
+                    "included"
+                }
+            )));
+            let mut header = vec!["machine", "category", "instructions"];
+            header.extend(COMPONENTS);
+            header.extend(["total", "own"]);
+            let mut rows = Vec::new();
+            for t in &a.machines {
+                for c in t
+                    .categories
+                    .iter()
+                    .filter(|c| c.instructions + c.reads + c.writes > 0)
+                {
+                    let mut cells = vec![
+                        Cell::from(esc(&t.name)),
+                        Cell::from(esc(&c.name)),
+                        Cell::num(percent(c.instruction_share)),
+                    ];
+                    for (_, v) in c.mcpi.by_name() {
+                        cells.push(Cell::num(format!("{v:.4}")));
+                    }
+                    cells.push(Cell::num(format!("{:.3}", c.own_mcpi)));
+                    rows.push(Row { class: "", cells });
+                }
+            }
+            out.push_str(&table("categories", &header, &rows));
+        }
+        if let Some(a) = &d.assertions {
+            out.push_str(&format!(
+                "<h3>{}The paper's assertions on {}</h3>\n",
+                esc(&run),
+                esc(&a.machine)
+            ));
+            out.push_str(&note(&format!(
+                "Chen and Bershad (1993), Table 1-1, judged on this trace; significant means at \
+                 least {:.0} %. Variants simulated in the same pass: {}.",
+                a.significant * 100.0,
+                a.variants.join(", ")
+            )));
+            let rows: Vec<Row> = a
+                .assertions
+                .iter()
+                .map(|x| {
+                    let verdict = match x.verdict {
+                        AssertionVerdict::Holds => "<b>holds</b>".to_string(),
+                        AssertionVerdict::DoesNotHold => "does not hold".to_string(),
+                        AssertionVerdict::NotMeasurable => {
+                            "<span class=\"warn\">not measurable</span>".to_string()
+                        }
+                    };
+                    Row {
+                        class: "",
+                        cells: vec![
+                            Cell::num(x.number.to_string()),
+                            Cell::from(esc(&x.assertion)),
+                            Cell::from(verdict),
+                            Cell::from(esc(&x.detail)),
+                        ],
+                    }
+                })
+                .collect();
+            out.push_str(&table(
+                "assertions",
+                &["", "assertion", "verdict", "the figures behind it"],
+                &rows,
+            ));
+        }
+    }
+    out
 }
 
 fn three_c_note() -> String {
@@ -349,26 +448,29 @@ fn three_c_note() -> String {
 mod tests {
     use super::*;
     use crate::memsim::config::preset;
-    use crate::memsim::report::document;
+    use crate::memsim::document::TraceRef;
     use crate::memsim::sweep::simulate;
     use crate::memsim::trace::synth::Synth;
     use crate::results::model::tests::empty_run;
-    use serde_json::json;
 
-    fn simulated(refs: u64) -> Value {
+    pub fn simulated(refs: u64) -> MemsimDoc {
         let cfgs = [preset("ds5000-200").unwrap()];
         let r = simulate(&mut Synth::new(refs, 1), &cfgs, 1).unwrap();
-        document(json!({"path": "synth"}), &cfgs, &r)
+        let trace = TraceRef {
+            path: "synth".into(),
+            format: None,
+        };
+        MemsimDoc::new(trace, &cfgs, &r)
     }
 
     #[test]
     fn segments_add_up_to_the_total() {
         let doc = simulated(50_000);
-        let m = &doc["machines"][0];
+        let m = &doc.machines[0];
         let segs = segments(m);
         assert!(segs.len() >= 2);
         let end = segs.last().unwrap().1;
-        assert!((end - get(m, &["mcpi", "total", "total"])).abs() < 1e-9);
+        assert!((end - m.mcpi.total.total).abs() < 1e-9);
         for w in segs.windows(2) {
             assert_eq!(w[0].1, w[1].0, "segments touch");
         }
@@ -378,9 +480,9 @@ mod tests {
     #[test]
     fn section_has_bars_and_tables_from_the_document() {
         let mut a = empty_run();
-        a.sections.insert("memsim".into(), simulated(20_000));
+        a.sections.memsim = Some(simulated(20_000));
         let mut b = empty_run();
-        b.sections.insert("memsim".into(), simulated(40_000));
+        b.sections.memsim = Some(simulated(40_000));
         let runs = [a, b];
         let html = Memsim.render(&Context::new(&runs)).unwrap().unwrap();
         assert_eq!(
@@ -401,10 +503,10 @@ mod tests {
         }
         let total = format!(
             "{:.3}",
-            get(
-                &runs[0].sections["memsim"]["machines"][0],
-                &["mcpi", "total", "total"]
-            )
+            runs[0].sections.memsim.as_ref().unwrap().machines[0]
+                .mcpi
+                .total
+                .total
         );
         assert!(html.contains(&total), "{total}");
     }

@@ -3,8 +3,9 @@
 //!
 //! The page is a list of sections. Each section is a type implementing [`Section`] in its own module
 //! and is listed once in [`sections`]; a section that has nothing to show for the given runs returns
-//! `None` and is left out. Sections over a run's own documents (wake-up latency, memory simulation)
-//! read their part of `Run::sections` and are left out for runs without it.
+//! `None` and is left out. The microbenchmark sections show runs of kind `run` only; sections over a
+//! run's own document (command statistics, wake-up latency, memory simulation) read their part of
+//! `Run::sections`: a report of any mix of kinds draws each run in its own sections.
 
 mod bars;
 mod comparison;
@@ -17,10 +18,11 @@ mod memory_curve;
 mod memsim;
 pub mod plot;
 mod runs;
+mod stat;
 mod summary;
 
 use crate::results::compare::{compare, CompareConfig, Comparison};
-use crate::results::model::Run;
+use crate::results::model::{Run, RunKind};
 use anyhow::Result;
 use std::fmt::Write as _;
 
@@ -28,8 +30,9 @@ use std::fmt::Write as _;
 /// more runs, the baseline compared with each other run.
 pub struct Context<'a> {
     pub runs: &'a [Run],
-    /// `comparisons[i]` compares `runs[0]` (A) with `runs[i + 1]` (B).
-    pub comparisons: Vec<Comparison>,
+    /// `comparisons[i]` compares `runs[0]` (A) with `runs[i + 1]` (B); `None` when their kinds
+    /// differ.
+    pub comparisons: Vec<Option<Comparison>>,
 }
 
 impl<'a> Context<'a> {
@@ -53,7 +56,7 @@ impl<'a> Context<'a> {
                 .map(|part| {
                     s.spawn(move || {
                         part.iter()
-                            .map(|other| compare(&[base], &[other], config))
+                            .map(|other| compare(&[base], &[other], config).ok())
                             .collect::<Vec<_>>()
                     })
                 })
@@ -64,6 +67,11 @@ impl<'a> Context<'a> {
                 .collect()
         });
         Context { runs, comparisons }
+    }
+
+    /// Whether any run is of this kind (sections of a kind are left out otherwise).
+    pub fn has_kind(&self, kind: RunKind) -> bool {
+        self.runs.iter().any(|r| r.kind() == kind)
     }
 
     /// Short name of a run in legends and headings: "R1", or "R1 kernel=6.6" when it has tags.
@@ -106,6 +114,7 @@ pub fn sections() -> Vec<Box<dyn Section>> {
         Box::new(bars::Bars::RATE),
         Box::new(memory_curve::MemoryCurve),
         Box::new(counters::Counters),
+        Box::new(stat::Stat),
         Box::new(latency::Latency),
         Box::new(memsim::Memsim),
         Box::new(comparison::ComparisonSection),

@@ -240,21 +240,19 @@ impl Axis {
     /// A tick label in the unit that suits it: on a linear axis every tick uses the unit of the
     /// largest one (0, 2, 4 ... 12 us); on a logarithmic axis each its own (100 ns, 1 us, 10 us).
     pub fn tick_label(&self, v: f64, unit: Unit) -> String {
-        let scales: &[(f64, &str)] = match unit {
-            Unit::Nanoseconds => &[(1e9, "s"), (1e6, "ms"), (1e3, "us"), (1.0, "ns")],
-            Unit::BytesPerSecond => &[(1e9, "GB/s"), (1e6, "MB/s"), (1e3, "KB/s"), (1.0, "B/s")],
-            Unit::OpsPerSecond => &[(1e6, "Mop/s"), (1e3, "Kop/s"), (1.0, "op/s")],
-        };
+        let scales = unit.scales();
         let reference = match self.scale {
             Scale::Linear => self.hi.abs(),
             _ => v.abs(),
         };
-        let (div, name) = scales
+        let scale = scales
             .iter()
             .copied()
-            .find(|(d, _)| reference >= *d)
+            .find(|s| reference >= s.divisor)
             .unwrap_or(scales[scales.len() - 1]);
-        format!("{} {name}", compact(v / div))
+        format!("{} {}", compact(v / scale.divisor), scale.name)
+            .trim_end()
+            .to_string()
     }
 }
 

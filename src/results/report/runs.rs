@@ -1,11 +1,72 @@
-//! Which runs the report shows, and how they were taken.
+//! Which runs the report shows, what kind each is, and how it was taken.
 
 use super::html::{esc, note, table};
 use super::{Context, Section};
-use crate::results::model::Status;
+use crate::results::model::{Run, RunKind, Status};
+use crate::units;
 use anyhow::Result;
 
 pub struct Runs;
+
+/// How the run was taken, in the terms of its kind.
+fn how(r: &Run) -> String {
+    match r.kind() {
+        RunKind::Run => {
+            let o = &r.options;
+            let mut how = format!(
+                "{} samples of at least {} ms, {} warm-up",
+                o.samples, o.min_sample_ms, o.warmup_samples
+            );
+            if let Some(cpu) = o.cpu {
+                how.push_str(&format!(", CPU {cpu}"));
+            }
+            if let Some(p) = o.fifo_priority {
+                how.push_str(&format!(", SCHED_FIFO {p}"));
+            }
+            how
+        }
+        RunKind::Stat => match &r.sections.stat {
+            Some(d) => format!(
+                "`{}`, {} of {} runs",
+                crate::stat::shown(&d.command),
+                d.runs.len(),
+                d.repeat
+            ),
+            None => String::new(),
+        },
+        RunKind::Latency => match &r.sections.latency {
+            Some(d) => {
+                let loads: Vec<&str> = d.loads.iter().map(|l| l.load.as_str()).collect();
+                format!(
+                    "period {}, {} s, {} streams, load {}",
+                    units::format(d.period_ns as f64, units::Unit::Nanoseconds),
+                    units::number(d.measured_s),
+                    d.streams.len(),
+                    if loads.is_empty() {
+                        "none".to_string()
+                    } else {
+                        loads.join(", ")
+                    }
+                )
+            }
+            None => String::new(),
+        },
+        RunKind::Memsim => match &r.sections.memsim {
+            Some(d) => format!(
+                "{} references of {}, {} machine(s){}",
+                d.references,
+                d.trace.path,
+                d.machines.len(),
+                if d.incomplete {
+                    ", incomplete trace"
+                } else {
+                    ""
+                }
+            ),
+            None => String::new(),
+        },
+    }
+}
 
 impl Section for Runs {
     fn id(&self) -> &'static str {
@@ -20,13 +81,10 @@ impl Section for Runs {
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let count = |s: Status| r.measurements.iter().filter(|m| m.status == s).count();
-                let (ok, skipped, failed) = (
-                    count(Status::Ok),
-                    count(Status::Skipped),
-                    count(Status::Failed),
-                );
-                let mut figures = format!("{ok} measured");
+                let unmeasured = r.unmeasured();
+                let count = |s: Status| unmeasured.iter().filter(|u| u.status == s).count();
+                let (skipped, failed) = (count(Status::Skipped), count(Status::Failed));
+                let mut figures = format!("{} figures", r.figures().len());
                 if skipped > 0 {
                     figures.push_str(&format!(", {skipped} skipped"));
                 }
@@ -37,26 +95,16 @@ impl Section for Runs {
                     figures.push_str(", <span class=\"bad\">interrupted</span>");
                 }
                 let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                let o = &r.options;
-                let mut how = format!(
-                    "{} samples of at least {} ms, {} warm-up",
-                    o.samples, o.min_sample_ms, o.warmup_samples
-                );
-                if let Some(cpu) = o.cpu {
-                    how.push_str(&format!(", CPU {cpu}"));
-                }
-                if let Some(p) = o.fifo_priority {
-                    how.push_str(&format!(", SCHED_FIFO {p}"));
-                }
                 vec![
                     format!("<b>R{}</b>", i + 1),
                     format!("<code>{}</code>", esc(&r.id)),
+                    esc(r.kind().as_str()),
                     esc(&r.started_at),
                     esc(&r.host().unwrap_or_else(|| "unknown".into())),
-                    esc(r.suite.as_deref().unwrap_or("chosen probes")),
+                    esc(r.suite.as_deref().unwrap_or("-")),
                     esc(&tags.join(" ")),
                     figures,
-                    esc(&how),
+                    esc(&how(r)),
                     esc(&r.tool_version),
                 ]
             })
@@ -64,14 +112,14 @@ impl Section for Runs {
         let mut out = table(
             "runs",
             &[
-                "", "id", "started", "host", "suite", "tags", "figures", "sampling", "osmeter",
+                "", "id", "kind", "started", "host", "suite", "tags", "figures", "how", "osmeter",
             ],
             &rows,
         );
         if ctx.runs.len() > 1 {
             out.push_str(&note(
-                "R1 is the baseline: the comparison section sets every other run against it. \
-                 Plots name runs by these labels (with their tags).",
+                "R1 is the baseline: the comparison section sets every other run of its kind \
+                 against it. Plots name runs by these labels (with their tags).",
             ));
         }
         Ok(Some(out))

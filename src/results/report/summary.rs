@@ -3,7 +3,7 @@
 
 use super::html::{esc, note, num, table, Cell, Row};
 use super::{has_own_section, Context, Section};
-use crate::results::model::{Measurement, Run, Status};
+use crate::results::model::{Measurement, Run, RunKind, Status};
 use crate::results::table::human;
 use anyhow::Result;
 use std::fmt::Write as _;
@@ -104,6 +104,9 @@ impl Section for SummaryTables {
         "Summary"
     }
     fn render(&self, ctx: &Context) -> Result<Option<String>> {
+        if !ctx.has_kind(RunKind::Run) {
+            return Ok(None);
+        }
         let mut out = String::from(
             "<p class=\"note\">Median of the samples after subtracting the measurement's own cost; \
              the 95&nbsp;% confidence interval of the median from order statistics (with its true \
@@ -111,6 +114,9 @@ impl Section for SummaryTables {
              variation of the samples. Rows marked &#9888;&#xFE0E; carry warnings.</p>\n",
         );
         for (i, run) in ctx.runs.iter().enumerate() {
+            if run.kind() != RunKind::Run {
+                continue;
+            }
             if ctx.runs.len() > 1 {
                 let _ = writeln!(
                     out,

@@ -24,7 +24,8 @@ pub struct RunInfo {
     pub host: Option<String>,
     pub suite: Option<String>,
     pub tool_version: String,
-    pub measurements: usize,
+    /// Figures the run states (of any kind).
+    pub figures: usize,
     pub interrupted: bool,
     pub tags: std::collections::BTreeMap<String, String>,
 }

@@ -65,6 +65,18 @@ impl PostgresStore {
                 .map_err(|e| explain_create(e, &self.target))
                 .with_context(|| format!("migrating {where_} to schema version {}", i + 1))?;
         }
+        if version > 0 && version < schema::FIGURES_SINCE {
+            let docs: Vec<(String, String)> = tx
+                .query("SELECT id, document FROM runs", &[])?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            for (id, doc) in docs {
+                let run: Run = serde_json::from_str(&doc)
+                    .with_context(|| format!("run {id} in {where_} is unreadable"))?;
+                insert_figures(&mut tx, &run)?;
+            }
+        }
         tx.execute(
             "UPDATE osmeter_meta SET value = $1 WHERE key = 'schema_version'",
             &[&current.to_string()],
@@ -154,7 +166,7 @@ impl Store for PostgresStore {
         // A concurrent save of the same id waits here for the other to commit, then inserts nothing.
         let inserted = tx.execute(
             "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document)
-             VALUES ($1, 'run', $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+             VALUES ($1, $8, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
             &[
                 &run.id,
                 &run.started_at,
@@ -163,6 +175,7 @@ impl Store for PostgresStore {
                 &run.tool_version,
                 &i32::from(run.interrupted),
                 &document,
+                &run.kind().as_str(),
             ],
         )?;
         if inserted == 0 {
@@ -219,6 +232,7 @@ impl Store for PostgresStore {
                   AS m (seq, probe, params, unit, status, median, ci_low, ci_high, cv)",
             &args,
         )?;
+        insert_figures(&mut tx, run)?;
         tx.commit()?;
         Ok(true)
     }
@@ -227,7 +241,7 @@ impl Store for PostgresStore {
         // COLLATE "C": times and ids compare byte by byte, as in SQLite, whatever the server's locale.
         let mut sql = String::from(
             "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
-                    (SELECT count(*) FROM measurements m WHERE m.run_id = r.id)
+                    (SELECT count(*) FROM figures f WHERE f.run_id = r.id)
              FROM runs r WHERE true",
         );
         let mut args: Vec<&(dyn ToSql + Sync)> = Vec::new();
@@ -268,7 +282,7 @@ impl Store for PostgresStore {
                 suite: r.get(4),
                 tool_version: r.get(5),
                 interrupted: r.get::<_, i32>(6) != 0,
-                measurements: r.get::<_, i64>(7) as usize,
+                figures: r.get::<_, i64>(7) as usize,
                 tags: BTreeMap::new(),
             })
             .collect();
@@ -321,6 +335,30 @@ impl Store for PostgresStore {
     fn describe(&self) -> String {
         self.target.describe()
     }
+}
+
+/// The figures of one run, in one `unnest` insert.
+fn insert_figures(tx: &mut impl GenericClient, run: &Run) -> Result<()> {
+    let rows = schema::figure_rows(run);
+    let seq: Vec<i32> = rows.iter().map(|f| f.seq).collect();
+    let key: Vec<&str> = rows.iter().map(|f| f.key.as_str()).collect();
+    let grp: Vec<&str> = rows.iter().map(|f| f.group.as_str()).collect();
+    let unit: Vec<&str> = rows.iter().map(|f| f.unit).collect();
+    let direction: Vec<&str> = rows.iter().map(|f| f.direction).collect();
+    let value: Vec<f64> = rows.iter().map(|f| f.value).collect();
+    let ci_low: Vec<Option<f64>> = rows.iter().map(|f| f.ci_low).collect();
+    let ci_high: Vec<Option<f64>> = rows.iter().map(|f| f.ci_high).collect();
+    tx.execute(
+        "INSERT INTO figures (run_id, seq, key, grp, unit, direction, value, ci_low, ci_high)
+         SELECT $1, seq, key, grp, unit, direction, value, ci_low, ci_high
+         FROM unnest($2::int4[], $3::text[], $4::text[], $5::text[], $6::text[], $7::float8[],
+                     $8::float8[], $9::float8[])
+              AS f (seq, key, grp, unit, direction, value, ci_low, ci_high)",
+        &[
+            &run.id, &seq, &key, &grp, &unit, &direction, &value, &ci_low, &ci_high,
+        ],
+    )?;
+    Ok(())
 }
 
 /// The measurements of one run, column by column, for one `unnest` insert.

@@ -100,6 +100,11 @@ impl SqliteStore {
             tx.execute_batch(sql)
                 .with_context(|| format!("migrating the store to version {}", i + 1))?;
         }
+        if version > 0 && version < schema::FIGURES_SINCE {
+            backfill_figures(&tx).with_context(|| {
+                format!("listing the figures of the runs in {}", self.path.display())
+            })?;
+        }
         tx.execute(
             "UPDATE osmeter_meta SET value = ?1 WHERE key = 'schema_version'",
             [current.to_string()],
@@ -136,6 +141,39 @@ impl SqliteStore {
     fn inspect(&self) -> Result<Option<i64>> {
         inspect_schema(&self.conn, &self.path)
     }
+}
+
+fn insert_figures(tx: &Connection, run: &Run) -> Result<()> {
+    let mut stmt =
+        tx.prepare_cached("INSERT INTO figures VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")?;
+    for f in schema::figure_rows(run) {
+        stmt.execute(params![
+            run.id,
+            f.seq,
+            f.key,
+            f.group,
+            f.unit,
+            f.direction,
+            f.value,
+            f.ci_low,
+            f.ci_high
+        ])?;
+    }
+    Ok(())
+}
+
+/// Fills the `figures` table from the stored documents (a store written before it existed).
+fn backfill_figures(tx: &Connection) -> Result<()> {
+    let docs: Vec<(String, String)> = tx
+        .prepare("SELECT id, document FROM runs")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (id, doc) in docs {
+        let run: Run = serde_json::from_str(&doc)
+            .with_context(|| format!("run {id} in the store is unreadable"))?;
+        insert_figures(tx, &run)?;
+    }
+    Ok(())
 }
 
 /// The schema version of an osmeter database, `None` for an empty one, an error for a database that
@@ -215,7 +253,7 @@ impl Store for SqliteStore {
                 run.tool_version,
                 run.interrupted as i64,
                 serde_json::to_string(run)?,
-                run.kind()
+                run.kind().as_str()
             ],
         )?;
         for (k, v) in &run.tags {
@@ -242,6 +280,7 @@ impl Store for SqliteStore {
                 ],
             )?;
         }
+        insert_figures(&tx, run)?;
         tx.commit()?;
         Ok(true)
     }
@@ -249,7 +288,7 @@ impl Store for SqliteStore {
     fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
         let mut sql = String::from(
             "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
-                    (SELECT count(*) FROM measurements m WHERE m.run_id = r.id)
+                    (SELECT count(*) FROM figures f WHERE f.run_id = r.id)
              FROM runs r WHERE 1 = 1",
         );
         let mut args: Vec<String> = Vec::new();
@@ -285,7 +324,7 @@ impl Store for SqliteStore {
                 suite: r.get(4)?,
                 tool_version: r.get(5)?,
                 interrupted: r.get::<_, i64>(6)? != 0,
-                measurements: r.get::<_, i64>(7)? as usize,
+                figures: r.get::<_, i64>(7)? as usize,
                 tags: BTreeMap::new(),
             })
         })?;

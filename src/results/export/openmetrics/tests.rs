@@ -150,15 +150,19 @@ fn exposition_parses_and_carries_the_figures() {
     let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let median = samples
         .iter()
-        .find(|s| s.name == "osmeter_operation_seconds" && s.labels["stat"] == "median")
+        .find(|s| s.name == "osmeter_seconds" && s.labels["stat"] == "value")
         .unwrap();
-    assert_eq!(median.labels["probe"], "syscall.null");
+    assert_eq!(median.labels["figure"], "syscall.null");
+    assert_eq!(median.labels["kind"], "run");
     assert!((median.value - 200e-9).abs() < 1e-18);
     let copy = samples
         .iter()
-        .find(|s| s.labels.get("params").is_some_and(|p| p.contains("warm")))
+        .find(|s| s.labels.get("figure").is_some_and(|p| p.contains("warm")))
         .unwrap();
-    assert_eq!(copy.labels["params"], "cache=hot, \"warm\",size=16384");
+    assert_eq!(
+        copy.labels["figure"],
+        "memory.copy cache=hot, \"warm\" size=16384"
+    );
     assert!(samples
         .iter()
         .any(|s| s.name == "osmeter_counter_per_operation" && s.labels["scope"] == "kernel"));

@@ -51,7 +51,7 @@ fn saves_loads_lists_and_removes() {
         all.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
         ["b2", "a1"]
     );
-    assert_eq!(all[0].measurements, 1);
+    assert_eq!(all[0].figures, 1);
     assert_eq!(all[0].tags["kernel"], "6.6");
     let by_host = s
         .list(&RunFilter {

@@ -1,72 +1,93 @@
-//! `osmeter stat [-r N] [--json] -- CMD ARGS...`: run a command N times, each time with counters
-//! opened before its exec, and report time, rusage, counters (user and kernel apart) and the
-//! interference seen, as the mean with a 95 % confidence interval and the coefficient of variation.
+//! A command, run N times, each time with counters opened before its exec: time, rusage, counters
+//! (user and kernel apart) and the interference seen, as the mean with a 95 % confidence interval
+//! and the coefficient of variation.
 
-use crate::cli::StatArgs;
-use crate::error::{EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::interrupt;
 use crate::meter::interference::InterferenceReader;
 use crate::meter::perf::{spawn_counted, CountedChild};
-use crate::results::model::CounterScopes;
 use anyhow::{anyhow, Result};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::process::Command;
 
+pub mod document;
 mod report;
 
-use report::document;
-pub use report::{render, FigureSummary};
+pub use document::{FigureSummary, RunRecord, StatDoc, StatUnit, STAT_SCHEMA};
+pub use report::render;
 
-pub const STAT_SCHEMA: &str = "osmeter.stat/1";
-
-/// What one run of the command measured.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RunRecord {
-    pub wall_ns: u64,
-    /// CPU time of the command and the descendants it waited for (wait4 rusage).
-    pub user_ns: u64,
-    pub system_ns: u64,
-    pub max_rss_kib: u64,
-    pub csw_voluntary: u64,
-    pub csw_involuntary: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub signal: Option<i32>,
-    /// Whole counts over the run, scaled where the kernel multiplexed them.
-    pub counters: CounterScopes,
-    /// System-wide, during the run: interrupts on all CPUs and time stolen by the hypervisor.
-    pub irq_timer: u64,
-    pub irq_other: u64,
-    pub steal_ms: f64,
+/// Where the command's own standard output goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandOutput {
+    /// To osmeter's standard output (the results go to a file).
+    Inherit,
+    /// To osmeter's standard error, so that osmeter's results alone are on standard output.
+    ToStderr,
 }
 
-impl RunRecord {
-    fn failed(&self) -> bool {
-        self.signal.is_some() || self.exit_code != Some(0)
+/// What `osmeter stat` measures.
+#[derive(Debug, Clone)]
+pub struct StatConfig {
+    pub argv: Vec<String>,
+    pub repeat: usize,
+    pub output: CommandOutput,
+}
+
+impl StatConfig {
+    pub fn new(argv: Vec<String>, repeat: usize, output: CommandOutput) -> Result<StatConfig> {
+        if repeat == 0 {
+            return Err(crate::usage!(
+                "-r/--repeat must be at least 1 (the number of times the command is run)"
+            ));
+        }
+        if argv.first().is_none_or(|a| a.is_empty()) {
+            return Err(crate::usage!(
+                "no command given: osmeter stat -- CMD [ARGS...]"
+            ));
+        }
+        Ok(StatConfig {
+            argv,
+            repeat,
+            output,
+        })
     }
 }
 
-#[derive(Debug, Serialize)]
-pub struct StatDoc {
-    pub schema: &'static str,
-    pub command: Vec<String>,
-    /// Runs asked for; `runs` holds those that happened (fewer after a failure or Ctrl-C).
-    pub repeat: usize,
-    pub runs: Vec<RunRecord>,
-    /// Figure key (`time:wall`, `software:page-faults`, `user:instructions`, ...) to its summary.
-    pub summary: serde_json::Map<String, serde_json::Value>,
-    pub counters_unavailable: BTreeMap<String, String>,
-    /// True when some count was extrapolated from time enabled / time running.
-    pub counters_scaled: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure: Option<String>,
-    pub interrupted: bool,
+/// Runs the command `repeat` times (fewer when a run fails or Ctrl-C comes) and summarises. An
+/// error means the command could not be started at all.
+pub fn measure(config: &StatConfig) -> Result<StatDoc> {
+    let argv = &config.argv;
+    let mut interference = InterferenceReader::new();
+    let mut runs = Vec::with_capacity(config.repeat);
+    let mut unavailable = BTreeMap::new();
+    let mut failure = None;
+    for i in 0..config.repeat {
+        if interrupt::requested() {
+            break;
+        }
+        let (record, missing) = run_once(config, &mut interference)?;
+        if i == 0 {
+            unavailable = missing;
+        }
+        let failed = record.failed();
+        runs.push(record);
+        if failed {
+            failure = Some(describe_failure(argv, &runs[i], i, config.repeat));
+            break;
+        }
+    }
+    let interrupted = interrupt::requested();
+    Ok(StatDoc::new(
+        argv,
+        config.repeat,
+        runs,
+        unavailable,
+        failure,
+        interrupted,
+    ))
 }
 
 /// The command line as a user would type it, for messages.
-pub(super) fn shown(argv: &[String]) -> String {
+pub fn shown(argv: &[String]) -> String {
     argv.iter()
         .map(|a| {
             let plain = !a.is_empty()
@@ -122,11 +143,15 @@ fn tv_ns(tv: libc::timeval) -> u64 {
 
 /// Runs the command once. Returns the record and the events that could not be counted.
 fn run_once(
-    argv: &[String],
+    config: &StatConfig,
     interference: &mut InterferenceReader,
 ) -> Result<(RunRecord, BTreeMap<String, String>)> {
+    let argv = &config.argv;
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
+    if config.output == CommandOutput::ToStderr {
+        cmd.stdout(std::io::stderr());
+    }
     let irq0 = interference.read();
     let CountedChild {
         child,
@@ -174,71 +199,6 @@ fn describe_failure(argv: &[String], r: &RunRecord, index: usize, repeat: usize)
         shown(argv),
         index + 1
     )
-}
-
-pub fn stat(args: &StatArgs) -> Result<i32> {
-    if args.repeat == 0 {
-        return Err(crate::usage!(
-            "-r/--repeat must be at least 1 (the number of times the command is run)"
-        ));
-    }
-    let argv = &args.command;
-    if argv.is_empty() || argv[0].is_empty() {
-        return Err(crate::usage!(
-            "no command given: osmeter stat -- CMD [ARGS...]"
-        ));
-    }
-    crate::config::parse_tags(&args.keep.tags)?;
-    if !args.keep.no_store {
-        crate::results::store::Location::resolve(args.keep.store.store.as_deref())?;
-    }
-    interrupt::install();
-    let started_at = super::run::now_rfc3339();
-    let mut interference = InterferenceReader::new();
-    let mut runs = Vec::with_capacity(args.repeat);
-    let mut unavailable = BTreeMap::new();
-    let mut failure = None;
-    for i in 0..args.repeat {
-        if interrupt::requested() {
-            break;
-        }
-        let (record, missing) = run_once(argv, &mut interference)?;
-        if i == 0 {
-            unavailable = missing;
-        }
-        let failed = record.failed();
-        runs.push(record);
-        if failed {
-            failure = Some(describe_failure(argv, &runs[i], i, args.repeat));
-            break;
-        }
-    }
-    let interrupted = interrupt::requested();
-    let doc = document(argv, args.repeat, runs, unavailable, failure, interrupted);
-    let text = if args.output.json {
-        serde_json::to_string_pretty(&doc)? + "\n"
-    } else {
-        render(&doc)
-    };
-    super::emit(&text)?;
-    if !doc.runs.is_empty() {
-        super::keep_section(
-            &args.keep,
-            "stat",
-            serde_json::to_value(&doc)?,
-            started_at,
-            interrupted,
-        )?;
-    }
-    if interrupted {
-        eprintln!("osmeter: interrupted; the runs above are all that was measured");
-        return Ok(EXIT_INTERRUPTED);
-    }
-    if let Some(f) = &doc.failure {
-        eprintln!("osmeter: {f}");
-        return Ok(EXIT_COMMAND_FAILED);
-    }
-    Ok(EXIT_OK)
 }
 
 #[cfg(test)]

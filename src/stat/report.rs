@@ -1,29 +1,15 @@
 //! What `osmeter stat` reports: the figures taken from each run, their summaries, and the table.
 
-use super::{shown, RunRecord, StatDoc, STAT_SCHEMA};
+use super::document::{FigureSummary, RunRecord, StatDoc, StatUnit, STAT_SCHEMA};
+use super::shown;
 use crate::harness::stats;
 use crate::results::model::{CounterScopes, CounterValues};
-use serde::Serialize;
+use crate::units::{number, Unit};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-#[derive(Debug, Clone, Serialize)]
-pub struct FigureSummary {
-    pub unit: &'static str,
-    /// Runs that gave a value for this figure.
-    pub n: usize,
-    pub mean: f64,
-    /// 95 % confidence interval of the mean (Student t).
-    pub ci95: [f64; 2],
-    pub stddev: f64,
-    /// Coefficient of variation, stddev / mean.
-    pub cv: f64,
-    pub min: f64,
-    pub max: f64,
-}
-
 impl FigureSummary {
-    fn of(unit: &'static str, xs: &[f64]) -> Self {
+    fn of(unit: StatUnit, xs: &[f64]) -> Self {
         let mean = stats::mean(xs);
         let sd = stats::stddev(xs);
         FigureSummary {
@@ -60,11 +46,11 @@ const EVENT_ORDER: &[&str] = &[
 ];
 
 /// One figure: key, label for the table, unit, and its value in each run that has one.
-struct Figure {
-    key: String,
-    label: String,
-    unit: &'static str,
-    values: Vec<f64>,
+pub struct StatFigure {
+    pub key: String,
+    pub label: String,
+    pub unit: StatUnit,
+    pub values: Vec<f64>,
 }
 
 fn scope_values<'a>(c: &'a CounterScopes, scope: &str) -> &'a CounterValues {
@@ -80,10 +66,10 @@ fn every_run(
     runs: &[RunRecord],
     key: &str,
     label: &str,
-    unit: &'static str,
+    unit: StatUnit,
     f: impl Fn(&RunRecord) -> f64,
-) -> Figure {
-    Figure {
+) -> StatFigure {
+    StatFigure {
         key: key.to_string(),
         label: label.to_string(),
         unit,
@@ -91,28 +77,40 @@ fn every_run(
     }
 }
 
-fn figures(runs: &[RunRecord]) -> Vec<Figure> {
+fn figures(runs: &[RunRecord]) -> Vec<StatFigure> {
     let mut out = vec![
-        every_run(runs, "time:wall", "wall time", "ns", |r| r.wall_ns as f64),
-        every_run(runs, "time:user", "user time", "ns", |r| r.user_ns as f64),
-        every_run(runs, "time:system", "system time", "ns", |r| {
-            r.system_ns as f64
+        every_run(runs, "time:wall", "wall time", StatUnit::Nanoseconds, |r| {
+            r.wall_ns as f64
         }),
-        every_run(runs, "rusage:max-rss", "max resident set", "KiB", |r| {
-            r.max_rss_kib as f64
+        every_run(runs, "time:user", "user time", StatUnit::Nanoseconds, |r| {
+            r.user_ns as f64
         }),
+        every_run(
+            runs,
+            "time:system",
+            "system time",
+            StatUnit::Nanoseconds,
+            |r| r.system_ns as f64,
+        ),
+        every_run(
+            runs,
+            "rusage:max-rss",
+            "max resident set",
+            StatUnit::KiB,
+            |r| r.max_rss_kib as f64,
+        ),
         every_run(
             runs,
             "rusage:csw-voluntary",
             "voluntary switches",
-            "count",
+            StatUnit::Count,
             |r| r.csw_voluntary as f64,
         ),
         every_run(
             runs,
             "rusage:csw-involuntary",
             "involuntary switches",
-            "count",
+            StatUnit::Count,
             |r| r.csw_involuntary as f64,
         ),
     ];
@@ -127,11 +125,11 @@ fn figures(runs: &[RunRecord]) -> Vec<Figure> {
                 continue;
             }
             let (unit, label) = match (scope, *name) {
-                (_, "task-clock") => ("ns", "task-clock".to_string()),
-                ("software", n) => ("count", n.to_string()),
-                (s, n) => ("count", format!("{n} ({s})")),
+                (_, "task-clock") => (StatUnit::Nanoseconds, "task-clock".to_string()),
+                ("software", n) => (StatUnit::Count, n.to_string()),
+                (s, n) => (StatUnit::Count, format!("{n} ({s})")),
             };
-            out.push(Figure {
+            out.push(StatFigure {
                 key: format!("{scope}:{name}"),
                 label,
                 unit,
@@ -147,10 +145,10 @@ fn figures(runs: &[RunRecord]) -> Vec<Figure> {
             })
             .collect();
         if !ipc.is_empty() {
-            out.push(Figure {
+            out.push(StatFigure {
                 key: format!("{scope}:insn-per-cycle"),
                 label: format!("insn per cycle ({scope})"),
-                unit: "ratio",
+                unit: StatUnit::Ratio,
                 values: ipc,
             });
         }
@@ -159,80 +157,69 @@ fn figures(runs: &[RunRecord]) -> Vec<Figure> {
         runs,
         "system:irq-timer",
         "timer interrupts, all CPUs",
-        "count",
+        StatUnit::Count,
         |r| r.irq_timer as f64,
     ));
     out.push(every_run(
         runs,
         "system:irq-other",
         "other interrupts, all CPUs",
-        "count",
+        StatUnit::Count,
         |r| r.irq_other as f64,
     ));
     out.push(every_run(
         runs,
         "system:steal",
         "stolen by hypervisor",
-        "ms",
+        StatUnit::Milliseconds,
         |r| r.steal_ms,
     ));
     out
 }
 
-/// The document of a set of runs, with a summary of every figure.
-pub(super) fn document(
-    argv: &[String],
-    repeat: usize,
-    runs: Vec<RunRecord>,
-    counters_unavailable: BTreeMap<String, String>,
-    failure: Option<String>,
-    interrupted: bool,
-) -> StatDoc {
-    let mut summary = serde_json::Map::new();
-    for f in figures(&runs) {
-        let s = FigureSummary::of(f.unit, &f.values);
-        summary.insert(f.key, serde_json::to_value(s).unwrap_or_default());
+impl StatDoc {
+    /// The document of a set of runs, with a summary of every figure.
+    pub fn new(
+        argv: &[String],
+        repeat: usize,
+        runs: Vec<RunRecord>,
+        counters_unavailable: BTreeMap<String, String>,
+        failure: Option<String>,
+        interrupted: bool,
+    ) -> StatDoc {
+        let summary = figures(&runs)
+            .into_iter()
+            .map(|f| (f.key, FigureSummary::of(f.unit, &f.values)))
+            .collect();
+        StatDoc {
+            schema: STAT_SCHEMA.to_string(),
+            command: argv.to_vec(),
+            repeat,
+            counters_scaled: runs.iter().any(|r| r.counters.scaled),
+            runs,
+            summary,
+            counters_unavailable,
+            failure,
+            interrupted,
+        }
     }
-    StatDoc {
-        schema: STAT_SCHEMA,
-        command: argv.to_vec(),
-        repeat,
-        counters_scaled: runs.iter().any(|r| r.counters.scaled),
-        runs,
-        summary,
-        counters_unavailable,
-        failure,
-        interrupted,
+
+    /// Every figure with its value in each run that has one, in table order.
+    pub fn figures(&self) -> Vec<StatFigure> {
+        figures(&self.runs)
     }
 }
 
-/// How a figure is shown: the factor its values are multiplied by and the unit then printed, chosen
-/// from the size of the mean (ns become us/ms/s, KiB become MiB).
-fn display_unit(mean: f64, unit: &str) -> (f64, &'static str) {
-    match unit {
-        "ns" if mean >= 1e9 => (1e-9, "s"),
-        "ns" if mean >= 1e6 => (1e-6, "ms"),
-        "ns" if mean >= 1e3 => (1e-3, "us"),
-        "ns" => (1.0, "ns"),
-        "ms" => (1.0, "ms"),
-        "KiB" if mean >= 10_240.0 => (1.0 / 1024.0, "MiB"),
-        "KiB" => (1.0, "KiB"),
-        _ => (1.0, ""),
-    }
-}
-
-/// `v` with `digits` significant digits (whole numbers stay whole), without trailing zeros.
-fn sig(v: f64, digits: i32) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return format!("{v}");
-    }
-    let magnitude = v.abs().log10().floor() as i32;
-    let decimals = (digits - 1 - magnitude).max(0) as usize;
-    let s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
+impl StatUnit {
+    /// The general unit, and the factor from this unit's values to it.
+    pub fn general(self) -> (Unit, f64) {
+        match self {
+            StatUnit::Nanoseconds => (Unit::Nanoseconds, 1.0),
+            StatUnit::Milliseconds => (Unit::Nanoseconds, 1e6),
+            StatUnit::KiB => (Unit::Bytes, 1024.0),
+            StatUnit::Count => (Unit::Count, 1.0),
+            StatUnit::Ratio => (Unit::Ratio, 1.0),
+        }
     }
 }
 
@@ -260,19 +247,21 @@ pub fn render(doc: &StatDoc) -> String {
     let wall = stats::mean(&figs[0].values);
     for f in &figs {
         let s = FigureSummary::of(f.unit, &f.values);
-        let (factor, unit) = display_unit(s.mean, f.unit);
+        let (unit, factor) = f.unit.general();
+        let scale = unit.scale_for(s.mean * factor);
+        let shown = |v: f64| number(v * factor / scale.divisor);
         let (ci, cv) = if s.n < 2 {
             ("-".to_string(), "-".to_string())
         } else {
             let half = (s.ci95[1] - s.ci95[0]) / 2.0;
-            (sig(half * factor, 2), format!("{:.1}%", s.cv * 100.0))
+            (shown(half), format!("{:.1}%", s.cv * 100.0))
         };
         let mut line = format!(
             "  {:<28} {:>10} {:>10} {:<4} {:>7}",
             f.label,
-            sig(s.mean * factor, 4),
+            shown(s.mean),
             ci,
-            unit,
+            scale.name,
             cv
         );
         if f.key == "software:task-clock" && wall > 0.0 {
@@ -403,7 +392,7 @@ mod tests {
 
     #[test]
     fn summary_has_mean_ci_and_cv() {
-        let doc = document(
+        let doc = StatDoc::new(
             &["ls".into()],
             3,
             vec![
@@ -416,17 +405,16 @@ mod tests {
             false,
         );
         let wall = &doc.summary["time:wall"];
-        assert_eq!(wall["mean"], 2_000_000.0);
-        assert_eq!(wall["n"], 3);
+        assert_eq!(wall.mean, 2_000_000.0);
+        assert_eq!(wall.n, 3);
         let half = 4.303 * 1_000_000.0 / 3f64.sqrt();
-        let lo = wall["ci95"][0].as_f64().unwrap();
-        assert!((lo - (2_000_000.0 - half)).abs() < 1e-3);
-        assert!((wall["cv"].as_f64().unwrap() - 0.5).abs() < 1e-12);
-        assert_eq!(doc.summary["software:page-faults"]["mean"], 110.0);
+        assert!((wall.ci95[0] - (2_000_000.0 - half)).abs() < 1e-3);
+        assert!((wall.cv - 0.5).abs() < 1e-12);
+        assert_eq!(doc.summary["software:page-faults"].mean, 110.0);
         let text = render(&doc);
         assert!(text.contains("3 runs"), "{text}");
         assert!(
-            text.contains("wall time") && text.contains(" 2 ") && text.contains(" ms "),
+            text.contains("wall time") && text.contains(" 2.00 ") && text.contains(" ms "),
             "{text}"
         );
         assert!(text.contains("0.50 CPUs utilized"), "{text}");

@@ -1,0 +1,51 @@
+//! `osmeter stat [-r N] [--json] [-o FILE] -- CMD ARGS...`: time and count a command over repeated
+//! runs. The command's own output never mixes with osmeter's results: with the results on standard
+//! output, the command's standard output goes to standard error; with `-o FILE`, it passes through.
+
+use crate::cli::StatArgs;
+use crate::error::{EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::interrupt;
+use crate::results::model::Sections;
+use crate::stat::{self, CommandOutput, StatConfig};
+use anyhow::Result;
+
+pub fn stat(args: &StatArgs) -> Result<i32> {
+    let output = if args.output_file.is_some() {
+        CommandOutput::Inherit
+    } else {
+        CommandOutput::ToStderr
+    };
+    let config = StatConfig::new(args.command.clone(), args.repeat, output)?;
+    if let Some(path) = &args.output_file {
+        crate::files::check_writable(path)?;
+    }
+    let keeper = super::keeper(&args.keep)?;
+    interrupt::install();
+    let started_at = crate::clock::now_rfc3339();
+    let doc = stat::measure(&config)?;
+    let text = if args.output.json {
+        serde_json::to_string_pretty(&doc)? + "\n"
+    } else {
+        stat::render(&doc)
+    };
+    super::emit_to(args.output_file.as_deref(), &text)?;
+    if !doc.runs.is_empty() {
+        keeper.keep(
+            Sections {
+                stat: Some(doc.clone()),
+                ..Default::default()
+            },
+            started_at,
+            doc.interrupted,
+        )?;
+    }
+    if doc.interrupted {
+        eprintln!("osmeter: interrupted; the runs above are all that was measured");
+        return Ok(EXIT_INTERRUPTED);
+    }
+    if let Some(f) = &doc.failure {
+        eprintln!("osmeter: {f}");
+        return Ok(EXIT_COMMAND_FAILED);
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,153 @@
+//! A comparison as a table for people: both sides of a row in the same unit, the ratio with its
+//! interval, the p-value, the verdict, and the counters that moved.
+
+use super::{Comparison, Verdict, NOISE_MULTIPLE};
+use crate::units;
+use std::fmt::Write;
+
+/// Three significant digits, without an exponent for everyday sizes.
+fn sig3(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{v:.digits$}")
+}
+
+pub fn render(c: &Comparison, all: bool) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "A: {}\nB: {}  ({} runs)",
+        c.runs_a.join(" "),
+        c.runs_b.join(" "),
+        c.kind
+    );
+    if !c.fingerprint_differences.is_empty() {
+        let _ = writeln!(out, "\nSystem differences:");
+        for (k, a, b) in &c.fingerprint_differences {
+            let _ = writeln!(out, "  {k}: {a} -> {b}");
+        }
+    }
+    let changed = c
+        .figures
+        .iter()
+        .filter(|f| matches!(f.verdict, Verdict::Faster | Verdict::Slower))
+        .count();
+    let untested = c
+        .figures
+        .iter()
+        .filter(|f| f.verdict == Verdict::Untested)
+        .count();
+    let width = c
+        .figures
+        .iter()
+        .map(|f| f.key.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let _ = writeln!(
+        out,
+        "\n{changed} of {} figures changed beyond noise (rank test p < {}, change >= {} % and >= {} x the \
+         figure's run-to-run spread, interval excluding 1; exact figures: change >= {} %).",
+        c.figures.len(),
+        c.alpha,
+        c.min_effect * 100.0,
+        NOISE_MULTIPLE,
+        c.min_effect * 100.0,
+    );
+    if untested > 0 {
+        let _ = writeln!(
+            out,
+            "{untested} figure(s) have one value per side and no spread: their ratio is shown, \
+             untested (\"?\")."
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        if c.history_runs >= 3 {
+            format!(
+                "Run-to-run spread learned from {} earlier runs of this host.",
+                c.history_runs
+            )
+        } else {
+            "Run-to-run spread from the runs' own rounds where they have several; no history of \
+             this host (fewer than 3 earlier runs)."
+                .to_string()
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:>14} {:>14} {:>7} {:>17} {:>8}  verdict",
+        "figure", "A", "B", "B/A", "95% CI of B/A", "p"
+    );
+    for f in c
+        .figures
+        .iter()
+        .filter(|f| all || f.verdict != Verdict::NoChange)
+    {
+        let verdict = match f.verdict {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "SLOWER",
+            Verdict::NoChange => "~",
+            Verdict::Untested => "?",
+        };
+        // Both sides in the unit that suits the larger, so they read side by side.
+        let scale = f.unit.scale_for(f.value_a.abs().max(f.value_b.abs()));
+        let ci = f
+            .ratio_ci95
+            .map(|ci| format!("[{:.3}, {:.3}]", ci[0], ci[1]))
+            .unwrap_or_else(|| "-".into());
+        let p = f
+            .p_value
+            .map(|p| format!("{p:.4}"))
+            .unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:>14} {:>14} {:>7.3} {:>17} {:>8}  {verdict}",
+            f.key,
+            units::in_scale(f.value_a, scale),
+            units::in_scale(f.value_b, scale),
+            f.ratio,
+            ci,
+            p
+        );
+        for (event, va, vb) in &f.counter_deltas {
+            let _ = writeln!(
+                out,
+                "{:<width$}    {event}: {} -> {} per op",
+                "",
+                sig3(*va),
+                sig3(*vb)
+            );
+        }
+    }
+    if let Some(g) = c.geomean {
+        let groups: Vec<String> = c
+            .geomean_by_group
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.3}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "\nGeometric mean speed-up of B over A: {g:.3} ({})",
+            groups.join(", ")
+        );
+    }
+    if let (Some(cpu), Some(os), Some(rel)) =
+        (c.cpu_speedup, c.os_speedup, c.os_speedup_relative_to_cpu)
+    {
+        let _ = writeln!(
+            out,
+            "CPU reference speed-up: {cpu:.3}; OS primitives {os:.3} (hardware figures left out); \
+             relative to the CPU: {rel:.3} (below 1: the OS gained less than the CPU)"
+        );
+    }
+    for (side, keys) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
+        if !keys.is_empty() {
+            let _ = writeln!(out, "Only in {side}: {}", keys.join(", "));
+        }
+    }
+    out
+}

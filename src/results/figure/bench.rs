@@ -1,0 +1,59 @@
+//! The figures of a microbenchmark run: one per measured probe and parameter set.
+
+use super::{Direction, Evidence, Figure, Role};
+use crate::results::model::{label, Measurement, Run, Status};
+use std::collections::BTreeMap;
+
+/// What a figure measures, for summaries that set OS speed against CPU speed: as the run stored
+/// it (from the probe's registry entry), or, for runs stored before roles were, as the probe
+/// declares it now. A probe this version no longer knows counts as an OS primitive.
+fn role(m: &Measurement) -> Role {
+    m.role
+        .or_else(|| crate::probes::find(&m.probe).map(|p| p.role()))
+        .unwrap_or(Role::Os)
+}
+
+fn counters(m: &Measurement) -> BTreeMap<String, f64> {
+    let c = &m.counters;
+    [
+        ("user", &c.user),
+        ("kernel", &c.kernel),
+        ("software", &c.software),
+    ]
+    .into_iter()
+    .flat_map(|(scope, map)| map.iter().map(move |(e, v)| (format!("{scope}.{e}"), *v)))
+    .collect()
+}
+
+pub fn figure(m: &Measurement) -> Option<Figure> {
+    let summary = m.summary.as_ref()?;
+    if m.status != Status::Ok || m.samples.is_empty() {
+        return None;
+    }
+    let rounds = if m.rounds.is_empty() {
+        vec![m.samples.clone()]
+    } else {
+        m.rounds.clone()
+    };
+    Some(Figure {
+        key: label(&m.probe, &m.params),
+        group: m.probe.split('.').next().unwrap_or("").to_string(),
+        unit: m.unit,
+        direction: Direction::of_unit(m.unit),
+        role: role(m),
+        // Measured in rounds: the median of the round values, whose two-level bootstrap gave the
+        // interval. Otherwise the median of the raw samples, which the statistics also use.
+        value: if m.round_values.len() > 1 {
+            summary.median
+        } else {
+            super::median(&m.samples)
+        },
+        interval: Some(summary.ci95),
+        evidence: Evidence::Rounds(rounds),
+        explain: counters(m),
+    })
+}
+
+pub fn figures(run: &Run) -> Vec<Figure> {
+    run.measurements.iter().filter_map(figure).collect()
+}
