@@ -48,8 +48,9 @@ pub fn render(c: &Comparison, all: bool) -> String {
         .max(6);
     let _ = writeln!(
         out,
-        "\n{changed} of {} figures changed beyond noise (rank test p < {}, change >= {} % and >= {} x the \
-         figure's run-to-run spread, interval excluding 1; exact figures: change >= {} %).",
+        "\n{changed} of {} figures changed beyond noise (false discovery rate {} over the figures \
+         tested, Benjamini-Hochberg, on the spread between rounds; change >= {} % or {} x the \
+         run-to-run spread stored history shows; interval excluding 1; exact figures: change >= {} %).",
         c.figures.len(),
         c.alpha,
         c.min_effect * 100.0,
@@ -72,15 +73,15 @@ pub fn render(c: &Comparison, all: bool) -> String {
                 c.history_runs
             )
         } else {
-            "Run-to-run spread from the runs' own rounds where they have several; no history of \
-             this host (fewer than 3 earlier runs)."
+            "Run-to-run spread from the runs' own rounds; no history of this host (fewer than 3 \
+             earlier runs)."
                 .to_string()
         }
     );
     let _ = writeln!(
         out,
         "{:<width$}  {:>14} {:>14} {:>7} {:>17} {:>8}  verdict",
-        "figure", "A", "B", "B/A", "95% CI of B/A", "p"
+        "figure", "A", "B", "B/A", "95% CI of B/A", "q"
     );
     for f in c
         .figures
@@ -100,7 +101,8 @@ pub fn render(c: &Comparison, all: bool) -> String {
             .map(|ci| format!("[{:.3}, {:.3}]", ci[0], ci[1]))
             .unwrap_or_else(|| "-".into());
         let p = f
-            .p_value
+            .q_value
+            .or(f.p_value)
             .map(|p| format!("{p:.4}"))
             .unwrap_or_else(|| "-".into());
         let _ = writeln!(
@@ -113,6 +115,7 @@ pub fn render(c: &Comparison, all: bool) -> String {
             ci,
             p
         );
+        let _ = writeln!(out, "{:<width$}    why: {}", "", f.reason);
         for (event, va, vb) in &f.counter_deltas {
             let _ = writeln!(
                 out,
