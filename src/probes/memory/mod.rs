@@ -25,8 +25,9 @@ pub const PROBES: &[ProbeDef] = &[
         id: "memory.latency",
         summary: "one dependent load (pointer chase) in a buffer of `size` bytes; 4 KiB pages, \
                   transparent huge pages as the system sets them",
-        params: "pattern=stride128 (each node points 128 bytes further, wrapping; prefetchers can \
-                 follow) | random (64-byte slots in one random cycle; they cannot); size=buffer \
+        params: "pattern=stride128 (nodes 128 bytes apart, visited page by page, inside each \
+                 page in a fixed shuffled order so that no stride prefetcher can run ahead) | \
+                 random (64-byte slots in one random cycle over the whole buffer); size=buffer \
                  bytes, powers of two from 512 B to at least 4x the last-level cache (Quick: every \
                  other power)",
         unit: Unit::Nanoseconds,
