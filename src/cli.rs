@@ -25,6 +25,10 @@ pub enum Command {
     List(JsonArg),
     /// Describe this system and which features work here, and why not
     Info(JsonArg),
+    /// Print a shell completion script, or install it where the shell finds it
+    Completions(CompletionsArgs),
+    /// Print a man page (osmeter, or one subcommand), or write every page to a directory
+    Man(ManArgs),
     /// Time a command and count its events, user and kernel apart, over repeated runs
     Stat(StatArgs),
     /// Wakeup latency of periodic threads per priority class and wake path, under load
@@ -52,6 +56,29 @@ pub enum Command {
     /// Measures one task for `osmeter run` in a fresh process (started by osmeter itself)
     #[command(name = "measure-worker", hide = true)]
     MeasureWorker,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: crate::shell_files::Shell,
+    /// Write the script to the shell's per-user completion directory instead of stdout
+    #[arg(long)]
+    pub install: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ManArgs {
+    /// The subcommand whose page to print, e.g. `run` or `trace info` [default: osmeter itself]
+    #[arg(value_name = "COMMAND", conflicts_with_all = ["dir", "install"])]
+    pub command: Vec<String>,
+    /// Write every page (osmeter.1, osmeter-run.1, ...) into DIR
+    #[arg(long, short = 'o', value_name = "DIR", conflicts_with = "install")]
+    pub dir: Option<PathBuf>,
+    /// Write every page into the per-user manual directory (~/.local/share/man/man1)
+    #[arg(long)]
+    pub install: bool,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -16,6 +16,7 @@ pub mod memsim;
 pub mod meter;
 pub mod probes;
 pub mod results;
+pub mod shell_files;
 pub mod stat;
 pub mod stats;
 pub mod system;

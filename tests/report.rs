@@ -516,7 +516,19 @@ fn report_of_real_latency_and_memsim_runs() {
         ])
         .assert()
         .success();
-    let memsim = stored_run(&env, &["memsim", trace_arg, "--preset", "ds5000-200"]);
+    let memsim = stored_run(
+        &env,
+        &[
+            "memsim",
+            trace_arg,
+            "--preset",
+            "ds5000-200",
+            "--curve",
+            "l1d:1K-64K:4:64",
+            "--interval",
+            "5000",
+        ],
+    );
     let out = env.dir.path().join("latency-memsim.html");
     env.osmeter()
         .args(["report", &latency, &memsim, "-o"])
@@ -546,9 +558,17 @@ fn report_of_real_latency_and_memsim_runs() {
         1 + 15,
         "header and 15 configurations"
     );
-    // The memsim section: one stacked bar chart, the MCPI and miss-rate tables.
+    // The memsim section: one stacked bar chart, the MCPI and miss-rate tables, the miss-ratio
+    // curve and the MCPI over the trace.
     let mem = section("memsim");
-    assert_eq!(mem.matches("<svg").count(), 1, "one stacked bar chart");
+    assert_eq!(
+        mem.matches("<svg").count(),
+        3,
+        "stacked bars, the curve, the intervals"
+    );
+    assert!(mem.contains("Miss-ratio curve l1d:1K-64K:4:64"));
+    assert!(mem.contains("MCPI over the trace: ds5000-200"));
+    assert!(mem.contains("every 5000 references"));
     for text in [
         "ds5000-200",
         "icache",
@@ -561,15 +581,15 @@ fn report_of_real_latency_and_memsim_runs() {
         assert!(mem.contains(text), "memsim section lacks {text:?}");
     }
     assert!(mem.contains("20000 references"));
-    // Plots in the whole page: the two above and the empty-run sections have none.
-    assert_eq!(html.matches("<svg").count(), 2);
+    // Plots in the whole page: the four above and the empty-run sections have none.
+    assert_eq!(html.matches("<svg").count(), 4);
     let sections = ["runs", "fingerprint", "latency", "memsim"];
     check_in_browser_sized(
         &out,
         &sections,
-        2,
+        4,
         "report-screenshot-latency-memsim.png",
-        5600,
+        7200,
     );
 }
 

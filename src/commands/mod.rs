@@ -1,10 +1,12 @@
 //! One module per subcommand.
 
 pub mod compare;
+pub mod completions;
 pub mod export;
 pub mod info;
 pub mod latency;
 pub mod list;
+pub mod man;
 pub mod memsim;
 pub mod push;
 pub mod report;
@@ -23,6 +25,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Run(args) => run::run(&args),
         Command::List(args) => list::list(args.json),
         Command::Info(args) => info::info(args.json),
+        Command::Completions(args) => completions::completions(&args),
+        Command::Man(args) => man::man(&args),
         Command::Stat(args) => stat::stat(&args),
         Command::Runs(args) => stored::runs(&args),
         Command::Show(args) => stored::show(&args),

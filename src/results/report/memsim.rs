@@ -339,6 +339,7 @@ impl Section for Memsim {
         out.push_str(&three_c_note());
         out.push_str(&miss_table(&all));
         out.push_str(&kernel_parts(ctx, &docs));
+        out.push_str(&super::memsim_curves::render(ctx, &docs)?);
         Ok(Some(out))
     }
 }

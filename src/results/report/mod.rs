@@ -16,6 +16,7 @@ pub mod html;
 mod latency;
 mod memory_curve;
 mod memsim;
+mod memsim_curves;
 pub mod plot;
 mod runs;
 mod stat;

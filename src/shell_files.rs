@@ -1,0 +1,120 @@
+//! Shell completions and man pages, generated from the clap definition so they never drift from
+//! the flags the binary really takes.
+
+use crate::cli::Cli;
+use anyhow::{Context, Result};
+use clap::CommandFactory;
+pub use clap_complete::Shell;
+use std::path::{Path, PathBuf};
+
+/// The completion script for `shell`.
+pub fn completion(shell: Shell) -> Vec<u8> {
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "osmeter", &mut out);
+    out
+}
+
+/// One man page per command: `osmeter.1` and `osmeter-SUB.1` for every subcommand (nested ones
+/// too, e.g. `osmeter-trace-info.1`), as (file name, roff text).
+pub fn man_pages() -> Result<Vec<(String, Vec<u8>)>> {
+    let mut cmd = Cli::command();
+    cmd.build();
+    let mut pages = Vec::new();
+    collect_pages(&cmd, "osmeter", &mut pages)?;
+    Ok(pages)
+}
+
+fn collect_pages(
+    cmd: &clap::Command,
+    name: &str,
+    pages: &mut Vec<(String, Vec<u8>)>,
+) -> Result<()> {
+    // clap_mangen titles a page by the command's own name; a subcommand's page is named after its
+    // whole path so `man osmeter-trace-info` finds it.
+    let page_cmd = cmd.clone().name(name.to_string());
+    let mut roff = Vec::new();
+    clap_mangen::Man::new(page_cmd)
+        .render(&mut roff)
+        .with_context(|| format!("cannot render the man page of {name}"))?;
+    pages.push((format!("{name}.1"), roff));
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
+        collect_pages(sub, &format!("{name}-{}", sub.get_name()), pages)?;
+    }
+    Ok(())
+}
+
+/// Where a user's shell looks for completions without any configuration (the XDG data directory
+/// for bash, the fish configuration directory); zsh and the others have no such place.
+pub fn completion_install_path(shell: Shell) -> Result<PathBuf> {
+    match shell {
+        Shell::Bash => Ok(data_home()?.join("bash-completion/completions/osmeter")),
+        Shell::Fish => Ok(config_home()?.join("fish/completions/osmeter.fish")),
+        Shell::Zsh => Ok(data_home()?.join("zsh/site-functions/_osmeter")),
+        other => Err(crate::usage!(
+            "{other} has no standard per-user completion directory; write the script with \
+             `osmeter completions {other} > FILE` and load FILE from your profile"
+        )),
+    }
+}
+
+/// The per-user manual directory (`man` searches it when ~/.local/bin is on PATH).
+pub fn man_install_dir() -> Result<PathBuf> {
+    Ok(data_home()?.join("man/man1"))
+}
+
+fn data_home() -> Result<PathBuf> {
+    xdg_dir("XDG_DATA_HOME", ".local/share")
+}
+
+fn config_home() -> Result<PathBuf> {
+    xdg_dir("XDG_CONFIG_HOME", ".config")
+}
+
+fn xdg_dir(var: &str, fallback: &str) -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os(var).filter(|d| Path::new(d).is_absolute()) {
+        return Ok(PathBuf::from(dir));
+    }
+    match std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
+        Some(home) => Ok(PathBuf::from(home).join(fallback)),
+        None => Err(crate::usage!(
+            "neither {var} nor HOME is set to an absolute directory; give the directory yourself"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_subcommand_and_flag_is_completed() {
+        let bash = String::from_utf8(completion(Shell::Bash)).unwrap();
+        for sub in Cli::command().get_subcommands() {
+            assert!(bash.contains(sub.get_name()), "{} missing", sub.get_name());
+        }
+        assert!(bash.contains("--fail-if-slower"));
+        let fish = String::from_utf8(completion(Shell::Fish)).unwrap();
+        assert!(fish.contains("complete -c osmeter"));
+    }
+
+    #[test]
+    fn a_page_per_command_named_by_its_path() {
+        let pages = man_pages().unwrap();
+        let names: Vec<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
+        assert!(names.contains(&"osmeter.1"));
+        assert!(names.contains(&"osmeter-run.1"));
+        assert!(names.contains(&"osmeter-trace-info.1"));
+        assert!(!names.iter().any(|n| n.contains("help")));
+        let run = &pages.iter().find(|(n, _)| n == "osmeter-run.1").unwrap().1;
+        let run = String::from_utf8_lossy(run);
+        assert!(
+            run.starts_with(".ie") || run.contains(".TH osmeter-run"),
+            "{run}"
+        );
+        assert!(run.contains("repeat"));
+    }
+}

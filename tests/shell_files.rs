@@ -1,0 +1,132 @@
+//! `osmeter completions` and `osmeter man`: the files a packager or a user installs.
+
+mod common;
+
+use common::TestEnv;
+use std::process::Command as Std;
+
+#[test]
+fn bash_completion_installs_and_completes_subcommands_and_flags() {
+    let env = TestEnv::new();
+    let home = env.dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    env.osmeter()
+        .args(["completions", "bash", "--install"])
+        .env("HOME", &home)
+        .env_remove("XDG_DATA_HOME")
+        .assert()
+        .success()
+        .stdout("");
+    let script = home.join(".local/share/bash-completion/completions/osmeter");
+    let mode = std::os::unix::fs::PermissionsExt::mode(&script.metadata().unwrap().permissions());
+    assert_eq!(mode & 0o022, 0, "not writable by others");
+
+    // Load it into a real bash and ask for completions the way readline would.
+    let ask = |line: &str| {
+        let words: Vec<&str> = line.split(' ').collect();
+        let cmd = format!(
+            "source {}; COMP_WORDS=({}); COMP_CWORD={}; COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}; \
+             _osmeter osmeter '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            words.iter().map(|w| format!("'{w}'")).collect::<Vec<_>>().join(" "),
+            words.len() - 1,
+            words.last().unwrap(),
+            words[words.len() - 2],
+        );
+        let out = Std::new("bash")
+            .args(["--norc", "-c", &cmd])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let subs = ask("osmeter me");
+    assert!(subs.lines().any(|l| l == "memsim"), "{subs}");
+    let flags = ask("osmeter compare --fail");
+    assert!(flags.lines().any(|l| l == "--fail-if-slower"), "{flags}");
+}
+
+#[test]
+fn completion_to_stdout_and_unknown_shells_refused() {
+    let env = TestEnv::new();
+    let out = env
+        .osmeter()
+        .args(["completions", "fish"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("complete -c osmeter"));
+    let out = env
+        .osmeter()
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bash"));
+}
+
+#[test]
+fn man_pages_render_with_man() {
+    let env = TestEnv::new();
+    let dir = env.dir.path().join("man1");
+    env.osmeter()
+        .args(["man", "--dir"])
+        .arg(&dir)
+        .assert()
+        .success();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for page in [
+        "osmeter.1",
+        "osmeter-run.1",
+        "osmeter-memsim.1",
+        "osmeter-trace-convert.1",
+    ] {
+        assert!(
+            names.iter().any(|n| n == page),
+            "{page} missing from {names:?}"
+        );
+    }
+    if Std::new("man").arg("--version").output().is_err() {
+        eprintln!("man is not installed; skipping the rendering check");
+        return;
+    }
+    let out = Std::new("man")
+        .arg("-l")
+        .arg(dir.join("osmeter-run.1"))
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("osmeter-run - Run probes"), "{text}");
+    assert!(text.contains("repeat <N>"), "{text}");
+}
+
+#[test]
+fn one_page_to_stdout_and_unknown_commands_refused() {
+    let env = TestEnv::new();
+    let out = env
+        .osmeter()
+        .args(["man", "trace", "info"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains(".TH osmeter-trace-info"));
+    let out = env.osmeter().args(["man", "nosuch"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`nosuch`"));
+    assert!(out.stdout.is_empty());
+}
