@@ -56,6 +56,65 @@ pub enum Command {
     /// Measures one task for `osmeter run` in a fresh process (started by osmeter itself)
     #[command(name = "measure-worker", hide = true)]
     MeasureWorker,
+    /// A seed paper's tables with today's figures beside them (no NAME: list the papers)
+    Paper(PaperArgs),
+    /// (internal) Run the reference mix inside the region callgrind counts
+    #[command(name = "cpu-mix", hide = true)]
+    CpuMix(CpuMixArgs),
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct PaperArgs {
+    /// The paper [default: list them]
+    #[arg(value_enum)]
+    pub name: Option<crate::papers::PaperId>,
+    /// Take today's figures from this stored run instead of measuring (repeatable; each figure
+    /// comes from the first run that has it)
+    #[arg(long = "run", value_name = "ID")]
+    pub runs: Vec<String>,
+    /// Show only this table, by its number in the paper (e.g. 4, IV, 4-1, or 4.7 for figures the
+    /// text states)
+    #[arg(long, value_name = "ID")]
+    pub table: Option<String>,
+    /// Measure with the quick suite's settings (fewer, shorter samples; smaller sizes where the
+    /// paper's own point is not needed)
+    #[arg(long, conflicts_with = "runs")]
+    pub quick: bool,
+    /// Samples kept per figure [default: 7 with --quick, 11 otherwise]
+    #[arg(long, short = 'r', value_name = "N", conflicts_with = "runs")]
+    pub repeat: Option<usize>,
+    /// Rounds per figure, each in a fresh process, interleaved across figures [default: 5]
+    #[arg(long, value_name = "N", conflicts_with = "runs")]
+    pub rounds: Option<usize>,
+    /// Minimum length of one sample, e.g. 5ms [default: 10ms with --quick, 20ms otherwise]
+    #[arg(long, value_name = "DURATION", conflicts_with = "runs")]
+    pub min_time: Option<String>,
+    /// Samples run and discarded before the kept ones
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "runs")]
+    pub warmup: usize,
+    /// CPU the measuring thread is pinned to [default: the last usable CPU]
+    #[arg(long, value_name = "CPU", conflicts_with = "runs")]
+    pub cpu: Option<usize>,
+    /// Directory for scratch files [default: the system temporary directory]
+    #[arg(long, value_name = "DIR", conflicts_with = "runs")]
+    pub dir: Option<PathBuf>,
+    /// Run the measuring thread at this SCHED_FIFO priority (1-98; needs root or CAP_SYS_NICE)
+    #[arg(long, value_name = "PRIO", conflicts_with = "runs")]
+    pub fifo: Option<i32>,
+    /// Do not open perf_event counters
+    #[arg(long, conflicts_with = "runs")]
+    pub no_counters: bool,
+    #[command(flatten)]
+    pub keep: KeepArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CpuMixArgs {
+    /// Cycles of the mix's input variants to run
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub cycles: u64,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -202,12 +261,12 @@ pub enum TraceAction {
     Convert {
         input: PathBuf,
         output: PathBuf,
-        /// Input format: osmeter | lackey | din | drmemtrace [default: detected]
-        #[arg(long, value_name = "FORMAT")]
-        from: Option<String>,
-        /// Output format: osmeter | champsim | drmemtrace [default: osmeter]
-        #[arg(long, value_name = "FORMAT", value_parser = ["osmeter", "champsim", "drmemtrace"])]
-        to: Option<String>,
+        /// Input format [default: detected]
+        #[arg(long, value_name = "FORMAT", value_enum)]
+        from: Option<crate::memsim::trace::Format>,
+        /// Output format
+        #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
+        to: crate::memsim::trace::ExportFormat,
         /// Compress with zstd (also implied by an output name ending in .zst)
         #[arg(long)]
         zstd: bool,
@@ -216,9 +275,9 @@ pub enum TraceAction {
     /// kernel references by category
     Info {
         file: PathBuf,
-        /// Input format: osmeter | lackey | din [default: detected]
-        #[arg(long, value_name = "FORMAT")]
-        from: Option<String>,
+        /// Input format [default: detected]
+        #[arg(long, value_name = "FORMAT", value_enum)]
+        from: Option<crate::memsim::trace::Format>,
         /// Kernel symbols: /proc/kallsyms text or System.map [default: FILE.kallsyms if present]
         #[arg(long, value_name = "FILE")]
         symbols: Option<PathBuf>,
@@ -249,9 +308,9 @@ pub enum TraceAction {
 pub struct MemsimArgs {
     /// Trace file (osmeter, lackey or din; `-` for stdin)
     pub trace: PathBuf,
-    /// Input format: osmeter | lackey | din [default: detected]
-    #[arg(long, value_name = "FORMAT")]
-    pub from: Option<String>,
+    /// Input format [default: detected]
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub from: Option<crate::memsim::trace::Format>,
     /// Machine preset or sweep (repeatable): ds5000-200, ds5000-200-2way, ds5000-200-random,
     /// ds5000-200-unified, ds5000-200-merge, pentium, x86-modern; sweeps: paper (the four
     /// ds5000 variants), sweep16 (both L1 caches at 16-128 KB x direct-mapped to 8-way)

@@ -165,6 +165,19 @@ pub fn compact(x: f64) -> String {
     }
 }
 
+/// Counts with k/M/G suffixes and three significant digits: "500", "10k", "1.5M", "22.3M".
+pub fn count_label(v: f64) -> String {
+    if v.abs() >= 1e9 {
+        format!("{}G", compact(v / 1e9))
+    } else if v.abs() >= 1e6 {
+        format!("{}M", compact(v / 1e6))
+    } else if v.abs() >= 1e3 {
+        format!("{}k", compact(v / 1e3))
+    } else {
+        compact(v)
+    }
+}
+
 /// `value` written in `scale`: "1.14 us". A scale without a name gives the number alone.
 pub fn in_scale(value: f64, scale: Scale) -> String {
     let n = number(value / scale.divisor);

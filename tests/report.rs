@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{which, TestEnv};
+use common::{which, TestEnv, FAST};
 use osmeter::harness::stats::summarize;
 use osmeter::results::model::{Measurement, Params, Run, RunOptions, Status, Unit};
 use osmeter::results::store::{sqlite::SqliteStore, Store};
@@ -481,15 +481,7 @@ fn report_of_real_runs_and_a_counterless_vm_run() {
 
 /// Runs osmeter with these arguments, expects success, and returns the id of the run it saved.
 fn stored_run(env: &TestEnv, args: &[&str]) -> String {
-    let out = env.osmeter().args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "osmeter {args:?}: {err}");
-    let id = err
-        .split_whitespace()
-        .skip_while(|w| *w != "run")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no saved run id in: {err}"));
-    id.to_string()
+    env.saved(args).1
 }
 
 #[test]
@@ -590,6 +582,52 @@ fn report_of_real_latency_and_memsim_runs() {
         4,
         "report-screenshot-latency-memsim.png",
         7200,
+    );
+}
+
+/// Ousterhout's tables beside a paper run, and his relative-speed plot with a bar per primitive and
+/// run: select from `osmeter paper`, getpid and memcpy from `osmeter run`.
+#[test]
+fn report_sets_real_runs_beside_ousterhout() {
+    let env = TestEnv::new();
+    let mut paper = vec!["paper", "ousterhout89", "--table", "4", "--quick"];
+    paper.extend_from_slice(FAST);
+    let a = stored_run(&env, &paper);
+    let mut run = vec!["run", "syscall.null", "memory.copy", "cpu.reference"];
+    run.extend_from_slice(FAST);
+    let b = stored_run(&env, &run);
+    let out = env.dir.path().join("paper.html");
+    env.osmeter()
+        .args(["report", &a, &b, "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    check_static(&html);
+    let section = html
+        .split("<section id=\"paper-ousterhout89\">")
+        .nth(1)
+        .and_then(|s| s.split("</section>").next())
+        .expect("a then-and-now section for Ousterhout 1989");
+    // The tables of the first run: Table 4 with today's row, and the speed-ups.
+    assert!(section.contains("Table 4. select with a zero timeout over pipes"));
+    assert!(section.contains("<b>this machine</b>"));
+    assert!(section.contains("speed-up to this machine"));
+    // The plot: select's columns from one run, getpid and memcpy (marked) from the other.
+    for bar in ["select 10 full", "getpid", "bcopy cached (hardware)"] {
+        assert!(section.contains(bar), "no {bar} in the plot");
+    }
+    assert!(section.contains("OS primitives (geometric mean)"));
+    assert!(section.contains("<svg") && section.contains("<figcaption>"));
+    assert!(
+        !html.contains("id=\"paper-chen-bershad93\""),
+        "no memsim run, no section"
+    );
+    check_in_browser(
+        &out,
+        &["runs", "paper-ousterhout89"],
+        2,
+        "report-screenshot-paper.png",
     );
 }
 

@@ -126,9 +126,37 @@ fn fits_in_memory(args: &MemsimArgs, machines: &[MachineConfig], origins: &[Stri
     Err(usage!("{origin}: {e}"))
 }
 
+/// "memsim: 412 MiB of 708 MiB (58 %, about 9.1 s left) read, 12.0 s"; the size is unknown for stdin.
+fn reading_progress(
+    path: &std::path::Path,
+    read: crate::progress::Counter,
+) -> crate::progress::Ticker {
+    use crate::units::{format as fmt, Unit};
+    let size = std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    crate::progress::Ticker::start(move |elapsed| {
+        let done = read.get();
+        let share = match size {
+            Some(total) => format!(
+                " of {} ({})",
+                fmt(total as f64, Unit::Bytes),
+                crate::progress::fraction(done, total, elapsed)
+            ),
+            None => String::new(),
+        };
+        format!(
+            "memsim: {}{share} read, {}",
+            fmt(done as f64, Unit::Bytes),
+            crate::progress::duration(elapsed)
+        )
+    })
+}
+
 pub fn memsim(args: &MemsimArgs) -> Result<i32> {
     let cfgs = machines(args)?;
-    let format = super::trace::parse_format(args.from.as_deref())?;
+    let format = args.from;
     // Checked before the simulation so a typo costs nothing.
     let keeper = super::keeper(&args.keep)?;
     let symbols = kernel::find_symbols(&args.trace, args.symbols.as_deref())?;
@@ -138,7 +166,9 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
         ));
     }
     let started_at = crate::clock::now_rfc3339();
-    let mut src = trace::open(&args.trace, format)?;
+    let read = crate::progress::Counter::default();
+    let mut src = trace::open_counted(&args.trace, format, Some(read.clone()))?;
+    let progress = reading_progress(&args.trace, read);
     let threads = args.threads.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -167,6 +197,7 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
             .with_context(|| format!("simulating {}", args.trace.display()))?;
         (r, None)
     };
+    drop(progress);
     if args.stats {
         eprintln!(
             "osmeter: {} references x {} configuration(s) in {:.3} s: {:.1} M refs/s, {:.1} M ref-configs/s",

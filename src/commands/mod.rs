@@ -8,6 +8,7 @@ pub mod latency;
 pub mod list;
 pub mod man;
 pub mod memsim;
+pub mod paper;
 pub mod push;
 pub mod report;
 pub mod run;
@@ -39,6 +40,11 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Trace(args) => trace::trace(&args),
         Command::Memsim(args) => memsim::memsim(&args),
         Command::MeasureWorker => crate::harness::worker::serve(),
+        Command::Paper(args) => paper::paper(&args),
+        Command::CpuMix(args) => {
+            crate::probes::cpu::run_counted_cycles(args.cycles);
+            Ok(0)
+        }
     }
 }
 

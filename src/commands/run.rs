@@ -22,6 +22,23 @@ fn progress(enabled: bool, text: &str) {
 
 pub fn run(args: &RunArgs) -> Result<i32> {
     let config = RunConfig::from_args(args)?;
+    let run = measure(&config)?;
+    if config.json {
+        super::emit_json(&run)?;
+    } else {
+        super::emit(&(table::render(&run) + &crate::papers::brief::text(&run)))?;
+    }
+    // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.
+    config.keeper.save(&run)?;
+    if run.interrupted {
+        return Ok(crate::error::EXIT_INTERRUPTED);
+    }
+    Ok(crate::error::EXIT_OK)
+}
+
+/// Measures the configured probes in rounds and returns the annotated run (marked interrupted
+/// after Ctrl-C, holding what was measured).
+pub fn measure(config: &RunConfig) -> Result<Run> {
     interrupt::install();
     let scratch = tempfile::Builder::new()
         .prefix("osmeter-")
@@ -115,15 +132,5 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     drop(scratch);
     crate::results::derive::annotate(&mut run);
 
-    if config.json {
-        super::emit_json(&run)?;
-    } else {
-        super::emit(&table::render(&run))?;
-    }
-    // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.
-    config.keeper.save(&run)?;
-    if run.interrupted {
-        return Ok(crate::error::EXIT_INTERRUPTED);
-    }
-    Ok(crate::error::EXIT_OK)
+    Ok(run)
 }

@@ -2,15 +2,13 @@
 
 use crate::cli::{TraceAction, TraceArgs};
 use crate::memsim::kernel::{self, info::Profile};
+use crate::memsim::trace::file::{wants_zstd, write_trace, Sink};
 use crate::memsim::trace::{
-    self, binary::TraceWriter, synth::Synth, Format, Kind, RefSource, FLAG_INCOMPLETE,
-    FLAG_USER_ONLY,
+    self, binary::TraceWriter, summary, synth::Synth, ExportFormat, Format, RefSource,
+    FLAG_INCOMPLETE, FLAG_USER_ONLY,
 };
 use crate::usage;
 use anyhow::{Context, Result};
-use serde_json::json;
-use std::collections::{BTreeSet, HashSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub fn trace(args: &TraceArgs) -> Result<i32> {
@@ -21,11 +19,9 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
             from,
             to,
             zstd,
-        }) => match to.as_deref() {
-            Some(to @ ("champsim" | "drmemtrace")) => {
-                export(input, output, parse_format(from.as_deref())?, to, *zstd)
-            }
-            _ => convert(input, output, parse_format(from.as_deref())?, *zstd),
+        }) => match to {
+            ExportFormat::Osmeter => convert(input, output, *from, *zstd),
+            other => export(input, output, *from, *other, *zstd),
         },
         Some(TraceAction::Info {
             file,
@@ -33,13 +29,7 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
             output,
             symbols,
             functions,
-        }) => info(
-            file,
-            parse_format(from.as_deref())?,
-            output.json,
-            symbols.as_deref(),
-            *functions,
-        ),
+        }) => info(file, *from, output.json, symbols.as_deref(), *functions),
         Some(TraceAction::Synth {
             output,
             refs,
@@ -122,95 +112,6 @@ fn system_capture(args: &TraceArgs, out: &Path) -> Result<i32> {
     })
 }
 
-pub fn parse_format(s: Option<&str>) -> Result<Option<Format>> {
-    s.map(|f| {
-        Format::parse(f).ok_or_else(|| {
-            usage!("unknown trace format {f:?}: use osmeter, lackey, din or drmemtrace")
-        })
-    })
-    .transpose()
-}
-
-/// Plain or zstd-compressed output.
-enum Sink {
-    Plain(std::fs::File),
-    Zstd(zstd::stream::write::Encoder<'static, std::fs::File>),
-}
-
-impl Write for Sink {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Sink::Plain(f) => f.write(b),
-            Sink::Zstd(z) => z.write(b),
-        }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Sink::Plain(f) => f.flush(),
-            Sink::Zstd(z) => z.flush(),
-        }
-    }
-}
-
-impl Sink {
-    fn finish(self) -> Result<()> {
-        match self {
-            Sink::Plain(_) => Ok(()),
-            Sink::Zstd(z) => {
-                z.finish().context("finishing zstd compression")?;
-                Ok(())
-            }
-        }
-    }
-}
-
-fn wants_zstd(path: &Path, flag: bool) -> bool {
-    flag || path.extension().is_some_and(|e| e == "zst")
-}
-
-/// Copies a source into a new trace file; nothing appears under `out` unless it all worked.
-pub(crate) fn write_trace(
-    src: &mut dyn RefSource,
-    out: &Path,
-    zstd: bool,
-    flags: u8,
-) -> Result<u64> {
-    write_trace_at_level(src, out, zstd, flags, 3)
-}
-
-/// The same, with a zstd level of the caller's choosing: a live capture wants level 1, which
-/// compresses a trace about as well at twice the speed, so it keeps up with the source.
-pub(crate) fn write_trace_at_level(
-    src: &mut dyn RefSource,
-    out: &Path,
-    zstd: bool,
-    flags: u8,
-    level: i32,
-) -> Result<u64> {
-    let file = crate::files::AtomicFile::create(out)?;
-    let sink = if wants_zstd(out, zstd) {
-        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, level)?)
-    } else {
-        Sink::Plain(file.reopen()?)
-    };
-    let mut w = TraceWriter::new(sink, flags | src.meta().flags)?;
-    let mut batch = Vec::with_capacity(1 << 16);
-    loop {
-        batch.clear();
-        if src.next_batch(&mut batch, 1 << 16)? == 0 {
-            break;
-        }
-        for r in &batch {
-            w.write(r)?;
-        }
-    }
-    let n = w.count();
-    let late = src.meta().flags & FLAG_INCOMPLETE;
-    w.finish(late)?.finish()?;
-    file.commit()?;
-    Ok(n)
-}
-
 fn convert(input: &Path, output: &Path, from: Option<Format>, zstd: bool) -> Result<i32> {
     let start = std::time::Instant::now();
     let mut src = trace::open(input, from)?;
@@ -226,7 +127,13 @@ fn convert(input: &Path, output: &Path, from: Option<Format>, zstd: bool) -> Res
 }
 
 /// Writes a trace in ChampSim's or drmemtrace's format; nothing appears unless it all worked.
-fn export(input: &Path, output: &Path, from: Option<Format>, to: &str, zstd: bool) -> Result<i32> {
+fn export(
+    input: &Path,
+    output: &Path,
+    from: Option<Format>,
+    to: ExportFormat,
+    zstd: bool,
+) -> Result<i32> {
     let mut src = trace::open(input, from)?;
     let file = crate::files::AtomicFile::create(output)?;
     let mut sink = if wants_zstd(output, zstd) {
@@ -234,7 +141,7 @@ fn export(input: &Path, output: &Path, from: Option<Format>, to: &str, zstd: boo
     } else {
         Sink::Plain(file.reopen()?)
     };
-    let what = if to == "champsim" {
+    let what = if to == ExportFormat::Champsim {
         let c = trace::champsim::export(src.as_mut(), &mut sink)
             .with_context(|| format!("exporting {}", input.display()))?;
         format!(
@@ -262,88 +169,25 @@ fn info(
     symbols: Option<&Path>,
     functions: usize,
 ) -> Result<i32> {
-    let mut profile = kernel::find_symbols(path, symbols)?.map(|(p, t)| (p, Profile::new(t)));
-    if profile.is_none() && functions > 0 {
+    let found = kernel::find_symbols(path, symbols)?;
+    if found.is_none() && functions > 0 {
         return Err(usage!(
             "--functions needs kernel symbols: give --symbols FILE (or put {} beside the trace)",
             kernel::sidecar(path).map_or("TRACE.kallsyms".into(), |p| p.display().to_string())
         ));
     }
     let mut src = trace::open(path, from)?;
-    let mut counts = [[0u64; 2]; 3];
-    let mut pages = HashSet::new();
-    let mut lines = HashSet::new();
-    let mut spaces = BTreeSet::new();
-    let mut uncached = 0u64;
-    let mut batch = Vec::with_capacity(1 << 16);
-    loop {
-        batch.clear();
-        if src.next_batch(&mut batch, 1 << 16)? == 0 {
-            break;
-        }
-        for r in &batch {
-            counts[r.kind as usize][r.mode as usize] += 1;
-            let key = u64::from(r.asid).rotate_right(16);
-            pages.insert((r.vaddr >> 12) ^ key);
-            lines.insert((r.vaddr >> 6) ^ key);
-            spaces.insert(r.asid);
-            uncached += u64::from(r.uncached);
-        }
-        if let Some((_, p)) = profile.as_mut() {
-            for r in &batch {
-                p.observe(r);
-            }
-        }
-    }
-    let meta = src.meta();
-    let kinds = ["instructions", "reads", "writes"];
-    let total: u64 = counts.iter().flatten().sum();
-    let mut doc = json!({
-        "file": path.display().to_string(),
-        "references": total,
-        "user": kinds.iter().enumerate().map(|(i, k)| (k.to_string(), json!(counts[i][0]))).collect::<serde_json::Map<_, _>>(),
-        "kernel": kinds.iter().enumerate().map(|(i, k)| (k.to_string(), json!(counts[i][1]))).collect::<serde_json::Map<_, _>>(),
-        "uncached": uncached,
-        "address_spaces": spaces.len(),
-        "footprint_pages_4k": pages.len(),
-        "footprint_lines_64b": lines.len(),
-        "user_only": meta.user_only(),
-        "physical_addresses": meta.physical(),
-        "incomplete": meta.incomplete(),
+    let symbols = found.map(|(path, table)| summary::Symbols {
+        path,
+        profile: Profile::new(table),
+        top_functions: functions,
     });
-    doc["kernel_share"] = kernel::info::share(&counts);
-    if let Some((p, profile)) = &profile {
-        doc["attribution"] = profile.document(p, functions);
-    }
+    let doc = summary::summarize(src.as_mut(), path, symbols)?;
     if json_out {
         super::emit_json(&doc)?;
-        return Ok(crate::error::EXIT_OK);
+    } else {
+        super::emit(&summary::render(&doc))?;
     }
-    let mut t = format!("{}: {} references\n", path.display(), total);
-    t.push_str(&format!("  {:<14} {:>14} {:>14}\n", "", "user", "kernel"));
-    for (i, k) in kinds.iter().enumerate() {
-        t.push_str(&format!(
-            "  {:<14} {:>14} {:>14}\n",
-            k, counts[i][0], counts[i][1]
-        ));
-    }
-    t.push_str(&kernel::info::render(&doc));
-    t.push_str(&format!(
-        "  footprint: {} pages of 4 KB ({:.1} MB), {} lines of 64 B; {} address spaces; {} uncached\n",
-        pages.len(),
-        pages.len() as f64 * 4096.0 / 1048576.0,
-        lines.len(),
-        spaces.len(),
-        uncached
-    ));
-    if meta.user_only() {
-        t.push_str("  user mode only: no kernel references were captured\n");
-    }
-    if meta.incomplete() {
-        t.push_str("  INCOMPLETE: the capture ended early\n");
-    }
-    debug_assert!(Kind::Instr as usize == 0);
-    super::emit(&t)?;
     Ok(crate::error::EXIT_OK)
 }
 
@@ -412,9 +256,11 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     let mut src =
         trace::text::LackeyReader::new(std::io::BufReader::with_capacity(1 << 20, reader));
     let done = std::sync::atomic::AtomicBool::new(false);
+    let captured = crate::progress::Counter::default();
+    let progress = capture_progress(captured.clone());
     let copied = std::thread::scope(|scope| {
         let watcher = scope.spawn(|| stop_on_interrupt(pid, &done));
-        let copied = copy_refs(&mut src, &mut writer);
+        let copied = copy_refs(&mut src, &mut writer, &captured);
         done.store(true, std::sync::atomic::Ordering::SeqCst);
         // Joined before the child is reaped below, so its pid cannot be reused meanwhile.
         let _ = watcher.join();
@@ -427,6 +273,7 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     // Closing the read end first: a child still writing gets EPIPE instead of blocking.
     drop(src);
     let status = proc.wait().context("waiting for valgrind")?;
+    drop(progress);
     copied.context("converting lackey's output")?;
     let interrupted = crate::interrupt::requested();
     let cut_short = interrupted || status.code().is_none();
@@ -458,9 +305,26 @@ fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
     Ok(crate::error::EXIT_OK)
 }
 
+/// "trace: 12.3M references captured (1.5M/s), 8.0 s": the command's length is unknown.
+fn capture_progress(captured: crate::progress::Counter) -> crate::progress::Ticker {
+    crate::progress::Ticker::start(move |elapsed| {
+        let n = captured.get() as f64;
+        format!(
+            "trace: {} references captured ({}/s), {}",
+            crate::units::count_label(n),
+            crate::units::count_label(n / elapsed.as_secs_f64().max(1e-3)),
+            crate::progress::duration(elapsed)
+        )
+    })
+}
+
 /// Copies lackey's references into the trace until its output ends. After Ctrl-C the output
 /// may end in the middle of a line: the records before it are kept, the error is not one.
-fn copy_refs(src: &mut dyn RefSource, w: &mut TraceWriter<Sink>) -> Result<()> {
+fn copy_refs(
+    src: &mut dyn RefSource,
+    w: &mut TraceWriter<Sink>,
+    copied: &crate::progress::Counter,
+) -> Result<()> {
     let mut batch = Vec::with_capacity(1 << 16);
     loop {
         batch.clear();
@@ -468,6 +332,7 @@ fn copy_refs(src: &mut dyn RefSource, w: &mut TraceWriter<Sink>) -> Result<()> {
         for r in &batch {
             w.write(r)?;
         }
+        copied.add(batch.len() as u64);
         match got {
             Ok(0) => return Ok(()),
             Ok(_) => {}

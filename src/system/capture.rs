@@ -370,8 +370,17 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
     let mut child = spawned.with_context(|| format!("cannot start {}", qemu_bin.display()))?;
     let watchdog = Watchdog::start(child.id(), opts.timeout);
     let mut source = PluginStream::new(std::io::BufReader::with_capacity(1 << 20, reader));
-    let written =
-        crate::commands::trace::write_trace_at_level(&mut source, &opts.output, opts.zstd, 0, 1);
+    let captured = crate::progress::Counter::default();
+    let progress = guest_progress(captured.clone());
+    let written = crate::memsim::trace::file::write_trace_at_level(
+        &mut source,
+        &opts.output,
+        opts.zstd,
+        0,
+        1,
+        Some(&captured),
+    );
+    drop(progress);
     let summary = source.summary.clone();
     // Closing the read end lets a QEMU still writing (after a failed write above) fail fast
     // instead of blocking on a full pipe until the watchdog fires.
@@ -400,6 +409,27 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
         let _ = std::fs::remove_file(&opts.output);
     }
     finish(opts, &captured, status, timed_out, &qemu_errors)
+}
+
+/// "trace: booting the guest, 4.0 s", then "trace: 12.3M references captured (30M/s), 9.0 s".
+fn guest_progress(captured: crate::progress::Counter) -> crate::progress::Ticker {
+    let mut first: Option<std::time::Duration> = None;
+    crate::progress::Ticker::start(move |elapsed| {
+        let n = captured.get();
+        if n == 0 {
+            return format!(
+                "trace: booting the guest and waiting for the command, {}",
+                crate::progress::duration(elapsed)
+            );
+        }
+        let since = elapsed - *first.get_or_insert(elapsed);
+        format!(
+            "trace: {} references captured ({}/s), {}",
+            crate::units::count_label(n as f64),
+            crate::units::count_label(n as f64 / since.as_secs_f64().max(0.25)),
+            crate::progress::duration(elapsed)
+        )
+    })
 }
 
 fn finish(

@@ -46,6 +46,21 @@ impl TestEnv {
         self.json(&all)["id"].as_str().unwrap().to_string()
     }
 
+    /// Runs osmeter with these arguments, which must succeed and keep a run; returns its stdout and
+    /// the id of the run it saved (from the "run ID ... saved to" line on stderr).
+    pub fn saved(&self, args: &[&str]) -> (String, String) {
+        let out = self.osmeter().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "osmeter {args:?}: {err}");
+        let id = err
+            .split_whitespace()
+            .skip_while(|w| *w != "run")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no saved run id in: {err}"))
+            .to_string();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), id)
+    }
+
     /// The same, as a std Command (for tests that send signals).
     pub fn osmeter_std(&self) -> std::process::Command {
         let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("osmeter"));

@@ -5,11 +5,9 @@ use super::attrib::{Attributor, NO_FUNCTION};
 use super::category::{classify, Category, MAX_TAG};
 use super::symbols::SymbolTable;
 use crate::memsim::trace::{Mode, Ref};
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
-
-const KINDS: [&str; 3] = ["instructions", "reads", "writes"];
 
 fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
@@ -19,17 +17,61 @@ fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
-/// The kernel's share of each kind of reference; `counts[kind][mode]` as `trace info` counts.
-pub fn share(counts: &[[u64; 2]; 3]) -> Value {
-    let mut o = Map::new();
-    let (mut all, mut kernel) = (0, 0);
-    for (k, c) in KINDS.iter().zip(counts) {
-        o.insert(k.to_string(), json!(ratio(c[1], c[0] + c[1])));
-        all += c[0] + c[1];
-        kernel += c[1];
+/// The kernel's share of each kind of reference and of all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct KernelShare {
+    pub instructions: f64,
+    pub reads: f64,
+    pub writes: f64,
+    pub references: f64,
+}
+
+/// The kernel's share of `counts[kind][mode]` as `trace info` counts them.
+pub fn share(counts: &[[u64; 2]; 3]) -> KernelShare {
+    let of = |c: [u64; 2]| ratio(c[1], c[0] + c[1]);
+    let kernel: u64 = counts.iter().map(|c| c[1]).sum();
+    let all: u64 = counts.iter().map(|c| c[0] + c[1]).sum();
+    KernelShare {
+        instructions: of(counts[0]),
+        reads: of(counts[1]),
+        writes: of(counts[2]),
+        references: ratio(kernel, all),
     }
-    o.insert("references".into(), json!(ratio(kernel, all)));
-    Value::Object(o)
+}
+
+/// References of one kernel function, by kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionShare {
+    pub name: String,
+    pub references: u64,
+    pub instructions: u64,
+    pub reads: u64,
+    pub writes: u64,
+}
+
+/// References of one kernel category, by kind, with its busiest functions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CategoryShare {
+    pub name: String,
+    pub description: String,
+    pub instructions: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub references: u64,
+    pub share_of_kernel: f64,
+    pub top_functions: Vec<FunctionShare>,
+}
+
+/// Kernel references by category, from the kernel's symbols.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// The symbol file used.
+    pub symbols: String,
+    /// Functions in it.
+    pub functions: usize,
+    pub kernel_references: u64,
+    pub idle_share_of_kernel: f64,
+    pub categories: Vec<CategoryShare>,
 }
 
 /// Counts by function and category over one read of a trace.
@@ -59,9 +101,9 @@ impl Profile {
         }
     }
 
-    /// The `attribution` part of the `trace info` document, with up to `top` functions per
-    /// category (functions listed twice under one name, as padding and body, are merged).
-    pub fn document(&self, symbols_path: &Path, top: usize) -> Value {
+    /// Kernel references by category, with up to `top` functions per category (functions listed
+    /// twice under one name, as padding and body, are merged).
+    pub fn attribution(&self, symbols_path: &Path, top: usize) -> Attribution {
         let kernel: u64 = self.tags[1..].iter().flatten().sum();
         let mut by_cat: HashMap<Category, HashMap<&str, [u64; 3]>> = HashMap::new();
         if top > 0 {
@@ -77,7 +119,7 @@ impl Profile {
                 }
             }
         }
-        let categories: Vec<Value> = Category::ALL
+        let categories = Category::ALL
             .iter()
             .map(|&cat| {
                 let c = self.tags[usize::from(cat.tag())];
@@ -91,91 +133,80 @@ impl Profile {
                     y.cmp(&x).then(a.0.cmp(b.0))
                 });
                 funcs.truncate(top);
-                json!({
-                    "name": cat.name(),
-                    "description": cat.describe(),
-                    "instructions": c[0],
-                    "reads": c[1],
-                    "writes": c[2],
-                    "references": refs,
-                    "share_of_kernel": ratio(refs, kernel),
-                    "top_functions": funcs.iter().map(|(n, c)| json!({
-                        "name": n,
-                        "references": c.iter().sum::<u64>(),
-                        "instructions": c[0], "reads": c[1], "writes": c[2],
-                    })).collect::<Vec<_>>(),
-                })
+                CategoryShare {
+                    name: cat.name().to_string(),
+                    description: cat.describe().to_string(),
+                    instructions: c[0],
+                    reads: c[1],
+                    writes: c[2],
+                    references: refs,
+                    share_of_kernel: ratio(refs, kernel),
+                    top_functions: funcs
+                        .iter()
+                        .map(|(n, c)| FunctionShare {
+                            name: n.to_string(),
+                            references: c.iter().sum(),
+                            instructions: c[0],
+                            reads: c[1],
+                            writes: c[2],
+                        })
+                        .collect(),
+                }
             })
             .collect();
         let idle: u64 = self.tags[usize::from(Category::Idle.tag())].iter().sum();
-        json!({
-            "symbols": symbols_path.display().to_string(),
-            "functions": self.attributor.symbols().len(),
-            "kernel_references": kernel,
-            "idle_share_of_kernel": ratio(idle, kernel),
-            "categories": categories,
-        })
+        Attribution {
+            symbols: symbols_path.display().to_string(),
+            functions: self.attributor.symbols().len(),
+            kernel_references: kernel,
+            idle_share_of_kernel: ratio(idle, kernel),
+            categories,
+        }
     }
 }
 
-fn n(v: &Value) -> u64 {
-    v.as_u64().unwrap_or(0)
-}
-
-fn pct(v: &Value) -> f64 {
-    100.0 * v.as_f64().unwrap_or(0.0)
-}
-
-/// The text `trace info` prints for `kernel_share` and, if present, `attribution`.
-pub fn render(doc: &Value) -> String {
-    let s = &doc["kernel_share"];
+/// The text `trace info` prints for the kernel share and, with symbols, the attribution.
+pub fn render(s: &KernelShare, attribution: Option<&Attribution>) -> String {
+    let pct = |x: f64| 100.0 * x;
     let mut t = format!(
         "  kernel share: {:.1}% of references (instructions {:.1}%, reads {:.1}%, writes {:.1}%)\n",
-        pct(&s["references"]),
-        pct(&s["instructions"]),
-        pct(&s["reads"]),
-        pct(&s["writes"])
+        pct(s.references),
+        pct(s.instructions),
+        pct(s.reads),
+        pct(s.writes)
     );
-    let a = &doc["attribution"];
-    if a.is_null() {
-        return t;
-    }
+    let Some(a) = attribution else { return t };
     t.push_str(&format!(
         "  kernel references by category ({} functions from {}):\n",
-        a["functions"],
-        a["symbols"].as_str().unwrap_or("?")
+        a.functions, a.symbols
     ));
     t.push_str(&format!(
         "    {:<32} {:>14} {:>12} {:>12} {:>9}\n",
         "category", "instructions", "reads", "writes", "% kernel"
     ));
     let mut omitted = 0;
-    for c in a["categories"].as_array().into_iter().flatten() {
-        if c["references"].as_u64() == Some(0) {
+    for c in &a.categories {
+        if c.references == 0 {
             omitted += 1;
             continue;
         }
         t.push_str(&format!(
             "    {:<32} {:>14} {:>12} {:>12} {:>8.1}%\n",
-            c["name"].as_str().unwrap_or("?"),
-            n(&c["instructions"]),
-            n(&c["reads"]),
-            n(&c["writes"]),
-            pct(&c["share_of_kernel"])
+            c.name,
+            c.instructions,
+            c.reads,
+            c.writes,
+            pct(c.share_of_kernel)
         ));
-        for f in c["top_functions"].as_array().into_iter().flatten() {
-            let name: String = f["name"].as_str().unwrap_or("?").chars().take(30).collect();
+        for f in &c.top_functions {
+            let name: String = f.name.chars().take(30).collect();
             t.push_str(&format!(
                 "      {:<30} {:>14} {:>12} {:>12} {:>8.1}%\n",
                 name,
-                n(&f["instructions"]),
-                n(&f["reads"]),
-                n(&f["writes"]),
-                100.0
-                    * ratio(
-                        f["references"].as_u64().unwrap_or(0),
-                        a["kernel_references"].as_u64().unwrap_or(0)
-                    )
+                f.instructions,
+                f.reads,
+                f.writes,
+                pct(ratio(f.references, a.kernel_references))
             ));
         }
     }
@@ -189,16 +220,15 @@ pub fn render(doc: &Value) -> String {
             "    ({omitted} {noun} without references not shown)\n"
         ));
     }
-    let kernel = a["kernel_references"].as_u64().unwrap_or(0);
-    let nosym = a["categories"]
-        .as_array()
-        .and_then(|v| v.iter().find(|c| c["name"] == Category::NoSymbol.name()))
-        .and_then(|c| c["references"].as_u64())
-        .unwrap_or(0);
-    if kernel > 0 && nosym * 10 > kernel {
+    let nosym = a
+        .categories
+        .iter()
+        .find(|c| c.name == Category::NoSymbol.name())
+        .map_or(0, |c| c.references);
+    if a.kernel_references > 0 && nosym * 10 > a.kernel_references {
         t.push_str(&format!(
             "  warning: {:.0}% of kernel references fall outside every symbol: are these the traced kernel's symbols?\n",
-            100.0 * ratio(nosym, kernel)
+            100.0 * ratio(nosym, a.kernel_references)
         ));
     }
     t
@@ -231,28 +261,27 @@ mod tests {
         for r in &refs {
             p.observe(r);
         }
-        let doc = p.document(Path::new("k.syms"), 3);
-        assert_eq!(doc["kernel_references"], 8);
-        let cats = doc["categories"].as_array().unwrap();
-        let get = |n: &str| cats.iter().find(|c| c["name"] == n).unwrap();
-        assert_eq!(get("syscall")["instructions"], 1);
-        assert_eq!(get("syscall")["reads"], 1);
-        assert_eq!(get("block-copy")["instructions"], 3);
-        assert_eq!(get("block-copy")["writes"], 2);
-        assert_eq!(get("no-symbol")["references"], 1);
-        assert_eq!(get("block-copy")["share_of_kernel"], 5.0 / 8.0);
-        let top = get("block-copy")["top_functions"].as_array().unwrap();
+        let doc = p.attribution(Path::new("k.syms"), 3);
+        assert_eq!(doc.kernel_references, 8);
+        let get = |n: &str| doc.categories.iter().find(|c| c.name == n).unwrap();
+        assert_eq!(get("syscall").instructions, 1);
+        assert_eq!(get("syscall").reads, 1);
+        assert_eq!(get("block-copy").instructions, 3);
+        assert_eq!(get("block-copy").writes, 2);
+        assert_eq!(get("no-symbol").references, 1);
+        assert_eq!(get("block-copy").share_of_kernel, 5.0 / 8.0);
+        let top = &get("block-copy").top_functions;
         // memcpy has 3 references, memset 2 (padding and body merged under one name).
-        assert_eq!(top[0]["name"], "memcpy");
-        assert_eq!(top[0]["references"], 3);
-        assert_eq!(top[1]["name"], "memset");
-        assert_eq!(top[1]["instructions"], 2);
+        assert_eq!(top[0].name, "memcpy");
+        assert_eq!(top[0].references, 3);
+        assert_eq!(top[1].name, "memset");
+        assert_eq!(top[1].instructions, 2);
         let shares = share(&[[3, 1], [1, 1], [0, 0]]);
-        assert_eq!(shares["instructions"], 0.25);
-        assert_eq!(shares["reads"], 0.5);
-        assert_eq!(shares["writes"], 0.0);
-        assert_eq!(shares["references"], 2.0 / 6.0);
-        let text = render(&json!({"kernel_share": shares, "attribution": doc}));
+        assert_eq!(shares.instructions, 0.25);
+        assert_eq!(shares.reads, 0.5);
+        assert_eq!(shares.writes, 0.0);
+        assert_eq!(shares.references, 2.0 / 6.0);
+        let text = render(&shares, Some(&doc));
         assert!(
             text.contains("block-copy") && text.contains("memcpy"),
             "{text}"

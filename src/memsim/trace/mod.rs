@@ -38,9 +38,12 @@
 pub mod binary;
 pub mod champsim;
 pub mod drmem;
+pub mod file;
+pub mod summary;
 pub mod synth;
 pub mod text;
 
+use crate::progress::{Counted, Counter};
 use anyhow::{Context, Result};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -159,15 +162,25 @@ pub enum Format {
     Drmemtrace,
 }
 
-impl Format {
-    pub fn parse(s: &str) -> Option<Format> {
-        match s {
-            "osmeter" | "osmt" | "bin" => Some(Format::Osmeter),
-            "lackey" => Some(Format::Lackey),
-            "din" | "dinero" => Some(Format::Din),
-            "drmemtrace" | "drmem" => Some(Format::Drmemtrace),
-            _ => None,
-        }
+/// What `trace convert --to` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// osmeter's own binary format
+    #[default]
+    Osmeter,
+    /// ChampSim's 64-byte instruction records
+    Champsim,
+    /// DynamoRIO drmemtrace's trace entries
+    Drmemtrace,
+}
+
+impl std::fmt::Display for ExportFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ExportFormat::Osmeter => "osmeter",
+            ExportFormat::Champsim => "champsim",
+            ExportFormat::Drmemtrace => "drmemtrace",
+        })
     }
 }
 
@@ -176,7 +189,7 @@ const BUF: usize = 1 << 18;
 
 /// Opens `path` (`-` for stdin), undoing zstd compression if present. Returns the stream and its
 /// first bytes so the caller can tell the format.
-fn open_raw(path: &Path) -> Result<Box<dyn BufRead + Send>> {
+fn open_raw(path: &Path, read: Option<Counter>) -> Result<Box<dyn BufRead + Send>> {
     let inner: Box<dyn Read + Send> = if path.as_os_str() == "-" {
         Box::new(std::io::stdin())
     } else {
@@ -184,6 +197,11 @@ fn open_raw(path: &Path) -> Result<Box<dyn BufRead + Send>> {
             std::fs::File::open(path)
                 .with_context(|| format!("cannot open trace {}", path.display()))?,
         )
+    };
+    // Counted below any decompression, so progress compares with the file's size.
+    let inner: Box<dyn Read + Send> = match read {
+        Some(count) => Box::new(Counted::new(inner, count)),
+        None => inner,
     };
     let mut buffered = BufReader::with_capacity(BUF, inner);
     let head = buffered.fill_buf()?;
@@ -199,7 +217,16 @@ fn open_raw(path: &Path) -> Result<Box<dyn BufRead + Send>> {
 /// Opens a trace in any supported format. Without `format`, the osmeter magic selects the binary
 /// reader, and text is taken for lackey unless its first record line looks like Dinero `din`.
 pub fn open(path: &Path, format: Option<Format>) -> Result<Box<dyn RefSource + Send>> {
-    let mut raw = open_raw(path)?;
+    open_counted(path, format, None)
+}
+
+/// As `open`, adding the bytes read from the file (compressed, if it is) to `read`.
+pub fn open_counted(
+    path: &Path,
+    format: Option<Format>,
+    read: Option<Counter>,
+) -> Result<Box<dyn RefSource + Send>> {
+    let mut raw = open_raw(path, read)?;
     let head = raw.fill_buf()?.to_vec();
     let format = match format {
         Some(f) => f,

@@ -2,6 +2,7 @@
 //! interval, the p-value, the verdict, and the counters that moved.
 
 use super::{Comparison, Verdict, NOISE_MULTIPLE};
+use crate::results::figure::Role;
 use crate::units;
 use std::fmt::Write;
 
@@ -78,10 +79,26 @@ pub fn render(c: &Comparison, all: bool) -> String {
                 .to_string()
         }
     );
+    // Each OS or hardware figure's speed-up over the CPU reference's, when both sides have one.
+    let cpu_relative = |f: &super::FigureComparison| match (c.cpu_speedup, f.role) {
+        (Some(cpu), Role::Os | Role::Hardware) if cpu > 0.0 => format!("{:.3}", f.speedup / cpu),
+        (Some(_), _) => "-".into(),
+        (None, _) => String::new(),
+    };
     let _ = writeln!(
         out,
-        "{:<width$}  {:>14} {:>14} {:>7} {:>17} {:>8}  verdict",
-        "figure", "A", "B", "B/A", "95% CI of B/A", "q"
+        "{:<width$}  {:>14} {:>14} {:>7} {:>17} {:>8}  {}verdict",
+        "figure",
+        "A",
+        "B",
+        "B/A",
+        "95% CI of B/A",
+        "q",
+        if c.cpu_speedup.is_some() {
+            "   ÷CPU  "
+        } else {
+            ""
+        }
     );
     for f in c
         .figures
@@ -105,9 +122,13 @@ pub fn render(c: &Comparison, all: bool) -> String {
             .or(f.p_value)
             .map(|p| format!("{p:.4}"))
             .unwrap_or_else(|| "-".into());
+        let relative = match c.cpu_speedup {
+            Some(_) => format!("{:>7}  ", cpu_relative(f)),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "{:<width$}  {:>14} {:>14} {:>7.3} {:>17} {:>8}  {verdict}",
+            "{:<width$}  {:>14} {:>14} {:>7.3} {:>17} {:>8}  {relative}{verdict}",
             f.key,
             units::in_scale(f.value_a, scale),
             units::in_scale(f.value_b, scale),
@@ -144,13 +165,44 @@ pub fn render(c: &Comparison, all: bool) -> String {
         let _ = writeln!(
             out,
             "CPU reference speed-up: {cpu:.3}; OS primitives {os:.3} (hardware figures left out); \
-             relative to the CPU: {rel:.3} (below 1: the OS gained less than the CPU)"
+             relative to the CPU: {rel:.3} (below 1: the OS gained less than the CPU; ÷CPU: each \
+             figure's speed-up over the CPU's)"
         );
     }
     for (side, keys) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
         if !keys.is_empty() {
-            let _ = writeln!(out, "Only in {side}: {}", keys.join(", "));
+            let _ = writeln!(out, "Only in {side}: {}", unmatched(keys, all));
         }
     }
     out
+}
+
+/// Figures without a partner, listed whole with `--all`, else the first few and a count (a
+/// memsim machine present on one side only would otherwise fill the screen).
+fn unmatched(keys: &[String], all: bool) -> String {
+    const SHOWN: usize = 6;
+    if all || keys.len() <= SHOWN {
+        return keys.join(", ");
+    }
+    format!(
+        "{}, and {} more (--all lists them)",
+        keys[..SHOWN].join(", "),
+        keys.len() - SHOWN
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unmatched;
+
+    #[test]
+    fn long_lists_of_unmatched_figures_are_cut_unless_all() {
+        let keys: Vec<String> = (0..9).map(|i| format!("f{i}")).collect();
+        assert_eq!(unmatched(&keys[..3], false), "f0, f1, f2");
+        assert_eq!(
+            unmatched(&keys, false),
+            "f0, f1, f2, f3, f4, f5, and 3 more (--all lists them)"
+        );
+        assert_eq!(unmatched(&keys, true).matches(", ").count(), 8);
+    }
 }

@@ -8,9 +8,12 @@ use std::collections::BTreeMap;
 /// it (from the probe's registry entry), or, for runs stored before roles were, as the probe
 /// declares it now. A probe this version no longer knows counts as an OS primitive.
 fn role(m: &Measurement) -> Role {
-    m.role
-        .or_else(|| crate::probes::find(&m.probe).map(|p| p.role()))
-        .unwrap_or(Role::Os)
+    m.role.unwrap_or_else(|| role_of(&m.probe))
+}
+
+/// What a probe measures, as its registry entry declares (see `probes::claims`).
+pub fn role_of(probe: &str) -> Role {
+    crate::probes::find(probe).map_or(Role::Os, |p| p.role())
 }
 
 fn counters(m: &Measurement) -> BTreeMap<String, f64> {

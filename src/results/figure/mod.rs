@@ -13,6 +13,8 @@ mod latency;
 mod memsim;
 mod stat;
 
+pub use bench::role_of;
+
 use crate::results::model::{Run, RunKind, Status};
 use crate::units::{self, Unit};
 use serde::{Deserialize, Serialize};

@@ -20,25 +20,8 @@ pub fn esc(text: &str) -> String {
     out
 }
 
-/// Three significant digits or so, without exponent notation for everyday sizes.
-pub fn num(v: f64) -> String {
-    let a = v.abs();
-    if !v.is_finite() {
-        "-".into()
-    } else if a >= 1e6 {
-        format!("{v:.3e}")
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 || a == 0.0 {
-        format!("{v:.2}")
-    } else if a >= 0.001 {
-        format!("{v:.3}")
-    } else {
-        format!("{v:.2e}")
-    }
-}
+/// Three significant digits or so: the one number formatter (units::number).
+pub use crate::units::number as num;
 
 /// A value with a readable unit: "163 ns", "1.14 us", "2.50 GB/s".
 pub fn value(v: f64, unit: Unit) -> String {

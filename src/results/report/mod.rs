@@ -17,6 +17,7 @@ mod latency;
 mod memory_curve;
 mod memsim;
 mod memsim_curves;
+mod paper;
 pub mod plot;
 mod runs;
 mod stat;
@@ -119,6 +120,10 @@ pub fn sections() -> Vec<Box<dyn Section>> {
         Box::new(latency::Latency),
         Box::new(memsim::Memsim),
         Box::new(comparison::ComparisonSection),
+        Box::new(paper::ThenAndNow(crate::papers::PaperId::Ousterhout89)),
+        Box::new(paper::ThenAndNow(crate::papers::PaperId::Chen96)),
+        Box::new(paper::ThenAndNow(crate::papers::PaperId::ChenBershad93)),
+        Box::new(paper::ThenAndNow(crate::papers::PaperId::CotaRobles99)),
     ]
 }
 

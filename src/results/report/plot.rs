@@ -211,30 +211,7 @@ impl Axis {
     }
 }
 
-/// A number with at most three significant digits and no trailing zeros: "2", "2.5", "0.0001".
-pub fn compact(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return "0".into();
-    }
-    let digits = (2 - x.abs().log10().floor() as i32).clamp(0, 12) as usize;
-    let s = format!("{x:.digits$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
-/// Counts with k/M suffixes: "500", "10k", "1.5M".
-pub fn count_label(v: f64) -> String {
-    if v.abs() >= 1e6 {
-        format!("{}M", compact(v / 1e6))
-    } else if v.abs() >= 1e3 {
-        format!("{}k", compact(v / 1e3))
-    } else {
-        compact(v)
-    }
-}
+pub use crate::units::{compact, count_label};
 
 impl Axis {
     /// A tick label in the unit that suits it: on a linear axis every tick uses the unit of the

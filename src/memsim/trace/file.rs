@@ -1,0 +1,89 @@
+//! Writing trace files: plain or zstd-compressed, atomically (nothing appears under the name
+//! unless the whole trace was written), for conversions and for live captures alike.
+
+use super::binary::TraceWriter;
+use super::{RefSource, FLAG_INCOMPLETE};
+use crate::progress::Counter;
+use anyhow::{Context, Result};
+use std::io::Write;
+use std::path::Path;
+
+/// Plain or zstd-compressed output.
+pub enum Sink {
+    Plain(std::fs::File),
+    Zstd(zstd::stream::write::Encoder<'static, std::fs::File>),
+}
+
+impl Write for Sink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::Plain(f) => f.write(b),
+            Sink::Zstd(z) => z.write(b),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Plain(f) => f.flush(),
+            Sink::Zstd(z) => z.flush(),
+        }
+    }
+}
+
+impl Sink {
+    pub fn finish(self) -> Result<()> {
+        match self {
+            Sink::Plain(_) => Ok(()),
+            Sink::Zstd(z) => {
+                z.finish().context("finishing zstd compression")?;
+                Ok(())
+            }
+        }
+    }
+}
+
+pub fn wants_zstd(path: &Path, flag: bool) -> bool {
+    flag || path.extension().is_some_and(|e| e == "zst")
+}
+
+/// Copies a source into a new trace file; nothing appears under `out` unless it all worked.
+pub fn write_trace(src: &mut dyn RefSource, out: &Path, zstd: bool, flags: u8) -> Result<u64> {
+    write_trace_at_level(src, out, zstd, flags, 3, None)
+}
+
+/// The same, with a zstd level of the caller's choosing: a live capture wants level 1, which
+/// compresses a trace about as well at twice the speed, so it keeps up with the source. The
+/// references written are added to `written` as they go, for a progress line.
+pub fn write_trace_at_level(
+    src: &mut dyn RefSource,
+    out: &Path,
+    zstd: bool,
+    flags: u8,
+    level: i32,
+    written: Option<&Counter>,
+) -> Result<u64> {
+    let file = crate::files::AtomicFile::create(out)?;
+    let sink = if wants_zstd(out, zstd) {
+        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, level)?)
+    } else {
+        Sink::Plain(file.reopen()?)
+    };
+    let mut w = TraceWriter::new(sink, flags | src.meta().flags)?;
+    let mut batch = Vec::with_capacity(1 << 16);
+    loop {
+        batch.clear();
+        if src.next_batch(&mut batch, 1 << 16)? == 0 {
+            break;
+        }
+        for r in &batch {
+            w.write(r)?;
+        }
+        if let Some(count) = written {
+            count.add(batch.len() as u64);
+        }
+    }
+    let n = w.count();
+    let late = src.meta().flags & FLAG_INCOMPLETE;
+    w.finish(late)?.finish()?;
+    file.commit()?;
+    Ok(n)
+}

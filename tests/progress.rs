@@ -1,0 +1,94 @@
+//! Progress lines of long jobs: on stderr only, never mixed into results, and absent unless
+//! stderr is a terminal or OSMETER_PROGRESS=always asks for them.
+
+mod common;
+
+use common::TestEnv;
+
+fn synth(env: &TestEnv, refs: &str) -> std::path::PathBuf {
+    let trace = env.dir.path().join("t.osmt");
+    env.osmeter()
+        .args(["trace", "synth", "--refs", refs, "--seed", "3", "-o"])
+        .arg(&trace)
+        .assert()
+        .success();
+    trace
+}
+
+#[test]
+fn memsim_reports_its_reading_on_stderr_only() {
+    let env = TestEnv::new();
+    let trace = synth(&env, "1500000");
+    let out = env
+        .osmeter()
+        .env("OSMETER_PROGRESS", "always")
+        .arg("memsim")
+        .arg(&trace)
+        .args(["--preset", "ds5000-200", "--json", "--no-store"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout stays JSON");
+    assert!(doc["machines"].is_array());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("memsim: ")).collect();
+    assert!(!lines.is_empty(), "no progress line in:\n{err}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains(" of ") && l.contains(" %") && l.contains(" read, ")),
+        "{lines:?}"
+    );
+
+    // Not a terminal and not asked for: nothing.
+    let quiet = env
+        .osmeter()
+        .arg("memsim")
+        .arg(&trace)
+        .args(["--preset", "ds5000-200", "--no-store"])
+        .output()
+        .unwrap();
+    assert!(quiet.status.success());
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("memsim: "));
+}
+
+#[test]
+fn trace_capture_reports_references_captured() {
+    let env = TestEnv::new();
+    if which("valgrind").is_none() {
+        eprintln!("valgrind is not installed (.ci/run installs it); skipping");
+        return;
+    }
+    let out = env
+        .osmeter()
+        .env("OSMETER_PROGRESS", "always")
+        .args(["trace", "-o"])
+        .arg(env.dir.path().join("busy.osmt"))
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 400 ]; do i=$((i+1)); done",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("trace: ") && l.contains("references captured")),
+        "{err}"
+    );
+}
+
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| std::path::Path::new(d).join(program))
+        .find(|p| p.is_file())
+}
