@@ -53,6 +53,9 @@ pub enum Command {
     /// Copy stored runs to another store (typically a shared postgres:// one), skipping runs
     /// already there
     Push(PushArgs),
+    /// Measures one task for `osmeter run` in a fresh process (started by osmeter itself)
+    #[command(name = "measure-worker", hide = true)]
+    MeasureWorker,
     /// A seed paper's tables with today's figures beside them (no NAME: list the papers)
     Paper(PaperArgs),
     /// (internal) Run the reference mix inside the region callgrind counts
@@ -80,6 +83,9 @@ pub struct PaperArgs {
     /// Samples kept per figure [default: 7 with --quick, 11 otherwise]
     #[arg(long, short = 'r', value_name = "N", conflicts_with = "runs")]
     pub repeat: Option<usize>,
+    /// Rounds per figure, each in a fresh process, interleaved across figures [default: 5]
+    #[arg(long, value_name = "N", conflicts_with = "runs")]
+    pub rounds: Option<usize>,
     /// Minimum length of one sample, e.g. 5ms [default: 10ms with --quick, 20ms otherwise]
     #[arg(long, value_name = "DURATION", conflicts_with = "runs")]
     pub min_time: Option<String>,
@@ -537,13 +543,20 @@ pub struct JsonArg {
 pub struct RunArgs {
     /// Suites (quick, full, ousterhout89, chen96), groups (e.g. ipc) or probe ids (e.g. syscall.null)
     pub targets: Vec<String>,
-    /// Samples kept per figure [default: 7 in quick, 11 otherwise]
+    /// Samples kept per round of each figure [default: 3 in quick, 5 otherwise]
     #[arg(long, short = 'r', value_name = "N")]
     pub repeat: Option<usize>,
+    /// Rounds per figure: each in a fresh process, interleaved across figures in a shuffled order;
+    /// intervals and comparisons come from the spread between rounds [default: 5]
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<usize>,
+    /// Seed of the shuffled order of the rounds, to replay a run's order [default: random]
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Minimum length of one sample, e.g. 5ms, 20ms, 1s [default: 10ms in quick, 20ms otherwise]
     #[arg(long, value_name = "DURATION")]
     pub min_time: Option<String>,
-    /// Samples run and discarded before the kept ones
+    /// Samples run and discarded before the kept ones, in every round
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub warmup: usize,
     /// CPU the measuring thread is pinned to [default: the last usable CPU]

@@ -76,11 +76,21 @@ pub fn apply_sets(selected: &mut [Selected], sets: &[(String, serde_json::Value)
     Ok(())
 }
 
+/// Rounds per figure unless --rounds says otherwise: enough for a spread between rounds, few enough
+/// for the quick suite to stay well under a minute.
+pub const DEFAULT_ROUNDS: usize = 5;
+/// More rounds than this is a typo: every round is a process per figure.
+pub const MAX_ROUNDS: usize = 1000;
+
 pub struct RunConfig {
     /// The suite name when exactly one suite was asked for.
     pub suite: Option<String>,
     pub selected: Vec<Selected>,
     pub harness: HarnessConfig,
+    /// Rounds per figure, each in a fresh process.
+    pub rounds: usize,
+    /// Seed of the rounds' shuffled order.
+    pub seed: u64,
     pub cpu: usize,
     pub scratch_parent: PathBuf,
     pub counters: bool,
@@ -241,10 +251,17 @@ impl RunConfig {
             .collect::<Result<Vec<_>>>()?;
         apply_sets(&mut selected, &sets)?;
         let quick = selected.iter().all(|s| s.scale == Scale::Quick);
-        let samples = args.repeat.unwrap_or(if quick { 7 } else { 11 });
+        let samples = args.repeat.unwrap_or(if quick { 3 } else { 5 });
         if samples == 0 {
             return Err(usage!(
                 "--repeat 0: at least one sample is needed (try --repeat 5)"
+            ));
+        }
+        let rounds = args.rounds.unwrap_or(DEFAULT_ROUNDS);
+        if rounds == 0 || rounds > MAX_ROUNDS {
+            return Err(usage!(
+                "--rounds {rounds}: give 1 to {MAX_ROUNDS} rounds (2 or more for intervals from \
+                 the spread between rounds; the default is {DEFAULT_ROUNDS})"
             ));
         }
         let min_sample_ns = match &args.min_time {
@@ -277,6 +294,10 @@ impl RunConfig {
                 warmup_samples: args.warmup,
                 ..HarnessConfig::default()
             },
+            rounds,
+            seed: args
+                .seed
+                .unwrap_or_else(crate::stats::rng::seed_from_entropy),
             cpu,
             scratch_parent,
             counters: !args.no_counters,

@@ -23,5 +23,6 @@ pub mod results;
 pub mod scratch;
 pub mod shell_files;
 pub mod stat;
+pub mod stats;
 pub mod system;
 pub mod units;

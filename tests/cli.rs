@@ -62,7 +62,16 @@ fn run_json_is_one_run_document() {
         .expect("syscall.null measured");
     assert_eq!(null["status"], "ok");
     assert_eq!(null["unit"], "ns");
-    assert_eq!(null["samples"].as_array().unwrap().len(), 3);
+    // FAST: 3 samples in each of 2 rounds, each round's value stored beside them.
+    assert_eq!(null["samples"].as_array().unwrap().len(), 6);
+    let grouped = null["rounds"].as_array().unwrap();
+    assert_eq!(grouped.len(), 2);
+    assert!(grouped.iter().all(|r| r.as_array().unwrap().len() == 3));
+    let rounds = null["round_values"].as_array().unwrap();
+    assert_eq!(rounds.len(), 2);
+    assert!(rounds.iter().all(|r| r["value"].as_f64().unwrap() > 0.0));
+    assert_eq!(doc["options"]["rounds"], 2);
+    assert!(doc["options"]["seed"].as_u64().is_some());
     let median = null["median"].as_f64().unwrap();
     let ci = null["ci95"].as_array().unwrap();
     assert!(ci[0].as_f64().unwrap() <= median && median <= ci[1].as_f64().unwrap());

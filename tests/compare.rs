@@ -161,7 +161,30 @@ fn two_real_runs_compare() {
         .assert()
         .success()
         .stdout(predicate::str::contains("syscall.null"))
-        .stdout(predicate::str::contains("CPU reference speed-up"));
+        .stdout(predicate::str::contains("CPU reference speed-up"))
+        .stdout(predicate::str::contains("why: rounds 2 + 2"));
+    // Measured in rounds: each verdict rests on the rounds, with the false discovery rate
+    // controlled over the figures, and says why.
+    let json = env
+        .osmeter()
+        .args(["compare", &ids[1], &ids[0], "--json", "--no-history"])
+        .output()
+        .unwrap();
+    assert!(json.status.success());
+    let c: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let figures = c["figures"].as_array().unwrap();
+    assert_eq!(figures.len(), 2);
+    for f in figures {
+        assert_eq!(f["noise_source"], "rounds", "{f}");
+        assert!(f["q_value"].as_f64().unwrap() >= f["p_value"].as_f64().unwrap() * 0.999);
+        let reason = f["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("rounds 2 + 2 (Welch on log round values)")
+                && reason.contains("adjusted over 2 figures"),
+            "{reason}"
+        );
+    }
+    assert_eq!(c["alpha"], 0.05);
 }
 
 #[test]

@@ -20,9 +20,10 @@ fn every_format_exports_a_real_run() {
         .unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(doc["id"], id.as_str());
+    // FAST: 3 samples in each of 2 rounds.
     assert_eq!(
         doc["measurements"][0]["samples"].as_array().unwrap().len(),
-        3
+        6
     );
     env.osmeter()
         .args(["export", &id, "-f", "csv"])
@@ -39,7 +40,7 @@ fn every_format_exports_a_real_run() {
         .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&samples.stdout).lines().count(),
-        1 + 2 * 3
+        1 + 2 * 6
     );
     env.osmeter()
         .args(["export", &id, "-f", "markdown"])

@@ -6,10 +6,8 @@
 //!
 //! [`ISSUE_16`] is the index of every hostile case of the issue: the item, the test that keeps it
 //! fixed (most are here; some live beside the code they exercise) and how many hostile inputs the
-//! test tries. A test checks that every test named there still exists. Item 2 (signals during the
-//! overhead phase and warm-up: tests/run_signals.rs), item 7 (tracefs instances after kill -9:
-//! tests/tracefs.rs) and item 8's real-time diagnosis (tests/realtime.rs) were fixed on the
-//! branches `stats` and `latency`; their rows join the table when those branches are merged.
+//! test tries. A test checks that every test named there still exists and that every item of the
+//! issue has one.
 
 mod common;
 #[path = "common/pg.rs"]
@@ -148,6 +146,60 @@ const ISSUE_16: &[(u8, &str, &str, u32)] = &[
         "a_store_path_that_looks_like_a_uri_is_a_plain_file",
         1,
     ),
+    (
+        2,
+        "tests/run_signals.rs",
+        "sigint_during_an_endless_warm_up_stops_at_once_and_keeps_the_run",
+        1,
+    ),
+    (
+        2,
+        "tests/run_signals.rs",
+        "sigterm_during_the_overhead_phase_stops_at_once_and_keeps_the_run",
+        1,
+    ),
+    (
+        2,
+        "tests/run_signals.rs",
+        "sigint_while_sampling_keeps_the_samples_taken_marked_as_cut_short",
+        1,
+    ),
+    (
+        2,
+        "tests/run_signals.rs",
+        "fifo_run_is_time_limited_and_stops_on_signals",
+        2,
+    ),
+    (
+        2,
+        "tests/run_signals.rs",
+        "a_killed_run_leaves_no_worker_behind",
+        3,
+    ),
+    (
+        7,
+        "tests/tracefs.rs",
+        "an_instance_left_by_kill_9_is_removed_by_the_next_run_and_nothing_is_mounted",
+        1,
+    ),
+    (
+        8,
+        "tests/realtime.rs",
+        "root_in_a_cgroup_without_real_time_budget_is_told_so_not_to_become_root",
+        1,
+    ),
+    (
+        8,
+        "tests/realtime.rs",
+        "root_without_cap_sys_nice_is_told_which_capability_is_missing",
+        1,
+    ),
+    (
+        8,
+        "tests/realtime.rs",
+        "a_user_with_a_low_rtprio_limit_is_told_both_numbers",
+        1,
+    ),
 ];
 
 #[test]
@@ -161,8 +213,10 @@ fn every_hostile_case_in_the_index_has_its_test() {
         );
     }
     let items: std::collections::BTreeSet<u8> = ISSUE_16.iter().map(|c| c.0).collect();
-    // 2 and 7 are covered on the branches that fixed them (see the module's comment).
-    assert_eq!(items.into_iter().collect::<Vec<_>>(), [1, 3, 4, 5, 6, 8]);
+    assert_eq!(
+        items.into_iter().collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5, 6, 7, 8]
+    );
     let tried: u32 = ISSUE_16.iter().map(|c| c.3).sum();
     eprintln!(
         "issue 16: {tried} hostile inputs in {} tests",

@@ -13,6 +13,7 @@ use crate::latency::stage_capture::{StageCapture, StageTap, StageTaps, PHASE_NS}
 use crate::latency::threads::{self, Class, ClassName, Path, Plan, StreamSpec};
 use crate::latency::trace::StackMode;
 use crate::meter::placement;
+use crate::meter::rt_limit::{OnLimit, RtTimeLimit};
 use crate::results::model::{Run, RunOptions};
 use crate::usage;
 use anyhow::{Context, Result};
@@ -188,41 +189,6 @@ impl LatencyConfig {
     }
 }
 
-/// Lowers the soft RLIMIT_RTTIME for the run; the old limit comes back on drop.
-struct RtTimeLimit(Option<libc::rlimit>);
-
-impl RtTimeLimit {
-    fn set() -> RtTimeLimit {
-        let mut old = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: plain get/set of this process's limit with valid pointers.
-        unsafe {
-            if libc::getrlimit(libc::RLIMIT_RTTIME, &mut old) != 0 {
-                return RtTimeLimit(None);
-            }
-            let new = libc::rlimit {
-                rlim_cur: RTTIME_LIMIT_US.min(old.rlim_max),
-                rlim_max: old.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_RTTIME, &new) != 0 {
-                return RtTimeLimit(None);
-            }
-        }
-        RtTimeLimit(Some(old))
-    }
-}
-
-impl Drop for RtTimeLimit {
-    fn drop(&mut self) {
-        if let Some(old) = self.0 {
-            // SAFETY: as above.
-            unsafe { libc::setrlimit(libc::RLIMIT_RTTIME, &old) };
-        }
-    }
-}
-
 pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let config = LatencyConfig::from_args(args)?;
     let keeper = super::keeper(&args.keep)?;
@@ -331,7 +297,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
             Some(f)
         }
     };
-    let rt_limit = RtTimeLimit::set();
+    let rt_limit = RtTimeLimit::set(RTTIME_LIMIT_US, None, OnLimit::Terminate);
     let started_at = crate::clock::now_rfc3339();
     if super::stderr_is_terminal() {
         eprintln!(

@@ -64,6 +64,7 @@ fn measuring_config(id: PaperId, args: &PaperArgs) -> Result<RunConfig> {
             .map(str::to_string)
             .collect(),
         repeat: args.repeat,
+        rounds: args.rounds,
         min_time: args.min_time.clone(),
         warmup: args.warmup,
         cpu: args.cpu,

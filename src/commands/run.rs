@@ -1,14 +1,16 @@
-//! `osmeter run`: measure the selected probes and print (or emit as JSON) one run document.
+//! `osmeter run`: measure the selected probes (in rounds, through the harness's suite runner) and
+//! print (or emit as JSON) one run document.
 
 use crate::cli::RunArgs;
 use crate::config::RunConfig;
-use crate::harness::{self, Workload};
+use crate::harness;
+use crate::harness::suite::{SuiteConfig, Variant};
+use crate::harness::worker::WorkerCommand;
 use crate::interrupt;
-use crate::meter::{placement, SystemSensors};
-use crate::probes::{Built, ProbeEnv};
-use crate::results::model::{Measurement, Overhead, Params, Run, RunOptions, Status, RUN_SCHEMA};
+use crate::meter::perf;
+use crate::results::model::{Measurement, Run, RunOptions, Status, RUN_SCHEMA};
 use crate::results::{fingerprint, table};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::io::Write;
 
 fn progress(enabled: bool, text: &str) {
@@ -41,78 +43,57 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     Ok(crate::error::EXIT_OK)
 }
 
-/// Measures the configured probes and returns the annotated run (marked interrupted after Ctrl-C,
-/// holding what was measured).
+/// Measures the configured probes in rounds and returns the annotated run (marked interrupted
+/// after Ctrl-C, holding what was measured).
 pub fn measure(config: &RunConfig) -> Result<Run> {
     interrupt::install();
     let scratch = crate::scratch::ScratchDir::create(&config.scratch_parent, "run")?;
-
-    let restore_affinity = placement::usable_cpus();
-    let restore_sched = placement::current_sched();
-    placement::pin_current_thread(config.cpu)?;
-    if let Some(prio) = config.fifo {
-        placement::set_fifo(prio)?;
-    }
-    let mut sensors = SystemSensors::new(config.counters, Some(config.cpu));
+    let suite = SuiteConfig {
+        variants: config
+            .selected
+            .iter()
+            .flat_map(|sel| {
+                sel.variants.iter().map(|params| Variant {
+                    probe: sel.probe,
+                    scale: sel.scale,
+                    params: params.clone(),
+                })
+            })
+            .collect(),
+        harness: config.harness.clone(),
+        rounds: config.rounds,
+        seed: config.seed,
+        cpu: config.cpu,
+        fifo: config.fifo,
+        counters: config.counters,
+        scratch: scratch.path(),
+        worker: WorkerCommand::this_executable(),
+    };
 
     let started_at = crate::clock::now_rfc3339();
     let show_progress = super::stderr_is_terminal();
-    progress(show_progress, "measuring the harness's own cost");
-    let overhead = harness::measure_overhead(&mut sensors, &config.harness)?;
-
-    let env = ProbeEnv {
-        scratch: scratch.path(),
-        cpu: config.cpu,
-        scale: crate::probes::Scale::Quick,
-    };
-    let total: usize = config.selected.iter().map(|s| s.variants.len()).sum();
-    let mut measurements = Vec::with_capacity(total);
-    let mut interrupted = false;
-    'probes: for sel in &config.selected {
-        let env = ProbeEnv {
-            scale: sel.scale,
-            ..env
-        };
-        for params in sel.variants.iter().cloned() {
-            if interrupt::requested() {
-                interrupted = true;
-                break 'probes;
-            }
-            let label = crate::results::model::label(sel.probe.id, &params);
-            progress(
-                show_progress,
-                &format!("[{}/{}] {label}", measurements.len() + 1, total),
-            );
-            match measure_one(
-                &mut sensors,
-                &env,
-                sel.probe,
-                params.clone(),
-                config,
-                &overhead,
-            ) {
-                Ok(m) => measurements.push(m),
-                Err(e) if interrupt::is_interrupt(&e) => {
-                    interrupted = true;
-                    break 'probes;
-                }
-                Err(e) => measurements.push(Measurement::not_measured(
-                    sel.probe.id,
-                    params,
-                    sel.probe.unit,
-                    Status::Failed,
-                    format!("{e:#}"),
-                )),
-            }
-        }
-    }
+    let outcome = harness::suite::run(&suite, &mut |p| {
+        let what = p.label.unwrap_or("the harness's own cost");
+        progress(
+            show_progress,
+            &format!(
+                "[{}/{}] round {}/{}: {what}",
+                p.done + 1,
+                p.total,
+                p.round + 1,
+                p.rounds
+            ),
+        )
+    })?;
     progress(show_progress, "");
-    // Undo placement and class before collecting the fingerprint so nothing else inherits them.
-    let _ = placement::restore_sched(restore_sched);
-    let _ = placement::set_affinity(&restore_affinity);
 
     // The parent, not the fresh subdirectory: its path is stable from run to run.
     let fingerprint = fingerprint::collect(Some(&config.scratch_parent));
+    let counters_unavailable = if config.counters {
+        perf::CounterSet::open_all().unavailable().clone()
+    } else {
+        Default::default()
+    };
     let mut run = Run {
         schema: RUN_SCHEMA.to_string(),
         id: crate::clock::new_run_id(),
@@ -136,17 +117,20 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
                 .get("scratch_fs_type")
                 .and_then(|v| v.as_str())
                 .map(str::to_string),
+            rounds: config.rounds,
+            seed: Some(config.seed),
         },
         tags: config.keeper.tags().clone(),
         fingerprint: fingerprint.clone(),
-        counters_unavailable: sensors.unavailable().clone(),
-        overhead: Some(overhead),
-        measurements,
-        interrupted,
+        counters_unavailable,
+        overhead: outcome.overhead,
+        measurements: outcome.measurements,
+        interrupted: outcome.interrupted,
         sections: Default::default(),
     };
     drop(scratch);
     crate::results::derive::annotate(&mut run);
+
     Ok(run)
 }
 
@@ -158,35 +142,4 @@ fn nothing_measured(measurements: &[Measurement]) -> Option<usize> {
         .count();
     let measured = measurements.iter().any(|m| m.status == Status::Ok);
     (failed > 0 && !measured).then_some(failed)
-}
-
-fn measure_one(
-    sensors: &mut SystemSensors,
-    env: &ProbeEnv,
-    probe: &crate::probes::ProbeDef,
-    params: Params,
-    config: &RunConfig,
-    overhead: &Overhead,
-) -> Result<Measurement> {
-    match (probe.build)(env, &params).with_context(|| format!("setting up {}", probe.id))? {
-        Built::Skip(reason) => Ok(Measurement::not_measured(
-            probe.id,
-            params,
-            probe.unit,
-            Status::Skipped,
-            reason,
-        )),
-        Built::Ready(mut work) => {
-            let w: &mut dyn Workload = work.as_mut();
-            harness::measure(
-                sensors,
-                w,
-                &config.harness,
-                overhead,
-                probe.id,
-                params,
-                probe.unit,
-            )
-        }
-    }
 }

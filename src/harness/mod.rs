@@ -1,14 +1,20 @@
 //! How a measurement is run: calibrate the iteration count to a minimum sample time, warm up, take
 //! repeated samples, subtract the harness's own cost, and summarise.
 
-pub mod stats;
+/// The summary statistics moved to [`crate::stats::summary`]; this path stays for callers not yet
+/// moved over.
+pub use crate::stats::summary as stats;
 
-use crate::interrupt;
-use crate::meter::{counter_delta, Sensors};
-use crate::results::model::{
-    CounterScopes, CounterValues, Interference, Measurement, Overhead, Params, Status, Unit,
-};
-use anyhow::{bail, Result};
+pub mod aggregate;
+pub mod round;
+pub mod schedule;
+pub mod suite;
+pub mod worker;
+
+use crate::meter::{counter_delta, rt_limit, Cut, Sensors};
+use crate::results::model::{CounterScopes, CounterValues, Measurement, Overhead, Params, Unit};
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// What a probe runs. Set-up (buffers, files, partner processes) happens when the workload is built,
@@ -39,6 +45,11 @@ pub trait Workload {
     fn subtract_loop_overhead(&self) -> bool {
         true
     }
+    /// Conditions of this machine that change what the figure means (a file system state, say),
+    /// for the reader.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// An empty timed loop: what the harness costs per iteration when the body does nothing.
@@ -53,18 +64,22 @@ impl Workload for NullWorkload {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HarnessConfig {
     /// A sample lasts at least this long once calibrated.
     pub min_sample_ns: u64,
-    /// Samples kept.
+    /// Samples kept per round.
     pub samples: usize,
     /// Samples run and thrown away after calibration.
     pub warmup_samples: usize,
     /// Spread (coefficient of variation) above which a figure is flagged.
     pub cv_warning: f64,
-    /// Samples taken with the counters attached, after the timing samples, for the counter figures.
+    /// Samples taken with the counters attached, after the timing samples, for the counter figures
+    /// (per round).
     pub counting_samples: usize,
+    /// The measuring thread runs at SCHED_FIFO: it blocks for a moment between samples so that
+    /// RLIMIT_RTTIME only ever catches a single runaway sample.
+    pub realtime: bool,
 }
 
 impl Default for HarnessConfig {
@@ -75,8 +90,21 @@ impl Default for HarnessConfig {
             warmup_samples: 1,
             cv_warning: 0.05,
             counting_samples: 3,
+            realtime: false,
         }
     }
+}
+
+/// Sample vectors are filled as samples come; a huge --repeat must not reserve memory up front.
+const MAX_PREALLOCATED_SAMPLES: usize = 4096;
+
+/// The RLIMIT_RTTIME soft limit for a measuring thread at SCHED_FIFO, microseconds. The harness
+/// blocks between samples, so only one sample runs without blocking: calibration can make it up to
+/// ten times the minimum, and the limit leaves room for more.
+pub fn realtime_limit_us(config: &HarnessConfig) -> u64 {
+    (config.min_sample_ns / 1000)
+        .saturating_mul(15)
+        .max(2_000_000)
 }
 
 /// What one sample saw, before any overhead is subtracted.
@@ -108,19 +136,46 @@ fn take_sample<S: Sensors, W: Workload + ?Sized>(
     })
 }
 
+/// What runs between two samples: the check for a reason to stop, and at SCHED_FIFO a moment of
+/// blocking (see [`rt_limit::block_briefly`]).
+fn between_samples<S: Sensors>(sensors: &mut S, config: &HarnessConfig) -> Option<Cut> {
+    if config.realtime {
+        rt_limit::block_briefly();
+    }
+    sensors.cut()
+}
+
+/// [`between_samples`] for phases that keep nothing: a reason to stop ends the measurement.
+fn check_between<S: Sensors>(sensors: &mut S, config: &HarnessConfig) -> Result<()> {
+    match between_samples(sensors, config) {
+        Some(cut) => Err(cut.into_error()),
+        None => Ok(()),
+    }
+}
+
 /// Grows the iteration count until one sample lasts at least `min_sample_ns`. The samples taken on the
 /// way double as warm-up.
 fn calibrate<S: Sensors, W: Workload + ?Sized>(
     sensors: &mut S,
     work: &mut W,
-    min_sample_ns: u64,
+    config: &HarnessConfig,
 ) -> Result<u64> {
+    calibrate_from(sensors, work, config, 1)
+}
+
+/// [`calibrate`] starting from `start` iterations (what an earlier round of the same figure used),
+/// so that a later round usually needs one calibrating sample and rounds stay comparable.
+fn calibrate_from<S: Sensors, W: Workload + ?Sized>(
+    sensors: &mut S,
+    work: &mut W,
+    config: &HarnessConfig,
+    start: u64,
+) -> Result<u64> {
+    let min_sample_ns = config.min_sample_ns;
     let cap = work.max_iters().max(1);
-    let mut iters = 1u64;
+    let mut iters = start.clamp(1, cap);
     loop {
-        if interrupt::requested() {
-            bail!(interrupt::Interrupted);
-        }
+        check_between(sensors, config)?;
         let s = take_sample(sensors, work, iters)?;
         if s.elapsed_ns >= min_sample_ns || iters >= cap {
             return Ok(iters);
@@ -150,24 +205,30 @@ pub fn measure_overhead_with<S: Sensors, N: Workload + ?Sized>(
 ) -> Result<Overhead> {
     let reps = config.samples.max(5);
     sensors.set_counting(false);
-    let mut fixed = Vec::with_capacity(reps);
+    let mut fixed = Vec::with_capacity(reps.min(MAX_PREALLOCATED_SAMPLES));
     for _ in 0..reps {
+        check_between(sensors, config)?;
         fixed.push(take_sample(sensors, null, 0)?.elapsed_ns as f64);
     }
     fixed.sort_by(f64::total_cmp);
     let per_sample_ns = stats::median(&fixed);
 
-    let iters = calibrate(sensors, null, config.min_sample_ns)?;
-    let mut per_iter = Vec::with_capacity(config.samples);
+    let iters = calibrate(sensors, null, config)?;
+    let mut per_iter = Vec::with_capacity(config.samples.min(MAX_PREALLOCATED_SAMPLES));
     for _ in 0..config.samples.max(1) {
+        check_between(sensors, config)?;
         let s = take_sample(sensors, null, iters)?;
         per_iter.push((s.elapsed_ns as f64 - per_sample_ns).max(0.0) / iters as f64);
     }
     per_iter.sort_by(f64::total_cmp);
-    let mut fixed_counters = Vec::with_capacity(reps);
+    let mut fixed_counters = Vec::with_capacity(reps.min(MAX_PREALLOCATED_SAMPLES));
     if sensors.can_count() {
         sensors.set_counting(true);
         for _ in 0..reps {
+            if let Err(e) = check_between(sensors, config) {
+                sensors.set_counting(false);
+                return Err(e);
+            }
             fixed_counters.push(take_sample(sensors, null, 0)?.counters);
         }
         sensors.set_counting(false);
@@ -181,7 +242,11 @@ pub fn measure_overhead_with<S: Sensors, N: Workload + ?Sized>(
 
 /// Median over samples of each counter, after subtracting the fixed per-sample cost and dividing by
 /// the operations per sample.
-fn median_counters(samples: &[CounterScopes], ops: f64, fixed: &CounterScopes) -> CounterScopes {
+pub(crate) fn median_counters(
+    samples: &[CounterScopes],
+    ops: f64,
+    fixed: &CounterScopes,
+) -> CounterScopes {
     fn per_map(
         samples: &[CounterScopes],
         pick: fn(&CounterScopes) -> &CounterValues,
@@ -214,7 +279,8 @@ fn median_counters(samples: &[CounterScopes], ops: f64, fixed: &CounterScopes) -
     }
 }
 
-/// Runs one probe variant: calibrate, warm up, sample, correct, summarise.
+/// Runs one probe variant as a single round and summarises it (the whole of a measurement made in
+/// one process; `osmeter run` measures several rounds through [`suite`]).
 pub fn measure<S: Sensors, W: Workload + ?Sized>(
     sensors: &mut S,
     work: &mut W,
@@ -224,129 +290,20 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
     params: Params,
     unit: Unit,
 ) -> Result<Measurement> {
-    if config.samples == 0 {
-        bail!("at least one sample is needed");
-    }
-    // Timing samples with the counters detached (they would tax every context switch), then a few
-    // counting samples of the same length for the counter figures.
-    sensors.set_counting(false);
-    let iters = calibrate(sensors, work, config.min_sample_ns)?;
-    for _ in 0..config.warmup_samples {
-        take_sample(sensors, work, iters)?;
-    }
-    let mut raws = Vec::with_capacity(config.samples);
-    for _ in 0..config.samples {
-        if interrupt::requested() {
-            bail!(interrupt::Interrupted);
-        }
-        raws.push(take_sample(sensors, work, iters)?);
-    }
-    let mut counting = Vec::with_capacity(config.counting_samples);
-    if sensors.can_count() && config.counting_samples > 0 {
-        sensors.set_counting(true);
-        for _ in 0..config.counting_samples {
-            match take_sample(sensors, work, iters) {
-                Ok(s) => counting.push(s.counters),
-                Err(e) => {
-                    sensors.set_counting(false);
-                    return Err(e);
-                }
-            }
-        }
-        sensors.set_counting(false);
-    }
-
-    let bytes = work.bytes_per_op();
-    let loop_ns = if work.subtract_loop_overhead() {
-        overhead.per_iteration_ns
-    } else {
-        0.0
+    let outcome = round::measure_round(sensors, work, config, overhead, unit, None)?;
+    let record = aggregate::RoundRecord {
+        round: 0,
+        position: 0,
+        outcome,
     };
-    let per_op_ns: Vec<f64> = raws
-        .iter()
-        .map(|r| {
-            let t = (r.elapsed_ns as f64 - overhead.per_sample_ns) / iters as f64 - loop_ns;
-            t.max(0.0)
-        })
-        .collect();
-    // Probes state their figures per operation: a time, or a rate derived from it.
-    let samples: Vec<f64> = match unit {
-        Unit::BytesPerSecond => {
-            let b = bytes.unwrap_or(0) as f64;
-            per_op_ns
-                .iter()
-                .map(|t| if *t > 0.0 { b * 1e9 / t } else { 0.0 })
-                .collect()
-        }
-        Unit::OpsPerSecond => per_op_ns
-            .iter()
-            .map(|t| if *t > 0.0 { 1e9 / t } else { 0.0 })
-            .collect(),
-        _ => per_op_ns.clone(),
-    };
-    let summary = stats::summarize(&samples);
-
-    let counters = median_counters(&counting, iters as f64, &overhead.per_sample_counters);
-
-    let mut interference = Interference::default();
-    for r in &raws {
-        let i = &r.interference;
-        interference.irq_timer += i.irq_timer;
-        interference.irq_other += i.irq_other;
-        interference.csw_voluntary += i.csw_voluntary;
-        interference.csw_involuntary += i.csw_involuntary;
-        interference.steal_ms += i.steal_ms;
-        if i.disturbed() {
-            interference.disturbed_samples += 1;
-        }
-        interference.per_sample.push(*i);
-    }
-
-    let mut warnings = Vec::new();
-    if summary.cv > config.cv_warning {
-        warnings.push(format!(
-            "spread CV {:.1} % (over {:.0} %)",
-            summary.cv * 100.0,
-            config.cv_warning * 100.0
-        ));
-    }
-    if !summary.outliers.is_empty() {
-        warnings.push(format!(
-            "{} of {} samples are outliers",
-            summary.outliers.len(),
-            samples.len()
-        ));
-    }
-    if interference.disturbed_samples > 0 {
-        warnings.push(format!(
-            "hypervisor stole time in {} of {} samples",
-            interference.disturbed_samples,
-            raws.len()
-        ));
-    }
-    if counters.scaled {
-        warnings.push("counters multiplexed, scaled by time enabled/running".into());
-    }
-    if per_op_ns.contains(&0.0) {
-        warnings.push("some samples were no longer than the harness's own cost".into());
-    }
-
-    Ok(Measurement {
-        probe: probe.to_string(),
+    Ok(aggregate::measurement(
+        probe,
         params,
         unit,
-        status: Status::Ok,
-        reason: None,
-        samples,
-        rounds: Vec::new(),
-        summary: Some(summary),
-        iterations: iters,
-        bytes_per_op: bytes,
-        counters,
-        interference,
-        derived: BTreeMap::new(),
-        warnings,
-    })
+        &[record],
+        config,
+        0,
+    ))
 }
 
 #[cfg(test)]

@@ -21,6 +21,9 @@ struct FakeWorld {
 
 struct FakeSensors {
     world: Rc<FakeWorld>,
+    /// Reports this cut once it has been asked this many times (a Ctrl-C between two samples).
+    cut_after: Option<(usize, Cut)>,
+    cut_checks: usize,
     /// Cost of one clock read, ns.
     clock_cost: u64,
     /// Kernel instructions spent reading the counters.
@@ -62,6 +65,12 @@ impl Sensors for FakeSensors {
     }
     fn set_counting(&mut self, on: bool) {
         self.world.counting.set(on);
+    }
+    fn cut(&mut self) -> Option<Cut> {
+        self.cut_checks += 1;
+        self.cut_after
+            .filter(|(after, _)| self.cut_checks > *after)
+            .map(|(_, c)| c)
     }
 }
 
@@ -107,6 +116,8 @@ fn setup(op_ns: u64, loop_ns: u64) -> (FakeSensors, FakeOp, Rc<FakeWorld>) {
     let world = Rc::new(FakeWorld::default());
     let sensors = FakeSensors {
         world: world.clone(),
+        cut_after: None,
+        cut_checks: 0,
         clock_cost: 20,
         read_cost_instr: 300,
     };
@@ -128,6 +139,14 @@ fn config() -> HarnessConfig {
         warmup_samples: 1,
         cv_warning: 0.05,
         counting_samples: 3,
+        realtime: false,
+    }
+}
+
+fn min_time(ns: u64) -> HarnessConfig {
+    HarnessConfig {
+        min_sample_ns: ns,
+        ..config()
     }
 }
 
@@ -178,7 +197,7 @@ fn overhead_finds_clock_and_counter_read_cost() {
 #[test]
 fn calibration_reaches_min_sample_time() {
     let (mut sensors, mut op, _) = setup(1000, 0);
-    let iters = calibrate(&mut sensors, &mut op, 1_000_000).unwrap();
+    let iters = calibrate(&mut sensors, &mut op, &min_time(1_000_000)).unwrap();
     assert!(iters * 1000 >= 1_000_000, "iters {iters}");
     // Never more than 10x past what was needed.
     assert!(iters * 1000 < 10_000_000, "iters {iters}");
@@ -197,7 +216,7 @@ fn calibration_respects_max_iters() {
     }
     let (mut sensors, op, _) = setup(10, 0);
     assert_eq!(
-        calibrate(&mut sensors, &mut Capped(op), 1_000_000).unwrap(),
+        calibrate(&mut sensors, &mut Capped(op), &min_time(1_000_000)).unwrap(),
         7
     );
 }
@@ -276,7 +295,7 @@ fn a_hiccup_is_an_outlier_with_a_warning_and_leaves_the_median() {
     let oh = fake_overhead(&mut sensors);
     let iters_probe = {
         let (mut s2, mut o2, _) = setup(1000, 1);
-        calibrate(&mut s2, &mut o2, config().min_sample_ns).unwrap()
+        calibrate(&mut s2, &mut o2, &config()).unwrap()
     };
     // Calibration takes a few samples, warm-up one more; hit the 4th kept sample.
     let calibration_samples = (0..).take_while(|&k| 10u64.pow(k) < iters_probe).count() + 1;
@@ -376,4 +395,127 @@ fn timing_samples_are_taken_with_the_counters_detached() {
         !world.counting.get(),
         "counters are detached again afterwards"
     );
+}
+
+/// Checks the harness makes before calibration's first sample, and in the loops up to the kept samples.
+fn checks_before_kept_samples() -> usize {
+    let (mut s, mut o, _) = setup(1000, 1);
+    fake_overhead(&mut s);
+    s.cut_checks = 0;
+    calibrate(&mut s, &mut o, &config()).unwrap();
+    s.cut_checks + config().warmup_samples
+}
+
+#[test]
+fn a_cut_during_the_samples_keeps_what_was_measured_and_says_so() {
+    let (mut sensors, mut op, world) = setup(1000, 1);
+    let oh = fake_overhead(&mut sensors);
+    // Three kept samples, then Ctrl-C.
+    sensors.cut_checks = 0;
+    sensors.cut_after = Some((checks_before_kept_samples() + 3, Cut::Interrupted));
+    let m = measure(
+        &mut sensors,
+        &mut op,
+        &config(),
+        &oh,
+        "fake.op",
+        Params::new(),
+        Unit::Nanoseconds,
+    )
+    .unwrap();
+    assert_eq!(m.samples.len(), 3);
+    assert_eq!(m.summary.as_ref().unwrap().median, 1000.0);
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("cut short after 3 of 9 samples: interrupted")),
+        "{:?}",
+        m.warnings
+    );
+    // No counting samples after a cut: the counters stay empty and detached.
+    assert!(m.counters.is_empty());
+    assert!(!world.counting.get());
+}
+
+#[test]
+fn a_cut_before_any_kept_sample_is_an_interruption() {
+    for after in [0, 1, checks_before_kept_samples()] {
+        let (mut sensors, mut op, _) = setup(1000, 1);
+        let oh = fake_overhead(&mut sensors);
+        sensors.cut_checks = 0;
+        sensors.cut_after = Some((after, Cut::Interrupted));
+        let err = measure(
+            &mut sensors,
+            &mut op,
+            &config(),
+            &oh,
+            "fake.op",
+            Params::new(),
+            Unit::Nanoseconds,
+        )
+        .unwrap_err();
+        assert!(
+            err.chain().any(|c| c.is::<crate::interrupt::Interrupted>()),
+            "after {after}: {err:#}"
+        );
+    }
+}
+
+#[test]
+fn the_real_time_limit_cuts_one_figure_with_its_own_reason() {
+    let (mut sensors, mut op, _) = setup(1000, 1);
+    let oh = fake_overhead(&mut sensors);
+    sensors.cut_checks = 0;
+    sensors.cut_after = Some((checks_before_kept_samples() + 5, Cut::RealTimeLimit));
+    let m = measure(
+        &mut sensors,
+        &mut op,
+        &config(),
+        &oh,
+        "fake.op",
+        Params::new(),
+        Unit::Nanoseconds,
+    )
+    .unwrap();
+    assert_eq!(m.samples.len(), 5);
+    assert!(m.warnings.iter().any(|w| w.contains("RLIMIT_RTTIME")));
+    // Before anything was kept it is a plain error naming what to change, not an interruption.
+    let (mut sensors, mut op, _) = setup(1000, 1);
+    sensors.cut_after = Some((0, Cut::RealTimeLimit));
+    let err = measure(
+        &mut sensors,
+        &mut op,
+        &config(),
+        &oh,
+        "fake.op",
+        Params::new(),
+        Unit::Nanoseconds,
+    )
+    .unwrap_err();
+    assert!(!err.chain().any(|c| c.is::<crate::interrupt::Interrupted>()));
+    assert!(format!("{err:#}").contains("--min-time"), "{err:#}");
+}
+
+#[test]
+fn every_phase_of_the_overhead_measurement_can_be_cut() {
+    // However many checks pass first, the overhead phase ends with the interruption, not later.
+    let (mut s, _, _) = setup(0, 0);
+    fake_overhead(&mut s);
+    let checks = s.cut_checks;
+    assert!(checks > config().samples, "{checks} checks");
+    for after in [0, checks / 3, checks / 2, checks - 1] {
+        let (mut s, _, _) = setup(0, 0);
+        s.cut_after = Some((after, Cut::Interrupted));
+        let mut null = FakeNull {
+            world: s.world.clone(),
+            loop_ns: 1,
+        };
+        let err = measure_overhead_with(&mut s, &config(), &mut null).unwrap_err();
+        assert!(err.chain().any(|c| c.is::<crate::interrupt::Interrupted>()));
+        assert_eq!(
+            s.cut_checks,
+            after + 1,
+            "stopped at the first check that saw it"
+        );
+    }
 }

@@ -7,6 +7,7 @@ pub mod interference;
 pub mod perf;
 pub mod placement;
 pub mod realtime;
+pub mod rt_limit;
 
 use crate::results::model::CounterScopes;
 use serde::Serialize;
@@ -52,6 +53,50 @@ pub trait Sensors {
     /// Whether counting samples can yield anything.
     fn can_count(&self) -> bool {
         true
+    }
+    /// Whether the measurement must stop before it is complete, and why. Read between samples.
+    fn cut(&mut self) -> Option<Cut> {
+        if crate::interrupt::requested() {
+            Some(Cut::Interrupted)
+        } else if rt_limit::tripped() {
+            Some(Cut::RealTimeLimit)
+        } else {
+            None
+        }
+    }
+}
+
+/// Why a measurement stopped before it was complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cut {
+    /// Ctrl-C or SIGTERM: the whole run stops.
+    Interrupted,
+    /// The measuring thread ran at SCHED_FIFO for the whole RLIMIT_RTTIME without blocking: this
+    /// figure stops, the run goes on.
+    RealTimeLimit,
+}
+
+impl Cut {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Cut::Interrupted => "interrupted by the user",
+            Cut::RealTimeLimit => {
+                "the SCHED_FIFO measuring thread ran for its whole real-time limit (RLIMIT_RTTIME) \
+                 without blocking"
+            }
+        }
+    }
+
+    /// The error that unwinds a measurement cut before it kept anything.
+    pub fn into_error(self) -> anyhow::Error {
+        match self {
+            Cut::Interrupted => anyhow::Error::new(crate::interrupt::Interrupted),
+            Cut::RealTimeLimit => anyhow::anyhow!(
+                "stopped: {}; lower --min-time or --warmup, or run without --fifo",
+                self.describe()
+            ),
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! What is measured: one file per subsystem, each exporting a table of [`ProbeDef`]s, collected here
 //! into one registry, plus the named suites.
 
+pub mod claims;
 pub mod cpu;
 pub mod footprint;
 pub mod fs;
@@ -17,9 +18,10 @@ pub mod thread;
 pub mod util;
 
 use crate::harness::Workload;
+use crate::results::figure::Role;
 use crate::results::model::{Params, Unit};
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Where a probe comes from: the paper or peer tool whose measurement it reproduces.
@@ -53,7 +55,8 @@ impl Origin {
 }
 
 /// How much of a probe's parameter space a suite covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Scale {
     /// Fewer parameter points and smaller workloads, for the one-minute suite.
     Quick,
@@ -92,6 +95,17 @@ pub struct ProbeDef {
 impl ProbeDef {
     pub fn group(&self) -> &'static str {
         self.id.split('.').next().unwrap_or(self.id)
+    }
+
+    /// What the probe measures: an OS primitive, the hardware, the CPU reference, or the harness
+    /// itself (declared in [`claims::TABLE`]).
+    pub fn role(&self) -> Role {
+        claims::of(self.id).map_or(Role::Os, |c| c.role)
+    }
+
+    /// What one operation must cost in the software counters (see [`claims`]).
+    pub fn claims(&self) -> &'static [claims::Claim] {
+        claims::of(self.id).map_or(&[], |c| c.claims)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The run document: what one `osmeter run` produced, in a shape that can be printed, serialised as
 //! `osmeter.run/1` JSON and stored unchanged.
 
+pub use crate::results::figure::Role;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -158,6 +159,17 @@ pub struct RunOptions {
     pub fifo_priority: Option<i32>,
     pub scratch_dir: String,
     pub scratch_fs: Option<String>,
+    /// Rounds per figure (each in a fresh process, interleaved across figures); 0 in runs stored
+    /// before rounds existed, which measured each figure once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rounds: usize,
+    /// Seed of the shuffled order of the rounds (and of the bootstrap), so the run can be replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -288,6 +300,48 @@ pub struct Measurement {
     /// Things the reader should know about this figure (large spread, outliers, placement changed...).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub warnings: Vec<String>,
+    /// What each round gave (its value, the median of `rounds[i]`, and where it ran), in round
+    /// order. Empty in runs stored before rounds existed.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub round_values: Vec<RoundValue>,
+    /// What the probe measures (an OS primitive, the hardware, the CPU reference, the harness's
+    /// own loop), as its registry entry declares.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub role: Option<Role>,
+    /// The probe's claims about what one operation costs in counters, checked against what the
+    /// counters saw; a check that does not hold means the figure is not what its name says.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub checks: Vec<ClaimCheck>,
+}
+
+/// One claim of a probe checked against a figure's counters.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ClaimCheck {
+    /// Software event, as in `counters.software`.
+    pub event: String,
+    /// What one operation must cost, inclusive bounds.
+    pub expected: [f64; 2],
+    /// What the counters saw per operation.
+    pub seen: f64,
+    pub holds: bool,
+    /// Why the probe expects it.
+    pub why: String,
+}
+
+/// What one round of a figure gave: the median of its samples, and where it ran.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RoundValue {
+    /// Round number, from 0.
+    pub round: usize,
+    /// Place of this round in the run's shuffled order of all rounds, from 0.
+    pub position: usize,
+    /// Median of the round's samples, in the figure's unit.
+    pub value: f64,
+    /// Operations per sample in this round.
+    pub iterations: u64,
+    /// Stopped before all its samples were taken (Ctrl-C, or the real-time limit).
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub cut_short: bool,
 }
 
 impl Measurement {
@@ -313,11 +367,20 @@ impl Measurement {
             interference: Interference::default(),
             derived: BTreeMap::new(),
             warnings: Vec::new(),
+            round_values: Vec::new(),
+            role: None,
+            checks: Vec::new(),
         }
     }
 
     pub fn label(&self) -> String {
         label(&self.probe, &self.params)
+    }
+
+    /// Each round's value (the median of its samples), in round order; empty for runs without
+    /// rounds.
+    pub fn round_medians(&self) -> Vec<f64> {
+        self.round_values.iter().map(|r| r.value).collect()
     }
 }
 
@@ -346,6 +409,25 @@ pub mod tests {
     }
 
     #[test]
+    fn a_document_from_before_rounds_still_loads() {
+        // As stored by osmeter 0.1 before rounds: no "rounds" anywhere.
+        let mut v = serde_json::to_value(empty_run()).unwrap();
+        v["measurements"] = serde_json::json!([{
+            "probe": "a.b", "params": {}, "unit": "ns", "status": "ok", "samples": [1.0, 2.0],
+            "median": 1.5, "mean": 1.5, "stddev": 0.7, "min": 1.0, "max": 2.0, "cv": 0.47,
+            "ci95": [1.0, 2.0], "ci_level": 0.5, "outliers": [], "iterations": 10,
+            "counters": {}, "interference": {"irq_timer": 0, "irq_other": 0, "csw_voluntary": 0,
+            "csw_involuntary": 0, "steal_ms": 0.0, "disturbed_samples": 0}
+        }]);
+        assert!(v["options"].get("rounds").is_none());
+        let run: Run = serde_json::from_value(v).unwrap();
+        assert_eq!(run.options.rounds, 0);
+        assert!(run.measurements[0].rounds.is_empty());
+        assert!(run.measurements[0].round_medians().is_empty());
+        assert_eq!(run.measurements[0].role, None);
+    }
+
+    #[test]
     fn measurement_round_trips_through_json() {
         let mut m = Measurement::not_measured(
             "a.b",
@@ -360,6 +442,24 @@ pub mod tests {
             ..Default::default()
         });
         m.samples = vec![2.0, 3.0, 4.0];
+        m.rounds = vec![vec![2.0, 3.0], vec![4.0]];
+        m.role = Some(Role::Os);
+        m.round_values = vec![
+            RoundValue {
+                round: 0,
+                position: 4,
+                value: 2.5,
+                iterations: 100,
+                cut_short: false,
+            },
+            RoundValue {
+                round: 1,
+                position: 9,
+                value: 4.0,
+                iterations: 100,
+                cut_short: true,
+            },
+        ];
         m.counters.kernel.insert("instructions".into(), 10.0);
         let mut run = empty_run();
         run.measurements.push(m);

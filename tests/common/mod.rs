@@ -128,7 +128,16 @@ pub fn two_of_each(env: &TestEnv) -> BTreeMap<&'static str, Vec<String>> {
 }
 
 /// Short samples: the end-to-end tests check behaviour, not figures.
-pub const FAST: &[&str] = &["--repeat", "3", "--min-time", "1ms", "--warmup", "0"];
+pub const FAST: &[&str] = &[
+    "--repeat",
+    "3",
+    "--rounds",
+    "2",
+    "--min-time",
+    "1ms",
+    "--warmup",
+    "0",
+];
 
 pub fn entries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)

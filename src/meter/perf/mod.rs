@@ -6,7 +6,7 @@
 //! with the time each event was enabled and actually on a counter, and
 //! [`crate::meter::counter_delta`] turns two readings into scaled counts.
 
-mod events;
+pub mod events;
 mod spawn;
 mod sys;
 #[cfg(test)]

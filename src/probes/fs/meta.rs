@@ -71,6 +71,8 @@ pub(super) struct CreateDelete {
     buf: Vec<u8>,
     fsync: bool,
     dir: WorkDir,
+    /// What the reader must know about the file system (see [`super::ext4`]).
+    note: Option<String>,
 }
 
 impl CreateDelete {
@@ -84,6 +86,7 @@ impl CreateDelete {
             buf: vec![0; size as usize],
             fsync,
             dir: WorkDir::new(scratch, "create_delete-")?,
+            note: super::ext4::delayed_inode_reuse(scratch),
         })
     }
 
@@ -108,6 +111,10 @@ impl Workload for CreateDelete {
         }
         Ok(())
     }
+
+    fn notes(&self) -> Vec<String> {
+        self.note.iter().cloned().collect()
+    }
 }
 
 /// Directories the small-file workload spreads its files over, as in Chen et al.
@@ -120,6 +127,7 @@ pub(super) struct SmallFiles {
     data: Vec<u8>,
     buf: Vec<u8>,
     dir: WorkDir,
+    note: Option<String>,
 }
 
 impl SmallFiles {
@@ -139,6 +147,7 @@ impl SmallFiles {
             data: pattern(SMALL_SIZE),
             buf: vec![0; SMALL_SIZE],
             dir,
+            note: super::ext4::delayed_inode_reuse(scratch),
         })
     }
 
@@ -174,6 +183,10 @@ impl Workload for SmallFiles {
     fn max_iters(&self) -> u64 {
         8
     }
+
+    fn notes(&self) -> Vec<String> {
+        self.note.iter().cloned().collect()
+    }
 }
 
 /// Files created by one metadata operation, as in Chen et al.
@@ -187,6 +200,7 @@ pub(super) struct Metadata {
     /// Directories filled by the last sample, emptied again in `finish`.
     filled: usize,
     _dir: WorkDir,
+    note: Option<String>,
 }
 
 impl Metadata {
@@ -207,6 +221,7 @@ impl Metadata {
             names,
             filled: 0,
             _dir: dir,
+            note: super::ext4::delayed_inode_reuse(scratch),
         })
     }
 
@@ -253,6 +268,10 @@ impl Workload for Metadata {
 
     fn max_iters(&self) -> u64 {
         self.dirs.len() as u64
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.note.iter().cloned().collect()
     }
 }
 

@@ -13,6 +13,8 @@ use anyhow::{bail, Result};
 const SMALLEST: u64 = 512;
 /// Node spacing of the stride pattern (lmbench's default stride).
 const STRIDE: usize = 128;
+/// The unit inside which the stride pattern shuffles its nodes (a base page).
+const PAGE: usize = 4096;
 /// Slot size of the random pattern: one cache line, so every load touches a new line.
 const SLOT: usize = 64;
 /// Fixed so that every run chases the same cycle.
@@ -88,25 +90,49 @@ impl Chase {
             // also faults its page in before timing.
             unsafe { *((base + from) as *mut usize) = base + to };
         };
-        match pattern {
+        let start = match pattern {
             Pattern::Stride => {
-                let n = size / STRIDE;
-                for i in 0..n {
-                    link(i * STRIDE, (i + 1) % n * STRIDE);
+                let order = stride_order(size / STRIDE, PAGE / STRIDE);
+                for (i, &slot) in order.iter().enumerate() {
+                    link(slot * STRIDE, order[(i + 1) % order.len()] * STRIDE);
                 }
+                order[0] * STRIDE
             }
             Pattern::Random => {
                 let next = sattolo(size / SLOT, SEED);
                 for (i, &j) in next.iter().enumerate() {
                     link(i * SLOT, j as usize * SLOT);
                 }
+                0
             }
-        }
+        };
         Ok(Chase {
-            at: base as *const usize,
+            at: (base + start) as *const usize,
             region,
         })
     }
+}
+
+/// The order in which the stride pattern visits its `n` slots: page after page (groups of
+/// `per_page` slots; a last partial group as it is), and inside each page the same fixed shuffled
+/// order. A constant step from one load to the next is what a stride prefetcher learns and runs
+/// ahead of, and then the chase times prefetched lines, not the level that holds the buffer;
+/// shuffled slots inside a page leave it no step to learn, while keeping every page's slots
+/// together, so TLB reach stays that of a sequential walk.
+fn stride_order(n: usize, per_page: usize) -> Vec<usize> {
+    let group = per_page.min(n).max(1);
+    let mut inside: Vec<usize> = (0..group).collect();
+    let mut rng = SplitMix64(SEED);
+    for i in (1..group).rev() {
+        let j = ((rng.next() as u128 * (i as u128 + 1)) >> 64) as usize;
+        inside.swap(i, j);
+    }
+    let whole = n / group * group;
+    (0..whole)
+        .step_by(group)
+        .flat_map(|start| inside.iter().map(move |k| start + k))
+        .chain(whole..n)
+        .collect()
 }
 
 /// A random cyclic permutation of 0..n (Sattolo's variant of the Fisher-Yates shuffle): following
@@ -191,12 +217,42 @@ mod tests {
     }
 
     #[test]
-    fn stride_visits_every_128th_byte() {
-        let c = Chase::new(Pattern::Stride, 4096).unwrap();
-        assert_eq!(cycle(&c, 1000), (32, true));
-        // SAFETY: node 0 is readable.
-        let second = unsafe { *(c.region.ptr as *const usize) };
-        assert_eq!(second, c.region.ptr as usize + 128);
+    fn stride_visits_every_128th_byte_page_by_page_without_a_constant_step() {
+        for size in [512usize, 4096, 3 * 4096 + 1024, 1 << 20] {
+            let c = Chase::new(Pattern::Stride, size).unwrap();
+            assert_eq!(cycle(&c, size), (size / 128, true), "size {size}");
+        }
+        let c = Chase::new(Pattern::Stride, 4 * 4096).unwrap();
+        let base = c.region.ptr as usize;
+        let mut p = c.at;
+        let mut steps = Vec::new();
+        for hop in 0..4 * 32 {
+            let next = chase(p, 1);
+            // The 32 nodes of a page are all visited before the next page's.
+            assert_eq!((p as usize - base) / 4096, hop / 32, "hop {hop}");
+            steps.push(next as isize - p as isize);
+            p = next;
+        }
+        let mut distinct = steps[..31].to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() > 8, "a learnable step: {distinct:?}");
+        // Every page in the same order: a step inside page 0 recurs in page 1.
+        assert_eq!(steps[..31], steps[32..63]);
+    }
+
+    #[test]
+    fn stride_order_is_a_permutation_in_page_groups() {
+        for (n, per) in [(4, 32), (32, 32), (100, 32), (1, 32)] {
+            let o = stride_order(n, per);
+            let mut sorted = o.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "n {n}");
+            let group = per.min(n);
+            for (i, &slot) in o.iter().enumerate().take(n / group * group) {
+                assert_eq!(slot / group, i / group, "n {n}");
+            }
+        }
     }
 
     #[test]
@@ -217,11 +273,14 @@ mod tests {
     fn run_counts_loads() {
         let mut c = Chase::new(Pattern::Stride, 1024).unwrap();
         let base = c.region.ptr as usize;
-        // 8 nodes: 8 loads return to the start, 11 (one unrolled block plus three) land on node 3.
+        let order = stride_order(8, 32);
+        // 8 nodes: 8 loads return to the start, 11 (one unrolled block plus three) land on the
+        // fourth node of the order.
+        assert_eq!(c.at as usize, base + order[0] * 128);
         c.run(8).unwrap();
-        assert_eq!(c.at as usize, base);
+        assert_eq!(c.at as usize, base + order[0] * 128);
         c.run(11).unwrap();
-        assert_eq!(c.at as usize, base + 3 * 128);
+        assert_eq!(c.at as usize, base + order[3] * 128);
     }
 
     #[test]

@@ -14,8 +14,8 @@ pub const PROBES: &[ProbeDef] = &[
         id: "memory.copy",
         summary: "copy one block of `size` bytes to another buffer with the C library's memcpy",
         params: "size=bytes per copy; cache=hot (16 KiB: source and destination stay in the \
-                 L1/L2 caches) | cold (8x the last-level cache, at least 64 MiB: every copy \
-                 streams from and to DRAM)",
+                 L1/L2 caches) | cold (each buffer 2x the last-level cache, at least 16 MiB: \
+                 every copy streams from and to DRAM)",
         unit: Unit::BytesPerSecond,
         origins: &[Origin::Ousterhout89],
         variants: copy::variants,
@@ -25,8 +25,9 @@ pub const PROBES: &[ProbeDef] = &[
         id: "memory.latency",
         summary: "one dependent load (pointer chase) in a buffer of `size` bytes; 4 KiB pages, \
                   transparent huge pages as the system sets them",
-        params: "pattern=stride128 (each node points 128 bytes further, wrapping; prefetchers can \
-                 follow) | random (64-byte slots in one random cycle; they cannot); size=buffer \
+        params: "pattern=stride128 (nodes 128 bytes apart, visited page by page, inside each \
+                 page in a fixed shuffled order so that no stride prefetcher can run ahead) | \
+                 random (64-byte slots in one random cycle over the whole buffer); size=buffer \
                  bytes, powers of two from 512 B to at least 4x the last-level cache (Quick: every \
                  other power)",
         unit: Unit::Nanoseconds,
@@ -36,11 +37,12 @@ pub const PROBES: &[ProbeDef] = &[
     },
     ProbeDef {
         id: "memory.page_fault",
-        summary: "first touch of one 4 KiB page of a fresh mapping (the kernel may map neighbours \
-                  in the same fault: fault-around, large folios, THP as configured)",
-        params: "kind=anon (write to private anonymous memory: a zeroed page is allocated) | file \
-                 (read through a MAP_SHARED mapping of a scratch file already in the page cache: \
-                 a minor fault)",
+        summary: "one page fault: the first touch of a page of a fresh mapping that no earlier \
+                  fault has mapped",
+        params: "kind=anon (write to private anonymous memory, base pages: a zeroed page is \
+                 allocated) | file (read through a MAP_SHARED mapping of a scratch file in the \
+                 page cache: a minor fault, which maps the kernel's fault-around window of \
+                 neighbours too; the probe touches one page per window)",
         unit: Unit::Nanoseconds,
         origins: &[Origin::Lmbench, Origin::LEBench],
         variants: vm::page_fault_variants,
@@ -119,7 +121,7 @@ fn parse_cache_size(text: &str) -> Option<u64> {
     digits.parse::<u64>().ok().map(|n| n * mult)
 }
 
-fn page_size() -> usize {
+pub fn page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if p > 0 {

@@ -11,11 +11,12 @@ use anyhow::{bail, Context, Result};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
-/// An anonymous page-fault sample maps at most this much, so calibration cannot exhaust memory.
-const FAULT_SPAN_MAX: u64 = 1024 * MIB;
-/// File-backed samples share the file's page cache and only cost page tables, so they may span
-/// more: with huge folios a page costs a few tens of nanoseconds and needs many pages per sample.
-const FILE_SPAN_MAX: u64 = 4096 * MIB;
+/// An anonymous page-fault sample maps at most this much, so calibration cannot take more memory
+/// than the figure needs (a few thousand faults make a sample of milliseconds).
+const FAULT_SPAN_MAX: u64 = 256 * MIB;
+/// File-backed samples share the file's page cache and only cost page tables; each fault maps a
+/// window of pages, so a sample spans more address space per fault.
+const FILE_SPAN_MAX: u64 = 512 * MIB;
 /// The scratch file of the file-backed fault; samples map it repeatedly to reach their length.
 const FAULT_FILE: usize = 32 * MIB as usize;
 /// File mappings are placed on this boundary, as the kernel itself does for large mappings, so a
@@ -28,14 +29,19 @@ pub fn page_fault_variants(_: Scale) -> Vec<Params> {
 
 pub fn build_page_fault(env: &ProbeEnv, p: &Params) -> Result<Built> {
     let page = page_size();
-    let kind = match param_str(p, "kind")? {
-        "anon" => FaultKind::Anon,
-        "file" => FaultKind::File(FaultFile::create(env)?),
+    let (kind, stride) = match param_str(p, "kind")? {
+        "anon" => (FaultKind::Anon, 1),
+        "file" => {
+            let file = FaultFile::create(env)?;
+            let window = file.pages_per_fault(page)?;
+            (FaultKind::File(file), window)
+        }
         other => bail!("kind={other}: expected anon or file"),
     };
     Ok(Built::Ready(Box::new(PageFault {
         kind,
         page,
+        stride,
         map: None,
     })))
 }
@@ -54,9 +60,10 @@ impl FaultFile {
             .join(format!("page-fault-{}.dat", std::process::id()));
         let file = crate::scratch::create_new(&path)?;
         let ff = FaultFile { file, path };
-        // Written in large chunks, as a program writing a big file would; the page cache keeps it.
-        // Nonzero data so no file system can keep it as a hole.
-        let chunk = vec![0xa5u8; MIB as usize];
+        // Written a page at a time, so the page cache holds it in single pages: a file written in
+        // large chunks sits in large folios, and one fault then maps hundreds of pages. Nonzero
+        // data so no file system can keep it as a hole.
+        let chunk = vec![0xa5u8; page_size()];
         let mut file = &ff.file;
         for _ in 0..FAULT_FILE / chunk.len() {
             file.write_all(&chunk)
@@ -66,6 +73,54 @@ impl FaultFile {
         file.sync_all()
             .with_context(|| format!("cannot sync {}", ff.path.display()))?;
         Ok(ff)
+    }
+}
+
+impl FaultFile {
+    /// How many pages one read fault on this file maps (the kernel's fault-around window, or a
+    /// large folio): a mapping is read page by page and its faults counted. Rounded up to a power
+    /// of two, since the window is one and is aligned to its size.
+    fn pages_per_fault(&self, page: usize) -> Result<usize> {
+        let len = FAULT_FILE;
+        // SAFETY: a fresh shared read-only mapping of our own file, unmapped below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                self.file.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            bail!(
+                "cannot map {}: {}",
+                self.path.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+        let before = minor_faults_of_this_thread();
+        let mut sum = 0u8;
+        for off in (0..len).step_by(page) {
+            // SAFETY: off < len, inside the mapping just made.
+            sum ^= unsafe { std::ptr::read_volatile(p.cast::<u8>().add(off)) };
+        }
+        std::hint::black_box(sum);
+        let faults = (minor_faults_of_this_thread() - before).max(1) as usize;
+        // SAFETY: the mapping is ours and nothing refers into it.
+        unsafe { libc::munmap(p, len) };
+        Ok((len / page).div_ceil(faults).next_power_of_two())
+    }
+}
+
+/// Minor faults the calling thread has taken so far.
+fn minor_faults_of_this_thread() -> i64 {
+    // SAFETY: ru is a valid out-pointer.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
+        ru.ru_minflt
     }
 }
 
@@ -91,6 +146,9 @@ struct Mapping {
 struct PageFault {
     kind: FaultKind,
     page: usize,
+    /// Pages from one touched page to the next: 1 for anonymous memory, the pages one fault maps
+    /// for the file, so every touch is a fault of its own.
+    stride: usize,
     map: Option<Mapping>,
 }
 
@@ -104,6 +162,10 @@ impl PageFault {
 
     fn map_anon(&self, len: usize) -> Result<Mapping> {
         let p = mmap_anon(len, libc::PROT_READ | libc::PROT_WRITE)?;
+        // Base pages only: a huge page (THP, or a multi-size one) would serve hundreds of first
+        // touches with one fault. The advice is a hint; the probe's claim checks the result.
+        // SAFETY: advice on the mapping just made.
+        unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
         Ok(Mapping {
             reserved: p,
             reserved_len: len,
@@ -170,7 +232,7 @@ fn mmap_anon(len: usize, prot: libc::c_int) -> Result<*mut libc::c_void> {
 impl Workload for PageFault {
     fn prepare(&mut self, iters: u64) -> Result<()> {
         self.unmap();
-        let len = usize::try_from(iters.max(1))? * self.page;
+        let len = usize::try_from(iters.max(1))? * self.page * self.stride;
         let m = match &self.kind {
             FaultKind::Anon => self.map_anon(len)?,
             FaultKind::File(f) => self.map_file(f, len)?,
@@ -183,7 +245,7 @@ impl Workload for PageFault {
         let Some(m) = &self.map else {
             bail!("page_fault ran without prepare");
         };
-        let (start, page) = (m.start, self.page);
+        let (start, page) = (m.start, self.page * self.stride);
         match self.kind {
             FaultKind::Anon => {
                 for i in 0..iters as usize {
@@ -209,9 +271,10 @@ impl Workload for PageFault {
     }
 
     fn max_iters(&self) -> u64 {
+        let step = (self.page * self.stride) as u64;
         match self.kind {
-            FaultKind::Anon => FAULT_SPAN_MAX / self.page as u64,
-            FaultKind::File(_) => FILE_SPAN_MAX / self.page as u64,
+            FaultKind::Anon => FAULT_SPAN_MAX / step,
+            FaultKind::File(_) => FILE_SPAN_MAX / step,
         }
     }
 }
@@ -321,17 +384,8 @@ impl Workload for Brk {
 mod tests {
     use super::*;
 
-    fn minor_faults_of_this_thread() -> i64 {
-        // SAFETY: ru is a valid out-pointer.
-        unsafe {
-            let mut ru: libc::rusage = std::mem::zeroed();
-            libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
-            ru.ru_minflt
-        }
-    }
-
     #[test]
-    fn anon_touch_faults_every_page_and_file_at_least_some() {
+    fn every_touch_is_one_fault_of_its_own() {
         let dir = tempfile::tempdir().unwrap();
         let env = ProbeEnv {
             scratch: dir.path(),
@@ -351,17 +405,17 @@ mod tests {
                 w.run(n).unwrap();
                 let faults = minor_faults_of_this_thread() - before;
                 w.finish().unwrap();
-                match kind {
-                    // Transparent huge pages may serve 512 pages in one fault when set to always.
-                    "anon" => assert!(faults >= 1 && faults <= n as i64 + 8, "{faults}"),
-                    _ => assert!(faults >= 1, "file: {faults} faults"),
-                }
+                // One fault per operation, give or take a page-table page.
+                assert!(
+                    (n as i64 - 4..=n as i64 + 4).contains(&faults),
+                    "{kind}: {faults} faults for {n} touches"
+                );
             }
             if kind == "file" {
                 assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
             }
-            let span = if kind == "anon" { 1024 } else { 4096 };
-            assert_eq!(w.max_iters(), span * MIB / page_size() as u64);
+            let span = if kind == "anon" { 256 } else { 512 };
+            assert!(w.max_iters() <= span * MIB / page_size() as u64);
         }
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
@@ -377,6 +431,7 @@ mod tests {
         let mut w = PageFault {
             kind: FaultKind::File(FaultFile::create(&env).unwrap()),
             page: page_size(),
+            stride: 1,
             map: None,
         };
         let n = (2 * FAULT_FILE / page_size() + 3) as u64;

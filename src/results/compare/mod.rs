@@ -4,6 +4,7 @@
 pub mod rank;
 
 pub mod history;
+mod judge;
 pub mod text;
 
 use crate::results::figure::{Direction, Evidence, Figure, Role};
@@ -14,7 +15,8 @@ use std::collections::BTreeMap;
 /// Knobs of the verdict.
 #[derive(Debug, Clone)]
 pub struct CompareConfig {
-    /// Significance level of the rank test.
+    /// False discovery rate controlled across the figures of a comparison (Benjamini-Hochberg): of
+    /// the figures called changed, at most this share is expected to be changed by chance.
     pub alpha: f64,
     /// Smallest change worth reporting, as a fraction (0.03 = 3 %): differences between runs that
     /// small come from page placement and cache colouring as much as from the system under test.
@@ -76,7 +78,7 @@ pub fn robust_cv(values: &[f64]) -> Option<f64> {
 impl Default for CompareConfig {
     fn default() -> Self {
         CompareConfig {
-            alpha: 0.01,
+            alpha: 0.05,
             min_effect: 0.03,
             resamples: 2000,
             history_noise: BTreeMap::new(),
@@ -111,10 +113,15 @@ pub struct FigureComparison {
     /// How many times better B is than A (above 1 means B is better, whatever the unit).
     pub speedup: f64,
     pub p_value: Option<f64>,
+    /// `p_value` adjusted for the number of figures tested in this comparison (Benjamini-Hochberg);
+    /// compared with the comparison's false discovery rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub q_value: Option<f64>,
     /// Smallest change that counts for this figure: the threshold, or the run-to-run noise when
     /// that is larger.
     pub noise_floor: f64,
-    /// Where the run-to-run noise came from: "rounds", "history", "groups", "exact" or "unknown".
+    /// What the verdict rests on: "rounds" (the spread between rounds), "history" (stored runs of
+    /// the host raised the minimum effect), "samples" (one round per side), "exact" or "unknown".
     pub noise_source: String,
     pub verdict: Verdict,
     /// Why the verdict is what it is, in words.
@@ -321,124 +328,6 @@ pub fn common_kind(a: &[&Run], b: &[&Run]) -> anyhow::Result<RunKind> {
     Ok(first.kind())
 }
 
-/// What the statistics say about one figure present on both sides.
-struct Judgement {
-    ratio_ci95: Option<[f64; 2]>,
-    p_value: Option<f64>,
-    noise_floor: f64,
-    noise_source: String,
-    verdict: Verdict,
-    reason: String,
-}
-
-fn judge(key: &str, a: &Side, b: &Side, config: &CompareConfig) -> Judgement {
-    let (va, vb) = (a.value(), b.value());
-    let ratio = vb / va;
-    let direction = a.figure.direction;
-    let better = direction.speedup(va, vb) > 1.0;
-    let changed = |yes: bool| match (yes, better) {
-        (false, _) => Verdict::NoChange,
-        (true, true) => Verdict::Faster,
-        (true, false) => Verdict::Slower,
-    };
-    let beyond = |floor: f64| ratio.ln().abs() >= (1.0 + floor).ln();
-    if a.exact() && b.exact() {
-        let yes = beyond(config.min_effect);
-        return Judgement {
-            ratio_ci95: None,
-            p_value: None,
-            noise_floor: config.min_effect,
-            noise_source: "exact".into(),
-            verdict: changed(yes),
-            reason: format!(
-                "exact figures (a simulation): {} the {:.0} % threshold",
-                if yes {
-                    "differ by at least"
-                } else {
-                    "differ by less than"
-                },
-                config.min_effect * 100.0
-            ),
-        };
-    }
-    let (sa, sb) = (a.samples(), b.samples());
-    if sa.len() < 2 && sb.len() < 2 {
-        return Judgement {
-            ratio_ci95: None,
-            p_value: None,
-            noise_floor: config.min_effect,
-            noise_source: "unknown".into(),
-            verdict: Verdict::Untested,
-            reason: "one value on each side: nothing to judge its spread by".into(),
-        };
-    }
-    let seed = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
-        (h ^ c as u64).wrapping_mul(0x100_0000_01b3)
-    });
-    let ci = rank::ratio_ci95(&sa, &sb, config.resamples, seed);
-    let p = rank::mann_whitney_p(&sa, &sb);
-    // Run-to-run spread: between the repetitions of each side (rounds, runs of a group), and from
-    // the history of the host; the larger counts.
-    let between: Vec<f64> = [a, b]
-        .iter()
-        .flat_map(|s| {
-            let v = s.round_values();
-            let m = median(&v);
-            v.into_iter().map(move |x| x / m)
-        })
-        .collect();
-    let repeated = (a.round_values().len() + b.round_values().len() >= 4)
-        .then(|| robust_cv(&between))
-        .flatten();
-    let seen = config.history_noise.get(key).copied();
-    let history = seen.map(|h| h.cv);
-    let (noise, noise_source) = match (repeated, history) {
-        (Some(g), Some(h)) if g >= h => (Some(g), "rounds"),
-        (_, Some(h)) => (Some(h), "history"),
-        (Some(g), None) => (Some(g), "rounds"),
-        (None, None) => (None, "unknown"),
-    };
-    let noise_floor = noise.map_or(config.min_effect, |n| {
-        config.min_effect.max(NOISE_MULTIPLE * n)
-    });
-    let significant = p < config.alpha;
-    let excludes_one = ci[0] > 1.0 || ci[1] < 1.0;
-    let big_enough = beyond(noise_floor);
-    let new_state = !seen.is_some_and(|h| h.covers(va, vb, config.min_effect));
-    let yes = significant && excludes_one && big_enough && new_state;
-    let reason = if yes {
-        format!(
-            "p {p:.4} < {}, interval excludes 1, change beyond {:.1} % ({noise_source} noise)",
-            config.alpha,
-            noise_floor * 100.0
-        )
-    } else if !significant {
-        format!("p {p:.4} is not below {}", config.alpha)
-    } else if !excludes_one {
-        "the 95 % interval of the ratio includes 1".to_string()
-    } else if !big_enough {
-        format!(
-            "the change is smaller than {:.1} % ({})",
-            noise_floor * 100.0,
-            if noise.is_some() {
-                format!("{NOISE_MULTIPLE} x the {noise_source} spread, or the threshold")
-            } else {
-                "the threshold".to_string()
-            }
-        )
-    } else {
-        "both values lie in the range this host has already shown".to_string()
-    };
-    Judgement {
-        ratio_ci95: Some(ci),
-        p_value: Some(p),
-        noise_floor,
-        noise_source: noise_source.to_string(),
-        verdict: changed(yes),
-        reason,
-    }
-}
-
 /// Compares the figures of two runs (or two groups of runs) of one kind.
 pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result<Comparison> {
     let kind = common_kind(a, b)?;
@@ -451,13 +340,33 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         .unwrap_or_default();
     let mut keys: Vec<&String> = sa.keys().filter(|k| sb.contains_key(*k)).collect();
     keys.sort_by_key(|k| order.iter().position(|o| o == *k).unwrap_or(usize::MAX));
-    for k in keys {
+    let keys: Vec<&String> = keys
+        .into_iter()
+        .filter(|k| {
+            let (va, vb) = (sa[*k].value(), sb[*k].value());
+            va > 0.0 && vb > 0.0 && va.is_finite() && vb.is_finite()
+        })
+        .collect();
+    // Each figure on its own, then the false discovery rate across all of them.
+    let steps: Vec<judge::Step> = keys
+        .iter()
+        .map(|k| judge::test(k, &sa[*k], &sb[*k], config))
+        .collect();
+    let ratios: Vec<f64> = keys
+        .iter()
+        .map(|k| sb[*k].value() / sa[*k].value())
+        .collect();
+    let better: Vec<bool> = keys
+        .iter()
+        .map(|k| {
+            let (a, b) = (&sa[*k], &sb[*k]);
+            a.figure.direction.speedup(a.value(), b.value()) > 1.0
+        })
+        .collect();
+    let judgements = judge::decide(steps, &ratios, &better, config);
+    for (k, j) in keys.into_iter().zip(judgements) {
         let (side_a, side_b) = (&sa[k], &sb[k]);
         let (va, vb) = (side_a.value(), side_b.value());
-        if va <= 0.0 || vb <= 0.0 || !va.is_finite() || !vb.is_finite() {
-            continue;
-        }
-        let j = judge(k, side_a, side_b, config);
         let counter_deltas = if matches!(j.verdict, Verdict::Faster | Verdict::Slower) {
             counter_deltas(&side_a.explain, &side_b.explain)
         } else {
@@ -476,6 +385,7 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             ratio_ci95: j.ratio_ci95,
             speedup: f.direction.speedup(va, vb),
             p_value: j.p_value,
+            q_value: j.q_value,
             noise_floor: j.noise_floor,
             noise_source: j.noise_source,
             verdict: j.verdict,
@@ -533,5 +443,7 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
     })
 }
 
+#[cfg(test)]
+mod rounds_tests;
 #[cfg(test)]
 mod tests;

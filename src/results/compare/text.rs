@@ -49,8 +49,9 @@ pub fn render(c: &Comparison, all: bool) -> String {
         .max(6);
     let _ = writeln!(
         out,
-        "\n{changed} of {} figures changed beyond noise (rank test p < {}, change >= {} % and >= {} x the \
-         figure's run-to-run spread, interval excluding 1; exact figures: change >= {} %).",
+        "\n{changed} of {} figures changed beyond noise (false discovery rate {} over the figures \
+         tested, Benjamini-Hochberg, on the spread between rounds; change >= {} % or {} x the \
+         run-to-run spread stored history shows; interval excluding 1; exact figures: change >= {} %).",
         c.figures.len(),
         c.alpha,
         c.min_effect * 100.0,
@@ -73,8 +74,8 @@ pub fn render(c: &Comparison, all: bool) -> String {
                 c.history_runs
             )
         } else {
-            "Run-to-run spread from the runs' own rounds where they have several; no history of \
-             this host (fewer than 3 earlier runs)."
+            "Run-to-run spread from the runs' own rounds; no history of this host (fewer than 3 \
+             earlier runs)."
                 .to_string()
         }
     );
@@ -92,7 +93,7 @@ pub fn render(c: &Comparison, all: bool) -> String {
         "B",
         "B/A",
         "95% CI of B/A",
-        "p",
+        "q",
         if c.cpu_speedup.is_some() {
             "   ÷CPU  "
         } else {
@@ -117,7 +118,8 @@ pub fn render(c: &Comparison, all: bool) -> String {
             .map(|ci| format!("[{:.3}, {:.3}]", ci[0], ci[1]))
             .unwrap_or_else(|| "-".into());
         let p = f
-            .p_value
+            .q_value
+            .or(f.p_value)
             .map(|p| format!("{p:.4}"))
             .unwrap_or_else(|| "-".into());
         let relative = match c.cpu_speedup {
@@ -134,6 +136,7 @@ pub fn render(c: &Comparison, all: bool) -> String {
             ci,
             p
         );
+        let _ = writeln!(out, "{:<width$}    why: {}", "", f.reason);
         for (event, va, vb) in &f.counter_deltas {
             let _ = writeln!(
                 out,

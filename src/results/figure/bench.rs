@@ -1,22 +1,19 @@
 //! The figures of a microbenchmark run: one per measured probe and parameter set.
 
 use super::{Direction, Evidence, Figure, Role};
-use crate::results::derive::REFERENCE_PROBE;
 use crate::results::model::{label, Measurement, Run, Status};
 use std::collections::BTreeMap;
 
-/// What a probe measures, for summaries that set OS speed against CPU speed.
+/// What a figure measures, for summaries that set OS speed against CPU speed: as the run stored
+/// it (from the probe's registry entry), or, for runs stored before roles were, as the probe
+/// declares it now. A probe this version no longer knows counts as an OS primitive.
+fn role(m: &Measurement) -> Role {
+    m.role.unwrap_or_else(|| role_of(&m.probe))
+}
+
+/// What a probe measures, as its registry entry declares (see `probes::claims`).
 pub fn role_of(probe: &str) -> Role {
-    if probe == REFERENCE_PROBE {
-        Role::CpuReference
-    } else if probe == "cpu.null" {
-        // The harness's own empty loop.
-        Role::Other
-    } else if probe == "memory.copy" || probe == "memory.latency" {
-        Role::Hardware
-    } else {
-        Role::Os
-    }
+    crate::probes::find(probe).map_or(Role::Os, |p| p.role())
 }
 
 fn counters(m: &Measurement) -> BTreeMap<String, f64> {
@@ -46,9 +43,14 @@ pub fn figure(m: &Measurement) -> Option<Figure> {
         group: m.probe.split('.').next().unwrap_or("").to_string(),
         unit: m.unit,
         direction: Direction::of_unit(m.unit),
-        role: role_of(&m.probe),
-        // From the raw samples, which the statistics also use; the stored summary is their digest.
-        value: super::median(&m.samples),
+        role: role(m),
+        // Measured in rounds: the median of the round values, whose two-level bootstrap gave the
+        // interval. Otherwise the median of the raw samples, which the statistics also use.
+        value: if m.round_values.len() > 1 {
+            summary.median
+        } else {
+            super::median(&m.samples)
+        },
         interval: Some(summary.ci95),
         evidence: Evidence::Rounds(rounds),
         explain: counters(m),

@@ -257,7 +257,9 @@ impl Ranged for Ticked {
             return (limit.0 + limit.1) / 2;
         }
         let frac = (v - self.range.start) / span;
-        limit.0 + (frac * f64::from(limit.1 - limit.0)).round() as i32
+        // A value far off the axis (a zero or infinite ratio) lands just outside it, not past i32.
+        let offset = (frac * f64::from(limit.1 - limit.0)).round();
+        limit.0.saturating_add(offset.clamp(-1e6, 1e6) as i32)
     }
 
     fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {

@@ -1,0 +1,173 @@
+//! A small seeded generator, so that shuffles and resamples are the same on every machine and in
+//! every osmeter version given the same seed (a stored run can be replayed exactly).
+//!
+//! xoshiro256++ (Blackman and Vigna), its state filled from the seed by SplitMix64 as its authors
+//! advise.
+
+/// Seeded pseudo-random numbers; not for anything secret.
+#[derive(Clone, Debug)]
+pub struct Rng {
+    s: [u64; 4],
+}
+
+/// A seed from the kernel's random source (the time of day if that fails), for runs that were
+/// given none.
+pub fn seed_from_entropy() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom writes at most bytes.len() bytes into bytes.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n == bytes.len() as isize {
+        return u64::from_ne_bytes(bytes);
+    }
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        let mut st = seed;
+        let s = [
+            splitmix64(&mut st),
+            splitmix64(&mut st),
+            splitmix64(&mut st),
+            splitmix64(&mut st),
+        ];
+        Rng { s }
+    }
+
+    /// A generator for a sub-task (a figure, a round) derived from a parent seed and a stream
+    /// number, independent of how many numbers other streams drew.
+    pub fn stream(seed: u64, stream: u64) -> Rng {
+        let mut st = seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03);
+        Rng::new(splitmix64(&mut st))
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let s = &mut self.s;
+        let result = s[0].wrapping_add(s[3]).rotate_left(23).wrapping_add(s[0]);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in [0, n), without the bias of a plain modulo (Lemire's multiply-and-reject).
+    pub fn below(&mut self, n: usize) -> usize {
+        assert!(n > 0, "below(0)");
+        let n = n as u64;
+        let mut m = (self.next_u64() as u128) * (n as u128);
+        if (m as u64) < n {
+            let threshold = n.wrapping_neg() % n;
+            while (m as u64) < threshold {
+                m = (self.next_u64() as u128) * (n as u128);
+            }
+        }
+        (m >> 64) as usize
+    }
+
+    /// Uniform in [0, 1), 53 random bits.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Standard normal (Box-Muller; one of the pair is thrown away, which keeps it stateless).
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.unit(); // (0, 1]
+        let u2 = self.unit();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+
+    /// Fisher-Yates shuffle in place.
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i + 1);
+            items.swap(i, j);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::rng::Rng;
+    use proptest::prelude::*;
+
+    #[test]
+    fn same_seed_same_numbers_and_streams_differ() {
+        let a: Vec<u64> = (0..5)
+            .map({
+                let mut r = Rng::new(7);
+                move |_| r.next_u64()
+            })
+            .collect();
+        let mut r = Rng::new(7);
+        assert!(a.iter().all(|&x| x == r.next_u64()));
+        assert_ne!(Rng::stream(7, 1).next_u64(), Rng::stream(7, 2).next_u64());
+        assert_ne!(Rng::new(7).next_u64(), Rng::new(8).next_u64());
+    }
+
+    #[test]
+    fn splitmix_known_answer() {
+        // First outputs of SplitMix64 from seed 0, as published with the algorithm.
+        let mut st = 0u64;
+        assert_eq!(splitmix64(&mut st), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(splitmix64(&mut st), 0x6E78_9E6A_A1B9_65F4);
+    }
+
+    #[test]
+    fn below_is_roughly_uniform() {
+        let mut r = Rng::new(42);
+        let mut counts = [0usize; 6];
+        for _ in 0..60_000 {
+            counts[r.below(6)] += 1;
+        }
+        // Each face expects 10000; 5 standard deviations is about 456.
+        assert!(
+            counts.iter().all(|&c| (9_500..10_500).contains(&c)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn normal_has_mean_zero_and_unit_variance() {
+        let mut r = Rng::new(3);
+        let xs: Vec<f64> = (0..100_000).map(|_| r.normal()).collect();
+        let m = xs.iter().sum::<f64>() / xs.len() as f64;
+        let v = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / xs.len() as f64;
+        assert!(m.abs() < 0.02 && (v - 1.0).abs() < 0.02, "{m} {v}");
+    }
+
+    proptest! {
+        #[test]
+        fn shuffle_is_a_permutation(n in 0usize..200, seed: u64) {
+            let mut v: Vec<usize> = (0..n).collect();
+            Rng::new(seed).shuffle(&mut v);
+            let mut sorted = v.clone();
+            sorted.sort();
+            prop_assert_eq!(sorted, (0..n).collect::<Vec<_>>());
+        }
+
+        #[test]
+        fn below_stays_below(n in 1usize..1_000_000, seed: u64) {
+            let mut r = Rng::new(seed);
+            for _ in 0..20 {
+                prop_assert!(r.below(n) < n);
+            }
+            let u = r.unit();
+            prop_assert!((0.0..1.0).contains(&u));
+        }
+    }
+}

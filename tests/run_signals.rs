@@ -1,0 +1,320 @@
+//! `osmeter run` stopped by a signal in every phase that can run long (the harness's own cost,
+//! calibration, warm-up, sampling), at SCHED_FIFO too: it stops within a couple of seconds, keeps
+//! what was measured, marks the run interrupted and leaves no process behind.
+
+mod common;
+
+use common::{is_root, TestEnv};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Time allowed between the signal and the exit (the longest sample in these tests is 100 ms).
+const PROMPT: Duration = Duration::from_secs(3);
+
+/// A started `osmeter run` that is killed if the test fails before it ends (its workers follow it
+/// through their parent-death signal).
+struct Running(Option<Child>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Running {
+    fn id(&self) -> u32 {
+        self.0.as_ref().unwrap().id()
+    }
+}
+
+fn spawn(cmd: &mut Command) -> Running {
+    Running(Some(
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ))
+}
+
+/// Sends `signal`, waits for the exit, and returns the output and how long the exit took.
+fn signal_and_wait(mut running: Running, signal: libc::c_int) -> (std::process::Output, Duration) {
+    let child = running.0.take().unwrap();
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    (out, t.elapsed())
+}
+
+/// Parent PID of `pid`, from /proc.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(") ")? + 2..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Every live process below `pid` (its measuring workers and their partners).
+fn descendants(pid: u32) -> Vec<u32> {
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(all.iter().filter(|&&c| parent_of(c) == Some(p)));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Whether `pid` still exists as more than a zombie.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| Some(s[s.rfind(") ")? + 2..].chars().next()? != 'Z'))
+        .unwrap_or(false)
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The one stored run, read back whole.
+fn stored_run(env: &TestEnv) -> serde_json::Value {
+    let list = env.json(&["runs", "--json"]);
+    let runs = list.as_array().expect("runs --json is a list");
+    assert_eq!(runs.len(), 1, "{list}");
+    let id = runs[0]["id"].as_str().unwrap();
+    env.json(&["show", id, "--json"])
+}
+
+/// Scheduling policy of every thread of `pid` (0 = SCHED_OTHER, 1 = SCHED_FIFO), from /proc.
+fn thread_policies(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("stat")).ok())
+        .filter_map(|stat| {
+            // Fields after the command name (which may hold spaces) start at ") ".
+            let rest = &stat[stat.rfind(") ")? + 2..];
+            // policy is field 41 of stat, the 39th after the name.
+            rest.split_whitespace().nth(38)?.parse().ok()
+        })
+        .collect()
+}
+
+#[test]
+fn sigint_during_an_endless_warm_up_stops_at_once_and_keeps_the_run() {
+    let env = TestEnv::new();
+    let child = spawn(env.osmeter_std().args([
+        "run",
+        "syscall.null",
+        "--warmup",
+        "1000000000000",
+        "--min-time",
+        "5ms",
+        "--repeat",
+        "3",
+    ]));
+    std::thread::sleep(Duration::from_millis(2500));
+    let (out, took) = signal_and_wait(child, libc::SIGINT);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(took < PROMPT, "took {took:?} to stop");
+    let run = stored_run(&env);
+    assert_eq!(run["interrupted"], true);
+    // Nothing was kept during the warm-up, so nothing is claimed.
+    assert!(run["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["status"] != "ok"));
+}
+
+#[test]
+fn sigterm_during_the_overhead_phase_stops_at_once_and_keeps_the_run() {
+    let env = TestEnv::new();
+    // The overhead phase takes --repeat samples of --min-time: 30 s here.
+    let child = spawn(env.osmeter_std().args([
+        "run",
+        "syscall.null",
+        "--repeat",
+        "300",
+        "--min-time",
+        "100ms",
+    ]));
+    std::thread::sleep(Duration::from_millis(2500));
+    let (out, took) = signal_and_wait(child, libc::SIGTERM);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(took < PROMPT, "took {took:?} to stop");
+    assert_eq!(stored_run(&env)["interrupted"], true);
+}
+
+/// Waits until a scratch entry whose name starts with `prefix` exists one level under `dir` (the
+/// run's own scratch directory): the probe that makes it has been built. On a shared machine that
+/// says where the run is better than any clock.
+fn wait_for_scratch(dir: &std::path::Path, prefix: &str) {
+    let t = Instant::now();
+    loop {
+        let found = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .flat_map(|e| std::fs::read_dir(e.path()).into_iter().flatten().flatten())
+            .any(|e| e.file_name().to_string_lossy().starts_with(prefix));
+        if found {
+            return;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "{prefix}* never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn sigint_while_sampling_keeps_the_samples_taken_marked_as_cut_short() {
+    let env = TestEnv::new();
+    let scratch = tempfile::tempdir().unwrap();
+    // 20 samples of 200 ms; calibration takes at most about three samples' time after the probe's
+    // file is made, so a signal 1.5 s after it lands among the kept samples.
+    let child = spawn(
+        env.osmeter_std()
+            .args([
+                "run",
+                "fs.read_cached",
+                "--set",
+                "file_size=1048576",
+                "--repeat",
+                "20",
+                "--min-time",
+                "200ms",
+                "--warmup",
+                "0",
+                "--dir",
+            ])
+            .arg(scratch.path()),
+    );
+    wait_for_scratch(scratch.path(), "read_cached-");
+    std::thread::sleep(Duration::from_millis(1500));
+    let (out, took) = signal_and_wait(child, libc::SIGINT);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(took < PROMPT, "took {took:?} to stop");
+    let run = stored_run(&env);
+    assert_eq!(run["interrupted"], true);
+    let ms = run["measurements"].as_array().unwrap();
+    let figure = ms
+        .iter()
+        .find(|m| m["probe"] == "fs.read_cached")
+        .unwrap_or_else(|| panic!("the probe's samples were thrown away: {run}"));
+    let kept = figure["samples"].as_array().unwrap().len();
+    assert!((1..20).contains(&kept), "{kept} samples kept");
+    assert!(
+        figure["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("cut short")),
+        "{figure}"
+    );
+    // The table printed says so too, and the probe's file is gone.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Interrupted"));
+    assert_eq!(common::entries(scratch.path()), Vec::<String>::new());
+}
+
+/// At SCHED_FIFO 98 with an endless warm-up: the measuring thread runs real-time under a lowered
+/// RLIMIT_RTTIME, and SIGINT or SIGTERM ends it promptly with nothing left at real-time priority.
+#[test]
+fn fifo_run_is_time_limited_and_stops_on_signals() {
+    if !is_root() {
+        eprintln!("SCHED_FIFO needs root here; skipped");
+        return;
+    }
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let env = TestEnv::new();
+        let child = spawn(env.osmeter_std().args([
+            "run",
+            "cpu.reference",
+            "--fifo",
+            "98",
+            "--warmup",
+            "1000000",
+            "--min-time",
+            "5ms",
+        ]));
+        let pid = child.id();
+        // The worker measuring the first round, at SCHED_FIFO under a lowered RLIMIT_RTTIME.
+        let t = Instant::now();
+        let (mut fifo_seen, mut limited) = (false, false);
+        let mut seen = Vec::new();
+        while !(fifo_seen && limited) && t.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(100));
+            for p in descendants(pid) {
+                if !seen.contains(&p) {
+                    seen.push(p);
+                }
+                fifo_seen |= thread_policies(p).contains(&1);
+                let limits =
+                    std::fs::read_to_string(format!("/proc/{p}/limits")).unwrap_or_default();
+                limited |= limits
+                    .lines()
+                    .any(|l| l.starts_with("Max realtime timeout") && !l.contains("unlimited"));
+            }
+        }
+        assert!(fifo_seen, "no worker of run {pid} at SCHED_FIFO");
+        assert!(
+            limited,
+            "RLIMIT_RTTIME not lowered for the real-time worker"
+        );
+        // The parent itself never holds the real-time class.
+        assert!(!thread_policies(pid).contains(&1));
+        let (out, took) = signal_and_wait(child, signal);
+        assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+        assert!(took < PROMPT, "signal {signal}: took {took:?} to stop");
+        std::thread::sleep(Duration::from_millis(200));
+        let left: Vec<u32> = seen.into_iter().filter(|&p| alive(p)).collect();
+        assert!(
+            left.is_empty(),
+            "processes of the run outlived it: {left:?}"
+        );
+        assert_eq!(stored_run(&env)["interrupted"], true);
+    }
+}
+
+/// SIGKILL of `osmeter run` (no chance to clean up) still takes its measuring worker with it.
+#[test]
+fn a_killed_run_leaves_no_worker_behind() {
+    let env = TestEnv::new();
+    let child = spawn(env.osmeter_std().args([
+        "run",
+        "syscall.null",
+        "--warmup",
+        "1000000000",
+        "--min-time",
+        "5ms",
+    ]));
+    let pid = child.id();
+    let t = Instant::now();
+    let mut workers = descendants(pid);
+    while workers.is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(60), "no worker started");
+        std::thread::sleep(Duration::from_millis(50));
+        workers = descendants(pid);
+    }
+    let (out, _) = signal_and_wait(child, libc::SIGKILL);
+    assert_eq!(out.status.code(), None);
+    std::thread::sleep(Duration::from_millis(300));
+    let left: Vec<u32> = workers.into_iter().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "workers outlived a killed run: {left:?}");
+}
