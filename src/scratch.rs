@@ -33,12 +33,18 @@ impl ScratchDir {
     pub fn create(parent: &Path, kind: &str) -> Result<ScratchDir> {
         check_parent(parent)?;
         for gone in sweep(parent) {
-            eprintln!(
-                "osmeter: removed {}, left behind by osmeter process {} which ended without \
-                 cleaning up",
-                gone.path.display(),
-                gone.pid
-            );
+            match gone.pid {
+                Some(pid) => eprintln!(
+                    "osmeter: removed {}, left behind by osmeter process {pid} which ended \
+                     without cleaning up",
+                    gone.path.display()
+                ),
+                None => eprintln!(
+                    "osmeter: removed {}, left empty by an osmeter process killed while it was \
+                     setting the directory up",
+                    gone.path.display()
+                ),
+            }
         }
         let dir = private_dir(parent, &format!("{PREFIX}{kind}-"))?;
         let lock = mark(dir.path()).with_context(|| {
@@ -166,8 +172,13 @@ fn mark(dir: &Path) -> Result<File> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Removed {
     pub path: PathBuf,
-    pub pid: u32,
+    /// The owner named by the marker; none for a directory whose owner died before marking it.
+    pub pid: Option<u32>,
 }
+
+/// A process marks its directory within microseconds of making it; one that is still unmarked
+/// after this long belongs to a process killed in between.
+const SETUP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Removes the scratch directories in `parent` whose osmeter process is gone: this user's
 /// private `osmeter-*` directories with a complete marker that nobody holds locked. Anything else
@@ -192,11 +203,59 @@ pub fn sweep(parent: &Path) -> Vec<Removed> {
         }
         if let Some(pid) = abandoned(&path) {
             if std::fs::remove_dir_all(&path).is_ok() {
-                removed.push(Removed { path, pid });
+                removed.push(Removed {
+                    path,
+                    pid: Some(pid),
+                });
             }
+        } else if never_marked(&path, &meta) && remove_unmarked(&path) {
+            removed.push(Removed { path, pid: None });
         }
     }
     removed
+}
+
+/// True for a directory older than the set-up grace that holds nothing, or nothing but a marker
+/// nobody holds locked and that never got its pid: its owner died between making and marking it.
+fn never_marked(dir: &Path, meta: &std::fs::Metadata) -> bool {
+    let old = meta
+        .modified()
+        .ok()
+        .and_then(|m| m.elapsed().ok())
+        .is_some_and(|age| age > SETUP_GRACE);
+    if !old {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
+    match names.as_slice() {
+        [] => true,
+        [only] if only == MARKER => {
+            let Ok(mut f) = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+                .open(dir.join(MARKER))
+            else {
+                return false;
+            };
+            // SAFETY: flock on a descriptor we own; the lock goes when `f` is dropped.
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                return false; // its process is alive
+            }
+            let mut text = String::new();
+            let _ = Read::by_ref(&mut f).take(64).read_to_string(&mut text);
+            !(text.starts_with("pid ") && text.ends_with('\n'))
+        }
+        _ => false,
+    }
+}
+
+/// Removes the marker (if any) and the then empty directory; nothing that appeared meanwhile.
+fn remove_unmarked(dir: &Path) -> bool {
+    let _ = std::fs::remove_file(dir.join(MARKER));
+    std::fs::remove_dir(dir).is_ok()
 }
 
 /// The pid in `dir`'s marker when the marker is complete and no process holds it locked.
@@ -250,6 +309,49 @@ mod tests {
         assert!(!path.exists());
     }
 
+    fn age(dir: &Path) {
+        let old = std::time::SystemTime::now() - SETUP_GRACE * 2;
+        File::open(dir).unwrap().set_modified(old).unwrap();
+    }
+
+    #[test]
+    fn directories_never_marked_are_swept_once_old() {
+        let parent = tempfile::tempdir().unwrap();
+        let p = parent.path();
+        let private = |name: &str| {
+            let d = p.join(name);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+            d
+        };
+        let bare = private("osmeter-run-bare");
+        let half = private("osmeter-run-half");
+        std::fs::write(half.join(MARKER), "pid 12").unwrap();
+        let data = private("osmeter-run-data");
+        std::fs::write(data.join("file"), b"x").unwrap();
+        let young = private("osmeter-run-young");
+        for d in [&bare, &half, &data] {
+            age(d);
+        }
+        let mut removed = sweep(p);
+        removed.sort_by(|a, b| a.path.cmp(&b.path));
+        assert_eq!(
+            removed,
+            vec![
+                Removed {
+                    path: bare.clone(),
+                    pid: None
+                },
+                Removed {
+                    path: half.clone(),
+                    pid: None
+                }
+            ]
+        );
+        assert!(data.join("file").exists(), "unmarked but not empty: kept");
+        assert!(young.exists(), "within the set-up grace: kept");
+    }
+
     #[test]
     fn a_dead_owners_directory_is_swept_and_nothing_else() {
         let parent = tempfile::tempdir().unwrap();
@@ -288,7 +390,7 @@ mod tests {
             removed,
             vec![Removed {
                 path: dead.clone(),
-                pid: 4_000_000
+                pid: Some(4_000_000)
             }]
         );
         assert!(!dead.exists());
