@@ -521,6 +521,9 @@ mod tests {
 
     #[test]
     fn every_path_accounts_for_every_period_at_normal_priority() {
+        let _cpu = crate::latency::MEASURED_CPU
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let cpu = *placement::usable_cpus().last().unwrap();
         let specs: Vec<StreamSpec> = Path::ALL
             .into_iter()
@@ -548,6 +551,9 @@ mod tests {
 
     #[test]
     fn the_stop_flag_ends_early_with_consistent_counts() {
+        let _cpu = crate::latency::MEASURED_CPU
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let p = plan(100_000);
         let stop = Arc::clone(&p.stop);
         let cpu = *placement::usable_cpus().last().unwrap();

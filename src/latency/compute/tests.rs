@@ -96,6 +96,9 @@ fn calibrated_work_takes_about_the_time_asked() {
 
 #[test]
 fn a_real_computing_thread_counts_the_underruns_a_stall_causes() {
+    let _cpu = crate::latency::MEASURED_CPU
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let cpu = *placement::usable_cpus().last().unwrap();
     if placement::check_fifo_priority(80).is_err() {
         eprintln!("skipped: needs SCHED_FIFO for the hog");

@@ -24,6 +24,9 @@ fn hog(cpu: usize, after_ms: u64, ms: u64) -> std::thread::JoinHandle<()> {
 
 #[test]
 fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage() {
+    let _cpu = crate::latency::MEASURED_CPU
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if !is_root() || placement::check_fifo_priority(90).is_err() {
         eprintln!("skipped: needs root and SCHED_FIFO");
         return;
@@ -66,7 +69,7 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
         // Nearly every traced wake is matched.
         assert!(
             s.with_stages * 10 >= s.traced_wakes * 9,
-            "{} of {}",
+            "{} of {} matched: {s:?}",
             s.with_stages,
             s.traced_wakes
         );
@@ -105,6 +108,9 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
 
 #[test]
 fn alternating_phases_trace_about_half_the_wakes_and_measure_both() {
+    let _cpu = crate::latency::MEASURED_CPU
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if !is_root() {
         eprintln!("skipped: needs root");
         return;
