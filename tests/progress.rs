@@ -92,3 +92,38 @@ fn which(program: &str) -> Option<std::path::PathBuf> {
         .map(|d| std::path::Path::new(d).join(program))
         .find(|p| p.is_file())
 }
+
+#[test]
+fn latency_reports_time_measured_and_left() {
+    let env = TestEnv::new();
+    let out = env
+        .osmeter()
+        .env("OSMETER_PROGRESS", "always")
+        .args([
+            "latency",
+            "--classes",
+            "normal",
+            "--paths",
+            "timer",
+            "--duration",
+            "2500ms",
+            "--json",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("stdout stays JSON");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("latency: ")).collect();
+    assert!(
+        lines
+            .first()
+            .is_some_and(|l| l.contains(" of 2.5 s (") && l.contains("left")),
+        "{err}"
+    );
+}

@@ -343,7 +343,9 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
             }
         }
     };
+    let progress = measuring_progress(config.duration_ns);
     let results = threads::run_streams(&specs, &plan);
+    drop(progress);
     let load_reports = loads.map(|mut l| l.stop()).unwrap_or_default();
     let interrupted = interrupt::requested();
     stop.store(true, Ordering::Relaxed);
@@ -440,4 +442,21 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         return Ok(crate::error::EXIT_RUNTIME);
     }
     Ok(crate::error::EXIT_OK)
+}
+
+/// "latency: 3.0 s of 10.0 s (30 %, about 7.0 s left)".
+fn measuring_progress(duration_ns: u64) -> crate::progress::Ticker {
+    let total = std::time::Duration::from_nanos(duration_ns);
+    crate::progress::Ticker::start(move |elapsed| {
+        format!(
+            "latency: {} of {} ({})",
+            crate::progress::duration(elapsed.min(total)),
+            crate::progress::duration(total),
+            crate::progress::fraction(
+                elapsed.as_millis() as u64,
+                total.as_millis().max(1) as u64,
+                elapsed
+            )
+        )
+    })
 }
