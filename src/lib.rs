@@ -24,5 +24,6 @@ pub mod scratch;
 pub mod shell_files;
 pub mod stat;
 pub mod stats;
+pub mod suggest;
 pub mod system;
 pub mod units;

@@ -2,6 +2,8 @@
 //! unit name that suits its size ("163 ns", "1.14 us", "2.50 GB/s") with as many digits as its
 //! size deserves. Tables, the HTML report, plots and comparisons all write numbers through here.
 
+use crate::usage;
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 /// What a figure counts. The stored symbol is the serde name.
@@ -193,9 +195,49 @@ pub fn format(value: f64, unit: Unit) -> String {
     in_scale(value, unit.scale_for(value))
 }
 
+/// `5ms`, `20ms`, `1.5s`, `250us`, `100000ns`.
+pub fn parse_duration_ns(text: &str) -> Result<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num.trim().parse().map_err(|_| {
+        usage!("cannot read the duration {text:?}: expected a number and a unit, e.g. 20ms")
+    })?;
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" | "" => 1e9,
+        "min" => 60e9,
+        "h" => 3600e9,
+        other => {
+            return Err(usage!(
+                "unknown time unit {other:?} in {text:?}: use ns, us, ms, s, min or h"
+            ))
+        }
+    };
+    let ns = value * scale;
+    if !ns.is_finite() || ns <= 0.0 {
+        return Err(usage!("the duration {text:?} must be positive"));
+    }
+    Ok(ns as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ns("5ms").unwrap(), 5_000_000);
+        assert_eq!(parse_duration_ns("1.5s").unwrap(), 1_500_000_000);
+        assert_eq!(parse_duration_ns("250us").unwrap(), 250_000);
+        assert_eq!(parse_duration_ns("30min").unwrap(), 1_800_000_000_000);
+        assert_eq!(parse_duration_ns("2h").unwrap(), 7_200_000_000_000);
+        assert!(parse_duration_ns("0ms").is_err());
+        assert!(parse_duration_ns("5 parsecs").is_err());
+        assert!(parse_duration_ns("fast").is_err());
+    }
 
     #[test]
     fn values_take_the_unit_name_that_suits_them() {

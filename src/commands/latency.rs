@@ -2,7 +2,6 @@
 //! lateness with every missed period counted, worst cases per window and the buffer model.
 
 use crate::cli::LatencyArgs;
-use crate::config::parse_duration_ns;
 use crate::interrupt;
 use crate::latency::buffer::BufferConfig;
 use crate::latency::document::{ClassDoc, LatencyDoc, SkippedClass, StreamDoc, LATENCY_SCHEMA};
@@ -15,6 +14,7 @@ use crate::latency::trace::StackMode;
 use crate::meter::placement;
 use crate::meter::rt_limit::{OnLimit, RtTimeLimit};
 use crate::results::model::{Run, RunOptions};
+use crate::units::parse_duration_ns;
 use crate::usage;
 use anyhow::{Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};

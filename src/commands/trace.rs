@@ -97,7 +97,7 @@ fn system_capture(args: &TraceArgs, out: &Path) -> Result<i32> {
         ));
     }
     let timeout_ns =
-        crate::config::parse_duration_ns(&args.timeout).map_err(|e| usage!("--timeout: {e}"))?;
+        crate::units::parse_duration_ns(&args.timeout).map_err(|e| usage!("--timeout: {e}"))?;
     crate::system::capture::run(&SystemCapture {
         output: out.to_path_buf(),
         zstd: args.zstd,

@@ -4,7 +4,7 @@
 //! between failures, a run of consecutive overruns counting as one failure (the listener hears one
 //! glitch, not ten).
 
-use crate::config::parse_duration_ns;
+use crate::units::parse_duration_ns;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 

@@ -10,6 +10,7 @@ pub mod memory;
 pub mod net;
 pub mod process;
 pub mod select;
+pub mod selection;
 pub mod signal;
 pub mod syscall;
 #[cfg(test)]

@@ -208,7 +208,8 @@ pub fn resolve_id(store: &mut dyn Store, wanted: &str) -> Result<String> {
             // A mistyped prefix is compared with the ids cut to its length, then named in full.
             let cut = |id: &str| id.get(..wanted.len()).unwrap_or(id).to_string();
             let prefixes: Vec<String> = ids.iter().map(|i| cut(i)).collect();
-            let near_prefixes = crate::config::closest(wanted, prefixes.iter().map(String::as_str));
+            let near_prefixes =
+                crate::suggest::closest(wanted, prefixes.iter().map(String::as_str));
             let near: Vec<&str> = ids
                 .iter()
                 .filter(|i| near_prefixes.contains(&cut(i).as_str()))
