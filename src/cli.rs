@@ -249,7 +249,7 @@ pub struct TraceArgs {
     #[arg(long, value_name = "PATH", requires = "system")]
     pub system_map: Option<PathBuf>,
     /// With --system: the Debian kernel package to fetch
-    #[arg(long, value_name = "PACKAGE", requires = "system", default_value = crate::system::kernel::DEFAULT_PACKAGE)]
+    #[arg(long, value_name = "PACKAGE", requires = "system", default_value = crate::capture::system::kernel::DEFAULT_PACKAGE)]
     pub kernel_package: String,
     /// With --system: a host file or directory to put in the guest at the same path (repeatable)
     #[arg(long, value_name = "PATH", requires = "system")]

@@ -4,6 +4,7 @@
 //! `results` holds and shows what came out, `commands` wires them to the command line.
 
 pub mod budget;
+pub mod capture;
 pub mod cli;
 pub mod clock;
 pub mod commands;
@@ -25,5 +26,4 @@ pub mod shell_files;
 pub mod stat;
 pub mod stats;
 pub mod suggest;
-pub mod system;
 pub mod units;

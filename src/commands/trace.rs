@@ -1,15 +1,13 @@
 //! `osmeter trace`: capture (valgrind lackey through a pipe), convert, info, synth.
 
+use crate::capture::valgrind;
 use crate::cli::{TraceAction, TraceArgs};
 use crate::memsim::kernel::{self, info::Profile};
 use crate::memsim::trace::file::{wants_zstd, write_trace, Sink};
-use crate::memsim::trace::{
-    self, binary::TraceWriter, summary, synth::Synth, ExportFormat, Format, RefSource,
-    FLAG_INCOMPLETE, FLAG_USER_ONLY,
-};
+use crate::memsim::trace::{self, summary, synth::Synth, ExportFormat, Format};
 use crate::usage;
 use anyhow::{Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub fn trace(args: &TraceArgs) -> Result<i32> {
     match &args.action {
@@ -46,7 +44,7 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
         }
         Some(TraceAction::Workloads) => {
             let mut t = String::new();
-            for w in crate::system::workloads::WORKLOADS {
+            for w in crate::capture::system::workloads::WORKLOADS {
                 t.push_str(&format!("{:<10} {}\n", w.name, w.summary));
             }
             super::emit(&t)?;
@@ -62,14 +60,14 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
             if args.command.is_empty() {
                 return Err(usage!("nothing to trace: give the command after --, e.g. osmeter trace -o t.osmt -- ls"));
             }
-            capture(out, args.zstd, &args.command)
+            user_capture(out, args.zstd, &args.command)
         }
     }
 }
 
 fn system_capture(args: &TraceArgs, out: &Path) -> Result<i32> {
-    use crate::system::capture::{SystemCapture, Target};
-    use crate::system::workloads;
+    use crate::capture::system::capture::{SystemCapture, Target};
+    use crate::capture::system::workloads;
     let target = match (&args.workload, args.command.is_empty()) {
         (Some(_), false) => {
             return Err(usage!(
@@ -98,7 +96,7 @@ fn system_capture(args: &TraceArgs, out: &Path) -> Result<i32> {
     }
     let timeout_ns =
         crate::units::parse_duration_ns(&args.timeout).map_err(|e| usage!("--timeout: {e}"))?;
-    crate::system::capture::run(&SystemCapture {
+    crate::capture::system::capture::run(&SystemCapture {
         output: out.to_path_buf(),
         zstd: args.zstd,
         target,
@@ -191,183 +189,37 @@ fn info(
     Ok(crate::error::EXIT_OK)
 }
 
-fn find_program(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        return Path::new(name).is_file().then(|| PathBuf::from(name));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
-/// Runs the command under lackey with its trace on a pipe (fd 3), converting as it arrives. Lackey
-/// logging to a file would make a system call per record; through the pipe it writes in blocks.
-///
-/// The trace appears under `out` only once its trailer is written. A capture cut short (Ctrl-C,
-/// or the command killed by a signal) keeps the references read so far in a complete file whose
-/// trailer marks it incomplete; Ctrl-C exits with 130. A conversion error leaves no file.
-fn capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
-    use std::os::unix::process::CommandExt;
-    let valgrind = find_program("valgrind").ok_or_else(|| {
+/// `trace -o FILE -- CMD`: the user-mode references of CMD through valgrind's lackey.
+fn user_capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
+    let valgrind = valgrind::find_program("valgrind").ok_or_else(|| {
         anyhow::anyhow!("valgrind is not installed (or not on PATH): osmeter trace runs the command under valgrind's lackey tool; install valgrind")
     })?;
     super::startable(&cmd[0])?;
-    let file = crate::files::AtomicFile::create(out)?;
-    let sink = if wants_zstd(out, zstd) {
-        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, 3)?)
-    } else {
-        Sink::Plain(file.reopen()?)
-    };
-    let mut writer = TraceWriter::new(sink, FLAG_USER_ONLY)?;
-    let mut fds = [0; 2];
-    // SAFETY: fds has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error()).context("cannot create a pipe for the trace");
-    }
-    let (rfd, wfd) = (fds[0], fds[1]);
-    // SAFETY: rfd is a fresh descriptor we own.
-    let reader = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(rfd) };
-    let mut child = std::process::Command::new(valgrind);
-    child
-        // --vgdb=no: no gdbserver FIFOs in the temporary directory, which a valgrind stopped by
-        // a signal (Ctrl-C) would leave behind.
-        .args([
-            "--tool=lackey",
-            "--trace-mem=yes",
-            "--log-fd=3",
-            "--vgdb=no",
-        ])
-        .args(cmd);
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        child.pre_exec(move || {
-            if wfd == 3 {
-                if libc::fcntl(3, libc::F_SETFD, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            } else if libc::dup2(wfd, 3) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    crate::interrupt::install();
-    let start = std::time::Instant::now();
-    let spawned = child.spawn();
-    // SAFETY: the parent's copy of the write end is ours to close; the child has its own.
-    unsafe { libc::close(wfd) };
-    let mut proc = spawned.context("cannot start valgrind")?;
-    let pid = proc.id() as libc::pid_t;
-    let mut src =
-        trace::text::LackeyReader::new(std::io::BufReader::with_capacity(1 << 20, reader));
-    let done = std::sync::atomic::AtomicBool::new(false);
-    let captured = crate::progress::Counter::default();
-    let progress = capture_progress(captured.clone());
-    let copied = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| stop_on_interrupt(pid, &done));
-        let copied = copy_refs(&mut src, &mut writer, &captured);
-        done.store(true, std::sync::atomic::Ordering::SeqCst);
-        // Joined before the child is reaped below, so its pid cannot be reused meanwhile.
-        let _ = watcher.join();
-        copied
-    });
-    if copied.is_err() {
-        // SAFETY: signalling our own child, not yet reaped.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
-    // Closing the read end first: a child still writing gets EPIPE instead of blocking.
-    drop(src);
-    let status = proc.wait().context("waiting for valgrind")?;
-    drop(progress);
-    copied.context("converting lackey's output")?;
-    let interrupted = crate::interrupt::requested();
-    let cut_short = interrupted || status.code().is_none();
-    let n = writer.count();
-    writer
-        .finish(if cut_short { FLAG_INCOMPLETE } else { 0 })?
-        .finish()?;
-    file.commit()?;
-    let secs = start.elapsed().as_secs_f64();
+    let c = valgrind::capture(&valgrind, out, zstd, cmd)?;
     eprintln!(
-        "osmeter: traced {n} references in {secs:.2} s ({:.2} M refs/s) to {}; user mode only: lackey cannot see kernel references",
-        n as f64 / secs.max(1e-9) / 1e6,
+        "osmeter: traced {} references in {:.2} s ({:.2} M refs/s) to {}; user mode only: lackey cannot see kernel references",
+        c.references,
+        c.seconds,
+        c.references as f64 / c.seconds.max(1e-9) / 1e6,
         out.display()
     );
-    if interrupted {
+    if c.interrupted {
         eprintln!("osmeter: interrupted: the trace holds the references captured before Ctrl-C and is marked incomplete");
         return Ok(crate::error::EXIT_INTERRUPTED);
     }
-    if !status.success() {
-        if status.code().is_none() {
+    if !c.status.success() {
+        if c.status.code().is_none() {
             eprintln!(
-                "osmeter: the traced command was killed ({status}); the trace is marked incomplete"
+                "osmeter: the traced command was killed ({}); the trace is marked incomplete",
+                c.status
             );
         } else {
-            eprintln!("osmeter: the traced command failed ({status}); its trace is kept");
+            eprintln!(
+                "osmeter: the traced command failed ({}); its trace is kept",
+                c.status
+            );
         }
         return Ok(crate::error::EXIT_COMMAND_FAILED);
     }
     Ok(crate::error::EXIT_OK)
-}
-
-/// "trace: 12.3M references captured (1.5M/s), 8.0 s": the command's length is unknown.
-fn capture_progress(captured: crate::progress::Counter) -> crate::progress::Ticker {
-    crate::progress::Ticker::start(move |elapsed| {
-        let n = captured.get() as f64;
-        format!(
-            "trace: {} references captured ({}/s), {}",
-            crate::units::count_label(n),
-            crate::units::count_label(n / elapsed.as_secs_f64().max(1e-3)),
-            crate::progress::duration(elapsed)
-        )
-    })
-}
-
-/// Copies lackey's references into the trace until its output ends. After Ctrl-C the output
-/// may end in the middle of a line: the records before it are kept, the error is not one.
-fn copy_refs(
-    src: &mut dyn RefSource,
-    w: &mut TraceWriter<Sink>,
-    copied: &crate::progress::Counter,
-) -> Result<()> {
-    let mut batch = Vec::with_capacity(1 << 16);
-    loop {
-        batch.clear();
-        let got = src.next_batch(&mut batch, 1 << 16);
-        for r in &batch {
-            w.write(r)?;
-        }
-        copied.add(batch.len() as u64);
-        match got {
-            Ok(0) => return Ok(()),
-            Ok(_) => {}
-            Err(_) if crate::interrupt::requested() => return Ok(()),
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-/// Until `done`, watches for Ctrl-C; then stops valgrind (pid `pid`) as a terminal would, with
-/// SIGINT, and with SIGKILL if it has not finished within a few seconds (a command that ignores
-/// SIGINT). Its output then ends, which ends the copy.
-fn stop_on_interrupt(pid: libc::pid_t, done: &std::sync::atomic::AtomicBool) {
-    use std::sync::atomic::Ordering;
-    use std::time::{Duration, Instant};
-    while !crate::interrupt::requested() {
-        if done.load(Ordering::SeqCst) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: our own child, not reaped before this thread is joined.
-    unsafe { libc::kill(pid, libc::SIGINT) };
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline {
-        if done.load(Ordering::SeqCst) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: as above.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
 }

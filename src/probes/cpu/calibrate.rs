@@ -47,7 +47,7 @@ struct CacheEntry {
 }
 
 fn cache_file() -> PathBuf {
-    crate::system::kernel::cache_dir().join("cpu-mix.json")
+    crate::capture::system::kernel::cache_dir().join("cpu-mix.json")
 }
 
 fn identity(exe: &Path) -> Option<(u64, u128)> {

@@ -306,8 +306,8 @@ mod tests {
     fn a_static_program_needs_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s");
-        std::fs::write(&p, crate::system::GUEST_HELPER).unwrap();
-        if crate::system::GUEST_HELPER.is_empty() {
+        std::fs::write(&p, crate::capture::system::GUEST_HELPER).unwrap();
+        if crate::capture::system::GUEST_HELPER.is_empty() {
             return; // no static libc on this machine; build.rs warned
         }
         assert!(shared_libraries(&p).unwrap().is_empty());

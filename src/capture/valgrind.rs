@@ -1,0 +1,179 @@
+//! User-mode traces: a command run under valgrind's lackey, its references converted as they
+//! arrive into an osmeter trace.
+
+use crate::memsim::trace::binary::TraceWriter;
+use crate::memsim::trace::file::{wants_zstd, Sink};
+use crate::memsim::trace::{self, RefSource, FLAG_INCOMPLETE, FLAG_USER_ONLY};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+/// What a capture did: references written, how long it took, whether Ctrl-C cut it short, and how
+/// the command ended.
+pub struct UserCapture {
+    pub references: u64,
+    pub seconds: f64,
+    pub interrupted: bool,
+    pub status: std::process::ExitStatus,
+}
+
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        return Path::new(name).is_file().then(|| PathBuf::from(name));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Runs the command under lackey with its trace on a pipe (fd 3), converting as it arrives. Lackey
+/// logging to a file would make a system call per record; through the pipe it writes in blocks.
+///
+/// The trace appears under `out` only once its trailer is written. A capture cut short (Ctrl-C,
+/// or the command killed by a signal) keeps the references read so far in a complete file whose
+/// trailer marks it incomplete. A conversion error leaves no file.
+pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Result<UserCapture> {
+    use std::os::unix::process::CommandExt;
+    let file = crate::files::AtomicFile::create(out)?;
+    let sink = if wants_zstd(out, zstd) {
+        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, 3)?)
+    } else {
+        Sink::Plain(file.reopen()?)
+    };
+    let mut writer = TraceWriter::new(sink, FLAG_USER_ONLY)?;
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot create a pipe for the trace");
+    }
+    let (rfd, wfd) = (fds[0], fds[1]);
+    // SAFETY: rfd is a fresh descriptor we own.
+    let reader = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(rfd) };
+    let mut child = std::process::Command::new(valgrind);
+    child
+        // --vgdb=no: no gdbserver FIFOs in the temporary directory, which a valgrind stopped by
+        // a signal (Ctrl-C) would leave behind.
+        .args([
+            "--tool=lackey",
+            "--trace-mem=yes",
+            "--log-fd=3",
+            "--vgdb=no",
+        ])
+        .args(cmd);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        child.pre_exec(move || {
+            if wfd == 3 {
+                if libc::fcntl(3, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(wfd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    crate::interrupt::install();
+    let start = std::time::Instant::now();
+    let spawned = child.spawn();
+    // SAFETY: the parent's copy of the write end is ours to close; the child has its own.
+    unsafe { libc::close(wfd) };
+    let mut proc = spawned.context("cannot start valgrind")?;
+    let pid = proc.id() as libc::pid_t;
+    let mut src =
+        trace::text::LackeyReader::new(std::io::BufReader::with_capacity(1 << 20, reader));
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let captured = crate::progress::Counter::default();
+    let progress = capture_progress(captured.clone());
+    let copied = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| stop_on_interrupt(pid, &done));
+        let copied = copy_refs(&mut src, &mut writer, &captured);
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Joined before the child is reaped below, so its pid cannot be reused meanwhile.
+        let _ = watcher.join();
+        copied
+    });
+    if copied.is_err() {
+        // SAFETY: signalling our own child, not yet reaped.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    // Closing the read end first: a child still writing gets EPIPE instead of blocking.
+    drop(src);
+    let status = proc.wait().context("waiting for valgrind")?;
+    drop(progress);
+    copied.context("converting lackey's output")?;
+    let interrupted = crate::interrupt::requested();
+    let cut_short = interrupted || status.code().is_none();
+    let references = writer.count();
+    writer
+        .finish(if cut_short { FLAG_INCOMPLETE } else { 0 })?
+        .finish()?;
+    file.commit()?;
+    Ok(UserCapture {
+        references,
+        seconds: start.elapsed().as_secs_f64(),
+        interrupted,
+        status,
+    })
+}
+
+/// "trace: 12.3M references captured (1.5M/s), 8.0 s": the command's length is unknown.
+fn capture_progress(captured: crate::progress::Counter) -> crate::progress::Ticker {
+    crate::progress::Ticker::start(move |elapsed| {
+        let n = captured.get() as f64;
+        format!(
+            "trace: {} references captured ({}/s), {}",
+            crate::units::count_label(n),
+            crate::units::count_label(n / elapsed.as_secs_f64().max(1e-3)),
+            crate::progress::duration(elapsed)
+        )
+    })
+}
+
+/// Copies lackey's references into the trace until its output ends. After Ctrl-C the output
+/// may end in the middle of a line: the records before it are kept, the error is not one.
+fn copy_refs(
+    src: &mut dyn RefSource,
+    w: &mut TraceWriter<Sink>,
+    copied: &crate::progress::Counter,
+) -> Result<()> {
+    let mut batch = Vec::with_capacity(1 << 16);
+    loop {
+        batch.clear();
+        let got = src.next_batch(&mut batch, 1 << 16);
+        for r in &batch {
+            w.write(r)?;
+        }
+        copied.add(batch.len() as u64);
+        match got {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(_) if crate::interrupt::requested() => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Until `done`, watches for Ctrl-C; then stops valgrind (pid `pid`) as a terminal would, with
+/// SIGINT, and with SIGKILL if it has not finished within a few seconds (a command that ignores
+/// SIGINT). Its output then ends, which ends the copy.
+fn stop_on_interrupt(pid: libc::pid_t, done: &std::sync::atomic::AtomicBool) {
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+    while !crate::interrupt::requested() {
+        if done.load(Ordering::SeqCst) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: our own child, not reaped before this thread is joined.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if done.load(Ordering::SeqCst) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}
