@@ -55,7 +55,7 @@ fn memsim_reports_its_reading_on_stderr_only() {
 #[test]
 fn trace_capture_reports_references_captured() {
     let env = TestEnv::new();
-    if which("valgrind").is_none() {
+    if common::which("valgrind").is_none() {
         eprintln!("valgrind is not installed (.ci/run installs it); skipping");
         return;
     }
@@ -83,14 +83,6 @@ fn trace_capture_reports_references_captured() {
             .any(|l| l.starts_with("trace: ") && l.contains("references captured")),
         "{err}"
     );
-}
-
-fn which(program: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| std::path::Path::new(d).join(program))
-        .find(|p| p.is_file())
 }
 
 #[test]

@@ -14,12 +14,6 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-}
-
 /// The cgroup v1 cpu hierarchy, when it is mounted with the real-time files.
 fn v1_cpu_mount() -> Option<PathBuf> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
@@ -196,7 +190,7 @@ fn root_without_cap_sys_nice_is_told_which_capability_is_missing() {
         eprintln!("skipped: needs root");
         return;
     }
-    let Some(setpriv) = which("setpriv") else {
+    let Some(setpriv) = common::which("setpriv") else {
         eprintln!("skipped: setpriv (util-linux) is not installed");
         return;
     };
@@ -225,7 +219,7 @@ fn a_user_with_a_low_rtprio_limit_is_told_both_numbers() {
         eprintln!("skipped: needs root to switch to another user");
         return;
     }
-    let Some(setpriv) = which("setpriv") else {
+    let Some(setpriv) = common::which("setpriv") else {
         eprintln!("skipped: setpriv (util-linux) is not installed");
         return;
     };
