@@ -212,7 +212,14 @@ struct Decoder {
     waking: (u16, ringbuf::Field),
     switch: (u16, ringbuf::Field),
     local_timer: Option<u16>,
+    /// `raw_syscalls/sys_exit` and its syscall number field, where the kernel has it.
+    sleep_exit: Option<(u16, ringbuf::Field)>,
 }
+
+/// The system call the timer threads sleep in; its exits mark them running again after a wake
+/// from idle, which some kernels report no switch for.
+const SLEEP_SYSCALL: i64 = libc::SYS_clock_nanosleep;
+const SLEEP_EXIT_EVENT: &str = "raw_syscalls/sys_exit";
 
 fn format(inst: &Instance, event: &str) -> Result<EventFormat> {
     let text = inst.read(&format!("events/{event}/format"))?;
@@ -232,6 +239,9 @@ impl Decoder {
         let waking = format(inst, "sched/sched_waking")?;
         let switch = format(inst, "sched/sched_switch")?;
         let local_timer = format(inst, "irq_vectors/local_timer_entry").ok();
+        let sleep_exit = format(inst, SLEEP_EXIT_EVENT)
+            .ok()
+            .and_then(|f| Some((f.id, f.field("id")?.clone())));
         Ok(Decoder {
             start: (
                 start.id,
@@ -246,6 +256,7 @@ impl Decoder {
             waking: (waking.id, field(&waking, "pid")?),
             switch: (switch.id, field(&switch, "next_pid")?),
             local_timer: local_timer.map(|f| f.id),
+            sleep_exit,
         })
     }
 
@@ -278,6 +289,11 @@ impl Decoder {
             })
         } else if Some(id) == self.local_timer {
             Some(Event::TimerInterrupt { ts: e.ts })
+        } else if let Some((_, nr)) = self.sleep_exit.as_ref().filter(|(i, _)| *i == id) {
+            (nr.int(d)? == SLEEP_SYSCALL).then_some(Event::SleepExit {
+                pid: e.pid(),
+                ts: e.ts,
+            })
         } else {
             None
         }
@@ -568,6 +584,7 @@ fn set_up_events(inst: &Instance) -> Result<Vec<String>> {
             Some(format!("next_comm ~ \"{THREAD_PREFIX}*\"")),
         ),
         ("irq_vectors/local_timer_entry", None),
+        (SLEEP_EXIT_EVENT, Some(format!("id == {SLEEP_SYSCALL}"))),
     ];
     let mut enabled = Vec::new();
     for (event, filter) in filters {

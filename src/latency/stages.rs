@@ -14,6 +14,12 @@
 //! - `thread`: woken -> switched in (other tasks, the scheduler, preemption off);
 //! - `to_user`: switched in -> the thread's own clock read (return from the system call).
 //!
+//! Some kernels (this project's 6.18 VMs among them) fire no `sched_switch` when a CPU's idle task
+//! gives way to the task it woke: a wake from idle has no switch-in event. For those the switch-in
+//! is taken at the thread's exit from its sleep system call (`sys_exit`), the first event the thread
+//! itself records once running; the thread stage then includes the return from the scheduler
+//! (a microsecond or two), and such a wake is complete, not broken.
+//!
 //! This module is pure logic over decoded events; `stage_capture` reads them from tracefs.
 
 use super::accounting::{summarise_windows, WindowSummary, WINDOWS};
@@ -47,6 +53,12 @@ pub enum Event {
         next_pid: i32,
         ts: u64,
     },
+    /// `sys_exit` of the sleep system call, recorded while `pid` was current: the thread runs
+    /// again.
+    SleepExit {
+        pid: i32,
+        ts: u64,
+    },
     /// The local timer interrupt's entry (x86 `local_timer_entry`).
     TimerInterrupt {
         ts: u64,
@@ -76,6 +88,8 @@ struct TidState {
     waking: Option<u64>,
     /// The timer expired before the thread had gone to sleep: it never left the CPU.
     woke_running: bool,
+    /// The idle task was current when the thread was woken: the kernel may report no switch-in.
+    woke_from_idle: bool,
 }
 
 /// Follows sleeping threads through the events of one CPU, in order. Every thread that arms a
@@ -161,33 +175,48 @@ impl Tracker {
                     if s.expiry.is_some() && s.waking.is_none() {
                         s.waking = Some(ts);
                         s.woke_running = current == pid;
+                        s.woke_from_idle = current == 0;
                     }
                 }
             }
-            Event::SwitchIn { next_pid, ts } => {
-                let s = self.tids.get_mut(&next_pid)?;
-                let (Some((expiry, in_softirq, irq)), Some(waking)) = (s.expiry, s.waking) else {
-                    return None;
-                };
-                if s.woke_running {
-                    // Switched back in after a preemption, not after a sleep: the wake counts
-                    // from when it was woken, at the next arming.
+            Event::SleepExit { pid, ts } => {
+                let s = self.tids.get_mut(&pid)?;
+                // Only a wake from idle may lack its switch-in; after any other wake a missing
+                // switch is a lost event, and the chain stays broken.
+                if !s.woke_from_idle {
                     return None;
                 }
-                let wake = KernelWake {
-                    tid: next_pid,
-                    deadline_ns: s.deadline,
-                    irq_entry_ns: irq,
-                    expiry_ns: expiry,
-                    in_softirq,
-                    waking_ns: waking,
-                    switch_in_ns: ts,
-                };
-                *s = TidState::default();
-                return Some(wake);
+                return Self::complete(s, pid, ts);
+            }
+            Event::SwitchIn { next_pid, ts } => {
+                let s = self.tids.get_mut(&next_pid)?;
+                return Self::complete(s, next_pid, ts);
             }
         }
         None
+    }
+
+    /// The thread runs again since `ts`: its wake is complete if it was woken from a sleep.
+    fn complete(s: &mut TidState, tid: i32, ts: u64) -> Option<KernelWake> {
+        let (Some((expiry, in_softirq, irq)), Some(waking)) = (s.expiry, s.waking) else {
+            return None;
+        };
+        if s.woke_running {
+            // Switched back in after a preemption, not after a sleep: the wake counts from when
+            // it was woken, at the next arming.
+            return None;
+        }
+        let wake = KernelWake {
+            tid,
+            deadline_ns: s.deadline,
+            irq_entry_ns: irq,
+            expiry_ns: expiry,
+            in_softirq,
+            waking_ns: waking,
+            switch_in_ns: ts,
+        };
+        *s = TidState::default();
+        Some(wake)
     }
 }
 

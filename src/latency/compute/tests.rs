@@ -140,7 +140,9 @@ fn a_real_computing_thread_counts_the_underruns_a_stall_causes() {
     for d in &c.depths {
         assert_eq!(d.real.buffers, 750, "every buffer is accounted for");
         assert!(d.real.failures >= 1, "n={}: {:?}", d.buffers, d.real);
-        assert!(d.model.failures >= 1, "n={}: {:?}", d.buffers, d.model);
+        // The model sees the stall only when it delays a wake; when the hog preempts the thread
+        // while it computes, the wakes stay on time and only the real pipeline underruns (the
+        // blind spot this mode exists to show), so the model is not required to fail here.
     }
     // Deeper pipelines never fail more often.
     assert!(c.depths[0].real.underruns >= c.depths[1].real.underruns);

@@ -168,6 +168,89 @@ fn a_broken_chain_is_counted_not_matched() {
         .is_none());
 }
 
+/// The events of an armed, expired wake of `TID` at deadline `d`, woken while `current` ran.
+fn woken(t: &mut Tracker, d: u64, current: i32) {
+    for e in [
+        Event::TimerStart {
+            pid: TID,
+            timer: TIMER,
+            soft_expires: d,
+        },
+        Event::Expire {
+            timer: TIMER,
+            now: d + 10,
+            in_softirq: false,
+        },
+        Event::Waking {
+            pid: TID,
+            ts: d + 20,
+            current,
+        },
+    ] {
+        assert!(t.feed(e).is_none());
+    }
+}
+
+#[test]
+fn a_wake_from_idle_without_a_switch_event_ends_at_the_sleep_exit() {
+    // What this project's 6.18 kernel records when the idle task gives way: no sched_switch.
+    let mut t = Tracker::default();
+    woken(&mut t, 1_000, 0);
+    let w = t
+        .feed(Event::SleepExit {
+            pid: TID,
+            ts: 1_050,
+        })
+        .unwrap();
+    assert_eq!((w.tid, w.waking_ns, w.switch_in_ns), (TID, 1_020, 1_050));
+    let s = WakeStages::split(&w, 1_060).unwrap();
+    assert_eq!(
+        (s.interrupt, s.handler, s.thread, s.to_user),
+        (10, 10, 30, 10)
+    );
+    // The next arming finds the chain closed, not broken.
+    woken(&mut t, 2_000, 0);
+    assert_eq!(t.incomplete(TID), 0);
+}
+
+#[test]
+fn where_the_kernel_reports_the_switch_from_idle_the_sleep_exit_adds_nothing() {
+    let mut t = Tracker::default();
+    woken(&mut t, 1_000, 0);
+    let w = t
+        .feed(Event::SwitchIn {
+            next_pid: TID,
+            ts: 1_040,
+        })
+        .unwrap();
+    assert_eq!(w.switch_in_ns, 1_040);
+    assert!(t
+        .feed(Event::SleepExit {
+            pid: TID,
+            ts: 1_050
+        })
+        .is_none());
+    woken(&mut t, 2_000, 0);
+    assert_eq!(t.incomplete(TID), 0);
+}
+
+#[test]
+fn a_missing_switch_after_a_wake_from_another_task_stays_a_broken_chain() {
+    // Another task was running: the switch to the thread must exist, so its absence is a loss.
+    let mut t = Tracker::default();
+    woken(&mut t, 1_000, 4_242);
+    assert!(t
+        .feed(Event::SleepExit {
+            pid: TID,
+            ts: 1_050
+        })
+        .is_none());
+    woken(&mut t, 2_000, 0);
+    assert_eq!(t.incomplete(TID), 1);
+    // A sleep exit of a thread that was never armed is nothing.
+    assert!(t.feed(Event::SleepExit { pid: 77, ts: 3_000 }).is_none());
+}
+
 #[test]
 fn a_thread_caught_before_it_slept_completes_at_its_next_arming() {
     let mut t = Tracker::default();
