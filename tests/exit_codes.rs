@@ -92,14 +92,9 @@ fn run_with_every_figure_failing(env: &TestEnv) -> Output {
 
 /// A stat run of `sleep SECS`, stored; returns its id.
 fn stored_sleep(env: &TestEnv, secs: &str) -> String {
-    let out = env
-        .osmeter()
-        .args(["stat", "-r", "5", "--json", "--", "sleep", secs])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let runs = env.json(&["runs", "--json"]);
-    runs[0]["id"].as_str().unwrap().to_string()
+    // The id the run was saved under (two runs in one second would list in either order).
+    env.saved(&["stat", "-r", "5", "--json", "--", "sleep", secs])
+        .1
 }
 
 #[test]
