@@ -30,6 +30,18 @@ pub fn style() -> Option<Style> {
     }
 }
 
+/// Shows `text` as the current status of a job that reports its own steps (`run`): redrawn in
+/// place, or one line per step; an empty text clears an in-place line.
+pub fn status(style: Option<Style>, text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = match style {
+        Some(Style::InPlace) => write!(err, "\r\x1b[2K{text}"),
+        Some(Style::Lines) if !text.is_empty() => writeln!(err, "{text}"),
+        _ => Ok(()),
+    };
+    let _ = err.flush();
+}
+
 /// Draws `status(elapsed)` until dropped; the line is cleared at the end.
 pub struct Ticker {
     stop: Arc<(Mutex<bool>, Condvar)>,

@@ -232,22 +232,7 @@ fn never_marked(dir: &Path, meta: &std::fs::Metadata) -> bool {
     let names: Vec<_> = entries.flatten().map(|e| e.file_name()).collect();
     match names.as_slice() {
         [] => true,
-        [only] if only == MARKER => {
-            let Ok(mut f) = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-                .open(dir.join(MARKER))
-            else {
-                return false;
-            };
-            // SAFETY: flock on a descriptor we own; the lock goes when `f` is dropped.
-            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-                return false; // its process is alive
-            }
-            let mut text = String::new();
-            let _ = Read::by_ref(&mut f).take(64).read_to_string(&mut text);
-            !(text.starts_with("pid ") && text.ends_with('\n'))
-        }
+        [only] if only == MARKER => read_marker(dir) == Marker::Unfinished,
         _ => false,
     }
 }
@@ -258,27 +243,52 @@ fn remove_unmarked(dir: &Path) -> bool {
     std::fs::remove_dir(dir).is_ok()
 }
 
-/// The pid in `dir`'s marker when the marker is complete and no process holds it locked.
-fn abandoned(dir: &Path) -> Option<u32> {
-    let mut f = std::fs::OpenOptions::new()
+/// What a scratch directory's marker says about its owner.
+#[derive(Debug, PartialEq)]
+enum Marker {
+    /// No marker file osmeter could have written (missing, or not a regular file).
+    Unreadable,
+    /// Its process holds the lock: alive.
+    Held,
+    /// Complete and unlocked: the owner `pid` is gone.
+    Owner(u32),
+    /// Unlocked and without its pid: the owner died while writing it.
+    Unfinished,
+}
+
+fn read_marker(dir: &Path) -> Marker {
+    let Ok(mut f) = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
         .open(dir.join(MARKER))
-        .ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
+    else {
+        return Marker::Unreadable;
+    };
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Marker::Unreadable;
     }
     // SAFETY: flock on a descriptor we own; the lock goes when `f` is dropped.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return None; // its process is alive
+        return Marker::Held;
     }
     let mut text = String::new();
-    Read::by_ref(&mut f)
-        .take(64)
-        .read_to_string(&mut text)
-        .ok()?;
-    let pid = text.strip_prefix("pid ")?.strip_suffix('\n')?;
-    pid.parse().ok()
+    let _ = Read::by_ref(&mut f).take(64).read_to_string(&mut text);
+    match text
+        .strip_prefix("pid ")
+        .and_then(|t| t.strip_suffix('\n'))
+        .and_then(|pid| pid.parse().ok())
+    {
+        Some(pid) => Marker::Owner(pid),
+        None => Marker::Unfinished,
+    }
+}
+
+/// The pid in `dir`'s marker when the marker is complete and no process holds it locked.
+fn abandoned(dir: &Path) -> Option<u32> {
+    match read_marker(dir) {
+        Marker::Owner(pid) => Some(pid),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -81,7 +81,8 @@ fn xdg_dir(var: &str, fallback: &str) -> Result<PathBuf> {
     match std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
         Some(home) => Ok(PathBuf::from(home).join(fallback)),
         None => Err(crate::usage!(
-            "neither {var} nor HOME is set to an absolute directory; give the directory yourself"
+            "neither {var} nor HOME is set to an absolute directory: set one, or write the files \
+             where you choose (`osmeter completions SHELL > FILE`, `osmeter man --dir DIR`)"
         )),
     }
 }

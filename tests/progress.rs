@@ -119,3 +119,36 @@ fn latency_reports_time_measured_and_left() {
         "{err}"
     );
 }
+
+#[test]
+fn run_reports_each_figure_and_round_when_asked_and_nothing_when_not() {
+    let env = TestEnv::new();
+    let run = |progress: &str| {
+        let out = env
+            .osmeter()
+            .env("OSMETER_PROGRESS", progress)
+            .args(["run", "syscall.null", "--no-store", "--json"])
+            .args(common::FAST)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("stdout stays JSON");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run("always");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("[1/") && l.contains("round 1/")),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\x1b'),
+        "no terminal escapes on a pipe: {err:?}"
+    );
+    let quiet = run("never");
+    assert!(!quiet.lines().any(|l| l.starts_with("[1/")), "{quiet}");
+}

@@ -2,7 +2,7 @@
 //! arrive into an osmeter trace.
 
 use crate::memsim::trace::binary::TraceWriter;
-use crate::memsim::trace::file::{wants_zstd, Sink};
+use crate::memsim::trace::file::{Sink, ZSTD_LEVEL};
 use crate::memsim::trace::{self, RefSource, FLAG_INCOMPLETE, FLAG_USER_ONLY};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -34,11 +34,7 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
 pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Result<UserCapture> {
     use std::os::unix::process::CommandExt;
     let file = crate::files::AtomicFile::create(out)?;
-    let sink = if wants_zstd(out, zstd) {
-        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, 3)?)
-    } else {
-        Sink::Plain(file.reopen()?)
-    };
+    let sink = Sink::create(&file, out, zstd, ZSTD_LEVEL)?;
     let mut writer = TraceWriter::new(sink, FLAG_USER_ONLY)?;
     let mut fds = [0; 2];
     // SAFETY: fds has room for the two descriptors pipe2 writes.
@@ -83,7 +79,7 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
         trace::text::LackeyReader::new(std::io::BufReader::with_capacity(1 << 20, reader));
     let done = std::sync::atomic::AtomicBool::new(false);
     let captured = crate::progress::Counter::default();
-    let progress = capture_progress(captured.clone());
+    let progress = super::progress(captured.clone(), "starting the command under valgrind");
     let copied = std::thread::scope(|scope| {
         let watcher = scope.spawn(|| stop_on_interrupt(pid, &done));
         let copied = copy_refs(&mut src, &mut writer, &captured);
@@ -113,19 +109,6 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
         seconds: start.elapsed().as_secs_f64(),
         interrupted,
         status,
-    })
-}
-
-/// "trace: 12.3M references captured (1.5M/s), 8.0 s": the command's length is unknown.
-fn capture_progress(captured: crate::progress::Counter) -> crate::progress::Ticker {
-    crate::progress::Ticker::start(move |elapsed| {
-        let n = captured.get() as f64;
-        format!(
-            "trace: {} references captured ({}/s), {}",
-            crate::units::count_label(n),
-            crate::units::count_label(n / elapsed.as_secs_f64().max(1e-3)),
-            crate::progress::duration(elapsed)
-        )
     })
 }
 

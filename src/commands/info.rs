@@ -7,14 +7,14 @@ use crate::meter::perf::{self, EventStatus};
 use crate::meter::Scope;
 use crate::results::fingerprint;
 use anyhow::Result;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 pub const INFO_SCHEMA: &str = "osmeter.info/1";
 
 /// One capability: whether it works here, and why (not).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Feature {
     pub name: &'static str,
     pub available: bool,
@@ -29,28 +29,27 @@ fn feature(name: &'static str, available: bool, detail: impl Into<String>) -> Fe
     }
 }
 
+/// `osmeter info --json`.
+#[derive(serde::Serialize)]
+struct InfoDoc<'a> {
+    schema: &'static str,
+    fingerprint: &'a Value,
+    features: &'a [Feature],
+    counters: &'a [EventStatus],
+}
+
 pub fn info(json: bool) -> Result<i32> {
     // The directory `run` uses for scratch files when no --dir is given.
     let fp = fingerprint::collect(Some(&std::env::temp_dir()));
     let counters = perf::event_availability();
     let features = features(&counters);
     if json {
-        let doc = json!({
-            "schema": INFO_SCHEMA,
-            "fingerprint": fp,
-            "features": features.iter().map(|f| json!({
-                "name": f.name,
-                "available": f.available,
-                "detail": f.detail,
-            })).collect::<Vec<_>>(),
-            "counters": counters.iter().map(|c| json!({
-                "scope": c.scope,
-                "name": c.name,
-                "available": c.available,
-                "reason": c.reason,
-            })).collect::<Vec<_>>(),
-        });
-        super::emit_json(&doc)?;
+        super::emit_json(&InfoDoc {
+            schema: INFO_SCHEMA,
+            fingerprint: &fp,
+            features: &features,
+            counters: &counters,
+        })?;
     } else {
         super::emit(&render(&fp, &features, &counters))?;
     }

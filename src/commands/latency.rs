@@ -299,7 +299,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
     };
     let rt_limit = RtTimeLimit::set(RTTIME_LIMIT_US, None, OnLimit::Terminate);
     let started_at = crate::clock::now_rfc3339();
-    if super::stderr_is_terminal() {
+    if crate::progress::style().is_some() {
         eprintln!(
             "osmeter: measuring {} streams for {:.1} s",
             specs.len(),

@@ -2,29 +2,61 @@
 
 use crate::probes::{self, Scale};
 use anyhow::Result;
-use serde_json::json;
+use serde::Serialize;
 use std::fmt::Write;
+
+/// `osmeter list --json`.
+#[derive(Serialize)]
+struct ListDoc {
+    probes: Vec<ProbeEntry>,
+    suites: Vec<SuiteEntry>,
+}
+
+#[derive(Serialize)]
+struct ProbeEntry {
+    id: &'static str,
+    group: &'static str,
+    summary: &'static str,
+    params: &'static str,
+    unit: &'static str,
+    origins: &'static [probes::Origin],
+    variants_quick: usize,
+    variants_full: usize,
+}
+
+#[derive(Serialize)]
+struct SuiteEntry {
+    name: &'static str,
+    summary: &'static str,
+    probes: Vec<&'static str>,
+}
 
 pub fn list(json: bool) -> Result<i32> {
     let registry = probes::registry();
     if json {
-        let doc = json!({
-            "probes": registry.iter().map(|p| json!({
-                "id": p.id,
-                "group": p.group(),
-                "summary": p.summary,
-                "params": p.params,
-                "unit": p.unit.symbol(),
-                "origins": p.origins,
-                "variants_quick": (p.variants)(Scale::Quick).len(),
-                "variants_full": (p.variants)(Scale::Full).len(),
-            })).collect::<Vec<_>>(),
-            "suites": probes::SUITES.iter().map(|s| json!({
-                "name": s.name,
-                "summary": s.summary,
-                "probes": s.probes().iter().map(|p| p.id).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-        });
+        let doc = ListDoc {
+            probes: registry
+                .iter()
+                .map(|p| ProbeEntry {
+                    id: p.id,
+                    group: p.group(),
+                    summary: p.summary,
+                    params: p.params,
+                    unit: p.unit.symbol(),
+                    origins: p.origins,
+                    variants_quick: (p.variants)(Scale::Quick).len(),
+                    variants_full: (p.variants)(Scale::Full).len(),
+                })
+                .collect(),
+            suites: probes::SUITES
+                .iter()
+                .map(|s| SuiteEntry {
+                    name: s.name,
+                    summary: s.summary,
+                    probes: s.probes().iter().map(|p| p.id).collect(),
+                })
+                .collect(),
+        };
         super::emit_json(&doc)?;
         return Ok(0);
     }

@@ -48,12 +48,6 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     }
 }
 
-/// True when progress lines should be drawn (stderr is a terminal).
-pub fn stderr_is_terminal() -> bool {
-    use std::io::IsTerminal;
-    std::io::stderr().is_terminal()
-}
-
 /// Writes results to stdout. A reader that went away (`| head`) is not an error worth a panic.
 pub fn emit(text: &str) -> Result<()> {
     use std::io::Write;

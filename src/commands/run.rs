@@ -11,14 +11,6 @@ use crate::meter::perf;
 use crate::results::model::{Measurement, Run, RunOptions, Status, RUN_SCHEMA};
 use crate::results::{fingerprint, table};
 use anyhow::Result;
-use std::io::Write;
-
-fn progress(enabled: bool, text: &str) {
-    if enabled {
-        eprint!("\r\x1b[2K{text}");
-        let _ = std::io::stderr().flush();
-    }
-}
 
 pub fn run(args: &RunArgs) -> Result<i32> {
     let config = RunConfig::from_args(args)?;
@@ -71,11 +63,11 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
     };
 
     let started_at = crate::clock::now_rfc3339();
-    let show_progress = super::stderr_is_terminal();
+    let style = crate::progress::style();
     let outcome = harness::suite::run(&suite, &mut |p| {
         let what = p.label.unwrap_or("the harness's own cost");
-        progress(
-            show_progress,
+        crate::progress::status(
+            style,
             &format!(
                 "[{}/{}] round {}/{}: {what}",
                 p.done + 1,
@@ -85,7 +77,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
             ),
         )
     })?;
-    progress(show_progress, "");
+    crate::progress::status(style, "");
 
     // The parent, not the fresh subdirectory: its path is stable from run to run.
     let fingerprint = fingerprint::collect(Some(&config.scratch_parent));

@@ -3,7 +3,7 @@
 use crate::capture::valgrind;
 use crate::cli::{TraceAction, TraceArgs};
 use crate::memsim::kernel::{self, info::Profile};
-use crate::memsim::trace::file::{wants_zstd, write_trace, Sink};
+use crate::memsim::trace::file::{write_trace, Sink, ZSTD_LEVEL};
 use crate::memsim::trace::{self, summary, synth::Synth, ExportFormat, Format};
 use crate::usage;
 use anyhow::{Context, Result};
@@ -134,11 +134,7 @@ fn export(
 ) -> Result<i32> {
     let mut src = trace::open(input, from)?;
     let file = crate::files::AtomicFile::create(output)?;
-    let mut sink = if wants_zstd(output, zstd) {
-        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, 3)?)
-    } else {
-        Sink::Plain(file.reopen()?)
-    };
+    let mut sink = Sink::create(&file, output, zstd, ZSTD_LEVEL)?;
     let what = if to == ExportFormat::Champsim {
         let c = trace::champsim::export(src.as_mut(), &mut sink)
             .with_context(|| format!("exporting {}", input.display()))?;

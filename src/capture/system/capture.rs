@@ -369,7 +369,10 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
     let watchdog = Watchdog::start(child.id(), opts.timeout);
     let mut source = PluginStream::new(std::io::BufReader::with_capacity(1 << 20, reader));
     let captured = crate::progress::Counter::default();
-    let progress = guest_progress(captured.clone());
+    let progress = crate::capture::progress(
+        captured.clone(),
+        "booting the guest and waiting for the command",
+    );
     let written = crate::memsim::trace::file::write_trace_at_level(
         &mut source,
         &opts.output,
@@ -407,27 +410,6 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
         let _ = std::fs::remove_file(&opts.output);
     }
     finish(opts, &captured, status, timed_out, &qemu_errors)
-}
-
-/// "trace: booting the guest, 4.0 s", then "trace: 12.3M references captured (30M/s), 9.0 s".
-fn guest_progress(captured: crate::progress::Counter) -> crate::progress::Ticker {
-    let mut first: Option<std::time::Duration> = None;
-    crate::progress::Ticker::start(move |elapsed| {
-        let n = captured.get();
-        if n == 0 {
-            return format!(
-                "trace: booting the guest and waiting for the command, {}",
-                crate::progress::duration(elapsed)
-            );
-        }
-        let since = elapsed - *first.get_or_insert(elapsed);
-        format!(
-            "trace: {} references captured ({}/s), {}",
-            crate::units::count_label(n as f64),
-            crate::units::count_label(n as f64 / since.as_secs_f64().max(0.25)),
-            crate::progress::duration(elapsed)
-        )
-    })
 }
 
 fn finish(

@@ -29,7 +29,25 @@ impl Write for Sink {
     }
 }
 
+/// The zstd level of conversions and exports; live captures use 1 (see `write_trace_at_level`).
+pub const ZSTD_LEVEL: i32 = 3;
+
 impl Sink {
+    /// Writes into `file` (the atomic file that will be `path`), compressed when `zstd` is set or
+    /// the name ends in `.zst`.
+    pub fn create(
+        file: &crate::files::AtomicFile,
+        path: &Path,
+        zstd: bool,
+        level: i32,
+    ) -> Result<Sink> {
+        Ok(if wants_zstd(path, zstd) {
+            Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, level)?)
+        } else {
+            Sink::Plain(file.reopen()?)
+        })
+    }
+
     pub fn finish(self) -> Result<()> {
         match self {
             Sink::Plain(_) => Ok(()),
@@ -41,13 +59,13 @@ impl Sink {
     }
 }
 
-pub fn wants_zstd(path: &Path, flag: bool) -> bool {
+fn wants_zstd(path: &Path, flag: bool) -> bool {
     flag || path.extension().is_some_and(|e| e == "zst")
 }
 
 /// Copies a source into a new trace file; nothing appears under `out` unless it all worked.
 pub fn write_trace(src: &mut dyn RefSource, out: &Path, zstd: bool, flags: u8) -> Result<u64> {
-    write_trace_at_level(src, out, zstd, flags, 3, None)
+    write_trace_at_level(src, out, zstd, flags, ZSTD_LEVEL, None)
 }
 
 /// The same, with a zstd level of the caller's choosing: a live capture wants level 1, which
@@ -62,25 +80,17 @@ pub fn write_trace_at_level(
     written: Option<&Counter>,
 ) -> Result<u64> {
     let file = crate::files::AtomicFile::create(out)?;
-    let sink = if wants_zstd(out, zstd) {
-        Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, level)?)
-    } else {
-        Sink::Plain(file.reopen()?)
-    };
+    let sink = Sink::create(&file, out, zstd, level)?;
     let mut w = TraceWriter::new(sink, flags | src.meta().flags)?;
-    let mut batch = Vec::with_capacity(1 << 16);
-    loop {
-        batch.clear();
-        if src.next_batch(&mut batch, 1 << 16)? == 0 {
-            break;
-        }
-        for r in &batch {
+    super::for_each_batch(src, |batch| {
+        for r in batch {
             w.write(r)?;
         }
         if let Some(count) = written {
             count.add(batch.len() as u64);
         }
-    }
+        Ok(())
+    })?;
     let n = w.count();
     let late = src.meta().flags & FLAG_INCOMPLETE;
     w.finish(late)?.finish()?;

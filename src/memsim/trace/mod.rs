@@ -249,6 +249,21 @@ pub fn open_counted(
     })
 }
 
+/// Feeds every batch of `src` to `each`, in order, through one reused buffer.
+pub fn for_each_batch(
+    src: &mut dyn RefSource,
+    mut each: impl FnMut(&[Ref]) -> Result<()>,
+) -> Result<()> {
+    let mut batch = Vec::with_capacity(1 << 16);
+    loop {
+        batch.clear();
+        if src.next_batch(&mut batch, 1 << 16)? == 0 {
+            return Ok(());
+        }
+        each(&batch)?;
+    }
+}
+
 /// Reads every reference of a source into memory (tests and small traces).
 pub fn read_all(src: &mut dyn RefSource) -> Result<Vec<Ref>> {
     let mut all = Vec::new();

@@ -64,13 +64,8 @@ pub fn summarize(
     let mut lines = HashSet::new();
     let mut spaces = BTreeSet::new();
     let mut uncached = 0u64;
-    let mut batch = Vec::with_capacity(1 << 16);
-    loop {
-        batch.clear();
-        if src.next_batch(&mut batch, 1 << 16)? == 0 {
-            break;
-        }
-        for r in &batch {
+    super::for_each_batch(src, |batch| {
+        for r in batch {
             by_mode[r.mode as usize].add(r.kind);
             // Address spaces apart: the same page in two processes is two pages.
             let key = u64::from(r.asid).rotate_right(16);
@@ -80,11 +75,12 @@ pub fn summarize(
             uncached += u64::from(r.uncached);
         }
         if let Some(s) = symbols.as_mut() {
-            for r in &batch {
+            for r in batch {
                 s.profile.observe(r);
             }
         }
-    }
+        Ok(())
+    })?;
     let [user, kernel] = by_mode;
     let counts = [
         [user.instructions, kernel.instructions],

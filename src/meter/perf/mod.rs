@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 
 /// Whether one event can be counted here, and if not why (for `osmeter info`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct EventStatus {
     pub scope: Scope,
     pub name: &'static str,
