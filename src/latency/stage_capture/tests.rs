@@ -59,11 +59,16 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
     let results = run_streams(&specs, &plan);
     h.join().unwrap();
     let report = capture.finish().unwrap();
-    assert!(report.info.events.iter().any(|e| e == "sched/sched_switch"));
+    assert!(
+        report.info.events.iter().any(|e| e == "sched/sched_switch"),
+        "{:?}",
+        report.info
+    );
     for (r, s) in results.iter().zip(&report.streams) {
         assert!(r.error.is_none(), "{:?}", r.error);
         let s = s.as_ref().unwrap();
         let st = s.stages.as_ref().expect("no stages");
+        let raw_max = r.acct.raw.max();
         assert!(s.traced_wakes > 2_000, "{s:?}");
         assert!(s.overhead.is_none(), "every wake is traced without phases");
         // Nearly every traced wake is matched.
@@ -77,32 +82,40 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
         // running on the same CPU).
         assert!(s.incomplete * 20 <= s.traced_wakes, "{s:?}");
         // The stages of the matched wakes describe the same wakes the thread measured.
-        assert!(st.total.max_ns <= r.acct.raw.max() + r.acct.raw.max() / 100 + 1_000);
+        assert!(
+            st.total.max_ns <= raw_max + raw_max / 100 + 1_000,
+            "stages add up to more than the thread measured ({raw_max} ns): {s:?}"
+        );
         let shares = st.interrupt.mean_share
             + st.handler.mean_share
             + st.thread.mean_share
             + st.to_user.mean_share
             + st.softirq.as_ref().map_or(0.0, |x| x.mean_share);
-        assert!((shares - 1.0).abs() < 0.05, "{shares}");
-        assert!(st.softirq.is_none() == s.not_applicable.contains_key("softirq"));
+        assert!(
+            (shares - 1.0).abs() < 0.05,
+            "shares add up to {shares}: {s:?}"
+        );
+        assert!(
+            st.softirq.is_none() == s.not_applicable.contains_key("softirq"),
+            "{s:?}"
+        );
     }
     let normal = report.streams[1].as_ref().unwrap().stages.as_ref().unwrap();
     let high = report.streams[0].as_ref().unwrap().stages.as_ref().unwrap();
+    // The claims are about where the hog's 30 ms goes, so the bounds are set against 30 ms, not
+    // against this machine's usual latencies (the host may stall a CPU for a few ms at any time,
+    // and other tests run beside this one).
     assert!(
         normal.thread.max_ns > 20_000_000,
-        "the hog's 30 ms is not in the thread stage: {:?}",
-        normal.thread
+        "the hog's 30 ms is not in the normal class's thread stage: {normal:?}"
     );
     assert!(
-        normal.interrupt.p90_ns < 1_000_000,
-        "{:?}",
-        normal.interrupt
+        normal.interrupt.p90_ns < 10_000_000,
+        "the hog keeps interrupts on, yet the interrupt stage is slow: {normal:?}"
     );
-    // (Not the maximum: on a shared VM the host may stall the CPU at any time.)
     assert!(
-        high.thread.p99_ns < 1_000_000,
-        "FIFO 90 should run over the FIFO 80 hog: {:?}",
-        high.thread
+        high.thread.max_ns < 15_000_000,
+        "FIFO 90 should run over the FIFO 80 hog, yet waited most of its 30 ms: {high:?}"
     );
 }
 
