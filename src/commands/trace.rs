@@ -187,10 +187,10 @@ fn info(
 
 /// `trace -o FILE -- CMD`: the user-mode references of CMD through valgrind's lackey.
 fn user_capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
-    let valgrind = valgrind::find_program("valgrind").ok_or_else(|| {
+    let valgrind = crate::programs::find("valgrind").ok_or_else(|| {
         anyhow::anyhow!("valgrind is not installed (or not on PATH): osmeter trace runs the command under valgrind's lackey tool; install valgrind")
     })?;
-    super::startable(&cmd[0])?;
+    crate::programs::startable(&cmd[0])?;
     let c = valgrind::capture(&valgrind, out, zstd, cmd)?;
     eprintln!(
         "osmeter: traced {} references in {:.2} s ({:.2} M refs/s) to {}; user mode only: lackey cannot see kernel references",

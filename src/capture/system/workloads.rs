@@ -71,24 +71,19 @@ fn guest_helper(args: &[&str]) -> Vec<String> {
 
 /// A program on this machine's PATH (or a path), as the guest will find it.
 pub fn host_program(name: &str) -> Result<PathBuf> {
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        if p.is_file() {
-            return Ok(std::fs::canonicalize(&p).unwrap_or(p));
-        }
-        bail!("command {name} not found: the guest gets its programs from this machine");
-    }
-    std::env::var_os("PATH")
-        .and_then(|path| {
-            std::env::split_paths(&path)
-                .map(|d| d.join(name))
-                .find(|p| p.is_file())
-        })
-        .with_context(|| {
+    let found = crate::programs::find(name).with_context(|| {
+        if name.contains('/') {
+            format!("command {name} not found: the guest gets its programs from this machine")
+        } else {
             format!(
                 "command {name:?} not found on this machine's PATH (the guest gets its programs from this machine)"
             )
-        })
+        }
+    })?;
+    if name.contains('/') {
+        return Ok(std::fs::canonicalize(&found).unwrap_or(found));
+    }
+    Ok(found)
 }
 
 /// Deterministic pseudo-random numbers for generated inputs.
