@@ -87,8 +87,8 @@ pub struct PaperArgs {
     #[arg(long, value_name = "N", conflicts_with = "runs")]
     pub rounds: Option<usize>,
     /// Minimum length of one sample, e.g. 5ms [default: 10ms with --quick, 20ms otherwise]
-    #[arg(long, value_name = "DURATION", conflicts_with = "runs")]
-    pub min_time: Option<String>,
+    #[arg(long, value_name = "DURATION", conflicts_with = "runs", value_parser = crate::units::duration_arg)]
+    pub min_time: Option<u64>,
     /// Samples run and discarded before the kept ones
     #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "runs")]
     pub warmup: usize,
@@ -239,8 +239,8 @@ pub struct TraceArgs {
     #[arg(long)]
     pub system: bool,
     /// With --system: a built-in workload instead of a command (see `osmeter trace workloads`)
-    #[arg(long, value_name = "NAME", requires = "system")]
-    pub workload: Option<String>,
+    #[arg(long, value_name = "NAME", requires = "system", value_parser = crate::capture::system::workloads::parser())]
+    pub workload: Option<&'static crate::capture::system::workloads::Workload>,
     /// With --system: the guest kernel image [default: Debian's cloud kernel package, fetched once]
     #[arg(long, value_name = "PATH", requires = "system")]
     pub kernel: Option<PathBuf>,
@@ -254,17 +254,19 @@ pub struct TraceArgs {
     /// With --system: a host file or directory to put in the guest at the same path (repeatable)
     #[arg(long, value_name = "PATH", requires = "system")]
     pub include: Vec<PathBuf>,
-    /// With --system: guest memory in MiB (64-2048)
-    #[arg(long, value_name = "MIB", requires = "system", default_value_t = 512)]
+    /// With --system: guest memory in MiB (64-2048: the guest's RAM stays below the PCI hole)
+    #[arg(long, value_name = "MIB", requires = "system", default_value_t = 512,
+          value_parser = clap::value_parser!(u32).range(64..=2048))]
     pub memory: u32,
     /// With --system: give up when the guest has not finished after this long
     #[arg(
         long,
         value_name = "DURATION",
         requires = "system",
-        default_value = "10min"
+        default_value = "10min",
+        value_parser = crate::units::duration_arg
     )]
-    pub timeout: String,
+    pub timeout: u64,
     /// With --system: install missing Debian packages (qemu-system-x86, busybox-static) as root
     #[arg(long, requires = "system")]
     pub install: bool,
@@ -333,7 +335,7 @@ pub struct MemsimArgs {
     /// Machine preset or sweep (repeatable): ds5000-200, ds5000-200-2way, ds5000-200-random,
     /// ds5000-200-unified, ds5000-200-merge, pentium, x86-modern; sweeps: paper (the four
     /// ds5000 variants), sweep16 (both L1 caches at 16-128 KB x direct-mapped to 8-way)
-    #[arg(long = "preset", value_name = "NAME")]
+    #[arg(long = "preset", value_name = "NAME", value_parser = crate::memsim::config::preset_parser())]
     pub presets: Vec<String>,
     /// Machine described in a JSON file (repeatable; see the memsim module for the fields)
     #[arg(long = "config", value_name = "FILE")]
@@ -447,11 +449,11 @@ pub struct CompareArgs {
     #[arg(long = "b", value_name = "RUN", num_args = 1..)]
     pub group_b: Vec<String>,
     /// Baseline group: every stored run with this tag
-    #[arg(long, value_name = "KEY=VALUE")]
-    pub tag_a: Option<String>,
+    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::results::keep::tag_arg)]
+    pub tag_a: Option<crate::results::keep::Tag>,
     /// Candidate group: every stored run with this tag
-    #[arg(long, value_name = "KEY=VALUE")]
-    pub tag_b: Option<String>,
+    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::results::keep::tag_arg)]
+    pub tag_b: Option<crate::results::keep::Tag>,
     /// Smallest change in percent that counts as a change
     #[arg(long, value_name = "PCT", default_value_t = 3.0)]
     pub threshold: f64,
@@ -474,8 +476,8 @@ pub struct CompareArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub struct KeepArgs {
     /// Label the result (repeatable), e.g. --tag kernel=6.6-patched
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    pub tags: Vec<String>,
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = crate::results::keep::tag_arg)]
+    pub tags: Vec<crate::results::keep::Tag>,
     /// Print the results without keeping them in the store
     #[arg(long)]
     pub no_store: bool,
@@ -500,12 +502,12 @@ pub struct RunsArgs {
     #[arg(long)]
     pub suite: Option<String>,
     /// Only runs with this tag (repeatable; all must match)
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    pub tags: Vec<String>,
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = crate::results::keep::tag_arg)]
+    pub tags: Vec<crate::results::keep::Tag>,
     /// Only runs started at or after this time: a date (2026-11-01), a date and time
     /// (2026-11-01T10:00, UTC unless a zone follows), today, yesterday, or a time ago (30min, 12h,
     /// 2d, 1w)
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", value_parser = crate::clock::since_arg)]
     pub since: Option<String>,
     #[command(flatten)]
     pub store: StoreArg,
@@ -554,8 +556,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Minimum length of one sample, e.g. 5ms, 20ms, 1s [default: 10ms in quick, 20ms otherwise]
-    #[arg(long, value_name = "DURATION")]
-    pub min_time: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::duration_arg)]
+    pub min_time: Option<u64>,
     /// Samples run and discarded before the kept ones, in every round
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub warmup: usize,
@@ -567,8 +569,8 @@ pub struct RunArgs {
     pub dir: Option<PathBuf>,
     /// Override a parameter of the selected probes, e.g. --set rcvbuf=65536 or --set placement=cross
     /// (repeatable; probes without that parameter are unchanged)
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::probes::selection::set_arg)]
+    pub sets: Vec<(String, serde_json::Value)>,
     /// Run the measuring thread at this SCHED_FIFO priority (1-98; needs root or CAP_SYS_NICE)
     #[arg(long, value_name = "PRIO")]
     pub fifo: Option<i32>,

@@ -4,10 +4,9 @@
 use crate::cli::RunArgs;
 use crate::harness::HarnessConfig;
 use crate::meter::placement;
-use crate::probes::selection::{apply_sets, parse_set, select, Selected};
+use crate::probes::selection::{apply_sets, select, Selected};
 use crate::probes::Scale;
 use crate::results::keep::Keeper;
-use crate::units::parse_duration_ns;
 use crate::usage;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -48,12 +47,7 @@ pub fn check_scratch_parent(dir: &Path) -> Result<()> {
 impl RunConfig {
     pub fn from_args(args: &RunArgs) -> Result<RunConfig> {
         let (mut selected, suite) = select(&args.targets)?;
-        let sets = args
-            .sets
-            .iter()
-            .map(|s| parse_set(s))
-            .collect::<Result<Vec<_>>>()?;
-        apply_sets(&mut selected, &sets)?;
+        apply_sets(&mut selected, &args.sets)?;
         let quick = selected.iter().all(|s| s.scale == Scale::Quick);
         let samples = args.repeat.unwrap_or(if quick { 3 } else { 5 });
         if samples == 0 {
@@ -68,8 +62,8 @@ impl RunConfig {
                  the spread between rounds; the default is {DEFAULT_ROUNDS})"
             ));
         }
-        let min_sample_ns = match &args.min_time {
-            Some(t) => parse_duration_ns(t)?,
+        let min_sample_ns = match args.min_time {
+            Some(ns) => ns,
             None if quick => 10_000_000,
             None => 20_000_000,
         };

@@ -65,7 +65,7 @@ fn measuring_config(id: PaperId, args: &PaperArgs) -> Result<RunConfig> {
             .collect(),
         repeat: args.repeat,
         rounds: args.rounds,
-        min_time: args.min_time.clone(),
+        min_time: args.min_time,
         warmup: args.warmup,
         cpu: args.cpu,
         dir: args.dir.clone(),

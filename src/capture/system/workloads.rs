@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[derive(Debug)]
 pub struct Workload {
     pub name: &'static str,
     pub summary: &'static str,
@@ -56,6 +57,14 @@ pub const WORKLOADS: &[Workload] = &[
 
 pub fn find(name: &str) -> Option<&'static Workload> {
     WORKLOADS.iter().find(|w| w.name == name)
+}
+
+/// `--workload NAME`, read by clap: the names are its possible values (listed on a mistake, and
+/// offered by shell completion).
+pub fn parser() -> impl clap::builder::TypedValueParser<Value = &'static Workload> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(names())
+        .map(|name| find(&name).expect("clap checked the name against the same table"))
 }
 
 pub fn names() -> Vec<&'static str> {
