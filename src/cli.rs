@@ -70,7 +70,7 @@ pub struct PaperArgs {
     pub name: Option<crate::papers::PaperId>,
     /// Take today's figures from this stored run instead of measuring (repeatable; each figure
     /// comes from the first run that has it)
-    #[arg(long = "run", value_name = "ID")]
+    #[arg(long = "run", value_name = "ID", conflicts_with = "MeasureArgs")]
     pub runs: Vec<String>,
     /// Show only this table, by its number in the paper (e.g. 4, IV, 4-1, or 4.7 for figures the
     /// text states)
@@ -80,30 +80,8 @@ pub struct PaperArgs {
     /// paper's own point is not needed)
     #[arg(long, conflicts_with = "runs")]
     pub quick: bool,
-    /// Samples kept per figure [default: 7 with --quick, 11 otherwise]
-    #[arg(long, short = 'r', value_name = "N", conflicts_with = "runs")]
-    pub repeat: Option<usize>,
-    /// Rounds per figure, each in a fresh process, interleaved across figures [default: 5]
-    #[arg(long, value_name = "N", conflicts_with = "runs")]
-    pub rounds: Option<usize>,
-    /// Minimum length of one sample, e.g. 5ms [default: 10ms with --quick, 20ms otherwise]
-    #[arg(long, value_name = "DURATION", conflicts_with = "runs", value_parser = crate::units::duration_arg)]
-    pub min_time: Option<u64>,
-    /// Samples run and discarded before the kept ones
-    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "runs")]
-    pub warmup: usize,
-    /// CPU the measuring thread is pinned to [default: the last usable CPU]
-    #[arg(long, value_name = "CPU", conflicts_with = "runs")]
-    pub cpu: Option<usize>,
-    /// Directory for scratch files [default: the system temporary directory]
-    #[arg(long, value_name = "DIR", conflicts_with = "runs")]
-    pub dir: Option<PathBuf>,
-    /// Run the measuring thread at this SCHED_FIFO priority (1-98; needs root or CAP_SYS_NICE)
-    #[arg(long, value_name = "PRIO", conflicts_with = "runs")]
-    pub fifo: Option<i32>,
-    /// Do not open perf_event counters
-    #[arg(long, conflicts_with = "runs")]
-    pub no_counters: bool,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]
@@ -545,7 +523,22 @@ pub struct JsonArg {
 pub struct RunArgs {
     /// Suites (quick, full, ousterhout89, chen96), groups (e.g. ipc) or probe ids (e.g. syscall.null)
     pub targets: Vec<String>,
-    /// Samples kept per round of each figure [default: 3 in quick, 5 otherwise]
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// Override a parameter of the selected probes, e.g. --set rcvbuf=65536 or --set placement=cross
+    /// (repeatable; probes without that parameter are unchanged)
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::probes::selection::set_arg)]
+    pub sets: Vec<(String, serde_json::Value)>,
+    #[command(flatten)]
+    pub keep: KeepArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+/// How figures are measured: shared by `run` and `paper`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct MeasureArgs {
+    /// Samples kept per round of each figure [default: 3 at the quick scale, 5 otherwise]
     #[arg(long, short = 'r', value_name = "N")]
     pub repeat: Option<usize>,
     /// Rounds per figure: each in a fresh process, interleaved across figures in a shuffled order;
@@ -555,7 +548,7 @@ pub struct RunArgs {
     /// Seed of the shuffled order of the rounds, to replay a run's order [default: random]
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// Minimum length of one sample, e.g. 5ms, 20ms, 1s [default: 10ms in quick, 20ms otherwise]
+    /// Minimum length of one sample, e.g. 5ms, 20ms, 1s [default: 10ms at the quick scale, 20ms otherwise]
     #[arg(long, value_name = "DURATION", value_parser = crate::units::duration_arg)]
     pub min_time: Option<u64>,
     /// Samples run and discarded before the kept ones, in every round
@@ -567,20 +560,12 @@ pub struct RunArgs {
     /// Directory for scratch files (a fresh subdirectory is made and removed) [default: the system temporary directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Override a parameter of the selected probes, e.g. --set rcvbuf=65536 or --set placement=cross
-    /// (repeatable; probes without that parameter are unchanged)
-    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::probes::selection::set_arg)]
-    pub sets: Vec<(String, serde_json::Value)>,
     /// Run the measuring thread at this SCHED_FIFO priority (1-98; needs root or CAP_SYS_NICE)
     #[arg(long, value_name = "PRIO")]
     pub fifo: Option<i32>,
     /// Do not open perf_event counters (time and interference only)
     #[arg(long)]
     pub no_counters: bool,
-    #[command(flatten)]
-    pub keep: KeepArgs,
-    #[command(flatten)]
-    pub output: JsonArg,
 }
 
 #[derive(Args, Debug, Clone)]
