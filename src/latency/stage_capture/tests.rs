@@ -54,6 +54,7 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
         trigger: None,
         stages: Some(Arc::new(taps)),
         compute_ns: None,
+        worst: Arc::default(),
     };
     let h = hog(cpu, 400, 30);
     let results = run_streams(&specs, &plan);
@@ -155,6 +156,7 @@ fn alternating_phases_trace_about_half_the_wakes_and_measure_both() {
         trigger: None,
         stages: Some(Arc::new(taps)),
         compute_ns: None,
+        worst: Arc::default(),
     };
     let results = run_streams(&[spec, other], &plan);
     let report = capture.finish().unwrap();
