@@ -8,6 +8,7 @@
 //! count for an MTTF. Where the run recorded its seconds, the percentiles up to p99 and the shares
 //! over the thresholds have one repetition per second, so `compare` tests two runs second against
 //! second; the tail percentiles, the missed share and the buffer model stay one value a side.
+//! Stages and the really computed pipeline add theirs (`inside`).
 
 use super::{Direction, Evidence, Figure, Role};
 use crate::latency::document::{LatencyDoc, StreamDoc};
@@ -113,6 +114,7 @@ fn stream_figures(s: &StreamDoc, out: &mut Vec<Figure>) {
         }
     }
     over_figures(s, &name, out);
+    inside::figures(s, &name, out);
     if s.periods > 0 {
         out.push(Figure {
             interval: wilson(s.missed, s.periods),
@@ -157,5 +159,6 @@ pub fn figures(doc: &LatencyDoc) -> Vec<Figure> {
     out
 }
 
+mod inside;
 #[cfg(test)]
 mod tests;
