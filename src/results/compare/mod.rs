@@ -112,6 +112,10 @@ pub struct FigureComparison {
     pub ratio_ci95: Option<[f64; 2]>,
     /// How many times better B is than A (above 1 means B is better, whatever the unit).
     pub speedup: f64,
+    /// For OS and hardware figures, `speedup` over the CPU reference's speed-up, when both sides
+    /// measured the CPU reference: below 1, this figure gained less than the CPU did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speedup_relative_to_cpu: Option<f64>,
     pub p_value: Option<f64>,
     /// `p_value` adjusted for the number of figures tested in this comparison (Benjamini-Hochberg);
     /// compared with the comparison's false discovery rate.
@@ -384,6 +388,7 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             ratio: vb / va,
             ratio_ci95: j.ratio_ci95,
             speedup: f.direction.speedup(va, vb),
+            speedup_relative_to_cpu: None,
             p_value: j.p_value,
             q_value: j.q_value,
             noise_floor: j.noise_floor,
@@ -401,6 +406,12 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         .iter()
         .find(|f| f.role == Role::CpuReference)
         .map(|f| f.speedup);
+    for f in &mut figures {
+        f.speedup_relative_to_cpu = match (cpu_speedup, f.role) {
+            (Some(cpu), Role::Os | Role::Hardware) if cpu > 0.0 => Some(f.speedup / cpu),
+            _ => None,
+        };
+    }
     let os_speedup = geomean(
         figures
             .iter()

@@ -135,6 +135,24 @@ fn geomeans_and_the_cpu_relative_figure() {
     assert!((c.os_speedup_relative_to_cpu.unwrap() - os / 2.0).abs() < 1e-12);
     assert!((c.geomean.unwrap() - (2.0f64 * 1.25 * 1.6).powf(1.0 / 3.0)).abs() < 1e-12);
     assert_eq!(c.geomean_by_group["syscall"], 1.25);
+    // Each OS figure carries its own speed-up relative to the CPU's (in the JSON document too);
+    // the CPU reference itself does not.
+    let relative = |key: &str| {
+        c.figures
+            .iter()
+            .find(|f| f.key.starts_with(key))
+            .unwrap()
+            .speedup_relative_to_cpu
+    };
+    assert_eq!(relative("syscall.null"), Some(0.625));
+    assert_eq!(relative("fs.read"), Some(0.8));
+    assert_eq!(relative("cpu.reference"), None);
+    let json = serde_json::to_value(&c).unwrap();
+    assert!(json["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["speedup_relative_to_cpu"] == 0.625));
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! something is null or where a value came from when the best source was missing. The parsers are
 //! in [`parse`]; this file only reads files and assembles.
 
+pub mod capabilities;
 pub mod parse;
 pub mod text;
 
