@@ -180,7 +180,7 @@ pub struct LatencyArgs {
     #[arg(long)]
     pub trace: bool,
     /// Lateness that triggers a cause-capture episode
-    #[arg(long, value_name = "LATENCY", default_value = "1ms", value_parser = crate::latency::values::latency)]
+    #[arg(long, value_name = "LATENCY", default_value = "1ms", value_parser = crate::units::duration_arg)]
     pub threshold: u64,
     /// Cause-capture episodes kept (at least 1)
     #[arg(long, value_name = "K", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
@@ -202,10 +202,10 @@ pub struct LatencyArgs {
     pub stages: bool,
     /// The timer threads compute this long after every wake, feeding a pipeline of 2, 3 and 4
     /// buffers of one period each; real underruns are counted against the model, e.g. 300us
-    #[arg(long, value_name = "DURATION", value_parser = crate::latency::values::latency)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::duration_arg)]
     pub compute: Option<u64>,
     /// Exit with code 5 when any wake (missed periods included) is later than this, e.g. 500us
-    #[arg(long, value_name = "LATENCY", value_parser = crate::latency::values::latency)]
+    #[arg(long, value_name = "LATENCY", value_parser = crate::units::duration_arg)]
     pub fail_over: Option<u64>,
     #[command(flatten)]
     pub keep: KeepArgs,

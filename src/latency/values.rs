@@ -1,23 +1,20 @@
 //! Value parsers of `osmeter latency`'s arguments: each turns one argument into its typed value
 //! or says which value is wrong and what is allowed, so that clap refuses it as a usage error
-//! (exit 2) before anything is measured. Checks that involve two arguments (a duration shorter
-//! than the period) are the session's ([`super::session::Settings::check`]).
+//! (exit 2) before anything is measured. Plain durations use `units::duration_arg`; checks that
+//! involve two arguments (a duration shorter than the period) are the session's
+//! ([`super::session::Settings::check`]).
 
 use super::buffer::BufferConfig;
 use crate::meter::placement;
-use crate::units::parse_duration_ns;
+use crate::units::duration_arg;
 
 pub const MAX_DURATION_NS: u64 = 24 * 3600 * 1_000_000_000;
 pub const MIN_PERIOD_NS: u64 = 50_000;
 pub const MAX_PERIOD_NS: u64 = 1_000_000_000;
 
-fn positive(text: &str) -> Result<u64, String> {
-    parse_duration_ns(text).map_err(|e| format!("{e:#}"))
-}
-
 /// `--period`: 50us to 1s.
 pub fn period(text: &str) -> Result<u64, String> {
-    let ns = positive(text)?;
+    let ns = duration_arg(text)?;
     if !(MIN_PERIOD_NS..=MAX_PERIOD_NS).contains(&ns) {
         return Err("the period must be between 50us and 1s".into());
     }
@@ -26,16 +23,11 @@ pub fn period(text: &str) -> Result<u64, String> {
 
 /// `--duration`: at most a day.
 pub fn duration(text: &str) -> Result<u64, String> {
-    let ns = positive(text)?;
+    let ns = duration_arg(text)?;
     if ns > MAX_DURATION_NS {
         return Err("a measurement lasts at most 24h".into());
     }
     Ok(ns)
-}
-
-/// A lateness or a compute time (`--threshold`, `--fail-over`, `--compute`): any positive time.
-pub fn latency(text: &str) -> Result<u64, String> {
-    positive(text)
 }
 
 /// One CPU of `--cpus`: a number naming a CPU this process may run on.
@@ -79,8 +71,6 @@ mod tests {
         assert!(period("soon").unwrap_err().contains("\"soon\""));
         assert_eq!(duration("24h"), Ok(MAX_DURATION_NS));
         assert!(duration("25h").unwrap_err().contains("24h"));
-        assert_eq!(latency("1ns"), Ok(1));
-        assert!(latency("-1ms").is_err());
         assert_eq!(fraction("0"), Ok(0.0));
         assert!(fraction("1").is_err());
         assert!(fraction("half").unwrap_err().contains("0.5"));
