@@ -4,7 +4,7 @@
 //! between underruns. Stage percentiles and the pipeline have one value a side; a stage's worst
 //! per second has one round per second, like the whole wake's.
 
-use super::{single, Direction, Evidence, Figure};
+use super::{single, worst_per_second, Direction, Figure};
 use crate::latency::document::StreamDoc;
 use crate::latency::intervals::{mttf, wilson};
 use crate::latency::stages::StageStats;
@@ -19,19 +19,10 @@ fn stage_figures(name: &str, stage: &str, st: &StageStats, out: &mut Vec<Figure>
             ns as f64,
         ));
     }
-    if let Some(w) = st.windows.iter().find(|w| w.window == "1s") {
-        if !w.maxima_ns.is_empty() {
-            out.push(Figure {
-                evidence: Evidence::Rounds(w.maxima_ns.iter().map(|&m| vec![m as f64]).collect()),
-                ..single(
-                    format!("{name} stage {stage} worst-per-1s"),
-                    Unit::Nanoseconds,
-                    Direction::Lower,
-                    w.p50_ns as f64,
-                )
-            });
-        }
-    }
+    out.extend(worst_per_second(
+        &st.windows,
+        format!("{name} stage {stage} worst-per-1s"),
+    ));
 }
 
 pub(super) fn figures(s: &StreamDoc, name: &str, out: &mut Vec<Figure>) {
@@ -85,6 +76,7 @@ mod tests {
     use crate::latency::stage_capture::StreamStages;
     use crate::latency::stages::{StageAcc, Stages};
     use crate::latency::threads::{Class, ClassName, Path, StreamResult, StreamSpec};
+    use crate::results::figure::Evidence;
 
     const US: u64 = 1_000;
     const MS: u64 = 1_000_000;
