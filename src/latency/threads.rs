@@ -22,7 +22,9 @@ pub enum Path {
     Timer,
     /// A timer-driven thread signals through a futex; lateness = running - signal.
     Futex,
+    /// The same through an eventfd the waiter reads.
     Eventfd,
+    /// The same through a pipe the waiter reads.
     Pipe,
 }
 
