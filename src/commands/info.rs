@@ -3,7 +3,6 @@
 use crate::meter::perf::{self, EventStatus};
 use crate::results::fingerprint::{self, capabilities, capabilities::Feature};
 use anyhow::Result;
-use serde_json::Value;
 
 pub const INFO_SCHEMA: &str = "osmeter.info/1";
 
@@ -11,7 +10,7 @@ pub const INFO_SCHEMA: &str = "osmeter.info/1";
 #[derive(serde::Serialize)]
 struct InfoDoc<'a> {
     schema: &'static str,
-    fingerprint: &'a Value,
+    fingerprint: &'a fingerprint::Fingerprint,
     features: &'a [Feature],
     counters: &'a [EventStatus],
 }

@@ -67,7 +67,7 @@ impl Keeper {
         Run {
             finished_at: Some(crate::clock::now_rfc3339()),
             tags: self.tags.clone(),
-            fingerprint: crate::results::fingerprint::collect(None),
+            fingerprint: Some(crate::results::fingerprint::collect(None)),
             interrupted,
             sections,
             ..Run::new(crate::clock::new_run_id(), started_at)

@@ -8,6 +8,7 @@ mod judge;
 pub mod text;
 
 use crate::results::figure::{Direction, Evidence, Figure, Role};
+use crate::results::fingerprint::Fingerprint;
 use crate::results::model::{Run, RunKind, Unit};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -293,12 +294,15 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, Strin
 /// Fields that differ between the first run of each side (the hostname and run-specific paths are
 /// expected to differ in a fleet, so they are reported like any other field).
 pub fn fingerprint_differences(
-    a: &serde_json::Value,
-    b: &serde_json::Value,
+    a: Option<&Fingerprint>,
+    b: Option<&Fingerprint>,
 ) -> Vec<(String, String, String)> {
     let (mut fa, mut fb) = (BTreeMap::new(), BTreeMap::new());
-    flatten("", a, &mut fa);
-    flatten("", b, &mut fb);
+    let fields = |f: Option<&Fingerprint>| {
+        serde_json::Value::Object(f.map(Fingerprint::fields).unwrap_or_default())
+    };
+    flatten("", &fields(a), &mut fa);
+    flatten("", &fields(b), &mut fb);
     let keys: std::collections::BTreeSet<&String> = fa.keys().chain(fb.keys()).collect();
     keys.into_iter()
         .filter_map(|k| {
@@ -423,7 +427,9 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         runs_a: a.iter().map(|r| r.id.clone()).collect(),
         runs_b: b.iter().map(|r| r.id.clone()).collect(),
         fingerprint_differences: match (a.first(), b.first()) {
-            (Some(ra), Some(rb)) => fingerprint_differences(&ra.fingerprint, &rb.fingerprint),
+            (Some(ra), Some(rb)) => {
+                fingerprint_differences(ra.fingerprint.as_ref(), rb.fingerprint.as_ref())
+            }
             _ => Vec::new(),
         },
         only_in_a: sa

@@ -1,4 +1,5 @@
 use super::*;
+use crate::results::fingerprint::Fingerprint;
 use crate::results::model::tests::empty_run;
 use crate::results::model::{Measurement, Params, Status, Summary};
 
@@ -201,7 +202,11 @@ fn fingerprint_fields_that_differ_are_listed() {
     let a = serde_json::json!({"kernel_release": "6.1", "cpu": {"smt": "on"}, "same": 1});
     let b =
         serde_json::json!({"kernel_release": "6.6", "cpu": {"smt": "off"}, "same": 1, "new": true});
-    let d = fingerprint_differences(&a, &b);
+    let (a, b) = (
+        Fingerprint::from_json(a).unwrap(),
+        Fingerprint::from_json(b).unwrap(),
+    );
+    let d = fingerprint_differences(Some(&a), Some(&b));
     assert_eq!(
         d,
         vec![
@@ -210,6 +215,10 @@ fn fingerprint_fields_that_differ_are_listed() {
             ("new".into(), "(absent)".into(), "true".into()),
         ]
     );
+    // A run without a fingerprint differs in every field the other has.
+    assert!(fingerprint_differences(None, Some(&a))
+        .iter()
+        .any(|(k, x, y)| k == "kernel_release" && x == "(absent)" && y == "6.1"));
 }
 
 proptest! {
