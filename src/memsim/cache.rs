@@ -172,8 +172,14 @@ impl HitView<'_> {
     pub fn touch(&mut self, line: u64, write: bool) -> bool {
         let mark = write & self.mark_writes;
         let b = ((line & self.set_mask) as usize) << self.way_shift;
-        if self.tags[b] == !line {
-            self.dirty[b] |= mark;
+        debug_assert!(b < self.tags.len() && self.tags.len() == self.dirty.len());
+        // SAFETY: `b` is a set number (at most `set_mask`) times the ways, inside both arrays,
+        // which hold `set_mask + 1` sets of `1 << way_shift` ways (checked in `hit_view`).
+        if unsafe { *self.tags.get_unchecked(b) } == !line {
+            if mark {
+                // SAFETY: as above.
+                unsafe { *self.dirty.get_unchecked_mut(b) = true };
+            }
             true
         } else {
             self.ways > 1 && touch_older(self.tags, self.dirty, b, self.ways, self.lru, line, mark)
@@ -455,16 +461,20 @@ impl Level {
         }
         let mark_writes = self.cfg.write_back;
         match &mut self.store {
-            Store::Set(s) if s.pow2_ways => Some(HitView {
-                tags: &mut s.tags,
-                dirty: &mut s.dirty,
-                set_mask: s.set_mask,
-                way_shift: s.way_shift,
-                ways: s.ways,
-                lru: s.repl == Replacement::Lru,
-                mark_writes,
-                line_bits: self.line_bits,
-            }),
+            Store::Set(s) if s.pow2_ways => {
+                let len = ((s.set_mask + 1) as usize) << s.way_shift;
+                assert!(s.tags.len() == len && s.dirty.len() == len, "set geometry");
+                Some(HitView {
+                    tags: &mut s.tags,
+                    dirty: &mut s.dirty,
+                    set_mask: s.set_mask,
+                    way_shift: s.way_shift,
+                    ways: s.ways,
+                    lru: s.repl == Replacement::Lru,
+                    mark_writes,
+                    line_bits: self.line_bits,
+                })
+            }
             _ => None,
         }
     }

@@ -4,7 +4,7 @@
 
 use super::Machine;
 use crate::memsim::cache::{HitView, Level};
-use crate::memsim::trace::{Kind, Mode, Ref};
+use crate::memsim::trace::{Kind, Mode, Ref, CLASS_KERNEL, CLASS_UNCACHED, CLASS_WRITE};
 
 impl Machine {
     /// Simulates references in order; the same as `access` on each, faster.
@@ -50,9 +50,7 @@ impl Machine {
     /// Adds hits counted as `hit_run` counts them, and brings the clock up to date (the general
     /// path and the write buffer read it).
     fn add_hits(&mut self, hits: &PlainHits) {
-        let [all, instrs, writes] = hits.user;
-        let user = [instrs, all - instrs - writes, writes];
-        for (counts, new) in self.hits.iter_mut().zip([user, hits.kernel]) {
+        for (counts, new) in self.hits.iter_mut().zip(hits.by_class) {
             for (c, n) in counts.iter_mut().zip(new) {
                 *c += n;
             }
@@ -62,10 +60,10 @@ impl Machine {
                 *c += n;
             }
         }
-        let instrs = instrs + hits.kernel[0];
+        let instrs = hits.by_class[0][0] + hits.by_class[1][0];
         self.now += instrs;
         self.cur_space.instructions += instrs;
-        self.stats.refs += all + hits.kernel.iter().sum::<u64>();
+        self.stats.refs += hits.by_class.iter().flatten().sum::<u64>();
     }
 
     /// The common case done quickly: a reference of the current address space that hits its
@@ -131,11 +129,8 @@ impl Machine {
 /// References that `hit_run` took.
 #[derive(Default)]
 struct PlainHits {
-    /// User references: all, instructions, writes (counted in registers: a counter in memory
-    /// indexed by kind would chain every reference to the previous one's store).
-    user: [u64; 3],
-    /// Kernel references by kind; rarer, and in runs.
-    kernel: [u64; 3],
+    /// By mode then kind (instruction, read, write).
+    by_class: [[u64; 3]; 2],
     /// References that touched two lines, by mode and cache (instruction, data): each was one
     /// more first-level access.
     second_lines: [[u64; 2]; 2],
@@ -164,43 +159,47 @@ fn hit_run<const N: usize>(
     kernel_ranges: bool,
 ) -> (usize, PlainHits) {
     let mut hits = PlainHits::default();
-    let mut user = [0u64; 3];
-    // Only data references write, and a write-through data cache sends every write on.
-    let writes_stay = views[N - 1].mark_writes();
+    // Counted in a flat local array indexed by the class's kind and mode bits.
+    let mut counts = [0u64; 8];
+    // Class bits that send a reference to the general path. Only data references write, and a
+    // write-through data cache sends every write on.
+    let stop = CLASS_UNCACHED
+        | if kernel_ranges { CLASS_KERNEL } else { 0 }
+        | if views[N - 1].mark_writes() {
+            0
+        } else {
+            CLASS_WRITE
+        };
+    let mut taken = refs.len();
     for (i, r) in refs.iter().enumerate() {
-        let data = r.kind != Kind::Instr;
-        let d = usize::from(data);
-        let write = r.kind == Kind::Write;
-        let kernel = r.mode == Mode::Kernel;
-        let simple =
-            (r.asid == asid) & !r.uncached & !(kernel & kernel_ranges) & (writes_stay | !write);
+        let class = r.class();
+        if (r.asid != asid) | (class & stop != 0) {
+            taken = i;
+            break;
+        }
+        let kind = (class & 3) as usize;
+        let d = usize::from(kind != 0);
+        let write = class & CLASS_WRITE != 0;
         let v = &mut views[d.min(N - 1)];
         let addr = r.vaddr ^ key;
         let line = addr >> v.line_bits;
         let end = addr.wrapping_add(u64::from(r.size.max(1)) - 1) >> v.line_bits;
-        if !simple {
-            hits.user = user;
-            return (i, hits);
-        }
+        let slot = kind | ((class >> 6) & 4) as usize;
         if line == end {
             if !v.touch(line, write) {
-                hits.user = user;
-                return (i, hits);
+                taken = i;
+                break;
             }
         } else if end == line + 1 && v.touch(line, write) && v.touch(end, write) {
-            hits.second_lines[usize::from(kernel)][d] += 1;
+            hits.second_lines[slot >> 2][d] += 1;
         } else {
-            hits.user = user;
-            return (i, hits);
+            taken = i;
+            break;
         }
-        if kernel {
-            hits.kernel[r.kind as usize] += 1;
-        } else {
-            user[0] += 1;
-            user[1] += u64::from(!data);
-            user[2] += u64::from(write);
-        }
+        counts[slot] += 1;
     }
-    hits.user = user;
-    (refs.len(), hits)
+    for (mode, by_kind) in hits.by_class.iter_mut().enumerate() {
+        by_kind.copy_from_slice(&counts[mode * 4..mode * 4 + 3]);
+    }
+    (taken, hits)
 }

@@ -9,6 +9,8 @@ pub const VERSION: u8 = 1;
 const TRAILER: u8 = 0x03;
 /// Longest record: tag, asid (5), size (5), two addresses (10 each).
 const MAX_RECORD: usize = 31;
+// The fast decoder reads up to 18 bytes past a record's start (tag, size, two 8-byte windows).
+const _: () = assert!(1 + 1 + 8 + 8 <= MAX_RECORD);
 const SIZE_CODES: [u32; 8] = [0, 1, 2, 3, 4, 5, 6, 8];
 
 fn size_code(size: u32) -> u8 {
@@ -367,9 +369,15 @@ fn window_varint(window: u64, fold: impl Fn(u64) -> u64) -> Option<(u64, usize)>
     Some((fold(window & (ends ^ (ends - 1))), len))
 }
 
+/// The 8 bytes of `buf` at `at`, little-endian.
+///
+/// # Safety
+/// `at + 8 <= buf.len()`.
 #[inline(always)]
-fn load8(buf: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"))
+unsafe fn load8(buf: &[u8], at: usize) -> u64 {
+    debug_assert!(at + 8 <= buf.len());
+    // SAFETY: the caller keeps the 8 bytes inside `buf`; the read is unaligned.
+    u64::from_le(unsafe { buf.as_ptr().add(at).cast::<u64>().read_unaligned() })
 }
 
 impl<R: Read> TraceReader<R> {
@@ -422,8 +430,10 @@ impl<R: Read> TraceReader<R> {
         let mut last_p = self.last_p;
         let asid = self.asid;
         let mut n = 0;
+        // SAFETY (every `load8` below): a record starts before `stop_at`, MAX_RECORD bytes
+        // before the end, and its loads end at most 1 + 1 + 8 + 8 bytes after its start.
         while n < out.len() && pos < stop_at {
-            let head = load8(buf, pos);
+            let head = unsafe { load8(buf, pos) };
             let t = &TEMPLATES[usize::from(head as u8)];
             let size_byte = (head >> 8) as u8;
             // A size that follows takes one byte, less than 0x80.
@@ -437,14 +447,14 @@ impl<R: Read> TraceReader<R> {
                 t.size
             };
             let at = pos + 1 + extra;
-            let Some((dv, len_v)) = window_varint(load8(buf, at), fold) else {
+            let Some((dv, len_v)) = window_varint(unsafe { load8(buf, at) }, fold) else {
                 break;
             };
             let s = usize::from(t.stream);
             let vaddr = last_v[s].wrapping_add(unzigzag(dv) as u64);
             let mut next = at + len_v;
             let paddr = if PHYSICAL {
-                let Some((dp, len_p)) = window_varint(load8(buf, next), fold) else {
+                let Some((dp, len_p)) = window_varint(unsafe { load8(buf, next) }, fold) else {
                     break;
                 };
                 next += len_p;
