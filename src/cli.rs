@@ -9,7 +9,7 @@ use std::path::PathBuf;
     version,
     about = "Measures how well this Linux kernel serves programs, and where the time goes",
     after_help = "Exit codes: 0 success, 1 runtime error, 2 usage error, 3 the command under `stat` failed, \
-                  4 `compare --fail-if-slower` threshold crossed, 5 `latency --fail-over` exceeded, \
+                  4 `compare`/`history --fail-if-slower` threshold crossed, 5 `latency --fail-over` exceeded, \
                   130 interrupted."
 )]
 pub struct Cli {
@@ -46,6 +46,8 @@ pub enum Command {
     Rm(RmArgs),
     /// Compare two runs, or two groups of runs, with statistics
     Compare(CompareArgs),
+    /// A figure over the stored runs, with the points where it changed (E-Divisive means)
+    History(HistoryArgs),
     /// Write a stored run as json, csv, markdown or openmetrics
     Export(ExportArgs),
     /// Write a self-contained HTML report of stored runs (the first is the baseline)
@@ -464,6 +466,30 @@ pub struct CompareArgs {
     /// Do not learn each figure's run-to-run spread from earlier runs of the same host
     #[arg(long)]
     pub no_history: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct HistoryArgs {
+    /// The figure's key as `osmeter show RUN` prints it, e.g. syscall.null or
+    /// "ipc.pipe_pingpong placement=cross"
+    #[arg(value_name = "FIGURE")]
+    pub figure: String,
+    /// Only runs from this host name
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Only runs with this tag (repeatable; all must match)
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Only runs started at or after this time (as `osmeter runs --since`)
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Exit with code 4 if the latest change made the figure slower by more than PCT percent
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_slower: Option<f64>,
     #[command(flatten)]
     pub store: StoreArg,
     #[command(flatten)]
