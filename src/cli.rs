@@ -582,7 +582,8 @@ pub struct RunArgs {
     /// Minimum length of one sample, e.g. 5ms, 20ms, 1s [default: 10ms in quick, 20ms otherwise]
     #[arg(long, value_name = "DURATION")]
     pub min_time: Option<String>,
-    /// Samples run and discarded before the kept ones, in every round
+    /// Samples run and discarded before the kept ones, in every round (calibration's last sample
+    /// is the first)
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub warmup: usize,
     /// CPU the measuring thread is pinned to [default: the last usable CPU]

@@ -75,7 +75,8 @@ pub struct HarnessConfig {
     /// Spread (coefficient of variation) above which a figure is flagged.
     pub cv_warning: f64,
     /// Samples taken with the counters attached, after the timing samples, for the counter figures
-    /// (per round).
+    /// (per round). One is enough: the counters are a per-operation count over a whole sample,
+    /// and the figure's counters are the median over its rounds.
     pub counting_samples: usize,
     /// The measuring thread runs at SCHED_FIFO: it blocks for a moment between samples so that
     /// RLIMIT_RTTIME only ever catches a single runaway sample.
@@ -89,7 +90,7 @@ impl Default for HarnessConfig {
             samples: 10,
             warmup_samples: 1,
             cv_warning: 0.05,
-            counting_samples: 3,
+            counting_samples: 1,
             realtime: false,
         }
     }

@@ -48,7 +48,10 @@ pub fn measure_round<S: Sensors, W: Workload + ?Sized>(
     // counting samples of the same length for the counter figures.
     sensors.set_counting(false);
     let iters = calibrate_from(sensors, work, config, iterations_hint.unwrap_or(1))?;
-    for _ in 0..config.warmup_samples {
+    // Calibration's last sample ran the workload at the final iteration count, as a warm-up
+    // sample would: it counts as the first one (a whole-workload operation of a second or more
+    // is not run again just to be thrown away).
+    for _ in 1..config.warmup_samples {
         check_between(sensors, config)?;
         take_sample(sensors, work, iters)?;
     }
