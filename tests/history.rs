@@ -44,7 +44,9 @@ fn run(n: usize, host: &str, tags: &[(&str, &str)], ns: f64, bandwidth: f64) -> 
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
-        fingerprint: serde_json::json!({ "hostname": host }),
+        fingerprint: osmeter::results::fingerprint::Fingerprint::from_json(
+            serde_json::json!({ "hostname": host }),
+        ),
         measurements: vec![
             measurement("syscall.null", Unit::Nanoseconds, ns),
             measurement("net.bandwidth", Unit::BytesPerSecond, bandwidth),

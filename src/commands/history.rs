@@ -3,7 +3,7 @@
 use crate::cli::HistoryArgs;
 use crate::error::{EXIT_OK, EXIT_THRESHOLD};
 use crate::results::history::{self, text, HistoryQuery};
-use crate::results::keep::parse_tags;
+use crate::results::keep::tag_map;
 use crate::results::store::{Location, RunFilter};
 use crate::usage;
 use anyhow::Result;
@@ -21,12 +21,8 @@ pub fn history(args: &HistoryArgs) -> Result<i32> {
         filter: RunFilter {
             host: args.host.clone(),
             suite: None,
-            tags: parse_tags(&args.tags)?.into_iter().collect(),
-            since: args
-                .since
-                .as_deref()
-                .map(crate::clock::parse_since)
-                .transpose()?,
+            tags: tag_map(&args.tags).into_iter().collect(),
+            since: args.since.clone(),
         },
     };
     let mut store = Location::resolve(args.store.store.as_deref())?.open_read_only()?;
