@@ -2,9 +2,10 @@
 //! by E-Divisive means, see `stats::changepoint`), and the level of each stretch between them.
 //!
 //! The values come from the store's `figures` table, so a fleet's history costs one row per run
-//! rather than a whole run document. The search works on the logarithms of the values when all are
-//! positive: timing figures move by fractions, so a 5 % step is the same step at 100 ns as at
-//! 10 ms, and a noisier slow stretch does not weigh more than a quiet fast one.
+//! rather than a whole run document. The search works on the ranks of the values within each
+//! stretch it searches: a step is the same step at 100 ns as at 10 ms, and a few runs disturbed by
+//! other work on the machine (a value several times the others) weigh no more than any other high
+//! value, so they do not hide a step behind the spread they give.
 
 pub mod text;
 
@@ -27,8 +28,9 @@ pub struct Method {
     pub permutations: usize,
     /// Fewest runs on either side of a change.
     pub min_runs: usize,
-    /// Whether the search ran on the logarithms of the values.
-    pub logarithms: bool,
+    /// Whether the search ran on the ranks of the values within each stretch searched (robust
+    /// to the odd disturbed run).
+    pub ranks: bool,
 }
 
 /// One run's value.
@@ -134,6 +136,7 @@ pub fn method_config() -> ChangePointConfig {
         min_segment: 3,
         significance: 0.01,
         permutations: 499,
+        ranks: true,
         ..ChangePointConfig::default()
     }
 }
@@ -208,13 +211,7 @@ pub fn history(store: &mut dyn Store, query: &HistoryQuery) -> Result<FigureHist
     }
     let config = method_config();
     let values: Vec<f64> = points.iter().map(|p| p.value).collect();
-    let logarithms = values.iter().all(|&v| v > 0.0);
-    let searched: Vec<f64> = if logarithms {
-        values.iter().map(|v| v.ln()).collect()
-    } else {
-        values.clone()
-    };
-    let found = e_divisive(&searched, &config);
+    let found = e_divisive(&values, &config);
     let cuts: Vec<usize> = found.iter().map(|c| c.index).collect();
     let p_values: BTreeMap<usize, f64> = found.iter().map(|c| (c.index, c.p_value)).collect();
     let stretches = segments(&values, &cuts);
@@ -261,7 +258,7 @@ pub fn history(store: &mut dyn Store, query: &HistoryQuery) -> Result<FigureHist
             significance: config.significance,
             permutations: config.permutations,
             min_runs: config.min_segment,
-            logarithms,
+            ranks: config.ranks,
         },
         runs_without_figure: runs.len() - matched.len(),
         points,

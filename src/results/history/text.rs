@@ -110,8 +110,8 @@ pub fn render(h: &FigureHistory) -> String {
         h.changes.len(),
         if h.changes.len() == 1 { "" } else { "s" },
         m.name,
-        if m.logarithms {
-            " on the logarithms of the values"
+        if m.ranks {
+            " on the ranks of the values"
         } else {
             ""
         },
