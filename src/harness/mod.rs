@@ -12,7 +12,9 @@ pub mod suite;
 pub mod worker;
 
 use crate::meter::{counter_delta, rt_limit, Cut, Sensors};
-use crate::results::model::{CounterScopes, CounterValues, Measurement, Overhead, Params, Unit};
+use crate::results::model::{
+    ClaimCheck, CounterScopes, CounterValues, Measurement, Overhead, Params, Unit,
+};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -48,6 +50,12 @@ pub trait Workload {
     /// Conditions of this machine that change what the figure means (a file system state, say),
     /// for the reader.
     fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// What the probe checked about its own conditions after the round (a file system that held
+    /// freed inodes back, say): a check that does not hold marks the figure as the counter claims
+    /// do (see `probes::claims`).
+    fn checks(&self) -> Vec<ClaimCheck> {
         Vec::new()
     }
 }

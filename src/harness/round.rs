@@ -7,7 +7,7 @@ use super::{
     Workload, MAX_PREALLOCATED_SAMPLES,
 };
 use crate::meter::{Cut, Sensors};
-use crate::results::model::{CounterScopes, Overhead, SampleInterference, Unit};
+use crate::results::model::{ClaimCheck, CounterScopes, Overhead, SampleInterference, Unit};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +30,9 @@ pub struct RoundOutcome {
     /// The workload's notes on conditions that change what the figure means.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The workload's checks of its own conditions, made after the round.
+    #[serde(default)]
+    pub checks: Vec<ClaimCheck>,
 }
 
 /// Measures one round. `iterations_hint` is what an earlier round of this figure settled on.
@@ -109,6 +112,7 @@ pub fn measure_round<S: Sensors, W: Workload + ?Sized>(
         at_floor: per_op_ns.iter().filter(|&&t| t == 0.0).count(),
         cut,
         notes: work.notes(),
+        checks: work.checks(),
     })
 }
 
