@@ -9,7 +9,7 @@ use std::path::PathBuf;
     version,
     about = "Measures how well this Linux kernel serves programs, and where the time goes",
     after_help = "Exit codes: 0 success, 1 runtime error, 2 usage error, 3 the command under `stat` failed, \
-                  4 `compare --fail-if-slower` threshold crossed, 5 `latency --fail-over` exceeded, \
+                  4 `compare`/`history --fail-if-slower` threshold crossed, 5 `latency --fail-over` exceeded, \
                   130 interrupted."
 )]
 pub struct Cli {
@@ -46,6 +46,8 @@ pub enum Command {
     Rm(RmArgs),
     /// Compare two runs, or two groups of runs, with statistics
     Compare(CompareArgs),
+    /// A figure over the stored runs, with the points where it changed (E-Divisive means)
+    History(HistoryArgs),
     /// Write a stored run as json, csv, markdown or openmetrics
     Export(ExportArgs),
     /// Write a self-contained HTML report of stored runs (the first is the baseline)
@@ -462,6 +464,30 @@ pub struct CompareArgs {
     pub output: JsonArg,
 }
 
+#[derive(Args, Debug, Clone, Default)]
+pub struct HistoryArgs {
+    /// The figure's key as `osmeter show RUN` prints it, e.g. syscall.null or
+    /// "ipc.pipe_pingpong placement=cross"
+    #[arg(value_name = "FIGURE")]
+    pub figure: String,
+    /// Only runs from this host name
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Only runs with this tag (repeatable; all must match)
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = crate::results::keep::tag_arg)]
+    pub tags: Vec<crate::results::keep::Tag>,
+    /// Only runs started at or after this time (as `osmeter runs --since`)
+    #[arg(long, value_name = "DATE", value_parser = crate::clock::since_arg)]
+    pub since: Option<String>,
+    /// Exit with code 4 if the latest change made the figure slower by more than PCT percent
+    #[arg(long, value_name = "PCT")]
+    pub fail_if_slower: Option<f64>,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
 /// How a measuring command's result is kept.
 #[derive(Args, Debug, Clone, Default)]
 pub struct KeepArgs {
@@ -563,7 +589,8 @@ pub struct MeasureArgs {
     /// Minimum length of one sample, e.g. 5ms, 20ms, 1s [default: 10ms at the quick scale, 20ms otherwise]
     #[arg(long, value_name = "DURATION", value_parser = crate::units::duration_arg)]
     pub min_time: Option<u64>,
-    /// Samples run and discarded before the kept ones, in every round
+    /// Samples run and discarded before the kept ones, in every round (calibration's last sample
+    /// is the first)
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub warmup: usize,
     /// CPU the measuring thread is pinned to [default: the last usable CPU]

@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod completions;
 pub mod export;
+pub mod history;
 pub mod info;
 pub mod latency;
 pub mod list;
@@ -34,6 +35,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Rm(args) => stored::rm(&args),
         Command::Compare(args) => compare::compare(&args),
         Command::Export(args) => export::export(&args),
+        Command::History(args) => history::history(&args),
         Command::Push(args) => push::push(&args),
         Command::Report(args) => report::report(&args),
         Command::Latency(args) => latency::latency(&args),

@@ -12,7 +12,9 @@ pub mod suite;
 pub mod worker;
 
 use crate::meter::{counter_delta, rt_limit, Cut, Sensors};
-use crate::results::model::{CounterScopes, CounterValues, Measurement, Overhead, Params, Unit};
+use crate::results::model::{
+    ClaimCheck, CounterScopes, CounterValues, Measurement, Overhead, Params, Unit,
+};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -50,6 +52,12 @@ pub trait Workload {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// What the probe checked about its own conditions after the round (a file system that held
+    /// freed inodes back, say): a check that does not hold marks the figure as the counter claims
+    /// do (see `probes::claims`).
+    fn checks(&self) -> Vec<ClaimCheck> {
+        Vec::new()
+    }
 }
 
 /// An empty timed loop: what the harness costs per iteration when the body does nothing.
@@ -75,7 +83,8 @@ pub struct HarnessConfig {
     /// Spread (coefficient of variation) above which a figure is flagged.
     pub cv_warning: f64,
     /// Samples taken with the counters attached, after the timing samples, for the counter figures
-    /// (per round).
+    /// (per round). One is enough: the counters are a per-operation count over a whole sample,
+    /// and the figure's counters are the median over its rounds.
     pub counting_samples: usize,
     /// The measuring thread runs at SCHED_FIFO: it blocks for a moment between samples so that
     /// RLIMIT_RTTIME only ever catches a single runaway sample.
@@ -89,7 +98,7 @@ impl Default for HarnessConfig {
             samples: 10,
             warmup_samples: 1,
             cv_warning: 0.05,
-            counting_samples: 3,
+            counting_samples: 1,
             realtime: false,
         }
     }

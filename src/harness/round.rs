@@ -7,7 +7,7 @@ use super::{
     Workload, MAX_PREALLOCATED_SAMPLES,
 };
 use crate::meter::{Cut, Sensors};
-use crate::results::model::{CounterScopes, Overhead, SampleInterference, Unit};
+use crate::results::model::{ClaimCheck, CounterScopes, Overhead, SampleInterference, Unit};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +30,9 @@ pub struct RoundOutcome {
     /// The workload's notes on conditions that change what the figure means.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The workload's checks of its own conditions, made after the round.
+    #[serde(default)]
+    pub checks: Vec<ClaimCheck>,
 }
 
 /// Measures one round. `iterations_hint` is what an earlier round of this figure settled on.
@@ -48,7 +51,10 @@ pub fn measure_round<S: Sensors, W: Workload + ?Sized>(
     // counting samples of the same length for the counter figures.
     sensors.set_counting(false);
     let iters = calibrate_from(sensors, work, config, iterations_hint.unwrap_or(1))?;
-    for _ in 0..config.warmup_samples {
+    // Calibration's last sample ran the workload at the final iteration count, as a warm-up
+    // sample would: it counts as the first one (a whole-workload operation of a second or more
+    // is not run again just to be thrown away).
+    for _ in 1..config.warmup_samples {
         check_between(sensors, config)?;
         take_sample(sensors, work, iters)?;
     }
@@ -106,6 +112,7 @@ pub fn measure_round<S: Sensors, W: Workload + ?Sized>(
         at_floor: per_op_ns.iter().filter(|&&t| t == 0.0).count(),
         cut,
         notes: work.notes(),
+        checks: work.checks(),
     })
 }
 

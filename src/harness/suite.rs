@@ -234,6 +234,8 @@ fn finish(
         seed,
     );
     m.checks = claims::check(probe, &variant.params, &m.counters);
+    let own: Vec<&[_]> = got.records.iter().map(|r| &r.outcome.checks[..]).collect();
+    m.checks.extend(claims::over_rounds(&own));
     m.warnings.extend(
         m.checks
             .iter()

@@ -297,9 +297,10 @@ fn a_hiccup_is_an_outlier_with_a_warning_and_leaves_the_median() {
         let (mut s2, mut o2, _) = setup(1000, 1);
         calibrate(&mut s2, &mut o2, &config()).unwrap()
     };
-    // Calibration takes a few samples, warm-up one more; hit the 4th kept sample.
+    // Calibration takes a few samples, the last of them the one warm-up sample; hit the 4th kept
+    // sample.
     let calibration_samples = (0..).take_while(|&k| 10u64.pow(k) < iters_probe).count() + 1;
-    op.hiccup = Some((calibration_samples + 1 + 3, 5_000_000));
+    op.hiccup = Some((calibration_samples + 3, 5_000_000));
     let m = measure(
         &mut sensors,
         &mut op,
@@ -403,7 +404,8 @@ fn checks_before_kept_samples() -> usize {
     fake_overhead(&mut s);
     s.cut_checks = 0;
     calibrate(&mut s, &mut o, &config()).unwrap();
-    s.cut_checks + config().warmup_samples
+    // Calibration's last sample is the first warm-up sample.
+    s.cut_checks + config().warmup_samples.saturating_sub(1)
 }
 
 #[test]
@@ -518,4 +520,39 @@ fn every_phase_of_the_overhead_measurement_can_be_cut() {
             "stopped at the first check that saw it"
         );
     }
+}
+
+#[test]
+fn calibration_counts_as_the_first_warm_up_sample() {
+    // Every run of the workload a round makes: calibration, the warm-up samples beyond the one
+    // calibration's last sample stands for, the kept samples, the counting samples.
+    let runs_with = |warmup_samples: usize| {
+        let (mut sensors, mut op, _) = setup(1000, 1);
+        let oh = fake_overhead(&mut sensors);
+        let config = HarnessConfig {
+            warmup_samples,
+            ..config()
+        };
+        measure(
+            &mut sensors,
+            &mut op,
+            &config,
+            &oh,
+            "fake.op",
+            Params::new(),
+            Unit::Nanoseconds,
+        )
+        .unwrap();
+        op.samples_seen
+    };
+    let calibration = {
+        let (mut s, mut o, _) = setup(1000, 1);
+        fake_overhead(&mut s);
+        calibrate(&mut s, &mut o, &config()).unwrap();
+        o.samples_seen
+    };
+    let (kept, counting) = (config().samples, config().counting_samples);
+    assert_eq!(runs_with(0), calibration + kept + counting);
+    assert_eq!(runs_with(1), calibration + kept + counting);
+    assert_eq!(runs_with(4), calibration + 3 + kept + counting);
 }

@@ -262,10 +262,51 @@ pub fn check(id: &str, params: &Params, counters: &CounterScopes) -> Vec<ClaimCh
         .collect()
 }
 
+/// The workload's checks of its own conditions over a figure's rounds, one per check: the first
+/// round where it did not hold (its `why` says in how many rounds), else the first round's.
+pub fn over_rounds(per_round: &[&[ClaimCheck]]) -> Vec<ClaimCheck> {
+    let mut out: Vec<ClaimCheck> = Vec::new();
+    let events: Vec<&str> = per_round
+        .iter()
+        .flat_map(|r| r.iter().map(|c| c.event.as_str()))
+        .fold(Vec::new(), |mut seen, e| {
+            if !seen.contains(&e) {
+                seen.push(e);
+            }
+            seen
+        });
+    for event in events {
+        let of_event: Vec<&ClaimCheck> = per_round
+            .iter()
+            .filter_map(|r| r.iter().find(|c| c.event == event))
+            .collect();
+        let failed = of_event.iter().filter(|c| !c.holds).count();
+        let mut pick = (*of_event.iter().find(|c| !c.holds).unwrap_or(&of_event[0])).clone();
+        if failed > 0 && of_event.len() > 1 {
+            pick.why = format!("in {failed} of {} rounds; {}", of_event.len(), pick.why);
+        }
+        out.push(pick);
+    }
+    out
+}
+
+/// Whether a check is about a software counter (per operation) rather than a condition the probe
+/// checked itself.
+fn is_counter(check: &ClaimCheck) -> bool {
+    crate::meter::perf::events::SOFTWARE_GROUP
+        .iter()
+        .any(|e| e.name == check.event)
+}
+
 /// The sentence a reader sees for a check that does not hold.
 pub fn contradiction(check: &ClaimCheck) -> String {
+    let (what, per) = if is_counter(check) {
+        ("counters contradict the probe", " per operation")
+    } else {
+        ("the probe's own check failed", "")
+    };
     format!(
-        "counters contradict the probe: {} {} per operation where {}-{} is expected ({})",
+        "{what}: {} {}{per} where {}-{} is expected ({})",
         check.event,
         short(check.seen),
         short(check.expected[0]),
@@ -366,5 +407,30 @@ mod tests {
         )
         .is_empty());
         assert!(check("no.such", &Params::new(), &counters("page-faults", 1.0)).is_empty());
+    }
+
+    #[test]
+    fn a_check_that_failed_in_any_round_marks_the_figure() {
+        let check = |seen: f64| ClaimCheck {
+            event: "fresh-inode-share".into(),
+            expected: [0.0, 0.5],
+            seen,
+            holds: seen <= 0.5,
+            why: "freed inodes held back".into(),
+        };
+        let (ok, bad) = ([check(0.0)], [check(1.0)]);
+        let merged = over_rounds(&[&ok, &bad, &ok]);
+        assert_eq!(merged.len(), 1);
+        assert!(!merged[0].holds);
+        assert_eq!(merged[0].why, "in 1 of 3 rounds; freed inodes held back");
+        assert_eq!(
+            contradiction(&merged[0]),
+            "the probe's own check failed: fresh-inode-share 1 where 0-0.5 is expected \
+             (in 1 of 3 rounds; freed inodes held back)"
+        );
+        let fine = over_rounds(&[&ok, &ok]);
+        assert!(fine[0].holds);
+        assert_eq!(fine[0].why, "freed inodes held back");
+        assert!(over_rounds(&[&[], &[]]).is_empty());
     }
 }

@@ -10,6 +10,7 @@
 //! - [`twosample`]: two figures' round values compared: ratio, its interval, a p-value;
 //! - [`fdr`]: false-discovery-rate control over the many p-values of a comparison;
 //! - [`changepoint`]: change points in a series of stored values (E-Divisive means);
+//! - [`segments`]: the stretches between change points, each with its level and interval;
 //! - [`dist`], [`rng`]: the distributions and the seeded generator the others rest on.
 
 pub mod changepoint;
@@ -17,5 +18,6 @@ pub mod dist;
 pub mod fdr;
 pub mod rng;
 pub mod rounds;
+pub mod segments;
 pub mod summary;
 pub mod twosample;

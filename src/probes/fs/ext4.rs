@@ -1,24 +1,84 @@
 //! A file-system state that changes what the file-creating probes measure: on ext4 without a
-//! journal the kernel will not hand out an inode again for a while after it was freed (it cannot be
-//! sure the deletion reached the disk), so each creation scans past every recently deleted inode of
-//! its group. How long a creation takes then depends on how many files were deleted in the last
-//! minutes, by this run's other probes or by anything else, and swings by 5-50x. osmeter cannot
-//! wait that out inside a run; it says so on the figures concerned.
+//! journal the kernel will not hand out an inode again for a while after it was freed (for
+//! vm.dirty_expire_centisecs, 30 s by default: it cannot be sure the deletion reached the disk), so
+//! each creation scans past every recently deleted inode of its group. How long a creation takes
+//! then depends on how many files were deleted in the last half minute, by this run's other probes,
+//! by the probe's own earlier operations or by anything else, and swings by 5-50x. osmeter cannot
+//! wait that out inside a run (the probe itself deletes files); after each round it checks whether
+//! the state held (a creation after a deletion got a new inode instead of the freed one), marks
+//! the figure through a failed check when it did, and says why.
 
+use crate::results::model::ClaimCheck;
+use anyhow::Result;
+use std::os::fd::RawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 const EXT4_SUPER_MAGIC: i64 = 0xEF53;
 
-/// The note for figures that create files under `dir`, when its file system is ext4 (or ext2/3
+/// Where freed inodes may be held back: the device of a scratch directory on ext4 (or ext2/3
 /// through the ext4 driver) without a journal.
-pub(super) fn delayed_inode_reuse(dir: &Path) -> Option<String> {
-    let device = journal_less_ext4(dir, Path::new("/proc/fs/jbd2"))?;
-    Some(format!(
-        "the scratch directory is on ext4 without a journal ({device}): new files skip inodes \
-         deleted in the last minutes, so this figure moves with earlier deletions (watch its \
-         spread between rounds); --dir on a journaled file system or tmpfs avoids it"
-    ))
+pub(super) struct DelayedReuse {
+    device: String,
+}
+
+impl DelayedReuse {
+    pub(super) fn of(dir: &Path) -> Option<DelayedReuse> {
+        journal_less_ext4(dir, Path::new("/proc/fs/jbd2")).map(|device| DelayedReuse { device })
+    }
+
+    /// Checks, in `dir` (an open directory of the probe's own), whether the file system holds
+    /// freed inodes back right now: a few creations, each right after a deletion, that all get a
+    /// new inode mean every creation is scanning past recently deleted ones.
+    pub(super) fn check(&self, dir: RawFd) -> Option<ClaimCheck> {
+        let fresh = fresh_inode_share(dir).ok()?;
+        let window = std::fs::read_to_string("/proc/sys/vm/dirty_expire_centisecs")
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .map_or("a while".to_string(), |cs| format!("{} s", cs / 100));
+        Some(ClaimCheck {
+            event: "fresh-inode-share".into(),
+            expected: [0.0, 0.5],
+            seen: fresh,
+            holds: fresh <= 0.5,
+            why: format!(
+                "a file created right after a deletion should be able to take the freed inode; \
+                 ext4 without a journal ({}) holds freed inodes back for {window} \
+                 (vm.dirty_expire_centisecs), so each creation scanned past every inode deleted \
+                 in that time and the figure moves with how many that were (this run's and \
+                 anyone else's); --dir on tmpfs or a journaled file system avoids it",
+                self.device
+            ),
+        })
+    }
+}
+
+/// Creations that follow a deletion in the same directory.
+const REUSE_TRIES: usize = 8;
+
+/// Of `REUSE_TRIES` creations, each right after the previous file was deleted, the share that got
+/// an inode other than the one just freed.
+fn fresh_inode_share(dir: RawFd) -> Result<f64> {
+    let name = super::cstring(".osmeter-inode-reuse")?;
+    let mut freed: Option<u64> = None;
+    let mut fresh = 0;
+    for _ in 0..REUSE_TRIES {
+        let fd = super::meta::create(dir, &name)?;
+        // SAFETY: fd is open; st is written by fstat before it is read.
+        let ino = unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            let ok = libc::fstat(fd, &mut st) == 0;
+            libc::close(fd);
+            ok.then_some(st.st_ino)
+        };
+        super::meta::unlink(dir, &name)?;
+        let ino = ino.ok_or_else(|| super::os_error("fstat"))?;
+        if freed.is_some_and(|f| f != ino) {
+            fresh += 1;
+        }
+        freed = Some(ino);
+    }
+    Ok(fresh as f64 / (REUSE_TRIES - 1) as f64)
 }
 
 /// The block device's name when `dir` is on a journal-less ext4, judged by the journal threads
@@ -80,7 +140,7 @@ mod tests {
     fn this_machine_is_judged_consistently() {
         // Whatever /tmp is here, the answer agrees with statfs and /proc/fs/jbd2.
         let dir = tempfile::tempdir().unwrap();
-        let note = delayed_inode_reuse(dir.path());
+        let state = DelayedReuse::of(dir.path());
         let is_ext4 = {
             let c = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).unwrap();
             // SAFETY: as above.
@@ -90,13 +150,29 @@ mod tests {
             }
         };
         if !is_ext4 {
-            assert!(note.is_none());
+            assert!(state.is_none());
         }
-        if let Some(n) = note {
+        if let Some(state) = state {
+            let fd = super::super::open_dir(dir.path()).unwrap();
+            let check = state.check(std::os::fd::AsRawFd::as_raw_fd(&fd)).unwrap();
             assert!(
-                n.contains("without a journal") && n.contains("--dir"),
-                "{n}"
+                check.why.contains("without a journal") && check.why.contains("--dir"),
+                "{check:?}"
             );
+            assert!((0.0..=1.0).contains(&check.seen), "{check:?}");
+            assert_eq!(check.holds, check.seen <= 0.5);
+            assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
         }
+    }
+
+    #[test]
+    fn a_file_system_that_reuses_inodes_or_never_does_is_told_apart() {
+        // tmpfs numbers every new inode afresh; whatever the scratch file system, the share is a
+        // fraction and the probe leaves nothing behind.
+        let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+        let fd = super::super::open_dir(dir.path()).unwrap();
+        let share = fresh_inode_share(std::os::fd::AsRawFd::as_raw_fd(&fd)).unwrap();
+        assert_eq!(share, 1.0, "tmpfs hands out a new inode number every time");
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
     }
 }

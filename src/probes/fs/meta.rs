@@ -1,8 +1,10 @@
 //! Work that changes the file system: the temporary-file cycle, the small-file workload, file
 //! creation, and synchronous overwrites.
 
+use super::ext4::DelayedReuse;
 use super::{cstring, open_dir, os_error, pattern, read_exact, write_all, WorkDir};
 use crate::harness::Workload;
+use crate::results::model::ClaimCheck;
 use anyhow::{bail, Result};
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -10,7 +12,7 @@ use std::path::Path;
 
 const CREATE_FLAGS: libc::c_int = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY;
 
-fn create(dir: RawFd, name: &CStr) -> Result<RawFd> {
+pub(super) fn create(dir: RawFd, name: &CStr) -> Result<RawFd> {
     // SAFETY: name is NUL-terminated; dir is an open directory.
     let fd = unsafe { libc::openat(dir, name.as_ptr(), CREATE_FLAGS, 0o644) };
     if fd < 0 {
@@ -38,7 +40,7 @@ fn close(fd: RawFd) -> Result<()> {
     Ok(())
 }
 
-fn unlink(dir: RawFd, name: &CStr) -> Result<()> {
+pub(super) fn unlink(dir: RawFd, name: &CStr) -> Result<()> {
     // SAFETY: as in create.
     if unsafe { libc::unlinkat(dir, name.as_ptr(), 0) } != 0 {
         return Err(os_error("unlinkat"));
@@ -71,8 +73,8 @@ pub(super) struct CreateDelete {
     buf: Vec<u8>,
     fsync: bool,
     dir: WorkDir,
-    /// What the reader must know about the file system (see [`super::ext4`]).
-    note: Option<String>,
+    /// Whether the file system may hold freed inodes back (see [`super::ext4`]).
+    reuse: Option<DelayedReuse>,
 }
 
 impl CreateDelete {
@@ -86,7 +88,7 @@ impl CreateDelete {
             buf: vec![0; size as usize],
             fsync,
             dir: WorkDir::new(scratch, "create_delete-")?,
-            note: super::ext4::delayed_inode_reuse(scratch),
+            reuse: DelayedReuse::of(scratch),
         })
     }
 
@@ -112,8 +114,11 @@ impl Workload for CreateDelete {
         Ok(())
     }
 
-    fn notes(&self) -> Vec<String> {
-        self.note.iter().cloned().collect()
+    fn checks(&self) -> Vec<ClaimCheck> {
+        self.reuse
+            .iter()
+            .filter_map(|r| r.check(self.dir.fd()))
+            .collect()
     }
 }
 
@@ -127,7 +132,7 @@ pub(super) struct SmallFiles {
     data: Vec<u8>,
     buf: Vec<u8>,
     dir: WorkDir,
-    note: Option<String>,
+    reuse: Option<DelayedReuse>,
 }
 
 impl SmallFiles {
@@ -147,7 +152,7 @@ impl SmallFiles {
             data: pattern(SMALL_SIZE),
             buf: vec![0; SMALL_SIZE],
             dir,
-            note: super::ext4::delayed_inode_reuse(scratch),
+            reuse: DelayedReuse::of(scratch),
         })
     }
 
@@ -184,8 +189,11 @@ impl Workload for SmallFiles {
         8
     }
 
-    fn notes(&self) -> Vec<String> {
-        self.note.iter().cloned().collect()
+    fn checks(&self) -> Vec<ClaimCheck> {
+        self.reuse
+            .iter()
+            .filter_map(|r| r.check(self.dir.fd()))
+            .collect()
     }
 }
 
@@ -200,7 +208,7 @@ pub(super) struct Metadata {
     /// Directories filled by the last sample, emptied again in `finish`.
     filled: usize,
     _dir: WorkDir,
-    note: Option<String>,
+    reuse: Option<DelayedReuse>,
 }
 
 impl Metadata {
@@ -221,7 +229,7 @@ impl Metadata {
             names,
             filled: 0,
             _dir: dir,
-            note: super::ext4::delayed_inode_reuse(scratch),
+            reuse: DelayedReuse::of(scratch),
         })
     }
 
@@ -270,8 +278,11 @@ impl Workload for Metadata {
         self.dirs.len() as u64
     }
 
-    fn notes(&self) -> Vec<String> {
-        self.note.iter().cloned().collect()
+    fn checks(&self) -> Vec<ClaimCheck> {
+        self.reuse
+            .iter()
+            .filter_map(|r| r.check(self._dir.fd()))
+            .collect()
     }
 }
 

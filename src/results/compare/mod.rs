@@ -134,6 +134,10 @@ pub struct FigureComparison {
     /// Counters per operation that moved most between A and B: (scope.event, A, B).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub counter_deltas: Vec<(String, f64, f64)>,
+    /// Why the figure may not be what its name says on either side ("A: counters contradict the
+    /// probe: ..."): its verdict compares something else.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -170,6 +174,8 @@ struct Side {
     /// Repetitions of all runs of the side.
     rounds: Vec<Vec<f64>>,
     explain: Vec<BTreeMap<String, f64>>,
+    /// Contradicted claims of the figure's probe in any run of the side.
+    caveats: Vec<String>,
 }
 
 impl Side {
@@ -195,13 +201,20 @@ impl Side {
 fn gather(runs: &[&Run]) -> BTreeMap<String, Side> {
     let mut out: BTreeMap<String, Side> = BTreeMap::new();
     for run in runs {
+        let mut caveats = crate::results::figure::bench::caveats(run);
         for f in run.figures() {
             let side = out.entry(f.key.clone()).or_insert_with(|| Side {
                 figure: f.clone(),
                 run_values: Vec::new(),
                 rounds: Vec::new(),
                 explain: Vec::new(),
+                caveats: Vec::new(),
             });
+            for c in caveats.remove(&f.key).unwrap_or_default() {
+                if !side.caveats.contains(&c) {
+                    side.caveats.push(c);
+                }
+            }
             side.run_values.push(f.value);
             if let Evidence::Rounds(r) = &f.evidence {
                 side.rounds.extend(r.iter().cloned());
@@ -400,6 +413,10 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             verdict: j.verdict,
             reason: j.reason,
             counter_deltas,
+            caveats: [("A", side_a), ("B", side_b)]
+                .iter()
+                .flat_map(|(name, side)| side.caveats.iter().map(move |c| format!("{name}: {c}")))
+                .collect(),
         });
     }
     let mut by_group: BTreeMap<String, Vec<f64>> = BTreeMap::new();

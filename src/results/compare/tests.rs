@@ -382,3 +382,37 @@ fn a_state_the_host_has_shown_before_is_not_a_change() {
         Verdict::Slower
     );
 }
+
+#[test]
+fn a_figure_whose_probe_was_contradicted_carries_the_caveat_into_the_comparison() {
+    let plain = figure("memory.page_fault", Unit::Nanoseconds, noisy(300.0, 9, 5));
+    let mut contradicted = figure("memory.page_fault", Unit::Nanoseconds, noisy(300.0, 9, 6));
+    contradicted.checks = crate::probes::claims::check("memory.page_fault", &Params::new(), &{
+        let mut c = crate::results::model::CounterScopes::default();
+        c.software.insert("page-faults".into(), 0.01);
+        c
+    });
+    assert!(!contradicted.checks[0].holds);
+    let a = run_with("a", vec![plain]);
+    let b = run_with("b", vec![contradicted]);
+    let c = cmp(&[&a], &[&b], &CompareConfig::default());
+    let f = &c.figures[0];
+    assert_eq!(f.caveats.len(), 1, "{:?}", f.caveats);
+    assert!(
+        f.caveats[0].starts_with("B: counters contradict the probe: page-faults 0.01"),
+        "{}",
+        f.caveats[0]
+    );
+    // Shown even though nothing changed, and kept in the JSON.
+    assert_eq!(f.verdict, Verdict::NoChange);
+    let shown = text::render(&c, false);
+    assert!(
+        shown.contains("memory.page_fault") && shown.contains("caveat: B: counters contradict"),
+        "{shown}"
+    );
+    assert!(serde_json::to_string(&c).unwrap().contains("\"caveats\""));
+    // Without contradictions there is nothing to say.
+    let clean = cmp(&[&a], &[&a], &CompareConfig::default());
+    assert!(clean.figures[0].caveats.is_empty());
+    assert!(!serde_json::to_string(&clean).unwrap().contains("caveats"));
+}

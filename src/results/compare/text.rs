@@ -100,7 +100,7 @@ pub fn render(c: &Comparison, all: bool) -> String {
     for f in c
         .figures
         .iter()
-        .filter(|f| all || f.verdict != Verdict::NoChange)
+        .filter(|f| all || f.verdict != Verdict::NoChange || !f.caveats.is_empty())
     {
         let verdict = match f.verdict {
             Verdict::Faster => "faster",
@@ -134,6 +134,9 @@ pub fn render(c: &Comparison, all: bool) -> String {
             p
         );
         let _ = writeln!(out, "{:<width$}    why: {}", "", f.reason);
+        for c in &f.caveats {
+            let _ = writeln!(out, "{:<width$}    caveat: {c}", "");
+        }
         for (event, va, vb) in &f.counter_deltas {
             let _ = writeln!(
                 out,

@@ -60,3 +60,21 @@ pub fn figure(m: &Measurement) -> Option<Figure> {
 pub fn figures(run: &Run) -> Vec<Figure> {
     run.measurements.iter().filter_map(figure).collect()
 }
+
+/// Per figure key, what makes a figure not what its name says: the probe's claims that the run
+/// found contradicted (counters, or the probe's own checks of its conditions).
+pub fn caveats(run: &Run) -> BTreeMap<String, Vec<String>> {
+    run.measurements
+        .iter()
+        .filter(|m| m.checks.iter().any(|c| !c.holds))
+        .map(|m| {
+            let said = m
+                .checks
+                .iter()
+                .filter(|c| !c.holds)
+                .map(crate::probes::claims::contradiction)
+                .collect();
+            (label(&m.probe, &m.params), said)
+        })
+        .collect()
+}

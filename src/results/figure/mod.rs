@@ -8,7 +8,7 @@
 //! processes, runs of a command), each holding its samples, or the statement that the value is
 //! exact (a simulation gives the same result for the same input).
 
-mod bench;
+pub mod bench;
 mod latency;
 mod memsim;
 mod stat;

@@ -51,8 +51,59 @@ pub trait Store {
     fn remove(&mut self, id: &str) -> Result<bool>;
     /// Every stored run id, for prefix matching and suggestions.
     fn ids(&mut self) -> Result<Vec<String>>;
+    /// Every stored value of the figure `key`, from the `figures` table (no run document is read,
+    /// so a fleet's history stays cheap to fetch).
+    fn figure_values(&mut self, key: &str) -> Result<Vec<StoredFigure>>;
+    /// Every figure key the store holds, once each, for suggestions.
+    fn figure_keys(&mut self) -> Result<Vec<String>>;
     /// Where the store is, for messages.
     fn describe(&self) -> String;
+}
+
+/// One run's value of one figure, as the `figures` table holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredFigure {
+    pub run_id: String,
+    pub unit: crate::units::Unit,
+    pub direction: crate::results::figure::Direction,
+    pub value: f64,
+    pub interval: Option<[f64; 2]>,
+}
+
+impl StoredFigure {
+    /// A row read back: the unit and direction as [`schema::figure_rows`] wrote them.
+    fn from_row(
+        run_id: String,
+        unit: &str,
+        direction: &str,
+        value: f64,
+        ci: (Option<f64>, Option<f64>),
+    ) -> Result<StoredFigure> {
+        use serde::de::{value::Error, IntoDeserializer};
+        use serde::Deserialize;
+        let bad = |what: &str, text: &str| {
+            anyhow::anyhow!(
+                "run {run_id} has a figure with an unknown {what} {text:?} in the store"
+            )
+        };
+        let unit =
+            crate::units::Unit::deserialize(IntoDeserializer::<Error>::into_deserializer(unit))
+                .map_err(|_| bad("unit", unit))?;
+        let direction = crate::results::figure::Direction::deserialize(
+            IntoDeserializer::<Error>::into_deserializer(direction),
+        )
+        .map_err(|_| bad("direction", direction))?;
+        Ok(StoredFigure {
+            run_id,
+            unit,
+            direction,
+            value,
+            interval: match ci {
+                (Some(lo), Some(hi)) => Some([lo, hi]),
+                _ => None,
+            },
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

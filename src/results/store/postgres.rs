@@ -4,7 +4,7 @@
 mod target;
 
 use super::schema::{self, APPLICATION};
-use super::{RunFilter, RunInfo, Store};
+use super::{RunFilter, RunInfo, Store, StoredFigure};
 use crate::results::model::Run;
 use ::postgres::error::SqlState;
 use ::postgres::types::ToSql;
@@ -327,6 +327,26 @@ impl Store for PostgresStore {
                 "SELECT id FROM runs ORDER BY started_at COLLATE \"C\" DESC",
                 &[],
             )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect())
+    }
+
+    fn figure_values(&mut self, key: &str) -> Result<Vec<StoredFigure>> {
+        self.client
+            .query(
+                "SELECT run_id, unit, direction, value, ci_low, ci_high FROM figures WHERE key = $1",
+                &[&key],
+            )?
+            .iter()
+            .map(|r| StoredFigure::from_row(r.get(0), r.get(1), r.get(2), r.get(3), (r.get(4), r.get(5))))
+            .collect()
+    }
+
+    fn figure_keys(&mut self) -> Result<Vec<String>> {
+        Ok(self
+            .client
+            .query("SELECT DISTINCT key FROM figures", &[])?
             .iter()
             .map(|r| r.get(0))
             .collect())

@@ -1,7 +1,7 @@
 //! The embedded SQLite store.
 
 use super::schema::{self, APPLICATION};
-use super::{RunFilter, RunInfo, Store};
+use super::{RunFilter, RunInfo, Store, StoredFigure};
 use crate::results::model::Run;
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -296,6 +296,16 @@ impl Store for SqliteStore {
             .map_err(|e| integrity::explain(&self.path, e))
     }
 
+    fn figure_values(&mut self, key: &str) -> Result<Vec<StoredFigure>> {
+        self.figure_rows(key)
+            .map_err(|e| integrity::explain(&self.path, e))
+    }
+
+    fn figure_keys(&mut self) -> Result<Vec<String>> {
+        self.distinct_figure_keys()
+            .map_err(|e| integrity::explain(&self.path, e))
+    }
+
     fn describe(&self) -> String {
         self.path.display().to_string()
     }
@@ -420,6 +430,34 @@ impl SqliteStore {
         let n = tx.execute("DELETE FROM runs WHERE id = ?1", [id])?;
         tx.commit()?;
         Ok(n > 0)
+    }
+
+    fn figure_rows(&mut self, key: &str) -> Result<Vec<StoredFigure>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT run_id, unit, direction, value, ci_low, ci_high FROM figures WHERE key = ?1",
+        )?;
+        let rows = stmt
+            .query_map([key], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, f64>(3)?,
+                    (r.get(4)?, r.get(5)?),
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        rows.into_iter()
+            .map(|(id, unit, dir, v, ci)| StoredFigure::from_row(id, &unit, &dir, v, ci))
+            .collect()
+    }
+
+    fn distinct_figure_keys(&mut self) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare("SELECT DISTINCT key FROM figures")?;
+        let keys = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(keys)
     }
 
     fn all_ids(&mut self) -> Result<Vec<String>> {

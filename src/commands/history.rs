@@ -1,0 +1,59 @@
+//! `osmeter history FIGURE`: one figure over the stored runs, with its change points.
+
+use crate::cli::HistoryArgs;
+use crate::error::{EXIT_OK, EXIT_THRESHOLD};
+use crate::results::history::{self, text, HistoryQuery};
+use crate::results::keep::tag_map;
+use crate::results::store::{Location, RunFilter};
+use crate::usage;
+use anyhow::Result;
+
+pub fn history(args: &HistoryArgs) -> Result<i32> {
+    if let Some(p) = args.fail_if_slower {
+        if !(0.0..100.0).contains(&p) {
+            return Err(usage!(
+                "--fail-if-slower {p}: give a percentage between 0 and 100"
+            ));
+        }
+    }
+    let query = HistoryQuery {
+        figure: args.figure.clone(),
+        filter: RunFilter {
+            host: args.host.clone(),
+            suite: None,
+            tags: tag_map(&args.tags).into_iter().collect(),
+            since: args.since.clone(),
+        },
+    };
+    let mut store = Location::resolve(args.store.store.as_ref())?.open_read_only()?;
+    let h = history::history(store.as_mut(), &query)?;
+    if args.output.json {
+        super::emit_json(&h)?;
+    } else {
+        super::emit(&text::render(&h))?;
+    }
+    let Some(pct) = args.fail_if_slower else {
+        return Ok(EXIT_OK);
+    };
+    if let Some(c) = h.slower_than(pct) {
+        eprintln!(
+            "osmeter: {} became slower by more than {pct} % from run {} ({} -> {}, speed-up {:.3})",
+            h.figure,
+            c.run,
+            crate::units::format(c.before, h.unit),
+            crate::units::format(c.after, h.unit),
+            c.speedup
+        );
+        return Ok(EXIT_THRESHOLD);
+    }
+    if h.points.len() < 2 * h.method.min_runs {
+        eprintln!(
+            "osmeter: --fail-if-slower: {} run(s) of {} are too few to find a change ({} needed); \
+             passing",
+            h.points.len(),
+            h.figure,
+            2 * h.method.min_runs
+        );
+    }
+    Ok(EXIT_OK)
+}
