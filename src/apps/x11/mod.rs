@@ -1,0 +1,1 @@
+//! `app.wish` and `app.bitblt`: X workloads under an Xvfb started by osmeter.
