@@ -170,8 +170,8 @@ pub struct LatencyArgs {
     /// Compute time of the default buffer table, as a fraction of t
     #[arg(long, value_name = "FRACTION", default_value_t = 0.5)]
     pub compute_fraction: f64,
-    /// Background load at normal priority: cpu, memory, io, net, fork, faults, or the mixes desktop
-    /// and server (comma-separated)
+    /// Background load at normal priority: cpu, memory, io, net, fork, faults, the mixes desktop
+    /// and server, or the application workloads app.web, app.wish, app.bitblt (comma-separated)
     #[arg(long, value_name = "LIST")]
     pub load: Option<String>,
     /// A command run as load (through /bin/sh) for the whole measurement, stopped at the end

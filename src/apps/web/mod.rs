@@ -332,6 +332,7 @@ pub fn serve_until(ctx: &Context, stop: &AtomicBool, count: &AtomicU64) -> Resul
     };
     let size = sizes(ctx.scale);
     let site = Site::start(ctx, &nginx, false)?;
+    site.verify()?;
     let trace = trace::covering(ctx.seed, size.files, size.requests);
     let (urls, sizes) = (site.urls(), site.sizes());
     let target = client::Target {
