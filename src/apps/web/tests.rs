@@ -34,6 +34,24 @@ fn nginx_serves_every_file_byte_for_byte_and_leaves_nothing_behind() {
         site.tree.root.parent().unwrap().to_owned(),
     );
     assert!(live_in_group(pgid).len() >= 2, "a master and a worker");
+    // Run by root, the workers that read the files and talk to clients are nobody's.
+    if let Some(account) = unprivileged_account().unwrap() {
+        let nobody = std::fs::read_to_string("/etc/passwd")
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with(&format!("{}:", account.user)))
+            .map(|l| l.split(':').nth(2).unwrap().to_string())
+            .unwrap();
+        for pid in live_in_group(pgid).into_iter().filter(|&p| p != pgid) {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+            let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+            assert_eq!(
+                uid.split_whitespace().nth(2),
+                Some(nobody.as_str()),
+                "{uid}"
+            );
+        }
+    }
     site.verify().unwrap();
     // A new connection per request, four at a time, every file asked for at least once.
     let trace = trace::covering(11, site.tree.files.len(), 600);
@@ -110,4 +128,95 @@ fn the_quick_workload_answers_every_request_at_every_level() {
         serde_json::from_str::<Outcome<WebFigures>>(&text).unwrap(),
         Outcome::Measured(w)
     );
+}
+
+/// For the notes, not a check: osmeter's client against wrk (Debian package wrk) on the same
+/// nginx in the same run, kept-alive connections, alternating A B A B. Run with
+/// `cargo test --release --lib apps::web::tests::client_against_wrk -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn client_against_wrk() {
+    let (Some(found), Some(wrk)) = (
+        programs_for_test(NEEDED),
+        crate::apps::context::find_program("wrk"),
+    ) else {
+        eprintln!("needs nginx-light and wrk");
+        return;
+    };
+    let site = Site::start(&quick_context(21), &found[0], false).unwrap();
+    site.verify().unwrap();
+    let trace = trace::covering(21, site.tree.files.len(), 16_384);
+    let (urls, sizes) = (site.urls(), site.sizes());
+    let script = site.tree.root.parent().unwrap().join("trace.lua");
+    let paths: Vec<String> = trace
+        .iter()
+        .take(1024)
+        .map(|&f| format!("{:?}", urls[f as usize]))
+        .collect();
+    std::fs::write(
+        &script,
+        format!(
+            "local paths = {{ {} }}\nlocal i = 0\nrequest = function()\n  i = i % #paths + 1\n  \
+             return wrk.format(nil, paths[i])\nend\n",
+            paths.join(", ")
+        ),
+    )
+    .unwrap();
+    let target = client::Target {
+        addr: site.server.addr,
+        urls: &urls,
+        sizes: &sizes,
+    };
+    for concurrency in [4usize, 16] {
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for _ in 0..3 {
+            let plan = client::Plan {
+                trace: &trace,
+                concurrency,
+                keep_alive: true,
+                verify: None,
+            };
+            let r = client::replay(&target, plan, &AtomicBool::new(false));
+            assert_eq!(r.errors, 0, "{:?}", r.first_error);
+            ours.push(r.requests as f64 / r.seconds);
+            let out = std::process::Command::new(&wrk)
+                .args(["-t2", &format!("-c{concurrency}"), "-d3s", "-s"])
+                .arg(&script)
+                .arg(format!("http://{}/", site.server.addr))
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(!text.contains("Non-2xx"), "{text}");
+            let rate: f64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("Requests/sec:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no rate in wrk's output: {text}"));
+            theirs.push(rate);
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (a, b) = (med(&mut ours.clone()), med(&mut theirs.clone()));
+        println!(
+            "c={concurrency}: osmeter {ours:.0?} req/s, wrk {theirs:.0?} req/s; medians {a:.0} vs \
+             {b:.0}, ratio {:.2}",
+            a / b
+        );
+    }
+}
+
+/// For the notes: the quick figures of the three workloads as JSON. Run with
+/// `cargo test --release --lib apps::web::tests::print_quick_figures -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn print_quick_figures() {
+    let ctx = quick_context(1);
+    let web = run(&ctx).unwrap();
+    println!("{}", serde_json::to_string_pretty(&web).unwrap());
+    let wish = crate::apps::x11::run_wish(&ctx).unwrap();
+    println!("{}", serde_json::to_string_pretty(&wish).unwrap());
+    let bitblt = crate::apps::x11::run_bitblt(&ctx).unwrap();
+    println!("{}", serde_json::to_string_pretty(&bitblt).unwrap());
 }
