@@ -320,17 +320,17 @@ pub struct MemsimArgs {
     pub configs: Vec<PathBuf>,
     /// First-level data (or unified) cache of an extra machine based on the first preset,
     /// SIZE:ASSOC:LINE, e.g. 32K:8:64
-    #[arg(long, value_name = "GEOMETRY")]
-    pub l1d: Option<String>,
+    #[arg(long, value_name = "GEOMETRY", value_parser = crate::memsim::config::CacheGeometry::parse)]
+    pub l1d: Option<crate::memsim::config::CacheGeometry>,
     /// First-level instruction cache of that machine, SIZE:ASSOC:LINE
-    #[arg(long, value_name = "GEOMETRY")]
-    pub l1i: Option<String>,
+    #[arg(long, value_name = "GEOMETRY", value_parser = crate::memsim::config::CacheGeometry::parse)]
+    pub l1i: Option<crate::memsim::config::CacheGeometry>,
     /// Second-level unified cache of that machine, SIZE:ASSOC:LINE
-    #[arg(long, value_name = "GEOMETRY")]
-    pub l2: Option<String>,
+    #[arg(long, value_name = "GEOMETRY", value_parser = crate::memsim::config::CacheGeometry::parse)]
+    pub l2: Option<crate::memsim::config::CacheGeometry>,
     /// TLB of that machine, ENTRIES:ASSOC:PAGE, e.g. 64:full:4K
-    #[arg(long, value_name = "GEOMETRY")]
-    pub tlb: Option<String>,
+    #[arg(long, value_name = "GEOMETRY", value_parser = crate::memsim::config::TlbGeometry::parse)]
+    pub tlb: Option<crate::memsim::config::TlbGeometry>,
     /// Skip the 3C miss classification (faster)
     #[arg(long)]
     pub no_3c: bool,
@@ -384,7 +384,7 @@ pub struct ExportArgs {
     pub store: StoreArg,
 }
 
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone)]
 pub struct PushArgs {
     /// Run ids, or unique prefixes
     #[arg(required_unless_present = "all", conflicts_with = "all")]
@@ -394,8 +394,8 @@ pub struct PushArgs {
     pub all: bool,
     /// Destination: a postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE URL (the password may come
     /// from $PGPASSWORD instead) or a SQLite path
-    #[arg(long, value_name = "URL|PATH")]
-    pub to: String,
+    #[arg(long, value_name = "URL|PATH", value_parser = crate::results::store::LocationArg)]
+    pub to: crate::results::store::Location,
     /// The source store
     #[command(flatten)]
     pub store: StoreArg,
@@ -467,8 +467,8 @@ pub struct KeepArgs {
 pub struct StoreArg {
     /// Where runs are kept: a SQLite file or a postgres:// URL [default: $OSMETER_STORE, else
     /// $XDG_DATA_HOME/osmeter/runs.db]
-    #[arg(long, value_name = "PATH|URL")]
-    pub store: Option<String>,
+    #[arg(long, value_name = "PATH|URL", value_parser = crate::results::store::LocationArg)]
+    pub store: Option<crate::results::store::Location>,
 }
 
 #[derive(Args, Debug, Clone, Default)]

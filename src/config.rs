@@ -113,7 +113,7 @@ impl RunConfig {
             keeper: Keeper::new(
                 &args.keep.tags,
                 args.keep.no_store,
-                args.keep.store.store.as_deref(),
+                args.keep.store.store.as_ref(),
             )?,
             json: args.output.json,
         })
