@@ -90,20 +90,15 @@ pub fn install_command(packages: &[&str]) -> String {
     format!("{sudo}apt-get install -y {}", packages.join(" "))
 }
 
-/// `program` on PATH, or in the system directories a user's PATH often leaves out (a web server
-/// lives in /usr/sbin).
+/// `program` as the shared lookup finds it (PATH), else in the system directories a user's PATH
+/// often leaves out (a web server lives in /usr/sbin).
 pub fn find_program(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let extra = ["/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/bin"];
-    std::env::split_paths(&path)
-        .chain(extra.iter().map(PathBuf::from))
-        .map(|d| d.join(program))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    crate::programs::find(program).or_else(|| {
+        ["/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(program))
+            .find(|p| crate::programs::executable(p))
+    })
 }
 
 /// CPU time of a set of processes, user and kernel apart.
