@@ -162,8 +162,8 @@ pub struct LatencyArgs {
     /// Compute time of the default buffer table, as a fraction of t (0 to below 1)
     #[arg(long, value_name = "FRACTION", default_value = "0.5", value_parser = crate::latency::values::fraction)]
     pub compute_fraction: f64,
-    /// Background load at normal priority: cpu, memory, io, net, fork, faults, or the mixes desktop
-    /// and server (comma-separated)
+    /// Background load at normal priority: cpu, memory, io, net, fork, faults, the mixes desktop
+    /// and server, or the application workloads app.web, app.wish, app.bitblt (comma-separated)
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::latency::load::Load::parse)]
     pub load: Vec<crate::latency::load::Load>,
     /// A command run as load (through /bin/sh) for the whole measurement, stopped at the end

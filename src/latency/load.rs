@@ -19,6 +19,16 @@ pub enum Kind {
     Net,
     Fork,
     Faults,
+    /// Application workloads (`app.web`, `app.wish`, `app.bitblt`), run over and over.
+    App(AppLoad),
+}
+
+/// An application workload used as load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppLoad {
+    Web,
+    Wish,
+    Bitblt,
 }
 
 impl Kind {
@@ -30,6 +40,9 @@ impl Kind {
             Kind::Net => "net",
             Kind::Fork => "fork",
             Kind::Faults => "faults",
+            Kind::App(AppLoad::Web) => "app.web",
+            Kind::App(AppLoad::Wish) => "app.wish",
+            Kind::App(AppLoad::Bitblt) => "app.bitblt",
         }
     }
     fn unit(self) -> &'static str {
@@ -40,9 +53,15 @@ impl Kind {
             Kind::Net => "B/s over loopback TCP",
             Kind::Fork => "fork+exit+wait/s",
             Kind::Faults => "page faults/s",
+            Kind::App(AppLoad::Web) => "requests/s (nginx on loopback)",
+            Kind::App(AppLoad::Wish) => "Tk panels/s (wish under Xvfb)",
+            Kind::App(AppLoad::Bitblt) => "24-bit frames/s (PutImage to Xvfb)",
         }
     }
 }
+
+/// How long an application load may take to start (a server, Xvfb) before the measurement begins.
+const APP_START: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Hard RLIMIT_RTTIME of a load command: were it ever to run at a real-time class, a loop that
 /// never blocks would get SIGXCPU, then SIGKILL, within this much CPU time.
@@ -61,7 +80,8 @@ pub enum Load {
     Server,
 }
 
-pub const NAMES: &str = "cpu, memory, io, net, fork, faults, desktop, server";
+pub const NAMES: &str =
+    "cpu, memory, io, net, fork, faults, desktop, server, app.web, app.wish, app.bitblt";
 
 impl Load {
     /// One name of `--load` (a value parser: the message names the value's choices).
@@ -75,6 +95,9 @@ impl Load {
             "faults" => Load::One(Kind::Faults),
             "desktop" => Load::Desktop,
             "server" => Load::Server,
+            "app.web" => Load::One(Kind::App(AppLoad::Web)),
+            "app.wish" => Load::One(Kind::App(AppLoad::Wish)),
+            "app.bitblt" => Load::One(Kind::App(AppLoad::Bitblt)),
             _ => return Err(format!("no such load: use {NAMES}")),
         })
     }
@@ -155,6 +178,11 @@ impl LoadSet {
                     Kind::Fork => Box::new(move || fork(&stop, &count)),
                     Kind::Faults => Box::new(move || faults(&stop, &count)),
                     Kind::Net => Box::new(move || net(&stop, &count)),
+                    Kind::App(app) => {
+                        app_programs(app)?;
+                        let dir = dir.to_path_buf();
+                        Box::new(move || app_load(app, &dir, &stop, &count))
+                    }
                     Kind::Io => {
                         if set.scratch.is_none() {
                             set.scratch = Some(crate::scratch::ScratchDir::create(dir, "load")?);
@@ -179,12 +207,43 @@ impl LoadSet {
                 count,
             });
         }
+        set.wait_for_apps()?;
         if let Some(cmd) = command {
             let guarded = crate::guard::Guarded::spawn(cmd, COMMAND_RTTIME_US, COMMAND_GRACE)
                 .with_context(|| format!("cannot start --load-cmd {cmd:?}"))?;
             set.command = Some((cmd.to_string(), guarded));
         }
         Ok(set)
+    }
+
+    /// Waits until every application load has done its first unit of work (its server is up), so
+    /// the measurement starts under load; an application that failed to start is an error.
+    fn wait_for_apps(&mut self) -> Result<()> {
+        let deadline = Instant::now() + APP_START;
+        for g in &self.generators {
+            if !matches!(g.kind, Kind::App(_)) {
+                continue;
+            }
+            while g.count.load(Ordering::Relaxed) == 0 {
+                if g.threads.iter().all(|t| t.is_finished()) || Instant::now() > deadline {
+                    let name = g.kind.name();
+                    let report = self
+                        .stop()
+                        .into_iter()
+                        .find(|r| r.load == name)
+                        .and_then(|r| r.error)
+                        .unwrap_or_else(|| {
+                            format!("nothing done within {} s", APP_START.as_secs())
+                        });
+                    anyhow::bail!("the load {name} did not start: {report}");
+                }
+                if crate::interrupt::requested() {
+                    return Err(crate::interrupt::Interrupted.into());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+        Ok(())
     }
 
     /// Stops everything, waits for it, and says what each generator did.
@@ -242,6 +301,46 @@ fn normal_class() {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: changes only the calling thread's policy.
     unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
+}
+
+/// Fails at once, naming the package, when an application load's programs are missing.
+fn app_programs(app: AppLoad) -> Result<()> {
+    let needed = match app {
+        AppLoad::Web => crate::apps::web::NEEDED,
+        AppLoad::Wish => crate::apps::x11::WISH_NEEDED,
+        AppLoad::Bitblt => crate::apps::x11::BITBLT_NEEDED,
+    };
+    match crate::apps::context::find_programs::<()>(needed) {
+        Ok(_) => Ok(()),
+        Err(crate::apps::context::Outcome::Skipped { reason, install }) => Err(anyhow::anyhow!(
+            "cannot use the load {}: {reason}; install it with: {}",
+            Kind::App(app).name(),
+            install.unwrap_or_default()
+        )),
+        Err(crate::apps::context::Outcome::Measured(())) => Ok(()),
+    }
+}
+
+/// An application workload at its quick size with a fixed seed, repeated until `stop`; it cleans
+/// up (server, Xvfb, scratch files) before returning.
+fn app_load(
+    app: AppLoad,
+    dir: &std::path::Path,
+    stop: &AtomicBool,
+    count: &AtomicU64,
+) -> Result<(), String> {
+    use crate::apps::context::{Context, Scale};
+    let ctx = Context::new(dir, Scale::Quick, 1);
+    let result = match app {
+        AppLoad::Web => crate::apps::web::serve_until(&ctx, stop, count),
+        AppLoad::Wish => crate::apps::x11::wish_until(&ctx, stop, count),
+        AppLoad::Bitblt => crate::apps::x11::bitblt_until(&ctx, stop, count),
+    };
+    match result {
+        // Ctrl-C ends a load the way the end of the run does.
+        Err(e) if e.chain().any(|c| c.is::<crate::interrupt::Interrupted>()) => Ok(()),
+        other => other.map_err(|e| format!("{e:#}")),
+    }
 }
 
 fn cpu(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
@@ -405,6 +504,16 @@ mod tests {
             parse("gpu").unwrap_err(),
             format!("no such load: use {NAMES}")
         );
+        assert_eq!(
+            parse("app.web,cpu,app.bitblt,app.wish").unwrap(),
+            vec![
+                Kind::App(AppLoad::Web),
+                Kind::Cpu,
+                Kind::App(AppLoad::Bitblt),
+                Kind::App(AppLoad::Wish)
+            ]
+        );
+        assert!(parse("app.nope").unwrap_err().contains("app.web"));
     }
 
     #[test]
