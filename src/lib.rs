@@ -3,6 +3,7 @@
 //! `meter` reads one figure, `harness` runs a measurement honestly, `probes` says what is measured,
 //! `results` holds and shows what came out, `commands` wires them to the command line.
 
+pub mod apps;
 pub mod budget;
 pub mod capture;
 pub mod cli;

@@ -18,7 +18,11 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if config.json {
         super::emit_json(&run)?;
     } else {
-        super::emit(&(table::render(&run) + &crate::papers::brief::text(&run)))?;
+        super::emit(
+            &(table::render(&run)
+                + &crate::apps::summary::text(&run)
+                + &crate::papers::brief::text(&run)),
+        )?;
     }
     // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.
     config.keeper.save(&run)?;

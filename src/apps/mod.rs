@@ -1,0 +1,120 @@
+//! Application workloads: real programs measured whole, the way the seeds measured the modified
+//! Andrew benchmark (Ousterhout 1989) and Wish, Ghostscript and a web server (Chen et al. 1996).
+//!
+//! # Adding a workload
+//! A workload is an [`App`]: `run_once` performs one whole operation (a build phase, an interpreter
+//! start, a rendering) by starting real programs and waiting for them. Its probe (a row of
+//! [`crate::probes::app::PROBES`], group `app`) builds it in the measuring process and hands it to
+//! [`whole`], which
+//! - names any missing Debian package and skips the figure with the command that installs it
+//!   ([`packages`]; `osmeter run --install` installs them),
+//! - moves the measuring process into a cgroup of the workload's own ([`cell`]), so that every
+//!   process started from then on (servers, clients, compilers, daemons) is counted, user and
+//!   kernel apart, and the cgroup is removed on every way out,
+//! - and gives the harness a [`crate::harness::Workload`] whose operation is one `run_once`.
+//!
+//! The harness then times it like any other probe: samples of whole operations, rounds in fresh
+//! processes, the rounds interleaved with the other figures, so app figures are stored, compared,
+//! exported and reported like every other figure. The counters of an app figure are the
+//! workload's cgroup (`software.task-clock`, `software.context-switches`, `software.page-faults`,
+//! `software.workload-user-ns` and `-kernel-ns`, hardware events user and kernel apart where the
+//! machine has them) and the whole machine's (`software.machine-{user,kernel,irq,softirq,idle,
+//! iowait,steal}-ns`, `software.irq:DEVICE`), per operation.
+//!
+//! Start servers in the probe's `build` (after [`whole`] has made the cgroup, i.e. inside
+//! [`App::start`]) so they are counted too, and stop them in `Drop`.
+
+pub mod cell;
+pub mod count;
+pub mod interp;
+pub mod machine;
+pub mod packages;
+pub mod program;
+pub mod summary;
+
+use crate::harness::Workload;
+use crate::probes::Built;
+use crate::results::model::CounterScopes;
+use anyhow::Result;
+use count::{Reading, WholeCounters};
+
+/// One application workload. An operation is one call of [`App::run_once`].
+pub trait App {
+    /// Debian packages (and the program each must provide) this workload needs.
+    fn needs(&self) -> &'static [packages::Need];
+    /// Untimed set-up inside the workload's cgroup, once, before any sample: start servers, make
+    /// file systems, generate inputs.
+    fn start(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Untimed work before a sample of `iters` operations (fresh directories, say).
+    fn prepare(&mut self, _iters: u64) -> Result<()> {
+        Ok(())
+    }
+    /// The `index`-th operation of the sample (from 0): start the programs, wait for them, and
+    /// fail if any did not succeed.
+    fn run_once(&mut self, index: u64) -> Result<()>;
+    /// Conditions the reader should know (versions, file system, cache state).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The harness's view of an [`App`]: counted whole, stopped cleanly on Ctrl-C.
+pub struct Whole<A: App> {
+    // Declared first so the app (its servers, mounts, files) goes before the cgroup does.
+    app: A,
+    counters: WholeCounters,
+    before: Option<Reading>,
+}
+
+/// The entry point for every app probe: checks the packages, makes the cgroup, starts the app.
+pub fn whole<A: App + 'static>(mut app: A) -> Result<Built> {
+    if let Some(reason) = packages::missing_reason(app.needs()) {
+        return Ok(Built::Skip(reason));
+    }
+    let counters = WholeCounters::start();
+    app.start()?;
+    Ok(Built::Ready(Box::new(Whole {
+        app,
+        counters,
+        before: None,
+    })))
+}
+
+impl<A: App> Workload for Whole<A> {
+    fn prepare(&mut self, iters: u64) -> Result<()> {
+        self.app.prepare(iters)?;
+        self.before = Some(self.counters.read());
+        Ok(())
+    }
+
+    fn run(&mut self, iters: u64) -> Result<()> {
+        for i in 0..iters {
+            if let Err(e) = self.app.run_once(i) {
+                // Ctrl-C reaches the workload's children too: their failure is the interruption.
+                if crate::interrupt::requested() {
+                    return Err(crate::interrupt::Interrupted.into());
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn counted(&mut self) -> Option<CounterScopes> {
+        let before = self.before.take()?;
+        let after = self.counters.read();
+        Some(self.counters.delta(&before, &after))
+    }
+
+    fn subtract_loop_overhead(&self) -> bool {
+        false
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut out = self.app.notes();
+        out.extend(self.counters.notes().iter().cloned());
+        out
+    }
+}
