@@ -575,6 +575,10 @@ pub struct RunArgs {
     /// Do not open perf_event counters (time and interference only)
     #[arg(long)]
     pub no_counters: bool,
+    /// Install the Debian packages the selected app workloads need (apt-get; root) before
+    /// measuring; without it a workload whose package is missing is skipped, naming it
+    #[arg(long)]
+    pub install: bool,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]

@@ -31,6 +31,8 @@ pub struct RunConfig {
     pub scratch_parent: PathBuf,
     pub counters: bool,
     pub fifo: Option<i32>,
+    /// Install the Debian packages of the selected app workloads first (`--install`).
+    pub install: bool,
     /// Tags and store, checked before measuring.
     pub keeper: Keeper,
     pub json: bool,
@@ -106,6 +108,7 @@ impl RunConfig {
             scratch_parent,
             counters: !args.no_counters,
             fifo: args.fifo,
+            install: args.install,
             keeper: Keeper::new(
                 &args.keep.tags,
                 args.keep.no_store,

@@ -184,3 +184,209 @@ fn suites_hold_the_app_workloads_they_should() {
         "{text}"
     );
 }
+
+/// Mount points below `dir` (none may be left when osmeter ends).
+fn mounts_below(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(4).map(str::to_string))
+        .filter(|m| m.starts_with(&*dir.to_string_lossy()))
+        .collect()
+}
+
+fn fuse2fs_running_on(dir: &std::path::Path) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| {
+                let c = String::from_utf8_lossy(&c);
+                c.contains("fuse2fs") && c.contains(&*dir.to_string_lossy())
+            })
+            .unwrap_or(false)
+    })
+}
+
+const ONE_SHORT_ROUND: &[&str] = &[
+    "--rounds",
+    "1",
+    "--repeat",
+    "1",
+    "--warmup",
+    "0",
+    "--min-time",
+    "1ms",
+];
+
+#[test]
+fn andrew_runs_every_phase_on_ext4_and_on_fuse_and_unmounts() {
+    if !is_root() {
+        eprintln!("skipped: mounting images needs root");
+        return;
+    }
+    let env = TestEnv::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "run",
+        "app.andrew",
+        "--set",
+        "sources=2",
+        "--json",
+        "--no-store",
+        "--dir",
+    ];
+    let dir = scratch.path().to_string_lossy().into_owned();
+    args.push(&dir);
+    args.extend_from_slice(ONE_SHORT_ROUND);
+    let run = env.json(&args);
+    let ms = run["measurements"].as_array().unwrap();
+    // Six figures (five phases and the total) on each of three file systems.
+    assert_eq!(ms.len(), 18, "{run}");
+    for m in ms {
+        assert_eq!(m["status"], "ok", "{m}");
+    }
+    let compile = |fs: &str| measurement(&run, &format!("\"fs\":\"{fs}\",\"phase\":\"compile\""));
+    for fs in ["dir", "ext4", "fuse"] {
+        let c = compile(fs);
+        // Three gcc runs (two sources, the link) are the workload's: far more CPU time than the
+        // measuring process alone spends, and page faults by the thousand.
+        assert!(software(c, "task-clock") > 10e6, "{fs}: {}", c["counters"]);
+        assert!(
+            software(c, "page-faults") > 1000.0,
+            "{fs}: {}",
+            c["counters"]
+        );
+        let note = c["warnings"].to_string();
+        assert!(note.contains("gcc") && note.contains("-O2"), "{note}");
+    }
+    assert!(compile("fuse")["warnings"].to_string().contains("fuse2fs"));
+    assert!(compile("ext4")["warnings"]
+        .to_string()
+        .contains("in-kernel ext4"));
+    // Under FUSE every lookup is a round trip to the fuse2fs server in the workload's cgroup:
+    // stat-ing the copy switches context far more often than with the kernel's ext4.
+    let stat = |fs: &str| {
+        software(
+            measurement(&run, &format!("\"fs\":\"{fs}\",\"phase\":\"stat\"")),
+            "context-switches",
+        )
+    };
+    assert!(
+        stat("fuse") > stat("ext4") + 10.0,
+        "fuse {} ext4 {}",
+        stat("fuse"),
+        stat("ext4")
+    );
+    assert!(
+        mounts_below(scratch.path()).is_empty(),
+        "{:?}",
+        mounts_below(scratch.path())
+    );
+    assert!(!fuse2fs_running_on(scratch.path()));
+    assert_eq!(common::entries(scratch.path()), Vec::<String>::new());
+    assert!(leaked_cgroups().is_empty(), "{:?}", leaked_cgroups());
+}
+
+#[test]
+fn ctrl_c_during_a_fuse_compile_unmounts_and_removes_everything() {
+    if !is_root() {
+        eprintln!("skipped: mounting images needs root");
+        return;
+    }
+    let env = TestEnv::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let child = env
+        .osmeter_std()
+        .args([
+            "run",
+            "app.andrew",
+            "--set",
+            "fs=fuse",
+            "--set",
+            "phase=compile",
+            "--set",
+        ])
+        .args(["sources=40", "--rounds", "3", "--no-store", "--dir"])
+        .arg(scratch.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the image is mounted and gcc is at work, then interrupt.
+    let t = std::time::Instant::now();
+    while mounts_below(scratch.path()).is_empty() && t.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        !mounts_below(scratch.path()).is_empty(),
+        "the image was never mounted"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: signalling the osmeter this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        mounts_below(scratch.path()).is_empty(),
+        "{:?}",
+        mounts_below(scratch.path())
+    );
+    assert!(!fuse2fs_running_on(scratch.path()));
+    assert_eq!(common::entries(scratch.path()), Vec::<String>::new());
+    assert!(leaked_cgroups().is_empty(), "{:?}", leaked_cgroups());
+}
+
+#[test]
+fn ghostscript_renders_the_generated_document_counted_whole() {
+    let env = TestEnv::new();
+    let mut args = vec![
+        "run",
+        "app.ghostscript",
+        "--set",
+        "pages=2",
+        "--json",
+        "--no-store",
+    ];
+    args.extend_from_slice(ONE_SHORT_ROUND);
+    let run = env.json(&args);
+    let m = measurement(&run, "app.ghostscript");
+    if !std::path::Path::new("/usr/bin/gs").exists() {
+        // Skipped, naming the package and the command that installs it.
+        assert_eq!(m["status"], "skipped", "{m}");
+        let why = m["reason"].as_str().unwrap();
+        assert!(why.contains("apt-get install -y ghostscript") && why.contains("--install"));
+        return;
+    }
+    assert_eq!(m["status"], "ok", "{m}");
+    // Rendering two pages at 150 dpi is tens of milliseconds of user time at least.
+    assert!(software(m, "workload-user-ns") > 5e6, "{}", m["counters"]);
+    assert!(m["warnings"].to_string().contains("2 pages"), "{m}");
+}
+
+#[test]
+fn install_with_everything_present_changes_nothing() {
+    if !is_root() || !std::path::Path::new("/usr/bin/gs").exists() {
+        return;
+    }
+    let env = TestEnv::new();
+    let mut args = vec![
+        "run",
+        "app.ghostscript",
+        "--set",
+        "pages=1",
+        "--install",
+        "--no-store",
+    ];
+    args.extend_from_slice(ONE_SHORT_ROUND);
+    let out = env.osmeter().args(&args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("installing"));
+}

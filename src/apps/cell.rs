@@ -8,6 +8,7 @@
 //! cannot remove it: the next cell made in the same place removes cgroups whose process is gone, and
 //! says so.
 
+use crate::scratch::unescape_mount_field;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -172,28 +173,8 @@ pub fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
         let (left, right) = l.split_once(" - ")?;
         let fstype = right.split_whitespace().next()?;
         let mount_point = left.split_whitespace().nth(4)?;
-        (fstype == "cgroup2").then(|| PathBuf::from(unescape(mount_point)))
+        (fstype == "cgroup2").then(|| PathBuf::from(unescape_mount_field(mount_point)))
     })
-}
-
-/// mountinfo writes spaces and a few other bytes as octal escapes (`\040`).
-pub fn unescape(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 4 <= bytes.len() {
-            let digits = std::str::from_utf8(&bytes[i + 1..i + 4]).ok();
-            if let Some(v) = digits.and_then(|d| u8::from_str_radix(d, 8).ok()) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The cgroup v2 path of /proc/self/cgroup (the `0::` line).
@@ -225,8 +206,8 @@ mod tests {
             Some(PathBuf::from("/sys/fs/cgroup"))
         );
         assert_eq!(cgroup2_mount("1 0 0:1 / / rw - ext4 /dev/vda rw\n"), None);
-        assert_eq!(unescape("/mnt/a\\040b"), "/mnt/a b");
-        assert_eq!(unescape("/plain"), "/plain");
+        assert_eq!(unescape_mount_field("/mnt/a\\040b"), "/mnt/a b");
+        assert_eq!(unescape_mount_field("/plain"), "/plain");
     }
 
     #[test]

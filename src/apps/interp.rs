@@ -43,6 +43,11 @@ pub fn names() -> impl Iterator<Item = &'static str> {
     INTERPRETERS.iter().map(|i| i.0)
 }
 
+/// The package of an interpreter, by name.
+pub fn need_of(name: &str) -> Option<Need> {
+    INTERPRETERS.iter().find(|i| i.0 == name).map(|i| i.3)
+}
+
 pub struct Interp {
     /// Row of [`INTERPRETERS`].
     row: usize,

@@ -24,8 +24,11 @@
 //! Start servers in the probe's `build` (after [`whole`] has made the cgroup, i.e. inside
 //! [`App::start`]) so they are counted too, and stop them in `Drop`.
 
+pub mod andrew;
 pub mod cell;
 pub mod count;
+pub mod ghostscript;
+pub mod image;
 pub mod interp;
 pub mod machine;
 pub mod packages;
@@ -35,8 +38,44 @@ pub mod summary;
 use crate::harness::Workload;
 use crate::probes::Built;
 use crate::results::model::CounterScopes;
+use crate::results::model::Params;
 use anyhow::Result;
 use count::{Reading, WholeCounters};
+
+/// The Debian packages an app probe variant needs, for `--install` (the same lists its build
+/// checks). A new workload adds its arm here.
+pub fn needs_of(probe: &str, params: &Params) -> Vec<packages::Need> {
+    let text = |k: &str| params.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    match probe {
+        "app.andrew" => {
+            let mut out = andrew::NEEDS.to_vec();
+            if let Some(kind) = image::Kind::parse(text("fs")) {
+                out.extend_from_slice(kind.needs());
+            }
+            out
+        }
+        "app.ghostscript" => ghostscript::NEEDS.to_vec(),
+        "app.interp" => interp::need_of(text("interp")).into_iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `osmeter run --install`: installs what the selected variants need (root; apt-get).
+pub fn install_for<'a>(variants: impl IntoIterator<Item = (&'a str, &'a Params)>) -> Result<()> {
+    let mut needs: Vec<packages::Need> = Vec::new();
+    for (probe, params) in variants {
+        for n in needs_of(probe, params) {
+            if !needs.contains(&n) {
+                needs.push(n);
+            }
+        }
+    }
+    let done = packages::install(&needs)?;
+    if !done.is_empty() {
+        eprintln!("osmeter: installed {}", done.join(", "));
+    }
+    Ok(())
+}
 
 /// One application workload. An operation is one call of [`App::run_once`].
 pub trait App {
@@ -57,6 +96,10 @@ pub trait App {
     /// Conditions the reader should know (versions, file system, cache state).
     fn notes(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// Largest number of operations one sample may hold (files, disk space).
+    fn max_iters(&self) -> u64 {
+        u64::MAX / 2
     }
 }
 
@@ -110,6 +153,10 @@ impl<A: App> Workload for Whole<A> {
 
     fn subtract_loop_overhead(&self) -> bool {
         false
+    }
+
+    fn max_iters(&self) -> u64 {
+        self.app.max_iters()
     }
 
     fn notes(&self) -> Vec<String> {

@@ -43,6 +43,14 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 /// after Ctrl-C, holding what was measured).
 pub fn measure(config: &RunConfig) -> Result<Run> {
     interrupt::install();
+    if config.install {
+        crate::apps::install_for(
+            config
+                .selected
+                .iter()
+                .flat_map(|s| s.variants.iter().map(move |v| (s.probe.id, v))),
+        )?;
+    }
     let scratch = crate::scratch::ScratchDir::create(&config.scratch_parent, "run")?;
     let suite = SuiteConfig {
         variants: config
