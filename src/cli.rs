@@ -70,7 +70,7 @@ pub struct PaperArgs {
     pub name: Option<crate::papers::PaperId>,
     /// Take today's figures from this stored run instead of measuring (repeatable; each figure
     /// comes from the first run that has it)
-    #[arg(long = "run", value_name = "ID")]
+    #[arg(long = "run", value_name = "ID", conflicts_with = "MeasureArgs")]
     pub runs: Vec<String>,
     /// Show only this table, by its number in the paper (e.g. 4, IV, 4-1, or 4.7 for figures the
     /// text states)
@@ -80,30 +80,8 @@ pub struct PaperArgs {
     /// paper's own point is not needed)
     #[arg(long, conflicts_with = "runs")]
     pub quick: bool,
-    /// Samples kept per figure [default: 7 with --quick, 11 otherwise]
-    #[arg(long, short = 'r', value_name = "N", conflicts_with = "runs")]
-    pub repeat: Option<usize>,
-    /// Rounds per figure, each in a fresh process, interleaved across figures [default: 5]
-    #[arg(long, value_name = "N", conflicts_with = "runs")]
-    pub rounds: Option<usize>,
-    /// Minimum length of one sample, e.g. 5ms [default: 10ms with --quick, 20ms otherwise]
-    #[arg(long, value_name = "DURATION", conflicts_with = "runs")]
-    pub min_time: Option<String>,
-    /// Samples run and discarded before the kept ones
-    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "runs")]
-    pub warmup: usize,
-    /// CPU the measuring thread is pinned to [default: the last usable CPU]
-    #[arg(long, value_name = "CPU", conflicts_with = "runs")]
-    pub cpu: Option<usize>,
-    /// Directory for scratch files [default: the system temporary directory]
-    #[arg(long, value_name = "DIR", conflicts_with = "runs")]
-    pub dir: Option<PathBuf>,
-    /// Run the measuring thread at this SCHED_FIFO priority (1-98; needs root or CAP_SYS_NICE)
-    #[arg(long, value_name = "PRIO", conflicts_with = "runs")]
-    pub fifo: Option<i32>,
-    /// Do not open perf_event counters
-    #[arg(long, conflicts_with = "runs")]
-    pub no_counters: bool,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]
@@ -239,8 +217,8 @@ pub struct TraceArgs {
     #[arg(long)]
     pub system: bool,
     /// With --system: a built-in workload instead of a command (see `osmeter trace workloads`)
-    #[arg(long, value_name = "NAME", requires = "system")]
-    pub workload: Option<String>,
+    #[arg(long, value_name = "NAME", requires = "system", value_parser = crate::capture::system::workloads::parser())]
+    pub workload: Option<&'static crate::capture::system::workloads::Workload>,
     /// With --system: the guest kernel image [default: Debian's cloud kernel package, fetched once]
     #[arg(long, value_name = "PATH", requires = "system")]
     pub kernel: Option<PathBuf>,
@@ -254,17 +232,19 @@ pub struct TraceArgs {
     /// With --system: a host file or directory to put in the guest at the same path (repeatable)
     #[arg(long, value_name = "PATH", requires = "system")]
     pub include: Vec<PathBuf>,
-    /// With --system: guest memory in MiB (64-2048)
-    #[arg(long, value_name = "MIB", requires = "system", default_value_t = 512)]
+    /// With --system: guest memory in MiB (64-2048: the guest's RAM stays below the PCI hole)
+    #[arg(long, value_name = "MIB", requires = "system", default_value_t = 512,
+          value_parser = clap::value_parser!(u32).range(64..=2048))]
     pub memory: u32,
     /// With --system: give up when the guest has not finished after this long
     #[arg(
         long,
         value_name = "DURATION",
         requires = "system",
-        default_value = "10min"
+        default_value = "10min",
+        value_parser = crate::units::duration_arg
     )]
-    pub timeout: String,
+    pub timeout: u64,
     /// With --system: install missing Debian packages (qemu-system-x86, busybox-static) as root
     #[arg(long, requires = "system")]
     pub install: bool,
@@ -333,7 +313,7 @@ pub struct MemsimArgs {
     /// Machine preset or sweep (repeatable): ds5000-200, ds5000-200-2way, ds5000-200-random,
     /// ds5000-200-unified, ds5000-200-merge, pentium, x86-modern; sweeps: paper (the four
     /// ds5000 variants), sweep16 (both L1 caches at 16-128 KB x direct-mapped to 8-way)
-    #[arg(long = "preset", value_name = "NAME")]
+    #[arg(long = "preset", value_name = "NAME", value_parser = crate::memsim::config::preset_parser())]
     pub presets: Vec<String>,
     /// Machine described in a JSON file (repeatable; see the memsim module for the fields)
     #[arg(long = "config", value_name = "FILE")]
@@ -447,11 +427,11 @@ pub struct CompareArgs {
     #[arg(long = "b", value_name = "RUN", num_args = 1..)]
     pub group_b: Vec<String>,
     /// Baseline group: every stored run with this tag
-    #[arg(long, value_name = "KEY=VALUE")]
-    pub tag_a: Option<String>,
+    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::results::keep::tag_arg)]
+    pub tag_a: Option<crate::results::keep::Tag>,
     /// Candidate group: every stored run with this tag
-    #[arg(long, value_name = "KEY=VALUE")]
-    pub tag_b: Option<String>,
+    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::results::keep::tag_arg)]
+    pub tag_b: Option<crate::results::keep::Tag>,
     /// Smallest change in percent that counts as a change
     #[arg(long, value_name = "PCT", default_value_t = 3.0)]
     pub threshold: f64,
@@ -474,8 +454,8 @@ pub struct CompareArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub struct KeepArgs {
     /// Label the result (repeatable), e.g. --tag kernel=6.6-patched
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    pub tags: Vec<String>,
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = crate::results::keep::tag_arg)]
+    pub tags: Vec<crate::results::keep::Tag>,
     /// Print the results without keeping them in the store
     #[arg(long)]
     pub no_store: bool,
@@ -500,12 +480,12 @@ pub struct RunsArgs {
     #[arg(long)]
     pub suite: Option<String>,
     /// Only runs with this tag (repeatable; all must match)
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    pub tags: Vec<String>,
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = crate::results::keep::tag_arg)]
+    pub tags: Vec<crate::results::keep::Tag>,
     /// Only runs started at or after this time: a date (2026-11-01), a date and time
     /// (2026-11-01T10:00, UTC unless a zone follows), today, yesterday, or a time ago (30min, 12h,
     /// 2d, 1w)
-    #[arg(long, value_name = "DATE")]
+    #[arg(long, value_name = "DATE", value_parser = crate::clock::since_arg)]
     pub since: Option<String>,
     #[command(flatten)]
     pub store: StoreArg,
@@ -543,7 +523,22 @@ pub struct JsonArg {
 pub struct RunArgs {
     /// Suites (quick, full, ousterhout89, chen96), groups (e.g. ipc) or probe ids (e.g. syscall.null)
     pub targets: Vec<String>,
-    /// Samples kept per round of each figure [default: 3 in quick, 5 otherwise]
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// Override a parameter of the selected probes, e.g. --set rcvbuf=65536 or --set placement=cross
+    /// (repeatable; probes without that parameter are unchanged)
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::probes::selection::set_arg)]
+    pub sets: Vec<(String, serde_json::Value)>,
+    #[command(flatten)]
+    pub keep: KeepArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+/// How figures are measured: shared by `run` and `paper`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct MeasureArgs {
+    /// Samples kept per round of each figure [default: 3 at the quick scale, 5 otherwise]
     #[arg(long, short = 'r', value_name = "N")]
     pub repeat: Option<usize>,
     /// Rounds per figure: each in a fresh process, interleaved across figures in a shuffled order;
@@ -553,9 +548,9 @@ pub struct RunArgs {
     /// Seed of the shuffled order of the rounds, to replay a run's order [default: random]
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// Minimum length of one sample, e.g. 5ms, 20ms, 1s [default: 10ms in quick, 20ms otherwise]
-    #[arg(long, value_name = "DURATION")]
-    pub min_time: Option<String>,
+    /// Minimum length of one sample, e.g. 5ms, 20ms, 1s [default: 10ms at the quick scale, 20ms otherwise]
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::duration_arg)]
+    pub min_time: Option<u64>,
     /// Samples run and discarded before the kept ones, in every round
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub warmup: usize,
@@ -565,10 +560,6 @@ pub struct RunArgs {
     /// Directory for scratch files (a fresh subdirectory is made and removed) [default: the system temporary directory]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Override a parameter of the selected probes, e.g. --set rcvbuf=65536 or --set placement=cross
-    /// (repeatable; probes without that parameter are unchanged)
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
     /// Run the measuring thread at this SCHED_FIFO priority (1-98; needs root or CAP_SYS_NICE)
     #[arg(long, value_name = "PRIO")]
     pub fifo: Option<i32>,
@@ -579,10 +570,6 @@ pub struct RunArgs {
     /// measuring; without it a workload whose package is missing is skipped, naming it
     #[arg(long)]
     pub install: bool,
-    #[command(flatten)]
-    pub keep: KeepArgs,
-    #[command(flatten)]
-    pub output: JsonArg,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -132,6 +132,11 @@ pub fn parse_since(text: &str) -> Result<String> {
     parse_since_at(text, unix_now())
 }
 
+/// `--since`, read by clap (a bad one is a usage error).
+pub fn since_arg(text: &str) -> std::result::Result<String, String> {
+    parse_since(text).map_err(|e| e.to_string())
+}
+
 fn parse_since_at(text: &str, now: i64) -> Result<String> {
     let t = text.trim();
     let midnight = now.div_euclid(86_400) * 86_400;
@@ -145,7 +150,7 @@ fn parse_since_at(text: &str, now: i64) -> Result<String> {
     };
     secs.map(rfc3339).ok_or_else(|| {
         usage!(
-            "--since {text:?}: give a date (2026-11-01), a date and time (2026-11-01T10:00, UTC \
+            "cannot read {text:?} as a time: give a date (2026-11-01), a date and time (2026-11-01T10:00, UTC \
              unless a zone such as +01:00 follows), today, yesterday, or a time ago (30min, 12h, \
              2d, 1w)"
         )
@@ -189,7 +194,7 @@ mod tests {
             "-2d",
         ] {
             let err = parse_since_at(bad, now).unwrap_err().to_string();
-            assert!(err.contains("--since"), "{bad}: {err}");
+            assert!(err.contains("give a date"), "{bad}: {err}");
         }
     }
 }

@@ -4,10 +4,9 @@
 use crate::cli::RunArgs;
 use crate::harness::HarnessConfig;
 use crate::meter::placement;
-use crate::probes::selection::{apply_sets, parse_set, select, Selected};
+use crate::probes::selection::{apply_sets, select, Selected};
 use crate::probes::Scale;
 use crate::results::keep::Keeper;
-use crate::units::parse_duration_ns;
 use crate::usage;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -15,6 +14,12 @@ use std::path::{Path, PathBuf};
 /// Rounds per figure unless --rounds says otherwise: enough for a spread between rounds, few enough
 /// for the quick suite to stay short.
 pub const DEFAULT_ROUNDS: usize = 5;
+/// Samples per round and shortest sample at the quick scale (the `quick` suite, `paper --quick`),
+/// and otherwise.
+pub const QUICK_SAMPLES: usize = 3;
+pub const FULL_SAMPLES: usize = 5;
+pub const QUICK_MIN_SAMPLE_NS: u64 = 10_000_000;
+pub const FULL_MIN_SAMPLE_NS: u64 = 20_000_000;
 /// More rounds than this is a typo: every round is a process per figure.
 pub const MAX_ROUNDS: usize = 1000;
 
@@ -50,42 +55,40 @@ pub fn check_scratch_parent(dir: &Path) -> Result<()> {
 impl RunConfig {
     pub fn from_args(args: &RunArgs) -> Result<RunConfig> {
         let (mut selected, suite) = select(&args.targets)?;
-        let sets = args
-            .sets
-            .iter()
-            .map(|s| parse_set(s))
-            .collect::<Result<Vec<_>>>()?;
-        apply_sets(&mut selected, &sets)?;
+        apply_sets(&mut selected, &args.sets)?;
         let quick = selected.iter().all(|s| s.scale == Scale::Quick);
-        let samples = args.repeat.unwrap_or(if quick { 3 } else { 5 });
+        let samples =
+            args.measure
+                .repeat
+                .unwrap_or(if quick { QUICK_SAMPLES } else { FULL_SAMPLES });
         if samples == 0 {
             return Err(usage!(
                 "--repeat 0: at least one sample is needed (try --repeat 5)"
             ));
         }
-        let rounds = args.rounds.unwrap_or(DEFAULT_ROUNDS);
+        let rounds = args.measure.rounds.unwrap_or(DEFAULT_ROUNDS);
         if rounds == 0 || rounds > MAX_ROUNDS {
             return Err(usage!(
                 "--rounds {rounds}: give 1 to {MAX_ROUNDS} rounds (2 or more for intervals from \
                  the spread between rounds; the default is {DEFAULT_ROUNDS})"
             ));
         }
-        let min_sample_ns = match &args.min_time {
-            Some(t) => parse_duration_ns(t)?,
-            None if quick => 10_000_000,
-            None => 20_000_000,
+        let min_sample_ns = match args.measure.min_time {
+            Some(ns) => ns,
+            None if quick => QUICK_MIN_SAMPLE_NS,
+            None => FULL_MIN_SAMPLE_NS,
         };
-        let cpu = match args.cpu {
+        let cpu = match args.measure.cpu {
             Some(c) => {
                 placement::validate_cpu(c).map_err(|e| usage!("--cpu {c}: {e:#}"))?;
                 c
             }
             None => *placement::usable_cpus().last().unwrap_or(&0),
         };
-        if let Some(prio) = args.fifo {
+        if let Some(prio) = args.measure.fifo {
             placement::check_fifo_priority(prio).map_err(|e| usage!("--fifo {prio}: {e:#}"))?;
         }
-        let scratch_parent = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+        let scratch_parent = args.measure.dir.clone().unwrap_or_else(std::env::temp_dir);
         check_scratch_parent(&scratch_parent)?;
         let variants = selected
             .iter()
@@ -97,18 +100,19 @@ impl RunConfig {
             harness: HarnessConfig {
                 min_sample_ns,
                 samples,
-                warmup_samples: args.warmup,
+                warmup_samples: args.measure.warmup,
                 ..HarnessConfig::default()
             },
             rounds,
             seed: args
+                .measure
                 .seed
                 .unwrap_or_else(crate::stats::rng::seed_from_entropy),
             cpu,
             scratch_parent,
-            counters: !args.no_counters,
-            fifo: args.fifo,
-            install: args.install,
+            counters: !args.measure.no_counters,
+            fifo: args.measure.fifo,
+            install: args.measure.install,
             keeper: Keeper::new(
                 &args.keep.tags,
                 args.keep.no_store,

@@ -20,6 +20,7 @@ pub mod memsim;
 pub mod meter;
 pub mod papers;
 pub mod probes;
+pub mod programs;
 pub mod progress;
 pub mod results;
 pub mod scratch;

@@ -195,6 +195,11 @@ pub fn format(value: f64, unit: Unit) -> String {
     in_scale(value, unit.scale_for(value))
 }
 
+/// A duration argument, read by clap (a bad one is a usage error naming the option).
+pub fn duration_arg(text: &str) -> std::result::Result<u64, String> {
+    parse_duration_ns(text).map_err(|e| e.to_string())
+}
+
 /// `5ms`, `20ms`, `1.5s`, `250us`, `100000ns`.
 pub fn parse_duration_ns(text: &str) -> Result<u64> {
     let t = text.trim();

@@ -386,3 +386,74 @@ fn set_overrides_a_parameter_and_rejects_unknown_keys() {
             "no selected probe has a parameter \"size\"",
         ));
 }
+
+/// Durations, tags, times, parameter overrides and closed choices are read by the argument parser:
+/// a bad one is a usage error naming the option and the value, before anything runs or is stored.
+#[test]
+fn bad_values_are_refused_by_the_parser_naming_option_and_value() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["run", "--min-time", "5parsecs"],
+            &["'--min-time <DURATION>'", "parsecs", "ns, us, ms"],
+        ),
+        (
+            &["run", "--tag", "novalue"],
+            &["'--tag <KEY=VALUE>'", "KEY=VALUE"],
+        ),
+        (
+            &["run", "--tag", "a b=c"],
+            &["'--tag <KEY=VALUE>'", "letters, digits"],
+        ),
+        (
+            &["run", "--set", "=3"],
+            &["'--set <KEY=VALUE>'", "rcvbuf=65536"],
+        ),
+        (
+            &["runs", "--since", "soon"],
+            &["'--since <DATE>'", "a time ago"],
+        ),
+        (
+            &["compare", "--tag-a", "x", "--tag-b", "y=1"],
+            &["'--tag-a <KEY=VALUE>'"],
+        ),
+        (
+            &["trace", "--system", "--workload", "sor", "-o", "t.osmt"],
+            &[
+                "'--workload <NAME>'",
+                "similar value exists: 'sort'",
+                "compile",
+            ],
+        ),
+        (
+            &[
+                "trace",
+                "--system",
+                "--timeout",
+                "0s",
+                "-o",
+                "t.osmt",
+                "--",
+                "ls",
+            ],
+            &["'--timeout <DURATION>'", "positive"],
+        ),
+        (
+            &["memsim", "--preset", "vax-780", "t.osmt"],
+            &["'--preset <NAME>'", "ds5000-200", "sweep16"],
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in cases {
+        let out = osmeter()
+            .current_dir(dir.path())
+            .args(*args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for s in *says {
+            assert!(err.contains(s), "{args:?} does not say {s:?}: {err}");
+        }
+        assert!(entries(dir.path()).is_empty(), "{args:?} left files");
+    }
+}

@@ -29,7 +29,9 @@ fn synthetic(id: &str, null_ns: f64, tag: &str, kernel: &str) -> Run {
         tool_version: "test".into(),
         suite: Some("quick".into()),
         tags: [("side".to_string(), tag.to_string())].into(),
-        fingerprint: serde_json::json!({ "hostname": "h", "kernel_release": kernel }),
+        fingerprint: osmeter::results::fingerprint::Fingerprint::from_json(
+            serde_json::json!({ "hostname": "h", "kernel_release": kernel }),
+        ),
         measurements: vec![
             figure("cpu.reference", 1000.0),
             figure("syscall.null", null_ns),

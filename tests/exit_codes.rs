@@ -173,6 +173,42 @@ fn every_code_in_the_readme_table_is_what_its_case_ends_with() {
             "the traced command failed",
         );
     }
+    // An executable file that is no program the kernel knows (no magic number, no #!): like a
+    // shell, osmeter lets /bin/sh run it, so both commands report the command's failure (exit 3),
+    // not a start failure.
+    let garbage = tmp.path().join("garbage");
+    std::fs::write(&garbage, b"no-such-command-here \x01\x02\n").unwrap();
+    std::fs::set_permissions(
+        &garbage,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let garbage = garbage.to_str().unwrap();
+    let mut commands = vec![vec!["stat", "--no-store", "-r", "1", "--", garbage]];
+    if which("valgrind").is_some() {
+        commands.push(vec![
+            "trace",
+            "-o",
+            trace_out.to_str().unwrap(),
+            "--",
+            garbage,
+        ]);
+    }
+    for cmd in commands {
+        let out = env.osmeter().args(&cmd).output().unwrap();
+        let says = if cmd[0] == "stat" {
+            "exited with status 127"
+        } else {
+            "the traced command failed (exit status: 127)"
+        };
+        expect(
+            &format!("{} of a file no kernel runs", cmd[0]),
+            &out,
+            3,
+            says,
+        );
+    }
+    let _ = std::fs::remove_file(&trace_out);
     tried.push(3);
 
     let fast = stored_sleep(&env, "0.01");

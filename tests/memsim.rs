@@ -624,7 +624,9 @@ fn bad_presets_geometry_and_lackey_lines() {
         .arg(&t)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("unknown preset"))
+        .stderr(predicate::str::contains(
+            "invalid value 'vax-780' for '--preset",
+        ))
         .stderr(predicate::str::contains("ds5000-200"));
     env.osmeter()
         .args(["memsim", "--l1d", "33000:8:64"])

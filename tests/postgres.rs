@@ -58,7 +58,9 @@ fn run(id: &str, started: &str, host: &str, tags: &[(&str, &str)]) -> Run {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
-        fingerprint: serde_json::json!({ "hostname": host }),
+        fingerprint: osmeter::results::fingerprint::Fingerprint::from_json(
+            serde_json::json!({ "hostname": host }),
+        ),
         measurements: vec![m, skipped],
         ..Run::new(id.into(), started.into())
     }

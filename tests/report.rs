@@ -190,7 +190,7 @@ fn synthetic(id: &str, slow: f64, hardware: bool, tags: &[(&str, &str)]) -> Run 
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
-        fingerprint: serde_json::json!({
+        fingerprint: osmeter::results::fingerprint::Fingerprint::from_json(serde_json::json!({
             "hostname": "bench1",
             "kernel_release": if slow > 1.0 { "6.6.0-patched" } else { "6.6.0" },
             "cpu_model": "Test CPU",
@@ -199,7 +199,7 @@ fn synthetic(id: &str, slow: f64, hardware: bool, tags: &[(&str, &str)]) -> Run 
             "cache_l2_bytes": 1048576,
             "cache_l3_bytes": 33554432,
             "notes": [],
-        }),
+        })),
         counters_unavailable,
         measurements: ms,
         ..Run::new(id.into(), "2026-11-20T10:00:00Z".into())

@@ -166,7 +166,7 @@ fn bad_requests_are_refused_before_any_boot() {
         (&["--workload", "nope"], "compile"),
         (&["--workload", "sort", "--", "ls"], "not both"),
         (&[], "--workload"),
-        (&["--memory", "10", "--", "ls"], "64 to 2048"),
+        (&["--memory", "10", "--", "ls"], "64..=2048"),
         (&["--timeout", "soon", "--", "ls"], "--timeout"),
     ];
     for (args, expect) in cases {

@@ -21,7 +21,7 @@ pub const fn need(program: &'static str, package: &'static str) -> Need {
 pub fn missing(needs: &[Need]) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     for n in needs {
-        if !Path::new(n.program).exists() && !out.contains(&n.package) {
+        if !crate::programs::executable(Path::new(n.program)) && !out.contains(&n.package) {
             out.push(n.package);
         }
     }

@@ -5,7 +5,7 @@ use crate::memsim::trace::binary::TraceWriter;
 use crate::memsim::trace::file::{Sink, ZSTD_LEVEL};
 use crate::memsim::trace::{self, RefSource, FLAG_INCOMPLETE, FLAG_USER_ONLY};
 use anyhow::{Context, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// What a capture did: references written, how long it took, whether Ctrl-C cut it short, and how
 /// the command ended.
@@ -14,15 +14,6 @@ pub struct UserCapture {
     pub seconds: f64,
     pub interrupted: bool,
     pub status: std::process::ExitStatus,
-}
-
-pub fn find_program(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        return Path::new(name).is_file().then(|| PathBuf::from(name));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 /// Runs the command under lackey with its trace on a pipe (fd 3), converting as it arrives. Lackey

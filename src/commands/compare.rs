@@ -3,7 +3,7 @@
 use crate::cli::CompareArgs;
 use crate::error::{EXIT_OK, EXIT_THRESHOLD};
 use crate::results::compare::{compare as compare_runs, history, text, CompareConfig, Verdict};
-use crate::results::keep::parse_tags;
+use crate::results::keep::Tag;
 use crate::results::model::Run;
 use crate::results::store::{resolve_id, Location, RunFilter, Store};
 use crate::usage;
@@ -22,8 +22,8 @@ fn load_all(store: &mut dyn Store, wanted: &[String]) -> Result<Vec<Run>> {
         .collect()
 }
 
-fn by_tag(store: &mut dyn Store, tag: &str, side: &str) -> Result<Vec<Run>> {
-    let tags: Vec<(String, String)> = parse_tags(&[tag.to_string()])?.into_iter().collect();
+fn by_tag(store: &mut dyn Store, tag: &Tag, side: &str) -> Result<Vec<Run>> {
+    let tags = vec![tag.clone()];
     let ids: Vec<String> = store
         .list(&RunFilter {
             tags,
@@ -34,7 +34,9 @@ fn by_tag(store: &mut dyn Store, tag: &str, side: &str) -> Result<Vec<Run>> {
         .collect();
     if ids.is_empty() {
         return Err(usage!(
-            "--tag-{side} {tag}: no stored run has this tag (`osmeter runs` lists the tags)"
+            "--tag-{side} {}={}: no stored run has this tag (`osmeter runs` lists the tags)",
+            tag.0,
+            tag.1
         ));
     }
     load_all(store, &ids)

@@ -73,58 +73,6 @@ pub fn emit_to(path: Option<&std::path::Path>, text: &str) -> Result<()> {
     }
 }
 
-/// The program `name` names, as the command runner will find it (a path when it holds a `/`,
-/// else the first match on PATH), checked to be an executable file before anything starts: a
-/// command `stat` or `trace` cannot start is a usage error (exit 2), told the same way by both.
-pub fn startable(name: &str) -> Result<std::path::PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    let executable = |p: &std::path::Path| {
-        let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
-            return false;
-        };
-        // SAFETY: access reads a NUL-terminated path and has no other effect.
-        p.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0
-    };
-    if name.is_empty() {
-        return Err(crate::usage!(
-            "the command to run is empty: give a program after --"
-        ));
-    }
-    if name.contains('/') {
-        let path = std::path::PathBuf::from(name);
-        if executable(&path) {
-            return Ok(path);
-        }
-        let why = match std::fs::metadata(&path) {
-            Err(e) => format!("{e}; check the path"),
-            Ok(m) if m.is_dir() => "it is a directory".to_string(),
-            Ok(_) => "it is not executable; make it so (chmod +x) or run it through its \
-                      interpreter"
-                .to_string(),
-        };
-        return Err(crate::usage!("cannot start `{name}`: {why}"));
-    }
-    let dirs = std::env::var_os("PATH").unwrap_or_default();
-    let found: Vec<_> = std::env::split_paths(&dirs)
-        .map(|d| d.join(name))
-        .filter(|p| p.is_file())
-        .collect();
-    if let Some(p) = found.iter().find(|p| executable(p)) {
-        return Ok(p.clone());
-    }
-    Err(match found.first() {
-        Some(p) => crate::usage!(
-            "cannot start `{name}`: {} is not executable; make it so (chmod +x) or run it \
-             through its interpreter",
-            p.display()
-        ),
-        None => crate::usage!(
-            "cannot start `{name}`: no such program on PATH; check the name, and that it is \
-             installed"
-        ),
-    })
-}
-
 /// The validated keep path of a measuring command: checked before anything is measured.
 pub fn keeper(keep: &crate::cli::KeepArgs) -> Result<Keeper> {
     Keeper::new(&keep.tags, keep.no_store, keep.store.store.as_deref())

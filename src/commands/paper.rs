@@ -63,14 +63,7 @@ fn measuring_config(id: PaperId, args: &PaperArgs) -> Result<RunConfig> {
             .into_iter()
             .map(str::to_string)
             .collect(),
-        repeat: args.repeat,
-        rounds: args.rounds,
-        min_time: args.min_time.clone(),
-        warmup: args.warmup,
-        cpu: args.cpu,
-        dir: args.dir.clone(),
-        no_counters: args.no_counters,
-        fifo: args.fifo,
+        measure: args.measure.clone(),
         keep: args.keep.clone(),
         ..RunArgs::default()
     };
@@ -88,11 +81,11 @@ fn measuring_config(id: PaperId, args: &PaperArgs) -> Result<RunConfig> {
     config.suite = Some(id.key().to_string());
     // Settings left to their defaults follow the scale, as `osmeter run quick` sets them.
     if args.quick {
-        if args.repeat.is_none() {
-            config.harness.samples = 7;
+        if args.measure.repeat.is_none() {
+            config.harness.samples = crate::config::QUICK_SAMPLES;
         }
-        if args.min_time.is_none() {
-            config.harness.min_sample_ns = 10_000_000;
+        if args.measure.min_time.is_none() {
+            config.harness.min_sample_ns = crate::config::QUICK_MIN_SAMPLE_NS;
         }
     }
     Ok(config)

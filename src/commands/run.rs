@@ -117,15 +117,12 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
             cpu: Some(config.cpu),
             fifo_priority: config.fifo,
             scratch_dir: config.scratch_parent.display().to_string(),
-            scratch_fs: fingerprint
-                .get("scratch_fs_type")
-                .and_then(|v| v.as_str())
-                .map(str::to_string),
+            scratch_fs: fingerprint.scratch_fs_type.clone(),
             rounds: config.rounds,
             seed: Some(config.seed),
         },
         tags: config.keeper.tags().clone(),
-        fingerprint: fingerprint.clone(),
+        fingerprint: Some(fingerprint.clone()),
         counters_unavailable,
         overhead: outcome.overhead,
         measurements: outcome.measurements,

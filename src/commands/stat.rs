@@ -11,7 +11,7 @@ use anyhow::Result;
 
 pub fn stat(args: &StatArgs) -> Result<i32> {
     if let Some(program) = args.command.first() {
-        super::startable(program)?;
+        crate::programs::startable(program)?;
     }
     let output = if args.output_file.is_some() {
         CommandOutput::Inherit

@@ -1,7 +1,7 @@
 //! `osmeter runs`, `show` and `rm`: what the store holds.
 
 use crate::cli::{RmArgs, RunsArgs, ShowArgs};
-use crate::results::keep::parse_tags;
+use crate::results::keep::tag_map;
 use crate::results::store::{resolve_id, Location, RunFilter};
 use crate::results::table;
 use anyhow::Result;
@@ -12,12 +12,8 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
     let filter = RunFilter {
         host: args.host.clone(),
         suite: args.suite.clone(),
-        tags: parse_tags(&args.tags)?.into_iter().collect(),
-        since: args
-            .since
-            .as_deref()
-            .map(crate::clock::parse_since)
-            .transpose()?,
+        tags: tag_map(&args.tags).into_iter().collect(),
+        since: args.since.clone(),
     };
     let list = store.list(&filter)?;
     if args.output.json {

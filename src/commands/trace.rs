@@ -80,22 +80,9 @@ fn system_capture(args: &TraceArgs, out: &Path) -> Result<i32> {
                 workloads::names().join(", ")
             ))
         }
-        (Some(name), true) => Target::Workload(workloads::find(name).ok_or_else(|| {
-            usage!(
-                "unknown workload {name:?}: choose one of {}",
-                workloads::names().join(", ")
-            )
-        })?),
+        (Some(workload), true) => Target::Workload(workload),
         (None, false) => Target::Command(args.command.clone()),
     };
-    if !(64..=2048).contains(&args.memory) {
-        return Err(usage!(
-            "--memory {} MiB is out of range: give 64 to 2048 (the guest's RAM must stay below the PCI hole)",
-            args.memory
-        ));
-    }
-    let timeout_ns =
-        crate::units::parse_duration_ns(&args.timeout).map_err(|e| usage!("--timeout: {e}"))?;
     crate::capture::system::capture::run(&SystemCapture {
         output: out.to_path_buf(),
         zstd: args.zstd,
@@ -105,7 +92,7 @@ fn system_capture(args: &TraceArgs, out: &Path) -> Result<i32> {
         kernel_package: args.kernel_package.clone(),
         include: args.include.clone(),
         memory_mib: args.memory,
-        timeout: std::time::Duration::from_nanos(timeout_ns),
+        timeout: std::time::Duration::from_nanos(args.timeout),
         install: args.install,
     })
 }
@@ -187,10 +174,10 @@ fn info(
 
 /// `trace -o FILE -- CMD`: the user-mode references of CMD through valgrind's lackey.
 fn user_capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
-    let valgrind = valgrind::find_program("valgrind").ok_or_else(|| {
+    let valgrind = crate::programs::find("valgrind").ok_or_else(|| {
         anyhow::anyhow!("valgrind is not installed (or not on PATH): osmeter trace runs the command under valgrind's lackey tool; install valgrind")
     })?;
-    super::startable(&cmd[0])?;
+    crate::programs::startable(&cmd[0])?;
     let c = valgrind::capture(&valgrind, out, zstd, cmd)?;
     eprintln!(
         "osmeter: traced {} references in {:.2} s ({:.2} M refs/s) to {}; user mode only: lackey cannot see kernel references",

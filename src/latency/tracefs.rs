@@ -82,19 +82,23 @@ fn private_mount() -> std::io::Result<OwnedFd> {
     }
 }
 
-/// A tracefs mounted in this process's mount table, the usual places first.
-fn existing_mount() -> Option<PathBuf> {
+/// Where tracefs is mounted in this process's mount table, the usual place first.
+pub fn mount_points() -> Vec<PathBuf> {
     let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let mut points: Vec<PathBuf> = text
-        .lines()
-        .filter_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let point = left.split_whitespace().nth(4)?;
-            (right.split_whitespace().next()? == "tracefs").then(|| PathBuf::from(point))
-        })
+    let mut points: Vec<PathBuf> = crate::results::fingerprint::parse::parse_mountinfo(&text)
+        .into_iter()
+        .filter(|m| m.fs_type == "tracefs")
+        .map(|m| PathBuf::from(m.mount_point))
         .collect();
     points.sort_by_key(|p| p != Path::new("/sys/kernel/tracing"));
-    points.into_iter().find(|p| p.join("instances").is_dir())
+    points
+}
+
+/// A mounted tracefs that can hold instances.
+fn existing_mount() -> Option<PathBuf> {
+    mount_points()
+        .into_iter()
+        .find(|p| p.join("instances").is_dir())
 }
 
 impl Tracefs {

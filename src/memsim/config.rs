@@ -39,6 +39,16 @@ pub const PRESETS: &[(&str, &str)] = &[
 ];
 
 /// Named groups of presets simulated together in one pass.
+/// `--preset NAME`, read by clap: presets and sweeps are its possible values.
+pub fn preset_parser() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        PRESETS
+            .iter()
+            .map(|p| p.0)
+            .chain(SWEEPS.iter().map(|s| s.0)),
+    )
+}
+
 pub const SWEEPS: &[(&str, &[&str])] = &[
     (
         "paper",

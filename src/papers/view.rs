@@ -120,12 +120,11 @@ impl Here {
     }
 }
 
-fn fingerprint_text(runs: &[Run], key: &str) -> Option<String> {
-    runs.first()?
-        .fingerprint
-        .get(key)?
-        .as_str()
-        .map(str::to_string)
+fn fingerprint_text(
+    runs: &[Run],
+    field: impl Fn(&crate::results::fingerprint::Fingerprint) -> Option<&String>,
+) -> Option<String> {
+    field(runs.first()?.fingerprint.as_ref()?).cloned()
 }
 
 fn find_both<'a>(
@@ -362,8 +361,8 @@ pub fn build(paper: &Paper, spec: &Spec, runs: &[Run], here: &Here) -> anyhow::R
         title: paper.paper.title().to_string(),
         runs: runs.iter().map(|r| r.id.clone()).collect(),
         host: runs.first().and_then(Run::host),
-        cpu_model: fingerprint_text(runs, "cpu_model"),
-        kernel: fingerprint_text(runs, "kernel_release"),
+        cpu_model: fingerprint_text(runs, |f| f.cpu_model.as_ref()),
+        kernel: fingerprint_text(runs, |f| f.kernel_release.as_ref()),
         cpu_missing: if needs_cpu {
             cpu.as_ref().err().cloned()
         } else {

@@ -17,12 +17,17 @@ pub struct Selected {
     pub variants: Vec<Params>,
 }
 
+/// `--set`, read by clap (a bad one is a usage error).
+pub fn set_arg(raw: &str) -> std::result::Result<(String, serde_json::Value), String> {
+    parse_set(raw).map_err(|e| e.to_string())
+}
+
 /// `--set key=value`: a number, `true`/`false`, or text.
 pub fn parse_set(raw: &str) -> Result<(String, serde_json::Value)> {
     let (k, v) = raw
         .split_once('=')
         .filter(|(k, _)| !k.is_empty())
-        .ok_or_else(|| usage!("--set {raw:?}: expected KEY=VALUE, e.g. --set rcvbuf=65536"))?;
+        .ok_or_else(|| usage!("expected KEY=VALUE, e.g. rcvbuf=65536, not {raw:?}"))?;
     let value = if let Ok(n) = v.parse::<u64>() {
         serde_json::json!(n)
     } else if let Ok(b) = v.parse::<bool>() {

@@ -5,7 +5,6 @@
 
 use crate::results::model::{Run, Sections};
 use crate::results::store::{save_with_fallback_to, Location};
-use crate::usage;
 use anyhow::Result;
 use std::collections::BTreeMap;
 
@@ -25,8 +24,8 @@ struct Target {
 impl Keeper {
     /// Checks the tags and opens the store once (creating a new SQLite store, connecting to a
     /// PostgreSQL one). `store` is `--store` (else $OSMETER_STORE, else the local default).
-    pub fn new(tags: &[String], no_store: bool, store: Option<&str>) -> Result<Keeper> {
-        let tags = parse_tags(tags)?;
+    pub fn new(tags: &[Tag], no_store: bool, store: Option<&str>) -> Result<Keeper> {
+        let tags = tag_map(tags);
         if no_store {
             return Ok(Keeper { tags, target: None });
         }
@@ -68,7 +67,7 @@ impl Keeper {
         Run {
             finished_at: Some(crate::clock::now_rfc3339()),
             tags: self.tags.clone(),
-            fingerprint: crate::results::fingerprint::collect(None),
+            fingerprint: Some(crate::results::fingerprint::collect(None)),
             interrupted,
             sections,
             ..Run::new(crate::clock::new_run_id(), started_at)
@@ -140,22 +139,27 @@ fn check(location: &Location) -> Result<()> {
 }
 
 /// `key=value` labels; keys are short identifiers so they can be filtered on.
-pub fn parse_tags(raw: &[String]) -> Result<BTreeMap<String, String>> {
-    let mut tags = BTreeMap::new();
-    for t in raw {
-        let (k, v) = t.split_once('=').ok_or_else(|| {
-            usage!("--tag {t:?}: expected KEY=VALUE, e.g. --tag kernel=6.6-patched")
-        })?;
-        if k.is_empty()
-            || !k
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-        {
-            return Err(usage!(
-                "--tag {t:?}: the key must be letters, digits, '_', '-' or '.'"
-            ));
-        }
-        tags.insert(k.to_string(), v.to_string());
+/// One `KEY=VALUE` tag, read by clap (a bad one is a usage error naming the option).
+pub fn tag_arg(text: &str) -> std::result::Result<Tag, String> {
+    let (k, v) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected KEY=VALUE, e.g. kernel=6.6-patched, not {text:?}"))?;
+    if k.is_empty()
+        || !k
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        return Err(format!(
+            "the key of {text:?} must be letters, digits, '_', '-' or '.'"
+        ));
     }
-    Ok(tags)
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// A run's tag: key and value.
+pub type Tag = (String, String);
+
+/// Tags by key; of a key given twice the last value counts.
+pub fn tag_map(tags: &[Tag]) -> BTreeMap<String, String> {
+    tags.iter().cloned().collect()
 }

@@ -27,7 +27,7 @@ pub struct Run {
     /// User labels (`--tag key=value`), e.g. kernel=6.6-patched.
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
-    pub fingerprint: serde_json::Value,
+    pub fingerprint: Option<crate::results::fingerprint::Fingerprint>,
     /// Events that could not be counted on this machine, with the reason (once per run, not per figure).
     pub counters_unavailable: BTreeMap<String, String>,
     /// The harness's own cost, subtracted from every figure.
@@ -83,7 +83,7 @@ impl Run {
             suite: None,
             options: RunOptions::default(),
             tags: BTreeMap::new(),
-            fingerprint: serde_json::Value::Null,
+            fingerprint: None,
             counters_unavailable: BTreeMap::new(),
             overhead: None,
             measurements: Vec::new(),
@@ -94,10 +94,7 @@ impl Run {
 
     /// The host name from the fingerprint, when it was recorded.
     pub fn host(&self) -> Option<String> {
-        self.fingerprint
-            .get("hostname")
-            .and_then(|h| h.as_str())
-            .map(str::to_string)
+        self.fingerprint.as_ref()?.hostname.clone()
     }
 
     /// What produced the run: microbenchmarks, or the command whose document it holds.

@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[derive(Debug)]
 pub struct Workload {
     pub name: &'static str,
     pub summary: &'static str,
@@ -58,6 +59,14 @@ pub fn find(name: &str) -> Option<&'static Workload> {
     WORKLOADS.iter().find(|w| w.name == name)
 }
 
+/// `--workload NAME`, read by clap: the names are its possible values (listed on a mistake, and
+/// offered by shell completion).
+pub fn parser() -> impl clap::builder::TypedValueParser<Value = &'static Workload> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(names())
+        .map(|name| find(&name).expect("clap checked the name against the same table"))
+}
+
 pub fn names() -> Vec<&'static str> {
     WORKLOADS.iter().map(|w| w.name).collect()
 }
@@ -71,24 +80,19 @@ fn guest_helper(args: &[&str]) -> Vec<String> {
 
 /// A program on this machine's PATH (or a path), as the guest will find it.
 pub fn host_program(name: &str) -> Result<PathBuf> {
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        if p.is_file() {
-            return Ok(std::fs::canonicalize(&p).unwrap_or(p));
-        }
-        bail!("command {name} not found: the guest gets its programs from this machine");
-    }
-    std::env::var_os("PATH")
-        .and_then(|path| {
-            std::env::split_paths(&path)
-                .map(|d| d.join(name))
-                .find(|p| p.is_file())
-        })
-        .with_context(|| {
+    let found = crate::programs::find(name).with_context(|| {
+        if name.contains('/') {
+            format!("command {name} not found: the guest gets its programs from this machine")
+        } else {
             format!(
                 "command {name:?} not found on this machine's PATH (the guest gets its programs from this machine)"
             )
-        })
+        }
+    })?;
+    if name.contains('/') {
+        return Ok(std::fs::canonicalize(&found).unwrap_or(found));
+    }
+    Ok(found)
 }
 
 /// Deterministic pseudo-random numbers for generated inputs.

@@ -8,6 +8,7 @@ mod judge;
 pub mod text;
 
 use crate::results::figure::{Direction, Evidence, Figure, Role};
+use crate::results::fingerprint::Fingerprint;
 use crate::results::model::{Run, RunKind, Unit};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -112,6 +113,10 @@ pub struct FigureComparison {
     pub ratio_ci95: Option<[f64; 2]>,
     /// How many times better B is than A (above 1 means B is better, whatever the unit).
     pub speedup: f64,
+    /// For OS and hardware figures, `speedup` over the CPU reference's speed-up, when both sides
+    /// measured the CPU reference: below 1, this figure gained less than the CPU did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speedup_relative_to_cpu: Option<f64>,
     pub p_value: Option<f64>,
     /// `p_value` adjusted for the number of figures tested in this comparison (Benjamini-Hochberg);
     /// compared with the comparison's false discovery rate.
@@ -289,12 +294,15 @@ fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, Strin
 /// Fields that differ between the first run of each side (the hostname and run-specific paths are
 /// expected to differ in a fleet, so they are reported like any other field).
 pub fn fingerprint_differences(
-    a: &serde_json::Value,
-    b: &serde_json::Value,
+    a: Option<&Fingerprint>,
+    b: Option<&Fingerprint>,
 ) -> Vec<(String, String, String)> {
     let (mut fa, mut fb) = (BTreeMap::new(), BTreeMap::new());
-    flatten("", a, &mut fa);
-    flatten("", b, &mut fb);
+    let fields = |f: Option<&Fingerprint>| {
+        serde_json::Value::Object(f.map(Fingerprint::fields).unwrap_or_default())
+    };
+    flatten("", &fields(a), &mut fa);
+    flatten("", &fields(b), &mut fb);
     let keys: std::collections::BTreeSet<&String> = fa.keys().chain(fb.keys()).collect();
     keys.into_iter()
         .filter_map(|k| {
@@ -384,6 +392,7 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             ratio: vb / va,
             ratio_ci95: j.ratio_ci95,
             speedup: f.direction.speedup(va, vb),
+            speedup_relative_to_cpu: None,
             p_value: j.p_value,
             q_value: j.q_value,
             noise_floor: j.noise_floor,
@@ -401,6 +410,12 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         .iter()
         .find(|f| f.role == Role::CpuReference)
         .map(|f| f.speedup);
+    for f in &mut figures {
+        f.speedup_relative_to_cpu = match (cpu_speedup, f.role) {
+            (Some(cpu), Role::Os | Role::Hardware) if cpu > 0.0 => Some(f.speedup / cpu),
+            _ => None,
+        };
+    }
     let os_speedup = geomean(
         figures
             .iter()
@@ -412,7 +427,9 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         runs_a: a.iter().map(|r| r.id.clone()).collect(),
         runs_b: b.iter().map(|r| r.id.clone()).collect(),
         fingerprint_differences: match (a.first(), b.first()) {
-            (Some(ra), Some(rb)) => fingerprint_differences(&ra.fingerprint, &rb.fingerprint),
+            (Some(ra), Some(rb)) => {
+                fingerprint_differences(ra.fingerprint.as_ref(), rb.fingerprint.as_ref())
+            }
             _ => Vec::new(),
         },
         only_in_a: sa

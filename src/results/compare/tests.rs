@@ -1,4 +1,5 @@
 use super::*;
+use crate::results::fingerprint::Fingerprint;
 use crate::results::model::tests::empty_run;
 use crate::results::model::{Measurement, Params, Status, Summary};
 
@@ -135,6 +136,24 @@ fn geomeans_and_the_cpu_relative_figure() {
     assert!((c.os_speedup_relative_to_cpu.unwrap() - os / 2.0).abs() < 1e-12);
     assert!((c.geomean.unwrap() - (2.0f64 * 1.25 * 1.6).powf(1.0 / 3.0)).abs() < 1e-12);
     assert_eq!(c.geomean_by_group["syscall"], 1.25);
+    // Each OS figure carries its own speed-up relative to the CPU's (in the JSON document too);
+    // the CPU reference itself does not.
+    let relative = |key: &str| {
+        c.figures
+            .iter()
+            .find(|f| f.key.starts_with(key))
+            .unwrap()
+            .speedup_relative_to_cpu
+    };
+    assert_eq!(relative("syscall.null"), Some(0.625));
+    assert_eq!(relative("fs.read"), Some(0.8));
+    assert_eq!(relative("cpu.reference"), None);
+    let json = serde_json::to_value(&c).unwrap();
+    assert!(json["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["speedup_relative_to_cpu"] == 0.625));
 }
 
 #[test]
@@ -183,7 +202,11 @@ fn fingerprint_fields_that_differ_are_listed() {
     let a = serde_json::json!({"kernel_release": "6.1", "cpu": {"smt": "on"}, "same": 1});
     let b =
         serde_json::json!({"kernel_release": "6.6", "cpu": {"smt": "off"}, "same": 1, "new": true});
-    let d = fingerprint_differences(&a, &b);
+    let (a, b) = (
+        Fingerprint::from_json(a).unwrap(),
+        Fingerprint::from_json(b).unwrap(),
+    );
+    let d = fingerprint_differences(Some(&a), Some(&b));
     assert_eq!(
         d,
         vec![
@@ -192,6 +215,10 @@ fn fingerprint_fields_that_differ_are_listed() {
             ("new".into(), "(absent)".into(), "true".into()),
         ]
     );
+    // A run without a fingerprint differs in every field the other has.
+    assert!(fingerprint_differences(None, Some(&a))
+        .iter()
+        .any(|(k, x, y)| k == "kernel_release" && x == "(absent)" && y == "6.1"));
 }
 
 proptest! {

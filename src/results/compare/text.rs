@@ -2,7 +2,6 @@
 //! interval, the p-value, the verdict, and the counters that moved.
 
 use super::{Comparison, Verdict, NOISE_MULTIPLE};
-use crate::results::figure::Role;
 use crate::units;
 use std::fmt::Write;
 
@@ -79,11 +78,9 @@ pub fn render(c: &Comparison, all: bool) -> String {
                 .to_string()
         }
     );
-    // Each OS or hardware figure's speed-up over the CPU reference's, when both sides have one.
-    let cpu_relative = |f: &super::FigureComparison| match (c.cpu_speedup, f.role) {
-        (Some(cpu), Role::Os | Role::Hardware) if cpu > 0.0 => format!("{:.3}", f.speedup / cpu),
-        (Some(_), _) => "-".into(),
-        (None, _) => String::new(),
+    let cpu_relative = |f: &super::FigureComparison| {
+        f.speedup_relative_to_cpu
+            .map_or_else(|| "-".into(), |r| format!("{r:.3}"))
     };
     let _ = writeln!(
         out,

@@ -12,11 +12,14 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-fn fp<'a>(run: &'a Run, key: &str) -> &'a str {
+fn fp(
+    run: &Run,
+    field: impl Fn(&crate::results::fingerprint::Fingerprint) -> Option<&String>,
+) -> &str {
     run.fingerprint
-        .get(key)
-        .and_then(|v| v.as_str())
-        .unwrap_or("?")
+        .as_ref()
+        .and_then(field)
+        .map_or("?", String::as_str)
 }
 
 impl Exporter for Markdown {
@@ -29,9 +32,9 @@ impl Exporter for Markdown {
             out,
             "{} on {} ({}, kernel {}), suite {}, osmeter {}",
             run.started_at,
-            fp(run, "hostname"),
-            fp(run, "cpu_model"),
-            fp(run, "kernel_release"),
+            fp(run, |f| f.hostname.as_ref()),
+            fp(run, |f| f.cpu_model.as_ref()),
+            fp(run, |f| f.kernel_release.as_ref()),
             run.suite.as_deref().unwrap_or("-"),
             run.tool_version
         )?;

@@ -52,8 +52,9 @@ pub fn sample_run() -> Run {
     let mut run = crate::results::model::tests::empty_run();
     run.id = "6750a000-0badcafe".into();
     run.suite = Some("quick".into());
-    run.fingerprint =
-        serde_json::json!({"hostname": "box", "kernel_release": "6.1.0", "cpu_model": "Test CPU"});
+    run.fingerprint = crate::results::fingerprint::Fingerprint::from_json(
+        serde_json::json!({"hostname": "box", "kernel_release": "6.1.0", "cpu_model": "Test CPU"}),
+    );
     let mut null = Measurement::not_measured(
         "syscall.null",
         Params::new(),

@@ -1,16 +1,18 @@
 //! A description of the system a run came from: kernel, CPU, memory, virtualisation, clock and the
 //! file system under the scratch directory.
 //!
-//! The result is one JSON object with snake_case keys. Every key is always present (null when the
-//! value could not be read) so two fingerprints can be compared key by key; `notes` says why
+//! The result is a typed [`Fingerprint`] (in [`document`]) whose fields are always written, null
+//! when the value could not be read, so two fingerprints compare field by field; `notes` says why
 //! something is null or where a value came from when the best source was missing. The parsers are
 //! in [`parse`]; this file only reads files and assembles.
 
+pub mod capabilities;
+pub mod document;
 pub mod parse;
 pub mod text;
 
+pub use document::Fingerprint;
 use parse::HypervisorEvidence;
-use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -18,21 +20,17 @@ use std::path::{Path, PathBuf};
 pub const FINGERPRINT_SCHEMA: &str = "osmeter.fingerprint/1";
 
 /// The fingerprint of this system. Never fails: whatever cannot be read is null.
-pub fn collect(scratch: Option<&Path>) -> Value {
+pub fn collect(scratch: Option<&Path>) -> Fingerprint {
     let sources = Sources {
         root: PathBuf::from("/"),
         real_machine: true,
     };
     // The collectors are written not to panic; this keeps a surprise from ending a finished run.
-    std::panic::catch_unwind(|| sources.collect(scratch)).unwrap_or_else(|_| {
-        let mut m = Map::new();
-        m.insert("fingerprint_schema".into(), FINGERPRINT_SCHEMA.into());
-        m.insert("tool_version".into(), env!("CARGO_PKG_VERSION").into());
-        m.insert(
-            "notes".into(),
-            vec!["collecting the fingerprint failed unexpectedly"].into(),
-        );
-        Value::Object(m)
+    std::panic::catch_unwind(|| sources.collect(scratch)).unwrap_or_else(|_| Fingerprint {
+        fingerprint_schema: FINGERPRINT_SCHEMA.into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        notes: vec!["collecting the fingerprint failed unexpectedly".into()],
+        ..Fingerprint::default()
     })
 }
 
@@ -63,140 +61,85 @@ impl Sources {
         self.value(abs)?.parse().ok()
     }
 
-    fn collect(&self, scratch: Option<&Path>) -> Value {
-        let mut fp = Map::new();
+    fn collect(&self, scratch: Option<&Path>) -> Fingerprint {
         let mut notes: Vec<String> = Vec::new();
-        let mut put = |k: &str, v: Value| {
-            fp.insert(k.to_string(), v);
-        };
-        put("fingerprint_schema", FINGERPRINT_SCHEMA.into());
-        put("tool_version", env!("CARGO_PKG_VERSION").into());
-        put("hostname", self.value("/proc/sys/kernel/hostname").into());
-
-        // Kernel.
         let version = self.value("/proc/sys/kernel/version");
         let cmdline = self.value("/proc/cmdline");
-        put(
-            "kernel_release",
-            self.value("/proc/sys/kernel/osrelease").into(),
-        );
-        put("kernel_version", version.clone().into());
-        put("kernel_cmdline", cmdline.clone().into());
-        put("arch", self.arch().into());
-        let (model, source) = self.preemption(version.as_deref(), &mut notes);
-        put("preempt_model", model.into());
-        put("preempt_model_source", source.into());
-        put(
-            "preempt_boot_param",
-            cmdline
+        let (preempt_model, preempt_model_source) = self.preemption(version.as_deref(), &mut notes);
+        let mut fp = Fingerprint {
+            fingerprint_schema: FINGERPRINT_SCHEMA.into(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            hostname: self.value("/proc/sys/kernel/hostname"),
+            kernel_release: self.value("/proc/sys/kernel/osrelease"),
+            preempt_boot_param: cmdline
                 .as_deref()
                 .and_then(|c| parse::cmdline_param(c, "preempt"))
-                .into(),
-        );
-        put(
-            "distribution",
-            self.read("/etc/os-release")
+                .map(str::to_string),
+            kernel_version: version,
+            kernel_cmdline: cmdline,
+            arch: self.arch(),
+            preempt_model,
+            preempt_model_source,
+            distribution: self
+                .read("/etc/os-release")
                 .or_else(|| self.read("/usr/lib/os-release"))
-                .and_then(|t| parse::os_release_name(&t))
-                .into(),
-        );
+                .and_then(|t| parse::os_release_name(&t)),
+            ..Fingerprint::default()
+        };
 
-        // CPU.
         let cpu = parse::parse_cpuinfo(&self.read("/proc/cpuinfo").unwrap_or_default());
-        self.virtualisation(&cpu, &mut put, &mut notes);
-        put("cpu_vendor", cpu.vendor.clone().into());
-        put("cpu_model", cpu.model_name.clone().into());
-        put("cpu_family", cpu.family.into());
-        put("cpu_model_number", cpu.model.into());
-        put("cpu_stepping", cpu.stepping.into());
-        put("cpu_microcode", cpu.microcode.clone().into());
-        let present = self
+        self.virtualisation(&cpu, &mut fp, &mut notes);
+        fp.cpu_vendor = cpu.vendor.clone();
+        fp.cpu_model = cpu.model_name.clone();
+        fp.cpu_family = cpu.family;
+        fp.cpu_model_number = cpu.model;
+        fp.cpu_stepping = cpu.stepping;
+        fp.cpu_microcode = cpu.microcode.clone();
+        let from_cpuinfo = (cpu.logical > 0).then_some(cpu.logical);
+        fp.cpus_logical = self
             .value("/sys/devices/system/cpu/present")
             .and_then(|l| parse::cpu_list_count(&l))
-            .or((cpu.logical > 0).then_some(cpu.logical));
-        put("cpus_logical", present.into());
+            .or(from_cpuinfo);
         let online = self.value("/sys/devices/system/cpu/online");
-        put(
-            "cpus_online",
-            online
-                .as_deref()
-                .and_then(parse::cpu_list_count)
-                .or((cpu.logical > 0).then_some(cpu.logical))
-                .into(),
-        );
-        put("cpus_online_list", online.into());
+        fp.cpus_online = online
+            .as_deref()
+            .and_then(parse::cpu_list_count)
+            .or(from_cpuinfo);
+        fp.cpus_online_list = online;
         let topology = cpu.topology.clone().or_else(|| self.sysfs_topology());
-        let (cores, sockets) = match topology.as_deref() {
-            Some(pairs) if !pairs.is_empty() => {
-                let (c, s) = parse::count_topology(pairs);
-                (Some(c), Some(s))
-            }
-            _ => (None, None),
-        };
-        put("cpu_cores", cores.into());
-        put("cpu_sockets", sockets.into());
-        put(
-            "smt_control",
-            self.value("/sys/devices/system/cpu/smt/control").into(),
-        );
-        put(
-            "smt_active",
-            self.value("/sys/devices/system/cpu/smt/active")
-                .map(|v| v == "1")
-                .into(),
-        );
-        let caches = self.caches();
-        for key in [
-            "cache_l1d_bytes",
-            "cache_l1i_bytes",
-            "cache_l2_bytes",
-            "cache_l3_bytes",
-            "cache_line_bytes",
-        ] {
-            put(key, caches.get(key).copied().into());
+        if let Some(pairs) = topology.as_deref().filter(|p| !p.is_empty()) {
+            let (cores, sockets) = parse::count_topology(pairs);
+            fp.cpu_cores = Some(cores);
+            fp.cpu_sockets = Some(sockets);
         }
-        self.cpufreq(&mut put, &mut notes);
-        put(
-            "cpu_vulnerabilities",
-            read_dir_map(&self.path("/sys/devices/system/cpu/vulnerabilities"))
-                .map(|m| Value::Object(m.into_iter().map(|(k, v)| (k, v.into())).collect()))
-                .unwrap_or(Value::Null),
-        );
+        fp.smt_control = self.value("/sys/devices/system/cpu/smt/control");
+        fp.smt_active = self
+            .value("/sys/devices/system/cpu/smt/active")
+            .map(|v| v == "1");
+        self.caches(&mut fp);
+        self.cpufreq(&mut fp, &mut notes);
+        fp.cpu_vulnerabilities =
+            read_dir_map(&self.path("/sys/devices/system/cpu/vulnerabilities"));
 
-        // Memory.
-        put(
-            "memory_total_bytes",
-            self.read("/proc/meminfo")
-                .and_then(|t| parse::meminfo_total_bytes(&t))
-                .into(),
-        );
+        fp.memory_total_bytes = self
+            .read("/proc/meminfo")
+            .and_then(|t| parse::meminfo_total_bytes(&t));
         let thp = |f: &str| {
             self.value(&format!("/sys/kernel/mm/transparent_hugepage/{f}"))
                 .and_then(|t| parse::selected_choice(&t, '[', ']'))
         };
-        put("thp_enabled", thp("enabled").into());
-        put("thp_defrag", thp("defrag").into());
+        fp.thp_enabled = thp("enabled");
+        fp.thp_defrag = thp("defrag");
 
-        // Clock.
         let cs = "/sys/devices/system/clocksource/clocksource0";
-        put(
-            "clocksource",
-            self.value(&format!("{cs}/current_clocksource")).into(),
-        );
-        put(
-            "clocksources_available",
-            self.value(&format!("{cs}/available_clocksource"))
-                .map(|t| {
-                    t.split_whitespace()
-                        .map(|s| Value::from(s.to_string()))
-                        .collect::<Vec<_>>()
-                })
-                .into(),
-        );
+        fp.clocksource = self.value(&format!("{cs}/current_clocksource"));
+        fp.clocksources_available = self
+            .value(&format!("{cs}/available_clocksource"))
+            .map(|t| t.split_whitespace().map(str::to_string).collect());
 
-        self.scratch(scratch, &mut put, &mut notes);
-        put("notes", notes.into());
-        Value::Object(fp)
+        self.scratch(scratch, &mut fp, &mut notes);
+        fp.notes = notes;
+        fp
     }
 
     fn arch(&self) -> Option<String> {
@@ -259,12 +202,7 @@ impl Sources {
         )
     }
 
-    fn virtualisation(
-        &self,
-        cpu: &parse::CpuInfo,
-        put: &mut impl FnMut(&str, Value),
-        notes: &mut Vec<String>,
-    ) {
+    fn virtualisation(&self, cpu: &parse::CpuInfo, fp: &mut Fingerprint, notes: &mut Vec<String>) {
         let signature = if self.real_machine && cpu.hypervisor_flag == Some(true) {
             cpuid_hypervisor_signature()
         } else {
@@ -285,12 +223,12 @@ impl Sources {
                 "hypervisor: no cpuid flags and no DMI data; \"bare metal\" is a guess".into(),
             );
         }
-        put("hypervisor", name.into());
-        put("hypervisor_source", source.into());
-        put("hypervisor_cpuid_flag", cpu.hypervisor_flag.into());
-        put("hypervisor_signature", signature.into());
-        put("dmi_sys_vendor", dmi_vendor.into());
-        put("dmi_product_name", dmi_product.into());
+        fp.hypervisor = Some(name);
+        fp.hypervisor_source = Some(source);
+        fp.hypervisor_cpuid_flag = cpu.hypervisor_flag;
+        fp.hypervisor_signature = signature;
+        fp.dmi_sys_vendor = dmi_vendor;
+        fp.dmi_product_name = dmi_product;
     }
 
     /// (package, core) of every CPU from sysfs, for kernels whose cpuinfo does not say.
@@ -316,12 +254,11 @@ impl Sources {
         (!pairs.is_empty()).then_some(pairs)
     }
 
-    /// Cache sizes of CPU 0, keyed like the fingerprint.
-    fn caches(&self) -> BTreeMap<&'static str, u64> {
-        let mut out = BTreeMap::new();
+    /// Cache sizes and line size of CPU 0.
+    fn caches(&self, fp: &mut Fingerprint) {
         let base = "/sys/devices/system/cpu/cpu0/cache";
         let Ok(dir) = std::fs::read_dir(self.path(base)) else {
-            return out;
+            return;
         };
         let mut names: Vec<String> = dir
             .flatten()
@@ -331,32 +268,31 @@ impl Sources {
         names.sort();
         for n in names {
             let get = |f: &str| self.value(&format!("{base}/{n}/{f}"));
-            let key = match (get("level").as_deref(), get("type").as_deref()) {
-                (Some("1"), Some("Data")) => "cache_l1d_bytes",
-                (Some("1"), Some("Instruction")) => "cache_l1i_bytes",
-                (Some("2"), _) => "cache_l2_bytes",
-                (Some("3"), _) => "cache_l3_bytes",
+            let field = match (get("level").as_deref(), get("type").as_deref()) {
+                (Some("1"), Some("Data")) => &mut fp.cache_l1d_bytes,
+                (Some("1"), Some("Instruction")) => &mut fp.cache_l1i_bytes,
+                (Some("2"), _) => &mut fp.cache_l2_bytes,
+                (Some("3"), _) => &mut fp.cache_l3_bytes,
                 _ => continue,
             };
             if let Some(size) = get("size").and_then(|s| parse::cache_size_bytes(&s)) {
-                out.insert(key, size);
+                *field = Some(size);
             }
-            if let Some(line) = get("coherency_line_size").and_then(|s| s.parse().ok()) {
-                out.entry("cache_line_bytes").or_insert(line);
+            if fp.cache_line_bytes.is_none() {
+                fp.cache_line_bytes = get("coherency_line_size").and_then(|s| s.parse().ok());
             }
         }
-        out
     }
 
-    fn cpufreq(&self, put: &mut impl FnMut(&str, Value), notes: &mut Vec<String>) {
+    fn cpufreq(&self, fp: &mut Fingerprint, notes: &mut Vec<String>) {
         let base = "/sys/devices/system/cpu/cpu0/cpufreq";
         let present = self.path(base).is_dir();
         let get = |f: &str| self.value(&format!("{base}/{f}"));
         let num = |f: &str| get(f).and_then(|v| v.parse::<u64>().ok());
-        put("cpufreq_driver", get("scaling_driver").into());
-        put("cpufreq_governor", get("scaling_governor").into());
-        put("cpufreq_min_khz", num("cpuinfo_min_freq").into());
-        put("cpufreq_max_khz", num("cpuinfo_max_freq").into());
+        fp.cpufreq_driver = get("scaling_driver");
+        fp.cpufreq_governor = get("scaling_governor");
+        fp.cpufreq_min_khz = num("cpuinfo_min_freq");
+        fp.cpufreq_max_khz = num("cpuinfo_max_freq");
         // Boost lives in a different place for each driver family.
         let boost = self
             .value("/sys/devices/system/cpu/cpufreq/boost")
@@ -366,7 +302,7 @@ impl Sources {
                 self.value("/sys/devices/system/cpu/intel_pstate/no_turbo")
                     .map(|v| v == "0")
             });
-        put("cpufreq_boost", boost.into());
+        fp.cpufreq_boost = boost;
         if !present {
             notes.push(
                 "cpufreq: no frequency scaling interface in sysfs (usual in VMs), so governor, \
@@ -376,58 +312,34 @@ impl Sources {
         }
     }
 
-    fn scratch(
-        &self,
-        scratch: Option<&Path>,
-        put: &mut impl FnMut(&str, Value),
-        notes: &mut Vec<String>,
-    ) {
-        let keys = [
-            "scratch_path",
-            "scratch_fs_type",
-            "scratch_device",
-            "scratch_device_number",
-            "scratch_mount_point",
-            "scratch_mount_options",
-            "scratch_super_options",
-            "scratch_rotational",
-        ];
-        let mut values: BTreeMap<&str, Value> = BTreeMap::new();
-        if let Some(dir) = scratch {
-            match std::fs::canonicalize(dir) {
-                Err(e) => notes.push(format!(
+    fn scratch(&self, scratch: Option<&Path>, fp: &mut Fingerprint, notes: &mut Vec<String>) {
+        let Some(dir) = scratch else { return };
+        let real = match std::fs::canonicalize(dir) {
+            Ok(real) => real.to_string_lossy().into_owned(),
+            Err(e) => {
+                notes.push(format!(
                     "scratch directory {}: cannot resolve it ({e})",
                     dir.display()
-                )),
-                Ok(real) => {
-                    let text = real.to_string_lossy().into_owned();
-                    values.insert("scratch_path", text.clone().into());
-                    let mounts = parse::parse_mountinfo(
-                        &self.read("/proc/self/mountinfo").unwrap_or_default(),
-                    );
-                    match parse::mount_for(&mounts, &text) {
-                        None => notes.push(format!(
-                            "scratch directory {text}: no mount found in /proc/self/mountinfo"
-                        )),
-                        Some(m) => {
-                            values.insert("scratch_fs_type", m.fs_type.clone().into());
-                            values.insert("scratch_device", m.source.clone().into());
-                            values.insert("scratch_device_number", m.device_number.clone().into());
-                            values.insert("scratch_mount_point", m.mount_point.clone().into());
-                            values.insert("scratch_mount_options", m.mount_options.clone().into());
-                            values.insert("scratch_super_options", m.super_options.clone().into());
-                            values.insert(
-                                "scratch_rotational",
-                                self.rotational(&m.device_number).into(),
-                            );
-                        }
-                    }
-                }
+                ));
+                return;
+            }
+        };
+        let mounts = parse::parse_mountinfo(&self.read("/proc/self/mountinfo").unwrap_or_default());
+        match parse::mount_for(&mounts, &real) {
+            None => notes.push(format!(
+                "scratch directory {real}: no mount found in /proc/self/mountinfo"
+            )),
+            Some(m) => {
+                fp.scratch_fs_type = Some(m.fs_type.clone());
+                fp.scratch_device = Some(m.source.clone());
+                fp.scratch_device_number = Some(m.device_number.clone());
+                fp.scratch_mount_point = Some(m.mount_point.clone());
+                fp.scratch_mount_options = Some(m.mount_options.clone());
+                fp.scratch_super_options = Some(m.super_options.clone());
+                fp.scratch_rotational = self.rotational(&m.device_number);
             }
         }
-        for k in keys {
-            put(k, values.remove(k).unwrap_or(Value::Null));
-        }
+        fp.scratch_path = Some(real);
     }
 
     /// Whether the block device is a spinning disk; None for file systems without one (tmpfs).

@@ -13,14 +13,19 @@ fn fake(root: &Path) -> Sources {
     }
 }
 
-fn keys(v: &Value) -> Vec<String> {
+/// The document as stored, for checks by field name.
+fn json(fp: Fingerprint) -> serde_json::Value {
+    serde_json::to_value(fp).unwrap()
+}
+
+fn keys(v: &serde_json::Value) -> Vec<String> {
     v.as_object().unwrap().keys().cloned().collect()
 }
 
 #[test]
 fn empty_tree_gives_nulls_not_panics() {
     let dir = tempfile::tempdir().unwrap();
-    let fp = fake(dir.path()).collect(None);
+    let fp = json(fake(dir.path()).collect(None));
     assert_eq!(fp["fingerprint_schema"], FINGERPRINT_SCHEMA);
     assert_eq!(fp["tool_version"], env!("CARGO_PKG_VERSION"));
     for k in [
@@ -49,8 +54,8 @@ fn empty_tree_gives_nulls_not_panics() {
 #[test]
 fn key_set_is_the_same_whatever_is_readable() {
     let dir = tempfile::tempdir().unwrap();
-    let empty = fake(dir.path()).collect(Some(dir.path()));
-    let real = collect(Some(dir.path()));
+    let empty = json(fake(dir.path()).collect(Some(dir.path())));
+    let real = json(collect(Some(dir.path())));
     assert_eq!(keys(&empty), keys(&real));
     for k in keys(&real) {
         assert_eq!(k, k.to_ascii_lowercase(), "keys are snake_case");
@@ -133,7 +138,7 @@ fn fake_tree_is_read_and_parsed() {
         ),
     );
 
-    let fp = fake(r).collect(Some(r));
+    let fp = json(fake(r).collect(Some(r)));
     assert_eq!(fp["hostname"], "box1");
     assert_eq!(fp["kernel_release"], "6.9.0-test");
     assert_eq!(fp["preempt_model"], "PREEMPT_DYNAMIC");
@@ -206,7 +211,7 @@ fn preemption_from_debugfs_wins() {
         "/sys/kernel/debug/sched/preempt",
         "none voluntary (full) lazy\n",
     );
-    let fp = fake(r).collect(None);
+    let fp = json(fake(r).collect(None));
     assert_eq!(fp["preempt_model"], "full (PREEMPT_DYNAMIC)");
     assert_eq!(
         fp["preempt_model_source"],
@@ -228,7 +233,7 @@ fn vulnerabilities_directory_as_map() {
 
 #[test]
 fn real_system_fingerprint() {
-    let fp = collect(Some(&std::env::temp_dir()));
+    let fp = json(collect(Some(&std::env::temp_dir())));
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     assert_eq!(fp["kernel_release"], release.trim());
     assert!(fp["scratch_fs_type"].is_string(), "{fp:#}");

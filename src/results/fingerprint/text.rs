@@ -1,6 +1,7 @@
 //! The fingerprint as aligned "key: value" sections for people (System, CPU, Memory, Clock, Scratch
 //! directory, Notes). Unknown values read "unknown"; the JSON keeps them as null.
 
+use super::Fingerprint;
 use serde_json::Value;
 use std::fmt::Write as _;
 
@@ -115,8 +116,11 @@ fn row(out: &mut String, width: usize, label: &str, value: &str) {
     let _ = writeln!(out, "  {:<width$}  {value}", format!("{label}:"));
 }
 
-pub fn render(fp: &Value) -> String {
-    let get = |k: &str| fp.get(k).unwrap_or(&Value::Null);
+/// The sections `osmeter info` prints. The tables name fields by their serialised names (a test
+/// holds every name against the document), so the layout stays a table.
+pub fn render(fp: &Fingerprint) -> String {
+    let fields = fp.fields();
+    let get = |k: &str| fields.get(k).unwrap_or(&Value::Null);
     let with_source = |k: &str, src: &str| {
         let v = show(get(k), Show::Text);
         match get(src).as_str() {
@@ -236,8 +240,28 @@ mod tests {
     }
 
     #[test]
+    fn every_field_a_table_names_is_in_the_document() {
+        let fields = Fingerprint::default().fields();
+        let named = [SYSTEM, CPU, MEMORY, CLOCK, SCRATCH]
+            .iter()
+            .flat_map(|s| s.iter().map(|r| r.1))
+            .chain([
+                "preempt_model",
+                "preempt_model_source",
+                "preempt_boot_param",
+                "hypervisor",
+                "hypervisor_source",
+                "cpu_vulnerabilities",
+                "notes",
+            ]);
+        for key in named {
+            assert!(fields.contains_key(key), "no field {key}");
+        }
+    }
+
+    #[test]
     fn sections_and_unknowns() {
-        let fp = json!({
+        let fp: Fingerprint = serde_json::from_value(json!({
             "kernel_release": "6.1.0-test",
             "preempt_model": "PREEMPT_DYNAMIC",
             "preempt_model_source": "kernel version string",
@@ -249,7 +273,8 @@ mod tests {
             "clocksources_available": ["tsc", "kvm-clock"],
             "cpu_vulnerabilities": {"mds": "Not affected", "spectre_v1": "Mitigation: x", "l1tf": "Not affected"},
             "notes": ["cpufreq: none here"],
-        });
+        }))
+        .unwrap();
         let text = render(&fp);
         for title in [
             "System\n",

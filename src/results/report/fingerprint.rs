@@ -57,7 +57,7 @@ fn blocks(rendered: &str) -> Vec<Block> {
     out
 }
 
-fn full(fp: &serde_json::Value) -> String {
+fn full(fp: &crate::results::fingerprint::Fingerprint) -> String {
     let mut out = String::from("<div class=\"grid\">\n");
     for b in blocks(&text::render(fp)) {
         let _ = write!(out, "<div>\n<h3>{}</h3>\n", esc(&b.title));
@@ -85,12 +85,12 @@ impl Section for Fingerprint {
     }
     fn render(&self, ctx: &Context) -> Result<Option<String>> {
         let mut out = String::new();
-        let base = &ctx.runs[0].fingerprint;
+        let base = ctx.runs[0].fingerprint.as_ref();
         if ctx.runs.len() > 1 {
             // field -> value per run; a run without a difference has the baseline's value.
             let mut fields: BTreeMap<String, Vec<Option<String>>> = BTreeMap::new();
             for (i, other) in ctx.runs.iter().enumerate().skip(1) {
-                for (field, a, b) in fingerprint_differences(base, &other.fingerprint) {
+                for (field, a, b) in fingerprint_differences(base, other.fingerprint.as_ref()) {
                     let row = fields
                         .entry(field)
                         .or_insert_with(|| vec![None; ctx.runs.len()]);
@@ -131,10 +131,9 @@ impl Section for Fingerprint {
                 note("The other runs match it except for the fields listed above.")
             );
         }
-        if base.as_object().is_none_or(|m| m.is_empty()) {
-            out.push_str(&note("This run has no stored fingerprint."));
-        } else {
-            out.push_str(&full(base));
+        match base {
+            None => out.push_str(&note("This run has no stored fingerprint.")),
+            Some(fp) => out.push_str(&full(fp)),
         }
         Ok(Some(out))
     }
@@ -146,11 +145,12 @@ mod tests {
 
     #[test]
     fn rendered_text_reads_back_into_blocks() {
-        let fp = serde_json::json!({
+        let fp = crate::results::fingerprint::Fingerprint::from_json(serde_json::json!({
             "kernel_release": "6.1.0-test",
             "cpu_vulnerabilities": {"spectre_v1": "Mitigation: x", "mds": "Not affected"},
             "notes": ["cpufreq: none here"],
-        });
+        }))
+        .unwrap();
         let b = blocks(&text::render(&fp));
         let titles: Vec<&str> = b.iter().map(|b| b.title.as_str()).collect();
         assert_eq!(

@@ -97,14 +97,16 @@ fn series(ctx: &Context) -> Vec<Series> {
 /// Cache sizes to mark: (label, bytes), one per distinct value over the runs.
 fn caches(ctx: &Context) -> Vec<(String, f64)> {
     let mut out: Vec<(String, f64)> = Vec::new();
-    for (key, name) in [
-        ("cache_l1d_bytes", "L1d"),
-        ("cache_l2_bytes", "L2"),
-        ("cache_l3_bytes", "L3"),
-    ] {
+    for name in ["L1d", "L2", "L3"] {
         let mut seen: Vec<(u64, Vec<usize>)> = Vec::new();
         for (r, run) in ctx.runs.iter().enumerate() {
-            if let Some(b) = run.fingerprint.get(key).and_then(|v| v.as_u64()) {
+            let size = run.fingerprint.as_ref().and_then(|f| {
+                f.cache_sizes()
+                    .into_iter()
+                    .find(|(label, _)| *label == name)
+                    .map(|(_, bytes)| bytes)
+            });
+            if let Some(b) = size {
                 match seen.iter_mut().find(|(v, _)| *v == b) {
                     Some((_, runs)) => runs.push(r),
                     None => seen.push((b, vec![r])),

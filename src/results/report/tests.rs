@@ -21,10 +21,10 @@ fn figure(probe: &str, params: Params, unit: Unit, center: f64) -> Measurement {
 fn run(id: &str, scale: f64, hardware: bool) -> Run {
     let mut r = crate::results::model::tests::empty_run();
     r.id = id.into();
-    r.fingerprint = serde_json::json!({
+    r.fingerprint = crate::results::fingerprint::Fingerprint::from_json(serde_json::json!({
         "hostname": "box", "kernel_release": if scale > 1.0 { "6.6" } else { "6.1" },
         "cache_l1d_bytes": 32768, "cache_l2_bytes": 1048576, "cache_l3_bytes": 33554432,
-    });
+    }));
     let mut null = figure(
         "syscall.null",
         Params::new(),

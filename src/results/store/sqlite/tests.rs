@@ -8,7 +8,9 @@ fn run(id: &str, started: &str, host: &str, tags: &[(&str, &str)]) -> Run {
     r.id = id.into();
     r.started_at = started.into();
     r.suite = Some("quick".into());
-    r.fingerprint = serde_json::json!({ "hostname": host });
+    r.fingerprint = crate::results::fingerprint::Fingerprint::from_json(
+        serde_json::json!({ "hostname": host }),
+    );
     r.tags = tags
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
