@@ -258,6 +258,8 @@ pub fn sweep(parent: &Path) -> Vec<Removed> {
             continue;
         }
         if let Some(pid) = abandoned(&path) {
+            // A run killed outright may have left an image mounted inside (`--fs`, app.andrew).
+            detach_mounts_below(&path);
             if std::fs::remove_dir_all(&path).is_ok() {
                 removed.push(Removed {
                     path,

@@ -20,6 +20,8 @@ pub struct Cell {
     path: PathBuf,
     /// Where the process came from, to go back before the cgroup is removed.
     home: PathBuf,
+    /// The process moved in.
+    member: u32,
 }
 
 /// Times of a cgroup's processes so far (cpu.stat), microseconds.
@@ -48,26 +50,20 @@ impl Cell {
     /// Makes a cgroup beside the caller's and moves the calling process into it. Fails with the
     /// reason when there is no cgroup v2 hierarchy or no permission to write it.
     pub fn join() -> Result<Cell> {
-        let mounts = std::fs::read_to_string("/proc/self/mountinfo")
-            .context("cannot read /proc/self/mountinfo")?;
-        let root = cgroup2_mount(&mounts).ok_or_else(|| {
-            anyhow!("no cgroup v2 hierarchy is mounted (mount -t cgroup2 none /sys/fs/cgroup)")
-        })?;
-        let own = std::fs::read_to_string("/proc/self/cgroup")
-            .context("cannot read /proc/self/cgroup")?;
-        let rel = v2_path(&own)
-            .ok_or_else(|| anyhow!("this process is in no cgroup v2 (/proc/self/cgroup)"))?;
-        let home = root.join(rel.trim_start_matches('/'));
-        for gone in sweep(&home) {
-            eprintln!(
-                "osmeter: removed cgroup {}, left by a measuring process that was killed",
-                gone.display()
-            );
-        }
+        Cell::adopt(std::process::id())
+    }
+
+    /// Makes a cgroup beside the caller's and moves process `pid` (the caller or a child of it)
+    /// into it: a server that the workloads of a whole run share (the run's FUSE server) is
+    /// counted apart from the measuring process and added to each workload's counts.
+    pub fn adopt(pid: u32) -> Result<Cell> {
+        let home = home()?;
+        sweep_and_say(&home);
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let pid = std::process::id();
+        // Named after the measuring process, which owns the cgroup whoever is in it.
         let path = home.join(format!(
-            "{PREFIX}{pid}-{}",
+            "{PREFIX}{}-{}",
+            std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir(&path).with_context(|| {
@@ -76,9 +72,13 @@ impl Cell {
                 path.display()
             )
         })?;
-        let cell = Cell { path, home };
+        let cell = Cell {
+            path,
+            home,
+            member: pid,
+        };
         write_pid(&cell.path, pid)
-            .with_context(|| format!("cannot move this process into {}", cell.path.display()))?;
+            .with_context(|| format!("cannot move process {pid} into {}", cell.path.display()))?;
         Ok(cell)
     }
 
@@ -88,19 +88,25 @@ impl Cell {
 
     /// The cgroup's user and kernel time so far.
     pub fn cpu_stat(&self) -> Option<CpuStat> {
-        std::fs::read_to_string(self.path.join("cpu.stat"))
-            .ok()
-            .and_then(|t| CpuStat::parse(&t))
+        cpu_stat_of(&self.path)
     }
 }
 
 impl Drop for Cell {
     fn drop(&mut self) {
-        let _ = write_pid(&self.home, std::process::id());
+        // A member that has ended is gone from the cgroup already.
+        let _ = write_pid(&self.home, self.member);
         if let Err(e) = remove(&self.path) {
             eprintln!("osmeter: {e:#}");
         }
     }
+}
+
+/// The user and kernel time so far of the cgroup at `path`.
+pub fn cpu_stat_of(path: &Path) -> Option<CpuStat> {
+    std::fs::read_to_string(path.join("cpu.stat"))
+        .ok()
+        .and_then(|t| CpuStat::parse(&t))
 }
 
 fn write_pid(cgroup: &Path, pid: u32) -> std::io::Result<()> {
@@ -138,6 +144,38 @@ fn kill_members(path: &Path) {
     for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
         // SAFETY: signalling a process that is in the workload's own cgroup.
         unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// The cgroup this process is in, where workload cgroups are made.
+fn home() -> Result<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
+        .context("cannot read /proc/self/mountinfo")?;
+    let root = cgroup2_mount(&mounts).ok_or_else(|| {
+        anyhow!("no cgroup v2 hierarchy is mounted (mount -t cgroup2 none /sys/fs/cgroup)")
+    })?;
+    let own =
+        std::fs::read_to_string("/proc/self/cgroup").context("cannot read /proc/self/cgroup")?;
+    let rel = v2_path(&own)
+        .ok_or_else(|| anyhow!("this process is in no cgroup v2 (/proc/self/cgroup)"))?;
+    Ok(root.join(rel.trim_start_matches('/')))
+}
+
+fn sweep_and_say(home: &Path) {
+    for gone in sweep(home) {
+        eprintln!(
+            "osmeter: removed cgroup {}, left by a measuring process that was killed",
+            gone.display()
+        );
+    }
+}
+
+/// Removes the workload cgroups that killed measuring processes left beside this process's own
+/// (a run killed outright leaves its file system server's); nothing when there are none or no
+/// cgroup v2.
+pub fn sweep_left() {
+    if let Ok(home) = home() {
+        sweep_and_say(&home);
     }
 }
 

@@ -6,13 +6,14 @@
 //!
 //! Every value is a count over one sample; the harness divides by the operations in it.
 
-use super::cell::{Cell, CpuStat};
+use super::cell::{cpu_stat_of, Cell, CpuStat};
 use super::machine::MachineReading;
 use crate::meter::perf::events::{self, EventDef};
 use crate::meter::perf::sys;
 use crate::meter::Scope;
 use crate::results::model::CounterScopes;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
 
 /// One event open on one CPU for the cgroup.
 struct Open {
@@ -26,6 +27,8 @@ enum Source {
     Cgroup {
         cell: Cell,
         events: Vec<Open>,
+        /// The cgroup of a server the whole run shares (`--fs fuse`), counted with the workload.
+        server: Option<std::path::PathBuf>,
     },
     /// No cgroup: this process and its waited-for children.
     Rusage,
@@ -52,9 +55,24 @@ impl WholeCounters {
     pub fn start() -> WholeCounters {
         match Cell::join() {
             Ok(cell) => {
-                let (events, notes) = open_cgroup_events(&cell);
+                let (mut events, mut notes) = open_cgroup_events(cell.path());
+                let server = super::image::run_server_cgroup();
+                if let Some(path) = &server {
+                    let (more, why) = open_cgroup_events(path);
+                    events.extend(more);
+                    notes.extend(why);
+                    notes.push(format!(
+                        "counted with the workload: the run's file system server (fuse2fs, \
+                         cgroup {})",
+                        path.display()
+                    ));
+                }
                 WholeCounters {
-                    source: Source::Cgroup { cell, events },
+                    source: Source::Cgroup {
+                        cell,
+                        events,
+                        server,
+                    },
                     notes,
                 }
             }
@@ -83,7 +101,12 @@ impl WholeCounters {
     pub fn read(&self) -> Reading {
         let mut events = Vec::new();
         let mut cpu = None;
-        if let Source::Cgroup { cell, events: open } = &self.source {
+        if let Source::Cgroup {
+            cell,
+            events: open,
+            server,
+        } = &self.source
+        {
             let mut buf = [0u64; 4];
             for o in open {
                 if let Ok(n) = sys::read_words(&o.fd, &mut buf) {
@@ -93,6 +116,10 @@ impl WholeCounters {
                 }
             }
             cpu = cell.cpu_stat();
+            if let (Some(c), Some(extra)) = (&mut cpu, server.as_deref().and_then(cpu_stat_of)) {
+                c.user_us += extra.user_us;
+                c.system_us += extra.system_us;
+            }
         }
         Reading {
             events,
@@ -181,14 +208,14 @@ fn online_cpus() -> i32 {
 /// Opens every software event, and the hardware ones in each privilege level where the machine
 /// has them, on every CPU for the cgroup. Events are opened one by one (not as groups) so that a
 /// CPU that refuses one keeps the others.
-fn open_cgroup_events(cell: &Cell) -> (Vec<Open>, Vec<String>) {
+fn open_cgroup_events(cgroup: &Path) -> (Vec<Open>, Vec<String>) {
     let mut notes = Vec::new();
-    let dir = match std::fs::File::open(cell.path()) {
+    let dir = match std::fs::File::open(cgroup) {
         Ok(d) => d,
         Err(e) => {
             notes.push(format!(
                 "no counters for the cgroup: cannot open {}: {e}",
-                cell.path().display()
+                cgroup.display()
             ));
             return (Vec::new(), notes);
         }

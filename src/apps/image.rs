@@ -10,12 +10,13 @@
 
 use super::packages::{need, Need};
 use anyhow::{bail, Context, Result};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// How the image is mounted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How the image is mounted (`--fs`, and app.andrew's `fs=ext4|fuse`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Kind {
     /// The kernel's ext4 over a loop device.
     Ext4,
@@ -32,6 +33,13 @@ impl Kind {
         }
     }
 
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Ext4 => "ext4",
+            Kind::Fuse => "fuse",
+        }
+    }
+
     pub fn needs(self) -> &'static [Need] {
         match self {
             Kind::Ext4 => EXT4_NEEDS,
@@ -39,7 +47,7 @@ impl Kind {
         }
     }
 
-    fn describe(self) -> &'static str {
+    pub fn describe(self) -> &'static str {
         match self {
             Kind::Ext4 => "in-kernel ext4 (loop mount)",
             Kind::Fuse => "ext4 served by fuse2fs through FUSE",
@@ -68,11 +76,18 @@ pub struct Mounted {
     /// The fuse2fs server, a child of the measuring process (so its work is in the workload's
     /// cgroup).
     server: Option<Child>,
+    /// The server's own cgroup, when it serves a whole run rather than one workload.
+    server_cell: Option<super::cell::Cell>,
     _dir: tempfile::TempDir,
 }
 
 /// Why mounting cannot work here, or None.
 pub fn unavailable(kind: Kind) -> Option<String> {
+    unavailable_but_packages(kind).or_else(|| super::packages::missing_reason(kind.needs()))
+}
+
+/// Why mounting cannot work here whatever is installed (root, /dev/fuse), or None.
+pub fn unavailable_but_packages(kind: Kind) -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Some(format!(
@@ -83,7 +98,7 @@ pub fn unavailable(kind: Kind) -> Option<String> {
     if kind == Kind::Fuse && !Path::new("/dev/fuse").exists() {
         return Some("/dev/fuse is missing: load the fuse module (modprobe fuse)".into());
     }
-    super::packages::missing_reason(kind.needs())
+    None
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<()> {
@@ -140,6 +155,7 @@ impl Mounted {
             kind,
             mountpoint,
             server: None,
+            server_cell: None,
             _dir: dir,
         };
         match kind {
@@ -155,6 +171,9 @@ impl Mounted {
                     .arg(&image)
                     .arg(&mounted.mountpoint)
                     .arg("-f")
+                    // Its own process group: Ctrl-C at a terminal reaches osmeter, which unmounts
+                    // in order, and not the server under the files still open.
+                    .process_group(0)
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
@@ -187,6 +206,28 @@ impl Mounted {
 
     pub fn path(&self) -> &Path {
         &self.mountpoint
+    }
+
+    /// Moves the FUSE server into a cgroup of its own, so that workloads can count it with
+    /// themselves ([`run_server_cgroup`]); returns that cgroup. Nothing to move for the kernel's ext4.
+    pub fn server_apart(&mut self) -> Result<Option<&Path>> {
+        let Some(server) = &self.server else {
+            return Ok(None);
+        };
+        self.server_cell = Some(super::cell::Cell::adopt(server.id())?);
+        Ok(self.server_cell.as_ref().map(|c| c.path()))
+    }
+
+    /// The file system type the kernel shows for the mount (`ext4`, `fuse.fuse2fs`, `fuseblk`).
+    pub fn fs_type(&self) -> Option<String> {
+        let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        text.lines().find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let point = left.split_whitespace().nth(4)?;
+            (Path::new(&crate::scratch::unescape_mount_field(point)) == self.mountpoint)
+                .then(|| right.split_whitespace().next().map(str::to_string))
+                .flatten()
+        })
     }
 
     pub fn kind(&self) -> Kind {
@@ -234,4 +275,27 @@ impl Drop for Mounted {
             let _ = server.wait();
         }
     }
+}
+
+/// Names the cgroup of the run's file system server for the measuring processes the run starts.
+const SERVER_CGROUP_ENV: &str = "OSMETER_RUN_FS_SERVER_CGROUP";
+
+/// Tells the measuring processes started from now on (they inherit the environment) to count the
+/// server in `cgroup` with their workloads; None stops it.
+pub fn announce_server_cgroup(cgroup: Option<&Path>) {
+    match cgroup {
+        Some(p) => std::env::set_var(SERVER_CGROUP_ENV, p),
+        None => std::env::remove_var(SERVER_CGROUP_ENV),
+    }
+}
+
+/// The cgroup of the run's file system server (`--fs fuse`), in a measuring process: only a
+/// workload cgroup osmeter made (name and place checked), never an arbitrary path.
+pub fn run_server_cgroup() -> Option<PathBuf> {
+    let path = PathBuf::from(std::env::var_os(SERVER_CGROUP_ENV)?);
+    let ours = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("osmeter-app-"));
+    (ours && path.join("cgroup.procs").is_file()).then_some(path)
 }

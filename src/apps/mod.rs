@@ -33,6 +33,7 @@ pub mod interp;
 pub mod machine;
 pub mod packages;
 pub mod program;
+pub mod runfs;
 pub mod summary;
 
 use crate::harness::Workload;
@@ -61,8 +62,11 @@ pub fn needs_of(probe: &str, params: &Params) -> Vec<packages::Need> {
 }
 
 /// `osmeter run --install`: installs what the selected variants need (root; apt-get).
-pub fn install_for<'a>(variants: impl IntoIterator<Item = (&'a str, &'a Params)>) -> Result<()> {
-    let mut needs: Vec<packages::Need> = Vec::new();
+pub fn install_for<'a>(
+    variants: impl IntoIterator<Item = (&'a str, &'a Params)>,
+    run_fs: Option<image::Kind>,
+) -> Result<()> {
+    let mut needs: Vec<packages::Need> = run_fs.map(|k| k.needs().to_vec()).unwrap_or_default();
     for (probe, params) in variants {
         for n in needs_of(probe, params) {
             if !needs.contains(&n) {
