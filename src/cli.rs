@@ -130,38 +130,50 @@ pub struct ManArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct LatencyArgs {
-    /// Period of the measuring threads, e.g. 1ms, 500us
-    #[arg(long, value_name = "DURATION", default_value = "1ms")]
-    pub period: String,
+    /// Period of the measuring threads, e.g. 1ms, 500us (50us to 1s)
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = crate::latency::values::period)]
+    pub period: u64,
     /// Length of the measurement, e.g. 10s, 30min (at most 24h)
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
-    pub duration: String,
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::latency::values::duration)]
+    pub duration: u64,
     /// CPUs to measure on, e.g. 1 or 0,1 [default: the last usable CPU]
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::latency::values::cpu)]
+    pub cpus: Vec<usize>,
     /// Classes: high (SCHED_FIFO --prio-high), medium (SCHED_FIFO --prio-medium), normal (SCHED_OTHER)
-    #[arg(long, value_name = "LIST", default_value = "high,medium,normal")]
-    pub classes: String,
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "high,medium,normal"
+    )]
+    pub classes: Vec<crate::latency::threads::ClassName>,
     /// Wake paths: timer, futex, eventfd, pipe
-    #[arg(long, value_name = "LIST", default_value = "timer,futex")]
-    pub paths: String,
-    /// SCHED_FIFO priority of the high class (1-98)
-    #[arg(long, value_name = "PRIO", default_value_t = 90)]
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "timer,futex"
+    )]
+    pub paths: Vec<crate::latency::threads::Path>,
+    /// SCHED_FIFO priority of the high class (1-98; 99 is left to the kernel)
+    #[arg(long, value_name = "PRIO", default_value_t = 90, value_parser = clap::value_parser!(i32).range(1..=98))]
     pub prio_high: i32,
-    /// SCHED_FIFO priority of the medium class (1-98)
-    #[arg(long, value_name = "PRIO", default_value_t = 50)]
+    /// SCHED_FIFO priority of the medium class (1-98; 99 is left to the kernel)
+    #[arg(long, value_name = "PRIO", default_value_t = 50, value_parser = clap::value_parser!(i32).range(1..=98))]
     pub prio_medium: i32,
     /// A pipeline to evaluate: period t, n buffers, compute c (a time, or a fraction of t), e.g.
     /// 5ms,3,2ms (repeatable; added to the default table)
-    #[arg(long = "buffer", value_name = "T,N,C")]
-    pub buffers: Vec<String>,
-    /// Compute time of the default buffer table, as a fraction of t
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.5)]
+    #[arg(long = "buffer", value_name = "T,N,C", value_parser = crate::latency::values::buffer)]
+    pub buffers: Vec<crate::latency::buffer::BufferConfig>,
+    /// Compute time of the default buffer table, as a fraction of t (0 to below 1)
+    #[arg(long, value_name = "FRACTION", default_value = "0.5", value_parser = crate::latency::values::fraction)]
     pub compute_fraction: f64,
     /// Background load at normal priority: cpu, memory, io, net, fork, faults, or the mixes desktop
     /// and server (comma-separated)
-    #[arg(long, value_name = "LIST")]
-    pub load: Option<String>,
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::latency::load::Load::parse)]
+    pub load: Vec<crate::latency::load::Load>,
     /// A command run as load (through /bin/sh) for the whole measurement, stopped at the end
     #[arg(long, value_name = "CMD")]
     pub load_cmd: Option<String>,
@@ -178,11 +190,11 @@ pub struct LatencyArgs {
     #[arg(long)]
     pub trace: bool,
     /// Lateness that triggers a cause-capture episode
-    #[arg(long, value_name = "LATENCY", default_value = "1ms")]
-    pub threshold: String,
-    /// Cause-capture episodes kept
-    #[arg(long, value_name = "K", default_value_t = 5)]
-    pub episodes: usize,
+    #[arg(long, value_name = "LATENCY", default_value = "1ms", value_parser = crate::units::duration_arg)]
+    pub threshold: u64,
+    /// Cause-capture episodes kept (at least 1)
+    #[arg(long, value_name = "K", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    pub episodes: u64,
     /// With --trace: stacks of what ran instead of a late thread (kernel costs a few us per
     /// stack; all adds user stacks to every event)
     #[arg(
@@ -200,11 +212,11 @@ pub struct LatencyArgs {
     pub stages: bool,
     /// The timer threads compute this long after every wake, feeding a pipeline of 2, 3 and 4
     /// buffers of one period each; real underruns are counted against the model, e.g. 300us
-    #[arg(long, value_name = "DURATION")]
-    pub compute: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::duration_arg)]
+    pub compute: Option<u64>,
     /// Exit with code 5 when any wake (missed periods included) is later than this, e.g. 500us
-    #[arg(long, value_name = "LATENCY")]
-    pub fail_over: Option<String>,
+    #[arg(long, value_name = "LATENCY", value_parser = crate::units::duration_arg)]
+    pub fail_over: Option<u64>,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]
@@ -330,17 +342,17 @@ pub struct MemsimArgs {
     pub configs: Vec<PathBuf>,
     /// First-level data (or unified) cache of an extra machine based on the first preset,
     /// SIZE:ASSOC:LINE, e.g. 32K:8:64
-    #[arg(long, value_name = "GEOMETRY")]
-    pub l1d: Option<String>,
+    #[arg(long, value_name = "GEOMETRY", value_parser = crate::memsim::config::CacheGeometry::parse)]
+    pub l1d: Option<crate::memsim::config::CacheGeometry>,
     /// First-level instruction cache of that machine, SIZE:ASSOC:LINE
-    #[arg(long, value_name = "GEOMETRY")]
-    pub l1i: Option<String>,
+    #[arg(long, value_name = "GEOMETRY", value_parser = crate::memsim::config::CacheGeometry::parse)]
+    pub l1i: Option<crate::memsim::config::CacheGeometry>,
     /// Second-level unified cache of that machine, SIZE:ASSOC:LINE
-    #[arg(long, value_name = "GEOMETRY")]
-    pub l2: Option<String>,
+    #[arg(long, value_name = "GEOMETRY", value_parser = crate::memsim::config::CacheGeometry::parse)]
+    pub l2: Option<crate::memsim::config::CacheGeometry>,
     /// TLB of that machine, ENTRIES:ASSOC:PAGE, e.g. 64:full:4K
-    #[arg(long, value_name = "GEOMETRY")]
-    pub tlb: Option<String>,
+    #[arg(long, value_name = "GEOMETRY", value_parser = crate::memsim::config::TlbGeometry::parse)]
+    pub tlb: Option<crate::memsim::config::TlbGeometry>,
     /// Skip the 3C miss classification (faster)
     #[arg(long)]
     pub no_3c: bool,
@@ -394,7 +406,7 @@ pub struct ExportArgs {
     pub store: StoreArg,
 }
 
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone)]
 pub struct PushArgs {
     /// Run ids, or unique prefixes
     #[arg(required_unless_present = "all", conflicts_with = "all")]
@@ -404,8 +416,8 @@ pub struct PushArgs {
     pub all: bool,
     /// Destination: a postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE URL (the password may come
     /// from $PGPASSWORD instead) or a SQLite path
-    #[arg(long, value_name = "URL|PATH")]
-    pub to: String,
+    #[arg(long, value_name = "URL|PATH", value_parser = crate::results::store::LocationArg)]
+    pub to: crate::results::store::Location,
     /// The source store
     #[command(flatten)]
     pub store: StoreArg,
@@ -477,8 +489,8 @@ pub struct KeepArgs {
 pub struct StoreArg {
     /// Where runs are kept: a SQLite file or a postgres:// URL [default: $OSMETER_STORE, else
     /// $XDG_DATA_HOME/osmeter/runs.db]
-    #[arg(long, value_name = "PATH|URL")]
-    pub store: Option<String>,
+    #[arg(long, value_name = "PATH|URL", value_parser = crate::results::store::LocationArg)]
+    pub store: Option<crate::results::store::Location>,
 }
 
 #[derive(Args, Debug, Clone, Default)]

@@ -123,7 +123,7 @@ impl RunConfig {
             keeper: Keeper::new(
                 &crate::apps::runfs::tags_with_fs(&args.keep.tags, args.measure.fs),
                 args.keep.no_store,
-                args.keep.store.store.as_deref(),
+                args.keep.store.store.as_ref(),
             )?,
             json: args.output.json,
         })

@@ -441,6 +441,18 @@ fn bad_values_are_refused_by_the_parser_naming_option_and_value() {
             &["memsim", "--preset", "vax-780", "t.osmt"],
             &["'--preset <NAME>'", "ds5000-200", "sweep16"],
         ),
+        (
+            &["memsim", "--l1d", "32K:8", "t.osmt"],
+            &["'--l1d <GEOMETRY>'", "three fields"],
+        ),
+        (
+            &["memsim", "--tlb", "64:many:4K", "t.osmt"],
+            &["'--tlb <GEOMETRY>'", "associativity"],
+        ),
+        (
+            &["runs", "--store", ""],
+            &["'--store <PATH|URL>'", "SQLite file or a postgres:// URL"],
+        ),
     ];
     let dir = tempfile::tempdir().unwrap();
     for (args, says) in cases {

@@ -105,19 +105,55 @@ fn the_table_names_every_section_and_fail_over_exits_5() {
 }
 
 #[test]
-fn bad_input_is_a_usage_error() {
-    let _cpu = exclusive();
-    for args in [
-        &["--period", "0"][..],
-        &["--period", "0ms"],
-        &["--prio-high", "99"],
-        &["--prio-medium", "0"],
-        &["--classes", "realtime"],
-        &["--paths", "signal"],
-        &["--duration", "25h"],
-        &["--buffer", "5ms,1,1ms"],
-        &["--cpus", "100000"],
+fn bad_input_is_a_usage_error_naming_the_value_and_what_is_allowed() {
+    // Every refusal comes before anything is measured: each case would otherwise take a second.
+    for (args, want) in [
+        (&["--period", "0"][..], &["'0'", "--period", "positive"][..]),
+        (&["--period", "0ms"], &["'0ms'", "positive"]),
+        (&["--period", "10us"], &["'10us'", "between 50us and 1s"]),
+        (
+            &["--period", "5parsecs"],
+            &["'5parsecs'", "ns, us, ms, s, min or h"],
+        ),
+        (&["--prio-high", "99"], &["'99'", "--prio-high", "1..=98"]),
+        (&["--prio-medium", "0"], &["'0'", "--prio-medium", "1..=98"]),
+        (
+            &["--classes", "high,realtime"],
+            &["'realtime'", "high, medium, normal"],
+        ),
+        (
+            &["--paths", "signal"],
+            &["'signal'", "timer, futex, eventfd, pipe"],
+        ),
+        (&["--duration", "25h"], &["'25h'", "at most 24h"]),
+        (
+            &["--duration", "500us"],
+            &["--duration", "shorter than one period"],
+        ),
+        (&["--buffer", "5ms,1,1ms"], &["'5ms,1,1ms'", "2 or more"]),
+        (&["--compute-fraction", "1.5"], &["'1.5'", "below 1"]),
+        (&["--cpus", "100000"], &["'100000'", "--cpus"]),
+        (&["--cpus", "0,one"], &["'one'", "e.g. 0,1"]),
+        (
+            &["--load", "cpu,gpu"],
+            &[
+                "'gpu'",
+                "cpu, memory, io, net, fork, faults, desktop, server",
+            ],
+        ),
+        (
+            &["--threshold", "soon", "--trace"],
+            &["'soon'", "--threshold"],
+        ),
+        (&["--episodes", "0", "--trace"], &["'0'", "--episodes"]),
+        (&["--fail-over=-1ms"], &["'-1ms'", "--fail-over"]),
+        (
+            &["--compute", "2ms"],
+            &["--compute", "less than the period"],
+        ),
+        (&["--stages", "--paths", "pipe"], &["add timer to --paths"]),
     ] {
+        let started = std::time::Instant::now();
         let out = TestEnv::new()
             .osmeter()
             .arg("latency")
@@ -125,11 +161,15 @@ fn bad_input_is_a_usage_error() {
             .arg("--no-store")
             .output()
             .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for w in want {
+            assert!(err.contains(w), "{args:?}: {w:?} missing from {err}");
+        }
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{args:?} measured before refusing"
         );
     }
 }
@@ -257,4 +297,70 @@ fn cause_capture_names_an_injected_delay_and_restores_tracefs() {
         eps[0]["summary"]
     );
     assert_eq!(tracefs_state(), before, "tracefs not restored");
+}
+
+/// "61.2 ms" in a progress line, in nanoseconds.
+fn progress_ns(text: &str) -> u64 {
+    let (number, unit) = text.trim().split_once(' ').unwrap();
+    let scale = match unit {
+        "ns" => 1.0,
+        "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        other => panic!("unit {other:?} in {text:?}"),
+    };
+    (number.parse::<f64>().unwrap() * scale) as u64
+}
+
+#[test]
+fn the_progress_line_shows_the_worst_wake_so_far_and_a_hog_raises_it() {
+    let _cpu = exclusive();
+    let cpu = last_cpu();
+    // Without root the hog cannot take SCHED_FIFO and delays the normal class by no known amount.
+    let hogged = is_root();
+    let h = hogged.then(|| hog(cpu, 1500, 60));
+    let out = TestEnv::new()
+        .osmeter()
+        .env("OSMETER_PROGRESS", "always")
+        .args(["latency", "--classes", "normal", "--paths", "timer"])
+        .args(["--duration", "4s", "--cpus", &cpu.to_string()])
+        .args(["--json", "--no-store"])
+        .output()
+        .unwrap();
+    if let Some(h) = h {
+        h.join().unwrap();
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let final_worst = run["sections"]["latency"]["streams"][0]["corrected"]["max_ns"]
+        .as_u64()
+        .unwrap();
+    let seen: Vec<u64> = err
+        .lines()
+        .filter(|l| l.starts_with("latency: "))
+        .map(|l| {
+            let (_, worst) = l
+                .split_once(", worst normal ")
+                .unwrap_or_else(|| panic!("no worst case in {l:?}"));
+            progress_ns(worst)
+        })
+        .collect();
+    assert!(seen.len() >= 2, "{err}");
+    // Rounded to three digits, each line's worst is at most the run's, and it never falls.
+    for pair in seen.windows(2) {
+        assert!(pair[0] <= pair[1], "{seen:?}\n{err}");
+    }
+    assert!(
+        *seen.last().unwrap() <= final_worst + final_worst / 100,
+        "{seen:?} against {final_worst}\n{err}"
+    );
+    if hogged {
+        // The hog held the CPU 60 ms from 1.5 s after launch; the line drawn at 3 s of
+        // measuring comes after it.
+        assert!(
+            *seen.last().unwrap() >= 50_000_000,
+            "the hog's 60 ms is not in {seen:?}\n{err}"
+        );
+    }
 }

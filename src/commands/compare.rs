@@ -94,7 +94,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
             ));
         }
     }
-    let mut store = Location::resolve(args.store.store.as_deref())?.open_read_only()?;
+    let mut store = Location::resolve(args.store.store.as_ref())?.open_read_only()?;
     let (a, b) = sides(args, store.as_mut())?;
     let (history_noise, history_runs) = if args.no_history {
         (BTreeMap::new(), 0)

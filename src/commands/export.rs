@@ -8,7 +8,7 @@ use std::io::Write;
 
 pub fn export(args: &ExportArgs) -> Result<i32> {
     let exp = args.format.exporter();
-    let mut store = Location::resolve(args.store.store.as_deref())?.open_read_only()?;
+    let mut store = Location::resolve(args.store.store.as_ref())?.open_read_only()?;
     let id = resolve_id(store.as_mut(), &args.run)?;
     let run = store
         .load(&id)?

@@ -2,7 +2,7 @@
 //! result as a run whose "memsim" section holds the `osmeter.memsim/1` document.
 
 use crate::cli::MemsimArgs;
-use crate::memsim::config::{parse_cache, parse_tlb, preset, PRESETS, SWEEPS};
+use crate::memsim::config::{preset, PRESETS, SWEEPS};
 use crate::memsim::document::{MemsimDoc, TraceRef};
 use crate::memsim::machine::MachineConfig;
 use crate::memsim::{budget, curve, interval, kernel, report, sweep, trace};
@@ -51,15 +51,15 @@ fn machines(args: &MemsimArgs) -> Result<Vec<MachineConfig>> {
             .unwrap_or_else(|| preset("ds5000-200").expect("built-in preset"));
         let mut name = vec![m.name.clone()];
         if let Some(g) = &args.l1d {
-            m.l1d = parse_cache(g, Some(&m.l1d)).map_err(|e| usage!("--l1d: {e}"))?;
-            name.push(format!("l1d={g}"));
+            m.l1d = g.apply(Some(&m.l1d)).map_err(|e| usage!("--l1d: {e}"))?;
+            name.push(format!("l1d={}", g.text));
         }
         if let Some(g) = &args.l1i {
             m.l1i = Some(
-                parse_cache(g, m.l1i.as_ref().or(Some(&m.l1d)))
+                g.apply(m.l1i.as_ref().or(Some(&m.l1d)))
                     .map_err(|e| usage!("--l1i: {e}"))?,
             );
-            name.push(format!("l1i={g}"));
+            name.push(format!("l1i={}", g.text));
         }
         if let Some(g) = &args.l2 {
             let mut base = m.lower.first().cloned();
@@ -70,17 +70,17 @@ fn machines(args: &MemsimArgs) -> Result<Vec<MachineConfig>> {
                 b.hit_cycles = 10;
                 base = Some(b);
             }
-            let l2 = parse_cache(g, base.as_ref()).map_err(|e| usage!("--l2: {e}"))?;
+            let l2 = g.apply(base.as_ref()).map_err(|e| usage!("--l2: {e}"))?;
             if m.lower.is_empty() {
                 m.lower.push(l2);
             } else {
                 m.lower[0] = l2;
             }
-            name.push(format!("l2={g}"));
+            name.push(format!("l2={}", g.text));
         }
         if let Some(g) = &args.tlb {
-            m.tlb = Some(parse_tlb(g, m.tlb.as_ref()).map_err(|e| usage!("--tlb: {e}"))?);
-            name.push(format!("tlb={g}"));
+            m.tlb = Some(g.apply(m.tlb.as_ref()).map_err(|e| usage!("--tlb: {e}"))?);
+            name.push(format!("tlb={}", g.text));
         }
         m.name = name.join(",");
         out.push(m);
@@ -112,10 +112,10 @@ fn fits_in_memory(args: &MemsimArgs, machines: &[MachineConfig], origins: &[Stri
         return Ok(());
     };
     let given = |opt: &str| match opt {
-        "--l1d" => args.l1d.as_deref(),
-        "--l1i" => args.l1i.as_deref(),
-        "--l2" => args.l2.as_deref(),
-        "--tlb" => args.tlb.as_deref(),
+        "--l1d" => args.l1d.as_ref().map(|g| g.text.as_str()),
+        "--l1i" => args.l1i.as_ref().map(|g| g.text.as_str()),
+        "--l2" => args.l2.as_ref().map(|g| g.text.as_str()),
+        "--tlb" => args.tlb.as_ref().map(|g| g.text.as_str()),
         _ => None,
     };
     let custom = origins[i].starts_with("the machine of");

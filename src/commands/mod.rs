@@ -75,5 +75,5 @@ pub fn emit_to(path: Option<&std::path::Path>, text: &str) -> Result<()> {
 
 /// The validated keep path of a measuring command: checked before anything is measured.
 pub fn keeper(keep: &crate::cli::KeepArgs) -> Result<Keeper> {
-    Keeper::new(&keep.tags, keep.no_store, keep.store.store.as_deref())
+    Keeper::new(&keep.tags, keep.no_store, keep.store.store.as_ref())
 }

@@ -92,7 +92,7 @@ fn measuring_config(id: PaperId, args: &PaperArgs) -> Result<RunConfig> {
 }
 
 fn load(args: &PaperArgs) -> Result<Vec<Run>> {
-    let mut store = Location::resolve(args.keep.store.store.as_deref())?.open()?;
+    let mut store = Location::resolve(args.keep.store.store.as_ref())?.open()?;
     let mut runs = Vec::new();
     for wanted in &args.runs {
         let id = resolve_id(store.as_mut(), wanted)?;

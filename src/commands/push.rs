@@ -17,8 +17,8 @@ struct Pushed {
 }
 
 pub fn push(args: &PushArgs) -> Result<i32> {
-    let from_loc = Location::resolve(args.store.store.as_deref())?;
-    let to_loc = Location::resolve(Some(&args.to))?;
+    let from_loc = Location::resolve(args.store.store.as_ref())?;
+    let to_loc = args.to.clone();
     if from_loc == to_loc {
         return Err(usage!(
             "--to names the store the runs come from ({}); give another one",

@@ -8,7 +8,7 @@ use crate::results::store::{resolve_id, Location};
 use anyhow::Result;
 
 pub fn report(args: &ReportArgs) -> Result<i32> {
-    let mut store = Location::resolve(args.store.store.as_deref())?.open_read_only()?;
+    let mut store = Location::resolve(args.store.store.as_ref())?.open_read_only()?;
     // Resolve every id before loading anything, so a typo is reported at once.
     let mut ids: Vec<String> = Vec::new();
     for wanted in &args.runs {

@@ -8,7 +8,7 @@ use anyhow::Result;
 use std::fmt::Write;
 
 pub fn runs(args: &RunsArgs) -> Result<i32> {
-    let mut store = Location::resolve(args.store.store.as_deref())?.open_read_only()?;
+    let mut store = Location::resolve(args.store.store.as_ref())?.open_read_only()?;
     let filter = RunFilter {
         host: args.host.clone(),
         suite: args.suite.clone(),
@@ -50,7 +50,7 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
 }
 
 pub fn show(args: &ShowArgs) -> Result<i32> {
-    let mut store = Location::resolve(args.store.store.as_deref())?.open_read_only()?;
+    let mut store = Location::resolve(args.store.store.as_ref())?.open_read_only()?;
     let id = resolve_id(store.as_mut(), &args.run)?;
     let run = store.load(&id)?.ok_or_else(|| {
         anyhow::anyhow!("run {id} vanished from {} while reading", store.describe())
@@ -85,7 +85,7 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
 }
 
 pub fn rm(args: &RmArgs) -> Result<i32> {
-    let mut store = Location::resolve(args.store.store.as_deref())?.open()?;
+    let mut store = Location::resolve(args.store.store.as_ref())?.open()?;
     // Resolve every id first, so a typo in the third removes nothing.
     let ids = args
         .runs

@@ -15,7 +15,7 @@ use super::accounting::Accounting;
 use super::buffer::{evaluate, format_seconds, BufferConfig, BufferResult, BufferTracker};
 use super::histogram::Histogram;
 use super::threads::{
-    check_trigger, enter_class, monotonic_ns, sleep_until, thread_cpu_ns, Plan, StreamResult,
+    enter_class, monotonic_ns, observe_wake, sleep_until, thread_cpu_ns, Plan, StreamResult,
     StreamSpec,
 };
 use serde::{Deserialize, Serialize};
@@ -338,6 +338,7 @@ pub fn compute_stream(
         let (j, slept) = match producer.step(now) {
             Step::Done => break,
             Step::Drop(j) => {
+                plan.worst.saw(spec.class.name, now - producer.deadline(j));
                 acct.period(j, now - producer.deadline(j), false);
                 run.buffer(producer.deadline(j), None);
                 producer.next += 1;
@@ -361,7 +362,9 @@ pub fn compute_stream(
             }
             // Only a wake from sleep: a buffer computed late from the backlog has the thread
             // itself to blame.
-            check_trigger(plan, &spec, deadline, start);
+            observe_wake(plan, &spec, deadline, start);
+        } else {
+            plan.worst.saw(spec.class.name, lateness);
         }
         run.work.run(compute_ns);
         let done = monotonic_ns();

@@ -44,8 +44,6 @@ impl Kind {
     }
 }
 
-pub const NAMES: &str = "cpu, memory, io, net, fork, faults, desktop, server";
-
 /// Hard RLIMIT_RTTIME of a load command: were it ever to run at a real-time class, a loop that
 /// never blocks would get SIGXCPU, then SIGKILL, within this much CPU time.
 const COMMAND_RTTIME_US: u64 = 500_000;
@@ -53,34 +51,52 @@ const COMMAND_RTTIME_US: u64 = 500_000;
 /// How long a load command has to exit after SIGTERM before its tree is killed.
 const COMMAND_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// `cpu,io` or a mix name into generator kinds (duplicates kept once).
-pub fn parse(list: &str) -> Result<Vec<Kind>> {
-    let mut out = Vec::new();
-    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let kinds: &[Kind] = match name {
-            "cpu" => &[Kind::Cpu],
-            "memory" => &[Kind::Memory],
-            "io" => &[Kind::Io],
-            "net" => &[Kind::Net],
-            "fork" => &[Kind::Fork],
-            "faults" => &[Kind::Faults],
-            // Interactive use: computation, memory traffic, fresh pages from allocations.
-            "desktop" => &[Kind::Cpu, Kind::Memory, Kind::Faults],
-            // Services: network traffic, durable writes, short-lived processes.
-            "server" => &[Kind::Net, Kind::Io, Kind::Fork, Kind::Cpu],
-            other => {
-                return Err(crate::usage!(
-                    "unknown load {other:?} in --load: use {NAMES}"
-                ))
-            }
-        };
-        for k in kinds {
-            if !out.contains(k) {
-                out.push(*k);
-            }
+/// A load named on the command line: one generator, or a mix of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Load {
+    One(Kind),
+    /// Interactive use: computation, memory traffic, fresh pages from allocations.
+    Desktop,
+    /// Services: network traffic, durable writes, short-lived processes.
+    Server,
+}
+
+pub const NAMES: &str = "cpu, memory, io, net, fork, faults, desktop, server";
+
+impl Load {
+    /// One name of `--load` (a value parser: the message names the value's choices).
+    pub fn parse(name: &str) -> Result<Load, String> {
+        Ok(match name.trim() {
+            "cpu" => Load::One(Kind::Cpu),
+            "memory" => Load::One(Kind::Memory),
+            "io" => Load::One(Kind::Io),
+            "net" => Load::One(Kind::Net),
+            "fork" => Load::One(Kind::Fork),
+            "faults" => Load::One(Kind::Faults),
+            "desktop" => Load::Desktop,
+            "server" => Load::Server,
+            _ => return Err(format!("no such load: use {NAMES}")),
+        })
+    }
+
+    fn kinds(self) -> Vec<Kind> {
+        match self {
+            Load::One(kind) => vec![kind],
+            Load::Desktop => vec![Kind::Cpu, Kind::Memory, Kind::Faults],
+            Load::Server => vec![Kind::Net, Kind::Io, Kind::Fork, Kind::Cpu],
         }
     }
-    Ok(out)
+}
+
+/// The generators of the named loads, each once.
+pub fn kinds_of(loads: &[Load]) -> Vec<Kind> {
+    let mut out = Vec::new();
+    for kind in loads.iter().flat_map(|l| l.kinds()) {
+        if !out.contains(&kind) {
+            out.push(kind);
+        }
+    }
+    out
 }
 
 /// What one generator did.
@@ -372,16 +388,23 @@ mod tests {
         out
     }
 
+    fn parse(list: &str) -> Result<Vec<Kind>, String> {
+        let loads: Vec<Load> = list.split(',').map(Load::parse).collect::<Result<_, _>>()?;
+        Ok(kinds_of(&loads))
+    }
+
     #[test]
-    fn mixes_expand_and_unknown_names_are_usage_errors() {
+    fn mixes_expand_and_unknown_names_name_the_choices() {
         assert_eq!(parse("cpu,cpu").unwrap(), vec![Kind::Cpu]);
         assert_eq!(parse("desktop").unwrap().len(), 3);
         assert_eq!(
             parse("server,io").unwrap(),
             vec![Kind::Net, Kind::Io, Kind::Fork, Kind::Cpu]
         );
-        let e = parse("gpu").unwrap_err();
-        assert_eq!(crate::error::exit_code(&e), crate::error::EXIT_USAGE);
+        assert_eq!(
+            parse("gpu").unwrap_err(),
+            format!("no such load: use {NAMES}")
+        );
     }
 
     #[test]

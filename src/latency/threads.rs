@@ -22,7 +22,9 @@ pub enum Path {
     Timer,
     /// A timer-driven thread signals through a futex; lateness = running - signal.
     Futex,
+    /// The same through an eventfd the waiter reads.
     Eventfd,
+    /// The same through a pipe the waiter reads.
     Pipe,
 }
 
@@ -56,6 +58,7 @@ pub enum ClassName {
 }
 
 impl ClassName {
+    pub const ALL: [ClassName; 3] = [ClassName::High, ClassName::Medium, ClassName::Normal];
     pub fn as_str(self) -> &'static str {
         match self {
             ClassName::High => "high",
@@ -163,10 +166,38 @@ pub struct Plan {
     pub stages: Option<Arc<StageTaps>>,
     /// `--compute`: timer threads compute this long per period, feeding a pipeline.
     pub compute_ns: Option<u64>,
+    /// The latest wake of each class so far, for the progress line.
+    pub worst: Arc<WorstSoFar>,
 }
 
+/// The latest wake (missed periods included) of each class so far: the measuring threads raise
+/// it as they go, the progress line reads it while they run.
+#[derive(Debug, Default)]
+pub struct WorstSoFar([AtomicU64; 3]);
+
+impl WorstSoFar {
+    #[inline]
+    pub fn saw(&self, class: ClassName, lateness_ns: u64) {
+        let slot = &self.0[class as usize];
+        // Most wakes are no new maximum: a plain load leaves the cache line shared between the
+        // measuring threads, where a read-modify-write on every wake would bounce it.
+        if lateness_ns > slot.load(Ordering::Relaxed) {
+            slot.fetch_max(lateness_ns, Ordering::Relaxed);
+        }
+    }
+
+    /// The worst so far, or None before the class's first wake.
+    pub fn get(&self, class: ClassName) -> Option<u64> {
+        Some(self.0[class as usize].load(Ordering::Relaxed)).filter(|&ns| ns > 0)
+    }
+}
+
+/// A wake `wake_ns` of a period due at `reference_ns`: raises the class's worst so far and fires
+/// cause capture when it is late enough.
 #[inline]
-pub(super) fn check_trigger(plan: &Plan, spec: &StreamSpec, reference_ns: u64, wake_ns: u64) {
+pub(super) fn observe_wake(plan: &Plan, spec: &StreamSpec, reference_ns: u64, wake_ns: u64) {
+    plan.worst
+        .saw(spec.class.name, wake_ns.saturating_sub(reference_ns));
     if let Some(t) = &plan.trigger {
         t.check(Mark {
             cpu: spec.cpu,
@@ -257,7 +288,7 @@ fn timer_stream(spec: StreamSpec, plan: &Plan, phase: u64, index: usize) -> Stre
         if let Some(t) = &tap {
             t.record(k, now);
         }
-        check_trigger(plan, &spec, d.at(k), now);
+        observe_wake(plan, &spec, d.at(k), now);
         k = d.wake(&mut acct, k, now);
     }
     result(acct, thread_cpu_ns() - cpu0, None)
@@ -464,16 +495,15 @@ fn signal_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
             }
             let now = monotonic_ns();
             let newest = chan.times[(posted - 1) as usize % RING].load(Ordering::Relaxed);
-            if posted - last <= RING as u64 {
-                let first = chan.times[last as usize % RING].load(Ordering::Relaxed);
-                check_trigger(plan, &spec, first, now);
-            }
             for j in last..posted {
                 let sent = if posted - j <= RING as u64 {
                     chan.times[j as usize % RING].load(Ordering::Relaxed)
                 } else {
                     newest.saturating_sub((posted - 1 - j) * plan.period_ns)
                 };
+                if j == last {
+                    observe_wake(plan, &spec, sent, now);
+                }
                 acct.period(j, now.saturating_sub(sent), j == last);
             }
             last = posted;
@@ -516,6 +546,7 @@ mod tests {
             trigger: None,
             stages: None,
             compute_ns: None,
+            worst: Arc::default(),
         }
     }
 

@@ -77,24 +77,8 @@ impl SetAssoc {
     /// `touch` for the ways after the first of the set at `b`.
     #[inline(never)]
     fn touch_older(&mut self, b: usize, k: u64, dirty: bool) -> bool {
-        let set = &mut self.tags[b..b + self.ways];
-        let Some(p) = set.iter().position(|&t| t == !k) else {
-            return false;
-        };
-        let dirty = self.dirty[b + p] | dirty;
-        if self.repl == Replacement::Lru {
-            // Move way p to the front; a short shift beats a general rotation.
-            let flags = &mut self.dirty[b..=b + p];
-            for j in (1..=p).rev() {
-                set[j] = set[j - 1];
-                flags[j] = flags[j - 1];
-            }
-            set[0] = !k;
-            flags[0] = dirty;
-        } else {
-            self.dirty[b + p] = dirty;
-        }
-        true
+        let lru = self.repl == Replacement::Lru;
+        touch_older(&mut self.tags, &mut self.dirty, b, self.ways, lru, k, dirty)
     }
 
     pub fn contains(&self, k: u64) -> bool {
@@ -126,6 +110,80 @@ impl SetAssoc {
             self.dirty[b] = dirty;
         }
         (old.0 != EMPTY).then_some(old)
+    }
+}
+
+/// `SetAssoc::touch` for the ways after the first of the set that starts at `b`: finds `k`, moves
+/// it to the front under LRU, sets its dirty bit if asked; false (nothing changed) when absent.
+#[inline(never)]
+fn touch_older(
+    tags: &mut [u64],
+    dirty: &mut [bool],
+    b: usize,
+    ways: usize,
+    lru: bool,
+    k: u64,
+    mark: bool,
+) -> bool {
+    let set = &mut tags[b..b + ways];
+    let Some(p) = set.iter().position(|&t| t == !k) else {
+        return false;
+    };
+    let mark = dirty[b + p] | mark;
+    if lru {
+        // Move way p to the front; a short shift beats a general rotation.
+        let flags = &mut dirty[b..=b + p];
+        for j in (1..=p).rev() {
+            set[j] = set[j - 1];
+            flags[j] = flags[j - 1];
+        }
+        set[0] = !k;
+        flags[0] = mark;
+    } else {
+        dirty[b + p] = mark;
+    }
+    true
+}
+
+/// What a hit in a power-of-two set-associative level needs, borrowed out of the level so that a
+/// loop over many references keeps it in registers (`Machine::run`'s plain loop). Touching through
+/// it is exactly `SetAssoc::touch` with the level's write policy.
+pub(crate) struct HitView<'a> {
+    tags: &'a mut [u64],
+    dirty: &'a mut [bool],
+    set_mask: u64,
+    way_shift: u32,
+    ways: usize,
+    lru: bool,
+    /// Writes set the dirty bit (a write-back level).
+    mark_writes: bool,
+    pub line_bits: u32,
+}
+
+impl HitView<'_> {
+    /// Whether writes set the dirty bit (a write-back level).
+    #[inline(always)]
+    pub fn mark_writes(&self) -> bool {
+        self.mark_writes
+    }
+
+    /// Touches `line` as a hit would; false, having changed nothing, when it is absent.
+    #[inline(always)]
+    pub fn touch(&mut self, line: u64, write: bool) -> bool {
+        let mark = write & self.mark_writes;
+        let b = ((line & self.set_mask) as usize) << self.way_shift;
+        debug_assert!(b < self.tags.len() && self.tags.len() == self.dirty.len());
+        // SAFETY: `b` is a set number (at most `set_mask`) times the ways, inside both arrays,
+        // which hold `set_mask + 1` sets of `1 << way_shift` ways (checked in `hit_view`).
+        if unsafe { *self.tags.get_unchecked(b) } == !line {
+            if mark {
+                // SAFETY: as above.
+                unsafe { *self.dirty.get_unchecked_mut(b) = true };
+            }
+            true
+        } else {
+            self.ways > 1 && touch_older(self.tags, self.dirty, b, self.ways, self.lru, line, mark)
+        }
     }
 }
 
@@ -382,33 +440,42 @@ impl Level {
         true
     }
 
-    /// Whether `try_hit_pow2` applies: a set-associative store whose sets and ways are powers of
+    /// Whether `hit_view` is available: a set-associative store whose sets and ways are powers of
     /// two, and no 3C shadow.
     pub fn has_pow2_sets(&self) -> bool {
         self.shadow.is_none() && matches!(&self.store, Store::Set(s) if s.pow2_ways)
     }
 
-    /// Forgets the previous line, for callers of `try_hit_pow2`, which does not keep it.
+    /// Forgets the previous line, for users of `hit_view`, which does not keep it.
     #[inline]
     pub fn forget_last(&mut self) {
         self.last = EMPTY;
     }
 
-    /// `try_hit` for a level where `has_pow2_sets` holds: goes straight to the first way of the
-    /// set, where most hits are, without the unpredictable test for the previous line. It does
-    /// not keep that line either: call `forget_last` before the next `access` or `try_hit`.
-    #[inline(always)]
-    pub fn try_hit_pow2(&mut self, line: u64, write: bool) -> bool {
-        let mark = write && self.cfg.write_back;
-        let Store::Set(s) = &mut self.store else {
-            return self.try_hit(line, write);
-        };
-        let b = ((line & s.set_mask) as usize) << s.way_shift;
-        if s.tags[b] == !line {
-            s.dirty[b] |= mark;
-            true
-        } else {
-            s.ways > 1 && s.touch_older(b, line, mark)
+    /// The hit path of a level where `has_pow2_sets` holds, borrowed for a loop over many
+    /// references; `None` otherwise. Touching through it does not keep the previous line: call
+    /// `forget_last` before the next `access` or `try_hit`.
+    pub(crate) fn hit_view(&mut self) -> Option<HitView<'_>> {
+        if self.shadow.is_some() {
+            return None;
+        }
+        let mark_writes = self.cfg.write_back;
+        match &mut self.store {
+            Store::Set(s) if s.pow2_ways => {
+                let len = ((s.set_mask + 1) as usize) << s.way_shift;
+                assert!(s.tags.len() == len && s.dirty.len() == len, "set geometry");
+                Some(HitView {
+                    tags: &mut s.tags,
+                    dirty: &mut s.dirty,
+                    set_mask: s.set_mask,
+                    way_shift: s.way_shift,
+                    ways: s.ways,
+                    lru: s.repl == Replacement::Lru,
+                    mark_writes,
+                    line_bits: self.line_bits,
+                })
+            }
+            _ => None,
         }
     }
 

@@ -249,7 +249,7 @@ proptest! {
             let hit_first = match entry {
                 1 => fast.try_hit(line, write),
                 2 if pow2 => {
-                    let hit = fast.try_hit_pow2(line, write);
+                    let hit = fast.hit_view().unwrap().touch(line, write);
                     fast.forget_last();
                     hit
                 }

@@ -296,48 +296,106 @@ fn three(s: &str, what: &str) -> Result<[String; 3], String> {
     }
 }
 
-/// `SIZE:ASSOC:LINE`, e.g. `32K:8:64` or `64K:dm:16`; other fields keep `base`'s values.
-pub fn parse_cache(s: &str, base: Option<&CacheConfig>) -> Result<CacheConfig, String> {
-    let [size, assoc, line] = three(s, "cache geometry")?;
-    let mut c = base.cloned().unwrap_or_else(|| CacheConfig::new(1, 1, 1));
-    c.size = parse_size(&size)?;
-    c.assoc = parse_assoc(&assoc)?;
-    c.line =
-        u32::try_from(parse_size(&line)?).map_err(|_| format!("line size {line} too large"))?;
-    if c.fetch != 0 && c.fetch < c.line {
-        c.fetch = 0;
-    }
-    c.validate()
-        .map_err(|e| format!("cache geometry {s:?}: {e}"))?;
-    Ok(c)
+/// A cache's `SIZE:ASSOC:LINE` as written on the command line (e.g. `32K:8:64`, `64K:dm:16`),
+/// read and checked on its own by the argument parser; [`CacheGeometry::apply`] puts it on the
+/// cache of the machine it changes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheGeometry {
+    /// As given, to name the machine and the option in messages.
+    pub text: String,
+    size: u64,
+    assoc: u32,
+    line: u32,
 }
 
-/// `ENTRIES:ASSOC:PAGE`, e.g. `64:full:4K`.
-pub fn parse_tlb(s: &str, base: Option<&TlbConfig>) -> Result<TlbConfig, String> {
-    let [entries, assoc, page] = three(s, "TLB geometry")?;
-    let mut t = base.cloned().unwrap_or(TlbConfig {
-        entries: 0,
-        assoc: 0,
-        page_size: 4096,
-        kernel_entries: 0,
-        replacement: Replacement::Lru,
-        seed: 0,
-        user_miss_cycles: 20,
-        kernel_miss_cycles: 20,
-    });
-    t.entries = entries
-        .parse()
-        .ok()
-        .filter(|&e| e > 0)
-        .ok_or_else(|| format!("TLB entries {entries:?} is not a positive number"))?;
-    t.assoc = parse_assoc(&assoc)?;
-    t.page_size = parse_size(&page)?;
-    if t.kernel_entries >= t.entries {
-        t.kernel_entries = 0;
+impl CacheGeometry {
+    pub fn parse(s: &str) -> Result<CacheGeometry, String> {
+        let [size, assoc, line] = three(s, "cache geometry")?;
+        let geometry = CacheGeometry {
+            text: s.to_string(),
+            size: parse_size(&size)?,
+            assoc: parse_assoc(&assoc)?,
+            line: u32::try_from(parse_size(&line)?)
+                .map_err(|_| format!("line size {line} too large"))?,
+        };
+        geometry.apply(None)?;
+        Ok(geometry)
     }
-    t.validate()
-        .map_err(|e| format!("TLB geometry {s:?}: {e}"))?;
-    Ok(t)
+
+    /// `base` with this size, associativity and line; its other fields kept.
+    pub fn apply(&self, base: Option<&CacheConfig>) -> Result<CacheConfig, String> {
+        let mut c = base.cloned().unwrap_or_else(|| CacheConfig::new(1, 1, 1));
+        c.size = self.size;
+        c.assoc = self.assoc;
+        c.line = self.line;
+        if c.fetch != 0 && c.fetch < c.line {
+            c.fetch = 0;
+        }
+        c.validate()
+            .map_err(|e| format!("cache geometry {:?}: {e}", self.text))?;
+        Ok(c)
+    }
+}
+
+/// `SIZE:ASSOC:LINE` put on `base` (see [`CacheGeometry`]).
+pub fn parse_cache(s: &str, base: Option<&CacheConfig>) -> Result<CacheConfig, String> {
+    CacheGeometry::parse(s)?.apply(base)
+}
+
+/// A TLB's `ENTRIES:ASSOC:PAGE` (e.g. `64:full:4K`) as written on the command line; the
+/// counterpart of [`CacheGeometry`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlbGeometry {
+    pub text: String,
+    entries: u32,
+    assoc: u32,
+    page_size: u64,
+}
+
+impl TlbGeometry {
+    pub fn parse(s: &str) -> Result<TlbGeometry, String> {
+        let [entries, assoc, page] = three(s, "TLB geometry")?;
+        let geometry = TlbGeometry {
+            text: s.to_string(),
+            entries: entries
+                .parse()
+                .ok()
+                .filter(|&e| e > 0)
+                .ok_or_else(|| format!("TLB entries {entries:?} is not a positive number"))?,
+            assoc: parse_assoc(&assoc)?,
+            page_size: parse_size(&page)?,
+        };
+        geometry.apply(None)?;
+        Ok(geometry)
+    }
+
+    /// `base` with these entries, associativity and page size; its other fields kept.
+    pub fn apply(&self, base: Option<&TlbConfig>) -> Result<TlbConfig, String> {
+        let mut t = base.cloned().unwrap_or(TlbConfig {
+            entries: 0,
+            assoc: 0,
+            page_size: 4096,
+            kernel_entries: 0,
+            replacement: Replacement::Lru,
+            seed: 0,
+            user_miss_cycles: 20,
+            kernel_miss_cycles: 20,
+        });
+        t.entries = self.entries;
+        t.assoc = self.assoc;
+        t.page_size = self.page_size;
+        if t.kernel_entries >= t.entries {
+            t.kernel_entries = 0;
+        }
+        t.validate()
+            .map_err(|e| format!("TLB geometry {:?}: {e}", self.text))?;
+        Ok(t)
+    }
+}
+
+/// `ENTRIES:ASSOC:PAGE` put on `base` (see [`TlbGeometry`]).
+pub fn parse_tlb(s: &str, base: Option<&TlbConfig>) -> Result<TlbConfig, String> {
+    TlbGeometry::parse(s)?.apply(base)
 }
 
 #[cfg(test)]

@@ -165,6 +165,9 @@ pub struct Machine {
     now: u64,
     stats: Stats,
     hits: HitCounts,
+    /// References among `hits` that touched a second line, by mode then cache (instruction,
+    /// data): one more first-level access each.
+    second_lines: [[u64; 2]; 2],
     cur_asid: u32,
     /// What keys the current address space in virtually indexed caches.
     space_key: u64,
@@ -218,6 +221,7 @@ impl Machine {
             now: 0,
             stats,
             hits: HitCounts::default(),
+            second_lines: Default::default(),
             plain,
             cur_asid: 0,
             space_key: space_key(0),
@@ -475,12 +479,14 @@ impl Machine {
             .by_asid
             .retain(|_, s| s.instructions > 0 || s.stall > 0);
         let mut out = self.stats.clone();
-        for (mode, &[i, r, w]) in out.mode.iter_mut().zip(&self.hits) {
+        for ((mode, &[i, r, w]), &[i2, d2]) in
+            out.mode.iter_mut().zip(&self.hits).zip(&self.second_lines)
+        {
             mode.instructions += i;
             mode.reads += r;
             mode.writes += w;
-            mode.l1i.accesses += i;
-            mode.l1d.accesses += r + w;
+            mode.l1i.accesses += i + i2;
+            mode.l1d.accesses += r + w + d2;
             if self.tlb.is_some() {
                 mode.tlb_refs += i + r + w;
             }

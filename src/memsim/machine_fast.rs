@@ -3,7 +3,8 @@
 //! general path would (tested in `fast_path_tests.rs`).
 
 use super::Machine;
-use crate::memsim::trace::{Kind, Mode, Ref};
+use crate::memsim::cache::{HitView, Level};
+use crate::memsim::trace::{Kind, Mode, Ref, CLASS_KERNEL, CLASS_UNCACHED, CLASS_WRITE};
 
 impl Machine {
     /// Simulates references in order; the same as `access` on each, faster.
@@ -17,75 +18,52 @@ impl Machine {
         }
     }
 
-    /// `run` for the plain shape: the loop keeps what a hit needs in registers and falls back to
-    /// `access_general` for anything but a first-level hit within one line.
+    /// `run` for the plain shape: `hit_run` takes references while they hit the first level,
+    /// and `access_general` takes the one that stopped it.
     fn run_plain(&mut self, refs: &[Ref]) {
-        let route = self.route;
-        let bits = route.map(|i| self.l1[i].line_bits());
-        // Only data references write.
-        let writes_stay = self.l1[route[1]].cfg.write_back;
-        let kernel_ranges = self.kernel_ranges;
-        let mut asid = self.cur_asid;
-        let mut key = self.space_key;
-        // Hits counted in registers (a counter in memory indexed by kind would chain every
-        // reference to the previous one's store): user references, instructions and writes;
-        // kernel references, rarer and in runs, by kind in memory.
-        let mut user = [0u64; 3];
-        let mut kernel_hits = [0u64; 3];
-        for l in &mut self.l1 {
-            l.forget_last();
-        }
-        for r in refs {
-            let data = r.kind != Kind::Instr;
-            let d = usize::from(data);
-            let write = r.kind == Kind::Write;
-            let kernel = r.mode == Mode::Kernel;
-            let addr = r.vaddr ^ key;
-            let line = addr >> bits[d];
-            let end = addr.wrapping_add(u64::from(r.size.max(1)) - 1) >> bits[d];
-            let simple = (r.asid == asid)
-                & !r.uncached
-                & !(kernel & kernel_ranges)
-                & (line == end)
-                & (writes_stay | !write);
-            if simple && self.l1[route[d]].try_hit_pow2(line, write) {
-                if kernel {
-                    kernel_hits[r.kind as usize] += 1;
-                } else {
-                    user[0] += 1;
-                    user[1] += u64::from(!data);
-                    user[2] += u64::from(write);
+        let mut at = 0;
+        while at < refs.len() {
+            let (asid, key) = (self.cur_asid, self.space_key);
+            let (taken, hits) = match self.l1.as_mut_slice() {
+                [one] => hit_run(&mut [view(one)], &refs[at..], asid, key, self.kernel_ranges),
+                [i, d] => hit_run(
+                    &mut [view(i), view(d)],
+                    &refs[at..],
+                    asid,
+                    key,
+                    self.kernel_ranges,
+                ),
+                _ => unreachable!("one or two first-level caches"),
+            };
+            self.add_hits(&hits);
+            at += taken;
+            if let Some(r) = refs.get(at) {
+                for l in &mut self.l1 {
+                    l.forget_last();
                 }
-                continue;
+                self.access_general(r);
+                at += 1;
             }
-            self.add_hits(&user, &kernel_hits);
-            (user, kernel_hits) = Default::default();
-            for l in &mut self.l1 {
-                l.forget_last();
-            }
-            self.access_general(r);
-            asid = self.cur_asid;
-            key = self.space_key;
-        }
-        self.add_hits(&user, &kernel_hits);
-        for l in &mut self.l1 {
-            l.forget_last();
         }
     }
 
-    /// Adds hits counted as `run_plain` counts them, and brings the clock up to date (the
-    /// general path and the write buffer read it).
-    fn add_hits(&mut self, &[all, instrs, writes]: &[u64; 3], kernel: &[u64; 3]) {
-        let user = [instrs, all - instrs - writes, writes];
-        for (counts, new) in self.hits.iter_mut().zip([user, *kernel]) {
+    /// Adds hits counted as `hit_run` counts them, and brings the clock up to date (the general
+    /// path and the write buffer read it).
+    fn add_hits(&mut self, hits: &PlainHits) {
+        for (counts, new) in self.hits.iter_mut().zip(hits.by_class) {
             for (c, n) in counts.iter_mut().zip(new) {
                 *c += n;
             }
         }
-        let instrs = instrs + kernel[0];
+        for (extra, new) in self.second_lines.iter_mut().zip(hits.second_lines) {
+            for (c, n) in extra.iter_mut().zip(new) {
+                *c += n;
+            }
+        }
+        let instrs = hits.by_class[0][0] + hits.by_class[1][0];
         self.now += instrs;
         self.cur_space.instructions += instrs;
-        self.stats.refs += all + kernel.iter().sum::<u64>();
+        self.stats.refs += hits.by_class.iter().flatten().sum::<u64>();
     }
 
     /// The common case done quickly: a reference of the current address space that hits its
@@ -146,4 +124,82 @@ impl Machine {
         self.stats.refs += 1;
         true
     }
+}
+
+/// References that `hit_run` took.
+#[derive(Default)]
+struct PlainHits {
+    /// By mode then kind (instruction, read, write).
+    by_class: [[u64; 3]; 2],
+    /// References that touched two lines, by mode and cache (instruction, data): each was one
+    /// more first-level access.
+    second_lines: [[u64; 2]; 2],
+}
+
+fn view(l: &mut Level) -> HitView<'_> {
+    l.hit_view()
+        .expect("the plain shape has power-of-two first levels")
+}
+
+/// Takes references from the front of `refs` while each is a first-level hit that the general
+/// path would count and change in the same way: the current address space, cached, outside the
+/// kernel's special ranges, not a write that goes on to the next level, and one or two lines that
+/// are present. Returns how many it took and what they were. `views` holds the instruction then
+/// the data cache, or the unified one alone.
+///
+/// The reference that stops it may have been touched in its first line already (when its second
+/// missed); that is harmless, because a touch that hits is idempotent: the general path touches
+/// the same line again first and finds it as the first touch left it.
+#[inline(always)]
+fn hit_run<const N: usize>(
+    views: &mut [HitView<'_>; N],
+    refs: &[Ref],
+    asid: u32,
+    key: u64,
+    kernel_ranges: bool,
+) -> (usize, PlainHits) {
+    let mut hits = PlainHits::default();
+    // Counted in a flat local array indexed by the class's kind and mode bits.
+    let mut counts = [0u64; 8];
+    // Class bits that send a reference to the general path. Only data references write, and a
+    // write-through data cache sends every write on.
+    let stop = CLASS_UNCACHED
+        | if kernel_ranges { CLASS_KERNEL } else { 0 }
+        | if views[N - 1].mark_writes() {
+            0
+        } else {
+            CLASS_WRITE
+        };
+    let mut taken = refs.len();
+    for (i, r) in refs.iter().enumerate() {
+        let class = r.class();
+        if (r.asid != asid) | (class & stop != 0) {
+            taken = i;
+            break;
+        }
+        let kind = (class & 3) as usize;
+        let d = usize::from(kind != 0);
+        let write = class & CLASS_WRITE != 0;
+        let v = &mut views[d.min(N - 1)];
+        let addr = r.vaddr ^ key;
+        let line = addr >> v.line_bits;
+        let end = addr.wrapping_add(u64::from(r.size.max(1)) - 1) >> v.line_bits;
+        let slot = kind | ((class >> 6) & 4) as usize;
+        if line == end {
+            if !v.touch(line, write) {
+                taken = i;
+                break;
+            }
+        } else if end == line + 1 && v.touch(line, write) && v.touch(end, write) {
+            hits.second_lines[slot >> 2][d] += 1;
+        } else {
+            taken = i;
+            break;
+        }
+        counts[slot] += 1;
+    }
+    for (mode, by_kind) in hits.by_class.iter_mut().enumerate() {
+        by_kind.copy_from_slice(&counts[mode * 4..mode * 4 + 3]);
+    }
+    (taken, hits)
 }

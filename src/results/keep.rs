@@ -24,7 +24,7 @@ struct Target {
 impl Keeper {
     /// Checks the tags and opens the store once (creating a new SQLite store, connecting to a
     /// PostgreSQL one). `store` is `--store` (else $OSMETER_STORE, else the local default).
-    pub fn new(tags: &[Tag], no_store: bool, store: Option<&str>) -> Result<Keeper> {
+    pub fn new(tags: &[Tag], no_store: bool, store: Option<&Location>) -> Result<Keeper> {
         let tags = tag_map(tags);
         if no_store {
             return Ok(Keeper { tags, target: None });

@@ -121,6 +121,7 @@ fn a_real_computing_thread_counts_the_underruns_a_stall_causes() {
         trigger: None,
         stages: None,
         compute_ns: Some(MS / 2),
+        worst: Arc::default(),
     };
     // A FIFO 80 hog holds the CPU for 20 ms in the middle: longer than any depth's slack.
     let hog = std::thread::spawn(move || {

@@ -54,10 +54,17 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
         trigger: None,
         stages: Some(Arc::new(taps)),
         compute_ns: None,
+        worst: Arc::default(),
     };
-    let h = hog(cpu, 400, 30);
+    // Three hogs, because one may find the normal thread running rather than asleep (on a busy
+    // machine, preempted by another task): it then sleeps again with its deadline already past,
+    // no wake happens, and the delay shows in its lateness but in no stage. One of three finds
+    // it asleep.
+    let hogs = [400, 1_100, 1_800].map(|after| hog(cpu, after, 30));
     let results = run_streams(&specs, &plan);
-    h.join().unwrap();
+    for h in hogs {
+        h.join().unwrap();
+    }
     let report = capture.finish().unwrap();
     assert!(
         report.info.events.iter().any(|e| e == "sched/sched_switch"),
@@ -69,7 +76,15 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
         let s = s.as_ref().unwrap();
         let st = s.stages.as_ref().expect("no stages");
         let raw_max = r.acct.raw.max();
-        assert!(s.traced_wakes > 2_000, "{s:?}");
+        // Every wake is traced. A busy machine can make the normal thread miss periods (no wake
+        // then), so the count is held against the thread's own wakes, not the periods.
+        let woken = r.acct.woken;
+        assert!(woken > 300, "{woken} wakes: {s:?}");
+        assert!(
+            s.traced_wakes * 10 >= woken * 9 && s.traced_wakes <= woken + 10,
+            "{} traced of {woken} wakes: {s:?}",
+            s.traced_wakes
+        );
         assert!(s.overhead.is_none(), "every wake is traced without phases");
         // Nearly every traced wake is matched.
         assert!(
@@ -102,12 +117,12 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
     }
     let normal = report.streams[1].as_ref().unwrap().stages.as_ref().unwrap();
     let high = report.streams[0].as_ref().unwrap().stages.as_ref().unwrap();
-    // The claims are about where the hog's 30 ms goes, so the bounds are set against 30 ms, not
+    // The claims are about where a hog's 30 ms goes, so the bounds are set against 30 ms, not
     // against this machine's usual latencies (the host may stall a CPU for a few ms at any time,
     // and other tests run beside this one).
     assert!(
         normal.thread.max_ns > 20_000_000,
-        "the hog's 30 ms is not in the normal class's thread stage: {normal:?}"
+        "no hog's 30 ms is in the normal class's thread stage: {normal:?}"
     );
     assert!(
         normal.interrupt.p90_ns < 10_000_000,
@@ -155,6 +170,7 @@ fn alternating_phases_trace_about_half_the_wakes_and_measure_both() {
         trigger: None,
         stages: Some(Arc::new(taps)),
         compute_ns: None,
+        worst: Arc::default(),
     };
     let results = run_streams(&[spec, other], &plan);
     let report = capture.finish().unwrap();

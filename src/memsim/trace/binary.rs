@@ -9,6 +9,8 @@ pub const VERSION: u8 = 1;
 const TRAILER: u8 = 0x03;
 /// Longest record: tag, asid (5), size (5), two addresses (10 each).
 const MAX_RECORD: usize = 31;
+// The fast decoder reads up to 18 bytes past a record's start (tag, size, two 8-byte windows).
+const _: () = assert!(1 + 1 + 8 + 8 <= MAX_RECORD);
 const SIZE_CODES: [u32; 8] = [0, 1, 2, 3, 4, 5, 6, 8];
 
 fn size_code(size: u32) -> u8 {
@@ -143,6 +145,8 @@ pub struct TraceReader<R: Read> {
     last_v: [u64; 4],
     last_p: [u64; 4],
     count: u64,
+    /// Fold varints with `pext` (see `fast_pext`).
+    pext: bool,
 }
 
 impl<R: Read> TraceReader<R> {
@@ -184,7 +188,15 @@ impl<R: Read> TraceReader<R> {
             last_v: [0; 4],
             last_p: [0; 4],
             count: 0,
+            pext: fast_pext(),
         })
+    }
+
+    /// The same reader folding varints without `pext` whatever the CPU (tests compare the two).
+    #[cfg(test)]
+    pub(crate) fn without_pext(mut self) -> Self {
+        self.pext = false;
+        self
     }
 
     /// Makes at least MAX_RECORD bytes available unless the input ends first.
@@ -265,28 +277,29 @@ impl<R: Read> TraceReader<R> {
 const KINDS: [Kind; 4] = [Kind::Instr, Kind::Read, Kind::Write, Kind::Write];
 const MODES: [Mode; 2] = [Mode::User, Mode::Kernel];
 
-/// What a tag byte says about a common record (see `decode_common`): the reference with all but
-/// its address and address space filled in, its address stream, and whether the fast decoder
-/// takes it (kind not a control record, no new address space, size in the tag).
+/// What a tag byte says about a common record (see `decode_common`): every field of the reference
+/// but its addresses and address space, its address stream, and whether the fast decoder takes it
+/// (kind not a control record, no new address space).
 #[derive(Clone, Copy)]
 struct Template {
-    r: Ref,
+    kind: Kind,
+    mode: Mode,
+    uncached: bool,
+    /// The size, when the tag carries it.
+    size: u32,
+    /// One byte of varint size follows the tag (size code 0).
+    size_follows: bool,
     stream: u8,
     common: bool,
 }
 
 const fn templates() -> [Template; 256] {
     let empty = Template {
-        r: Ref {
-            kind: Kind::Instr,
-            mode: Mode::User,
-            uncached: false,
-            asid: 0,
-            size: 0,
-            vaddr: 0,
-            paddr: None,
-            tag: 0,
-        },
+        kind: Kind::Instr,
+        mode: Mode::User,
+        uncached: false,
+        size: 0,
+        size_follows: false,
         stream: 0,
         common: false,
     };
@@ -294,18 +307,22 @@ const fn templates() -> [Template; 256] {
     let mut tag = 0;
     while tag < 256 {
         let (k, m) = (tag & 3, (tag >> 2) & 1);
-        t[tag].r.kind = KINDS[k];
-        t[tag].r.mode = MODES[m];
-        t[tag].r.uncached = tag & 8 != 0;
-        t[tag].r.size = SIZE_CODES[tag >> 5];
+        t[tag].kind = KINDS[k];
+        t[tag].mode = MODES[m];
+        t[tag].uncached = tag & 8 != 0;
+        t[tag].size = SIZE_CODES[tag >> 5];
+        t[tag].size_follows = tag >> 5 == 0;
         t[tag].stream = (((k != 0) as u8) << 1) | m as u8;
-        t[tag].common = k != 3 && tag & 0x10 == 0 && tag >= 0x20;
+        t[tag].common = k != 3 && tag & 0x10 == 0;
         tag += 1;
     }
     t
 }
 
 static TEMPLATES: [Template; 256] = templates();
+
+/// The 7-bit groups of every byte of a LEB128 number.
+const GROUPS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
 
 /// Folds the 7-bit groups of a LEB128 number of at most 8 bytes (continuation bits included) into
 /// one value without a loop: pairs of bytes, then pairs of pairs, then the two halves.
@@ -316,44 +333,154 @@ fn fold_groups(x: u64) -> u64 {
     (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4)
 }
 
+/// Whether this CPU extracts bits (BMI2 `pext`) in one fast instruction. AMD processors before
+/// Zen 3 (family 0x19) implement it in microcode at up to hundreds of cycles, slower than
+/// `fold_groups`; Intel's have been fast since BMI2 came in.
+#[cfg(target_arch = "x86_64")]
+fn fast_pext() -> bool {
+    if !std::arch::is_x86_feature_detected!("bmi2") {
+        return false;
+    }
+    let vendor = std::arch::x86_64::__cpuid(0);
+    let amd = [vendor.ebx, vendor.edx, vendor.ecx] == [0x6874_7541, 0x6974_6e65, 0x444d_4163];
+    if !amd {
+        return true;
+    }
+    let sig = std::arch::x86_64::__cpuid(1).eax;
+    let family = ((sig >> 8) & 0xf) + ((sig >> 20) & 0xff);
+    family >= 0x19
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn fast_pext() -> bool {
+    false
+}
+
+/// The next varint in `window` (the buffer's next 8 bytes, little-endian): its value and length
+/// in bytes, or None when it is longer than 8 bytes.
+#[inline(always)]
+fn window_varint(window: u64, fold: impl Fn(u64) -> u64) -> Option<(u64, usize)> {
+    // The terminating byte is the first with its high bit clear.
+    let ends = !window & 0x8080_8080_8080_8080;
+    if ends == 0 {
+        return None;
+    }
+    let len = (ends.trailing_zeros() as usize + 1) / 8;
+    Some((fold(window & (ends ^ (ends - 1))), len))
+}
+
+/// The 8 bytes of `buf` at `at`, little-endian.
+///
+/// # Safety
+/// `at + 8 <= buf.len()`.
+#[inline(always)]
+unsafe fn load8(buf: &[u8], at: usize) -> u64 {
+    debug_assert!(at + 8 <= buf.len());
+    // SAFETY: the caller keeps the 8 bytes inside `buf`; the read is unaligned.
+    u64::from_le(unsafe { buf.as_ptr().add(at).cast::<u64>().read_unaligned() })
+}
+
 impl<R: Read> TraceReader<R> {
-    /// Decodes the common record straight from the buffer: a tag that carries the size and no new
-    /// address-space id, and an address delta of at most 7 bytes, so that one 8-byte load holds the
-    /// whole record. Stops at the first other record (left to the general decoder), when `out` is
-    /// full, or when fewer than MAX_RECORD bytes remain (so a refill can come first). Traces with
-    /// physical addresses always take the general decoder.
+    /// Decodes common records straight from the buffer: a tag with no new address-space id, a
+    /// size in the tag or in one byte after it, and address deltas of at most 8 bytes each, read
+    /// with one 8-byte load per number. Stops at the first other record (left to the general
+    /// decoder), when `out` is full, or when fewer than MAX_RECORD bytes remain (so a refill can
+    /// come first).
     #[inline]
     fn decode_common(&mut self, out: &mut [std::mem::MaybeUninit<Ref>]) -> usize {
+        let physical = self.meta.physical();
+        if self.pext {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `pext` is set only where `fast_pext` found BMI2.
+            return unsafe {
+                if physical {
+                    self.decode_common_pext::<true>(out)
+                } else {
+                    self.decode_common_pext::<false>(out)
+                }
+            };
+        }
+        if physical {
+            self.decode_common_with::<true>(out, fold_groups)
+        } else {
+            self.decode_common_with::<false>(out, fold_groups)
+        }
+    }
+
+    /// `decode_common` folding varints with BMI2's `pext`.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "bmi2")]
+    fn decode_common_pext<const PHYSICAL: bool>(
+        &mut self,
+        out: &mut [std::mem::MaybeUninit<Ref>],
+    ) -> usize {
+        self.decode_common_with::<PHYSICAL>(out, |x| std::arch::x86_64::_pext_u64(x, GROUPS))
+    }
+
+    #[inline(always)]
+    fn decode_common_with<const PHYSICAL: bool>(
+        &mut self,
+        out: &mut [std::mem::MaybeUninit<Ref>],
+        fold: impl Fn(u64) -> u64 + Copy,
+    ) -> usize {
         let buf = &self.buf[..self.end];
         let stop_at = buf.len().saturating_sub(MAX_RECORD);
         let mut pos = self.pos;
         let mut last_v = self.last_v;
+        let mut last_p = self.last_p;
         let asid = self.asid;
         let mut n = 0;
+        // SAFETY (every `load8` below): a record starts before `stop_at`, MAX_RECORD bytes
+        // before the end, and its loads end at most 1 + 1 + 8 + 8 bytes after its start.
         while n < out.len() && pos < stop_at {
-            let w = u64::from_le_bytes(buf[pos..pos + 8].try_into().expect("8 bytes"));
-            let tag = w as u8;
-            let rest = w >> 8;
-            // The terminating byte of the varint is the first of the 7 with its high bit clear.
-            let ends = !rest & 0x0080_8080_8080_8080;
-            let t = &TEMPLATES[usize::from(tag)];
-            if !t.common || ends == 0 {
+            let head = unsafe { load8(buf, pos) };
+            let t = &TEMPLATES[usize::from(head as u8)];
+            let size_byte = (head >> 8) as u8;
+            // A size that follows takes one byte, less than 0x80.
+            let extra = usize::from(t.size_follows);
+            if !t.common || (t.size_follows & (size_byte >= 0x80)) {
                 break;
             }
-            let bytes = (ends.trailing_zeros() as usize + 1) / 8;
-            let delta = unzigzag(fold_groups(rest & (ends ^ (ends - 1))));
+            let size = if t.size_follows {
+                u32::from(size_byte)
+            } else {
+                t.size
+            };
+            let at = pos + 1 + extra;
+            let Some((dv, len_v)) = window_varint(unsafe { load8(buf, at) }, fold) else {
+                break;
+            };
             let s = usize::from(t.stream);
-            let vaddr = last_v[s].wrapping_add(delta as u64);
+            let vaddr = last_v[s].wrapping_add(unzigzag(dv) as u64);
+            let mut next = at + len_v;
+            let paddr = if PHYSICAL {
+                let Some((dp, len_p)) = window_varint(unsafe { load8(buf, next) }, fold) else {
+                    break;
+                };
+                next += len_p;
+                let p = last_p[s].wrapping_add(unzigzag(dp) as u64);
+                last_p[s] = p;
+                Some(p)
+            } else {
+                None
+            };
             last_v[s] = vaddr;
-            let mut r = t.r;
-            r.vaddr = vaddr;
-            r.asid = asid;
-            out[n].write(r);
+            out[n].write(Ref {
+                kind: t.kind,
+                mode: t.mode,
+                uncached: t.uncached,
+                asid,
+                size,
+                vaddr,
+                paddr,
+                tag: 0,
+            });
             n += 1;
-            pos += 1 + bytes;
+            pos = next;
         }
         self.pos = pos;
         self.last_v = last_v;
+        self.last_p = last_p;
         self.count += n as u64;
         n
     }
@@ -431,20 +558,16 @@ impl<R: Read> RefSource for TraceReader<R> {
     fn next_batch(&mut self, out: &mut Vec<Ref>, max: usize) -> Result<usize> {
         let before = out.len();
         out.reserve(max);
-        let physical = self.meta.physical();
         while out.len() - before < max && !self.done {
             if self.end - self.pos < MAX_RECORD && !self.eof {
                 self.refill()?;
             }
-            if !physical {
-                let room = max - (out.len() - before);
-                let got = self.decode_common(&mut out.spare_capacity_mut()[..room]);
-                // SAFETY: decode_common initialised the first `got` elements of the spare
-                // capacity.
-                unsafe { out.set_len(out.len() + got) };
-                if got > 0 {
-                    continue;
-                }
+            let room = max - (out.len() - before);
+            let got = self.decode_common(&mut out.spare_capacity_mut()[..room]);
+            // SAFETY: decode_common initialised the first `got` elements of the spare capacity.
+            unsafe { out.set_len(out.len() + got) };
+            if got > 0 {
+                continue;
             }
             if !self.decode_one(out)? {
                 break;

@@ -52,30 +52,43 @@ impl Read for Dribble<'_> {
     }
 }
 
-/// Mostly the records the fast decoder takes (small deltas, sizes in the tag, the same asid),
-/// with a few of every other shape mixed in.
-fn arb_walk() -> impl Strategy<Value = Vec<Ref>> {
+/// Mostly the records the fast decoder takes (small deltas, sizes in the tag or in one byte after
+/// it, the same asid), with a few of every other shape mixed in: deltas of 7, 8 and 9 varint
+/// bytes (the fast decoder's limit is 8), sizes of two varint bytes, new address spaces. With
+/// `physical`, each record also has a physical address that moves on its own.
+fn arb_walk(physical: bool) -> impl Strategy<Value = Vec<Ref>> {
+    let delta = || {
+        prop_oneof![
+            200 => -300i64..300,
+            50 => -(1i64 << 40)..(1i64 << 40),
+            10 => -(1i64 << 56)..(1i64 << 56),
+            1 => any::<i64>(),
+        ]
+    };
     prop::collection::vec(
         (
             0u8..3,
             prop::bool::weighted(0.1),
             prop::bool::weighted(0.05),
             prop::bool::weighted(0.003),
-            prop_oneof![200 => Just(4u32), 50 => 1u32..=8, 1 => 9u32..=MAX_ACCESS_BYTES],
             prop_oneof![
-                200 => -300i64..300,
-                50 => -(1i64 << 40)..(1i64 << 40),
-                1 => any::<i64>(),
+                200 => Just(4u32),
+                50 => 0u32..=8,
+                20 => 9u32..=127,
+                1 => 128u32..=MAX_ACCESS_BYTES
             ],
+            delta(),
+            delta(),
         ),
         0..3000,
     )
-    .prop_map(|steps| {
+    .prop_map(move |steps| {
         let mut addr = [0x40_0000u64, 0x7fff_0000, 0xffff_8000_0000_0000, 0x1000];
+        let mut phys = [0x1000u64; 4];
         let mut asid = 1u32;
         steps
             .into_iter()
-            .map(|(k, kernel, uncached, new_asid, size, delta)| {
+            .map(|(k, kernel, uncached, new_asid, size, delta, pdelta)| {
                 let kind = [Kind::Instr, Kind::Read, Kind::Write][k as usize];
                 let mode = if kernel { Mode::Kernel } else { Mode::User };
                 if new_asid {
@@ -83,12 +96,25 @@ fn arb_walk() -> impl Strategy<Value = Vec<Ref>> {
                 }
                 let s = stream(kind, mode);
                 addr[s] = addr[s].wrapping_add(delta as u64);
+                phys[s] = phys[s].wrapping_add(pdelta as u64);
                 let mut r = Ref::new(kind, mode, asid, size, addr[s]);
                 r.uncached = uncached;
+                r.paddr = physical.then_some(phys[s]);
                 r
             })
             .collect()
     })
+}
+
+/// Decodes `bytes` handed out `chunk` bytes at a time into batches of at most `max`.
+fn dribbled(bytes: &[u8], chunk: usize, max: usize, pext: bool) -> Vec<Ref> {
+    let mut r = TraceReader::new(Dribble { bytes, chunk }).unwrap();
+    if !pext {
+        r = r.without_pext();
+    }
+    let mut got = Vec::new();
+    while r.next_batch(&mut got, max).unwrap() > 0 {}
+    got
 }
 
 proptest! {
@@ -97,15 +123,36 @@ proptest! {
         prop_assert_eq!(decode(&encode(&refs, 0)).unwrap(), refs);
     }
 
+    /// Whatever the mix of records the fast decoder takes and leaves, and wherever the input's
+    /// reads and the batches end, every record comes back as written, with or without `pext`
+    /// and with or without physical addresses.
     #[test]
     fn fast_and_general_decoders_agree_at_any_refill_point(
-        refs in arb_walk(), chunk in 1usize..200, max in 1usize..5000,
+        (physical, refs) in any::<bool>().prop_flat_map(|p| (Just(p), arb_walk(p))),
+        chunk in 1usize..200, max in 1usize..5000,
     ) {
-        let bytes = encode(&refs, 0);
-        let mut r = TraceReader::new(Dribble { bytes: &bytes, chunk }).unwrap();
-        let mut got = Vec::new();
-        while r.next_batch(&mut got, max).unwrap() > 0 {}
-        prop_assert_eq!(got, refs);
+        let bytes = encode(&refs, if physical { FLAG_PHYSICAL } else { 0 });
+        prop_assert_eq!(&dribbled(&bytes, chunk, max, true), &refs);
+        prop_assert_eq!(&dribbled(&bytes, chunk, max, false), &refs);
+    }
+
+    /// `pext` (where this CPU has it fast) and the portable fold give the same number for every
+    /// varint of up to 8 bytes.
+    #[test]
+    fn pext_and_portable_folds_agree(v in any::<u64>(), bits in 0u32..57) {
+        let v = v & ((1u64 << bits) - 1).max(1);
+        let mut bytes = Vec::new();
+        put_varint(&mut bytes, v);
+        bytes.resize(8, 0xff);
+        let window = u64::from_le_bytes(bytes[..8].try_into().unwrap());
+        let portable = window_varint(window, fold_groups);
+        prop_assert_eq!(portable.map(|(v, _)| v), Some(v));
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("bmi2") {
+            // SAFETY: the CPU has BMI2.
+            let pext = window_varint(window, |x| unsafe { std::arch::x86_64::_pext_u64(x, GROUPS) });
+            prop_assert_eq!(pext, portable);
+        }
     }
 
     #[test]

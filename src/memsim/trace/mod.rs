@@ -79,22 +79,43 @@ pub enum Mode {
 }
 
 /// One memory reference.
+///
+/// The fields are laid out in this order (`repr(C)`, 40 bytes) so that the four one-byte fields sit
+/// together: `class` reads them as one word, and the simulator's hit loop tests them with one mask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct Ref {
-    pub kind: Kind,
-    pub mode: Mode,
-    pub uncached: bool,
-    pub asid: u32,
-    pub size: u32,
     pub vaddr: u64,
     /// Present only in traces whose header says so.
     pub paddr: Option<u64>,
+    pub asid: u32,
+    pub size: u32,
+    pub kind: Kind,
+    pub mode: Mode,
+    pub uncached: bool,
     /// Attribution of the reference, set by `memsim::kernel` (0: user or not attributed; otherwise
     /// a kernel category). Never stored in a trace file.
     pub tag: u8,
 }
 
+/// Bits of `Ref::class`.
+pub(crate) const CLASS_WRITE: u32 = 2;
+pub(crate) const CLASS_KERNEL: u32 = 1 << 8;
+pub(crate) const CLASS_UNCACHED: u32 = 1 << 16;
+
 impl Ref {
+    /// Kind, mode and the uncached flag in one word: the kind in bits 0-1 (`Kind`'s values),
+    /// the mode at bit 8, uncached at bit 16; the attribution tag in bits 24-31.
+    #[inline(always)]
+    pub(crate) fn class(&self) -> u32 {
+        u32::from_le_bytes([
+            self.kind as u8,
+            self.mode as u8,
+            u8::from(self.uncached),
+            self.tag,
+        ])
+    }
+
     pub fn new(kind: Kind, mode: Mode, asid: u32, size: u32, vaddr: u64) -> Ref {
         Ref {
             kind,

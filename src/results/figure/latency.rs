@@ -8,8 +8,10 @@
 //! count for an MTTF. Where the run recorded its seconds, the percentiles up to p99 and the shares
 //! over the thresholds have one repetition per second, so `compare` tests two runs second against
 //! second; the tail percentiles, the missed share and the buffer model stay one value a side.
+//! Stages and the really computed pipeline add theirs (`inside`).
 
 use super::{Direction, Evidence, Figure, Role};
+use crate::latency::accounting::WindowSummary;
 use crate::latency::document::{LatencyDoc, StreamDoc};
 use crate::latency::intervals::{mttf, quantile_interval, wilson};
 use crate::latency::seconds::{SecondStats, OVER_NS};
@@ -96,23 +98,23 @@ fn over_figures(s: &StreamDoc, name: &str, out: &mut Vec<Figure>) {
     }
 }
 
+/// The median of the worst wake of each second, with one round per second.
+fn worst_per_second(windows: &[WindowSummary], key: String) -> Option<Figure> {
+    let w = windows
+        .iter()
+        .find(|w| w.window == "1s" && !w.maxima_ns.is_empty())?;
+    Some(Figure {
+        evidence: Evidence::Rounds(w.maxima_ns.iter().map(|&m| vec![m as f64]).collect()),
+        ..single(key, Unit::Nanoseconds, Direction::Lower, w.p50_ns as f64)
+    })
+}
+
 fn stream_figures(s: &StreamDoc, out: &mut Vec<Figure>) {
     let name = s.label();
     percentile_figures(s, &name, out);
-    if let Some(w) = s.windows.iter().find(|w| w.window == "1s") {
-        if !w.maxima_ns.is_empty() {
-            out.push(Figure {
-                evidence: Evidence::Rounds(w.maxima_ns.iter().map(|&m| vec![m as f64]).collect()),
-                ..single(
-                    format!("{name} worst-per-1s"),
-                    Unit::Nanoseconds,
-                    Direction::Lower,
-                    w.p50_ns as f64,
-                )
-            });
-        }
-    }
+    out.extend(worst_per_second(&s.windows, format!("{name} worst-per-1s")));
     over_figures(s, &name, out);
+    inside::figures(s, &name, out);
     if s.periods > 0 {
         out.push(Figure {
             interval: wilson(s.missed, s.periods),
@@ -157,5 +159,6 @@ pub fn figures(doc: &LatencyDoc) -> Vec<Figure> {
     out
 }
 
+mod inside;
 #[cfg(test)]
 mod tests;

@@ -63,20 +63,28 @@ pub enum Location {
 
 impl Location {
     /// `--store` if given, else $OSMETER_STORE, else [`Location::default_local`]. A malformed
-    /// postgres:// URL is a usage error here, before anything is measured.
-    pub fn resolve(flag: Option<&str>) -> Result<Location> {
-        let text = match flag {
-            Some(t) => Some(t.to_string()),
-            None => std::env::var(STORE_ENV).ok().filter(|s| !s.is_empty()),
-        };
-        match text {
-            Some(t) if is_postgres_url(&t) => {
-                postgres::check_url(&t)?;
-                Ok(Location::Postgres(t))
-            }
-            Some(t) => Ok(Location::Sqlite(PathBuf::from(t))),
+    /// postgres:// URL in $OSMETER_STORE is a usage error here, before anything is measured.
+    pub fn resolve(flag: Option<&Location>) -> Result<Location> {
+        if let Some(given) = flag {
+            return Ok(given.clone());
+        }
+        match std::env::var(STORE_ENV).ok().filter(|s| !s.is_empty()) {
+            Some(text) => Location::parse(&text).map_err(|e| usage!("${STORE_ENV}: {e}")),
             None => Location::default_local(),
         }
+    }
+
+    /// A SQLite path or a postgres:// URL (checked without connecting; the error never repeats
+    /// the URL, which may hold a password). The value parser of `--store` and `push --to`.
+    pub fn parse(text: &str) -> std::result::Result<Location, String> {
+        if text.is_empty() {
+            return Err("an empty store path: give a SQLite file or a postgres:// URL".into());
+        }
+        if is_postgres_url(text) {
+            postgres::check_url(text).map_err(|e| format!("{e:#}"))?;
+            return Ok(Location::Postgres(text.to_string()));
+        }
+        Ok(Location::Sqlite(PathBuf::from(text)))
     }
 
     /// `$XDG_DATA_HOME/osmeter/runs.db` (`~/.local/share/osmeter/runs.db`), whatever
@@ -114,6 +122,35 @@ impl Location {
                 .map(|t| t.describe())
                 .unwrap_or_else(|_| "a PostgreSQL server (malformed URL)".to_string()),
         }
+    }
+}
+
+/// The value parser of `--store` and `push --to`: [`Location::parse`], with an error that names
+/// the option but never repeats the value (clap's own message would print a URL's password).
+#[derive(Debug, Clone, Copy)]
+pub struct LocationArg;
+
+impl clap::builder::TypedValueParser for LocationArg {
+    type Value = Location;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<Location, clap::Error> {
+        let option = arg.map_or_else(|| "--store".to_string(), |a| a.to_string());
+        let refuse = |why: String| {
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!("invalid value for '{option}': {why}\n"),
+            )
+            .with_cmd(cmd)
+        };
+        let text = value
+            .to_str()
+            .ok_or_else(|| refuse("the store is not valid UTF-8".into()))?;
+        Location::parse(text).map_err(refuse)
     }
 }
 

@@ -1,0 +1,137 @@
+//! `osmeter compare` of two latency runs with stages and a really computed pipeline: the figures
+//! a run has one value of (stage percentiles, real underruns, missed share, tail percentiles) are
+//! listed with both runs' own values, and a hog in the second run moves them the way it must.
+
+mod common;
+#[path = "common/cpu_hog.rs"]
+mod cpu_hog;
+
+use common::{is_root, TestEnv};
+use cpu_hog::{exclusive, hog, last_cpu};
+use serde_json::Value;
+
+const STREAM: &str = "normal/timer";
+
+/// A 3 s run of the normal class on the timer path with stages and 300 us of work per period,
+/// stored; returns its id and its latency document.
+fn measure(env: &TestEnv, cpu: usize) -> (String, Value) {
+    let run = env.json(&[
+        "latency",
+        "--classes",
+        "normal",
+        "--paths",
+        "timer",
+        "--stages",
+        "--compute",
+        "300us",
+        "--duration",
+        "3s",
+        "--cpus",
+        &cpu.to_string(),
+        "--json",
+    ]);
+    (
+        run["id"].as_str().unwrap().to_string(),
+        run["sections"]["latency"].clone(),
+    )
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("{v} is not a number"))
+}
+
+fn row<'a>(figures: &'a [Value], key: &str) -> &'a Value {
+    figures.iter().find(|f| f["key"] == key).unwrap_or_else(|| {
+        let keys: Vec<&Value> = figures.iter().map(|f| &f["key"]).collect();
+        panic!("no row {key} in {keys:?}")
+    })
+}
+
+#[test]
+fn figures_of_one_value_a_run_are_compared_with_each_runs_own_values() {
+    let _cpu = exclusive();
+    if !is_root() {
+        eprintln!("skipped: --stages needs root, and the hog SCHED_FIFO");
+        return;
+    }
+    let env = TestEnv::new();
+    let cpu = last_cpu();
+    let label = format!("{STREAM} cpu{cpu}");
+    let (a, doc_a) = measure(&env, cpu);
+    // B: a SCHED_FIFO 80 thread holds the CPU for 40 ms, 1.5 s in: 40 periods in a row cannot be
+    // produced in time at any depth.
+    let h = hog(cpu, 1500, 40);
+    let (b, doc_b) = measure(&env, cpu);
+    h.join().unwrap();
+
+    let out = env
+        .osmeter()
+        .args(["compare", &a, &b, "--json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let cmp: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cmp["kind"], "latency");
+    let figures = cmp["figures"].as_array().unwrap();
+    let stream = |doc: &Value| doc["streams"][0].clone();
+    let (sa, sb) = (stream(&doc_a), stream(&doc_b));
+
+    // Each side's value is its own run's, as the document has it.
+    for (side, s) in [("value_a", &sa), ("value_b", &sb)] {
+        let stages = &s["stages"]["stages"];
+        for stage in ["interrupt", "handler", "thread", "to_user"] {
+            for p in ["p50", "p99"] {
+                let r = row(figures, &format!("{label} stage {stage} {p}"));
+                assert_eq!(num(&r[side]), num(&stages[stage][format!("{p}_ns")]), "{r}");
+                assert_eq!(r["direction"], "lower");
+            }
+        }
+        for depth in s["compute"]["depths"].as_array().unwrap() {
+            let n = depth["buffers"].as_u64().unwrap();
+            let r = row(figures, &format!("{label} real underrun n={n} c=300us"));
+            assert_eq!(num(&r[side]), num(&depth["real"]["p_underrun"]), "{r}");
+        }
+        let missed = s["missed"].as_f64().unwrap() / s["periods"].as_f64().unwrap();
+        let r = row(figures, &format!("{label} missed"));
+        assert!((r[side].as_f64().unwrap() - missed).abs() < 1e-12, "{r}");
+        let r = row(figures, &format!("{label} max"));
+        assert_eq!(num(&r[side]), num(&s["corrected"]["max_ns"]), "{r}");
+    }
+
+    // The hog shows where it must. Stage capture traces every other second, so the hog may fall
+    // in an untraced one; the pipeline and the whole wake see every period. 40 ms held: at least
+    // 36 buffers in a row are late even for 4 buffers (3 ms of slack), whatever else the busy
+    // machine adds.
+    let max = row(figures, &format!("{label} max"));
+    assert!(num(&max["value_b"]) >= 30e6, "{max}");
+    let four = &sb["compute"]["depths"][2];
+    assert_eq!(four["buffers"], 4);
+    assert!(four["real"]["underruns"].as_u64().unwrap() >= 36, "{four}");
+    assert!(four["real"]["failures"].as_u64().unwrap() >= 1, "{four}");
+
+    // One value a side is shown, untested, and says why; a stage's worst per second has a round
+    // per second and is tested like the whole wake's.
+    for key in [
+        format!("{label} stage thread p50"),
+        format!("{label} real underrun n=4 c=300us"),
+        format!("{label} missed"),
+    ] {
+        let r = row(figures, &key);
+        assert_eq!(r["verdict"], "untested", "{r}");
+        assert!(r["reason"].as_str().unwrap().contains("one value"), "{r}");
+        assert!(r["ratio"].is_number() || num(&r["value_a"]) == 0.0, "{r}");
+    }
+    let worst = row(figures, &format!("{label} stage thread worst-per-1s"));
+    assert_ne!(worst["verdict"], "untested", "{worst}");
+
+    // The text table shows the same rows, both sides in one unit.
+    let text = env.osmeter().args(["compare", &a, &b]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    for key in [
+        format!("{label} stage thread p99"),
+        format!("{label} real underrun n=2 c=300us"),
+    ] {
+        assert!(text.contains(&key), "{key} missing:\n{text}");
+    }
+}
