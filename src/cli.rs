@@ -105,6 +105,11 @@ pub struct CompletionsArgs {
     /// Write the script to the shell's per-user completion directory instead of stdout
     #[arg(long)]
     pub install: bool,
+    /// Put the scratch directory on a fresh ext4 image inside --dir, mounted by the kernel (ext4)
+    /// or served by fuse2fs (fuse), for the file probes and app.andrew; tags the run fs=KIND
+    /// (root; removed when the run ends)
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub fs: Option<crate::apps::image::Kind>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -118,6 +123,11 @@ pub struct ManArgs {
     /// Write every page into the per-user manual directory (~/.local/share/man/man1)
     #[arg(long)]
     pub install: bool,
+    /// Put the scratch directory on a fresh ext4 image inside --dir, mounted by the kernel (ext4)
+    /// or served by fuse2fs (fuse), for the file probes and app.andrew; tags the run fs=KIND
+    /// (root; removed when the run ends)
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub fs: Option<crate::apps::image::Kind>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -605,6 +615,15 @@ pub struct MeasureArgs {
     /// Do not open perf_event counters (time and interference only)
     #[arg(long)]
     pub no_counters: bool,
+    /// Install the Debian packages the selected app workloads need (apt-get; root) before
+    /// measuring; without it a workload whose package is missing is skipped, naming it
+    #[arg(long)]
+    pub install: bool,
+    /// Put the scratch directory on a fresh ext4 image inside --dir, mounted by the kernel (ext4)
+    /// or served by fuse2fs (fuse), for the file probes and app.andrew; tags the run fs=KIND
+    /// (root; removed when the run ends)
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub fs: Option<crate::apps::image::Kind>,
 }
 
 #[derive(Args, Debug, Clone)]

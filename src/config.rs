@@ -36,6 +36,10 @@ pub struct RunConfig {
     pub scratch_parent: PathBuf,
     pub counters: bool,
     pub fifo: Option<i32>,
+    /// Install the Debian packages of the selected app workloads first (`--install`).
+    pub install: bool,
+    /// `--fs`: the scratch directory on an ext4 image mounted by the kernel or by fuse2fs.
+    pub fs: Option<crate::apps::image::Kind>,
     /// Tags and store, checked before measuring.
     pub keeper: Keeper,
     pub json: bool,
@@ -54,6 +58,10 @@ impl RunConfig {
     pub fn from_args(args: &RunArgs) -> Result<RunConfig> {
         let (mut selected, suite) = select(&args.targets)?;
         apply_sets(&mut selected, &args.sets)?;
+        if let Some(kind) = args.measure.fs {
+            crate::apps::runfs::andrew_on_run_fs(&mut selected, &args.sets);
+            crate::apps::runfs::check(kind, args.measure.install)?;
+        }
         let quick = selected.iter().all(|s| s.scale == Scale::Quick);
         let samples =
             args.measure
@@ -110,8 +118,10 @@ impl RunConfig {
             scratch_parent,
             counters: !args.measure.no_counters,
             fifo: args.measure.fifo,
+            install: args.measure.install,
+            fs: args.measure.fs,
             keeper: Keeper::new(
-                &args.keep.tags,
+                &crate::apps::runfs::tags_with_fs(&args.keep.tags, args.measure.fs),
                 args.keep.no_store,
                 args.keep.store.store.as_ref(),
             )?,

@@ -99,7 +99,7 @@ fn list_shows_suites_and_probes_with_origins() {
         .unwrap()
         .iter()
         .any(|p| p["id"] == "syscall.null"));
-    assert_eq!(doc["suites"].as_array().unwrap().len(), 4);
+    assert_eq!(doc["suites"].as_array().unwrap().len(), 5);
 }
 
 #[test]

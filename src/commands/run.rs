@@ -18,7 +18,11 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if config.json {
         super::emit_json(&run)?;
     } else {
-        super::emit(&(table::render(&run) + &crate::papers::brief::text(&run)))?;
+        super::emit(
+            &(table::render(&run)
+                + &crate::apps::summary::text(&run)
+                + &crate::papers::brief::text(&run)),
+        )?;
     }
     // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.
     config.keeper.save(&run)?;
@@ -39,7 +43,19 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 /// after Ctrl-C, holding what was measured).
 pub fn measure(config: &RunConfig) -> Result<Run> {
     interrupt::install();
+    if config.install {
+        crate::apps::install_for(
+            config
+                .selected
+                .iter()
+                .flat_map(|s| s.variants.iter().map(move |v| (s.probe.id, v))),
+            config.fs,
+        )?;
+    }
     let scratch = crate::scratch::ScratchDir::create(&config.scratch_parent, "run")?;
+    crate::apps::cell::sweep_left();
+    // Declared after the scratch directory, so it is unmounted before the directory goes.
+    let run_fs = crate::apps::runfs::RunFs::mount_for(config.fs, &scratch, &config.selected)?;
     let suite = SuiteConfig {
         variants: config
             .selected
@@ -58,7 +74,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
         cpu: config.cpu,
         fifo: config.fifo,
         counters: config.counters,
-        scratch: scratch.path(),
+        scratch: run_fs.as_ref().map_or(scratch.path(), |fs| fs.path()),
         worker: WorkerCommand::this_executable(),
     };
 
@@ -80,7 +96,10 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
     crate::progress::status(style, "");
 
     // The parent, not the fresh subdirectory: its path is stable from run to run.
-    let fingerprint = fingerprint::collect(Some(&config.scratch_parent));
+    let mut fingerprint = fingerprint::collect(Some(&config.scratch_parent));
+    if let Some(fs) = &run_fs {
+        fingerprint.scratch_fs_type = Some(fs.fs_type());
+    }
     let counters_unavailable = if config.counters {
         perf::CounterSet::open_all().unavailable().clone()
     } else {
@@ -117,6 +136,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
         interrupted: outcome.interrupted,
         sections: Default::default(),
     };
+    drop(run_fs);
     drop(scratch);
     crate::results::derive::annotate(&mut run);
 

@@ -58,6 +58,13 @@ pub trait Workload {
     fn checks(&self) -> Vec<ClaimCheck> {
         Vec::new()
     }
+    /// Counts of everything the last sample ran, for workloads whose work happens in other
+    /// processes (application workloads count a cgroup of their own, see [`crate::apps`]): when
+    /// it returns Some, that is the sample's counters instead of the measuring thread's. Called
+    /// after the timed region of every sample, before [`Workload::finish`].
+    fn counted(&mut self) -> Option<CounterScopes> {
+        None
+    }
 }
 
 /// An empty timed loop: what the harness costs per iteration when the body does nothing.
@@ -137,10 +144,11 @@ fn take_sample<S: Sensors, W: Workload + ?Sized>(
     let t1 = sensors.now_ns();
     let c1 = sensors.counters();
     let i1 = sensors.interference();
+    let counters = work.counted().unwrap_or_else(|| counter_delta(&c0, &c1));
     work.finish()?;
     Ok(RawSample {
         elapsed_ns: t1.saturating_sub(t0),
-        counters: counter_delta(&c0, &c1),
+        counters,
         interference: i1.delta(&i0),
     })
 }

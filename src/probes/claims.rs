@@ -90,6 +90,14 @@ const PARTNER_ROUND_TRIP: Claim = Claim {
           across CPUs",
 };
 
+const fn app(id: &'static str) -> ProbeClaims {
+    ProbeClaims {
+        id,
+        role: Role::Other,
+        claims: &[],
+    }
+}
+
 const fn os(id: &'static str, claims: &'static [Claim]) -> ProbeClaims {
     ProbeClaims {
         id,
@@ -221,6 +229,10 @@ pub const TABLE: &[ProbeClaims] = &[
     ),
     os("fs.small_files", &[FROM_THE_PAGE_CACHE]),
     os("net.tcp_bandwidth", &[NO_NEW_MEMORY]),
+    // Whole programs: their counters are a cgroup's, and they claim nothing per operation.
+    app("app.andrew"),
+    app("app.ghostscript"),
+    app("app.interp"),
     os("net.tcp_roundtrip", &[PARTNER_ROUND_TRIP]),
     os("net.udp_roundtrip", &[PARTNER_ROUND_TRIP]),
     os(

@@ -1,6 +1,7 @@
 //! What is measured: one file per subsystem, each exporting a table of [`ProbeDef`]s, collected here
 //! into one registry, plus the named suites.
 
+pub mod app;
 pub mod claims;
 pub mod cpu;
 pub mod footprint;
@@ -112,7 +113,7 @@ impl ProbeDef {
 
 /// Every probe, in the order suites run them (cheap and sensitive ones first).
 pub fn registry() -> Vec<&'static ProbeDef> {
-    let tables: [&'static [ProbeDef]; 10] = [
+    let tables: [&'static [ProbeDef]; 11] = [
         cpu::PROBES,
         syscall::PROBES,
         signal::PROBES,
@@ -123,6 +124,7 @@ pub fn registry() -> Vec<&'static ProbeDef> {
         memory::PROBES,
         fs::PROBES,
         net::PROBES,
+        app::PROBES,
     ];
     tables.iter().flat_map(|t| t.iter()).collect()
 }
@@ -138,6 +140,19 @@ pub struct Suite {
     pub scale: Scale,
     /// Only probes with this origin; all probes when `None`.
     pub origin: Option<Origin>,
+    /// Which application workloads (group `app`: whole programs, seconds per figure) it holds.
+    pub apps: Apps,
+}
+
+/// The application workloads a suite holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Apps {
+    None,
+    /// Those light enough for a one-minute suite ([`app::LIGHT`]).
+    Light,
+    All,
+    /// Nothing but application workloads.
+    Only,
 }
 
 pub const SUITES: &[Suite] = &[
@@ -146,24 +161,35 @@ pub const SUITES: &[Suite] = &[
         summary: "every group at reduced sizes, well under a minute (the default)",
         scale: Scale::Quick,
         origin: None,
+        apps: Apps::Light,
     },
     Suite {
         name: "full",
         summary: "every probe at full parameters",
         scale: Scale::Full,
         origin: None,
+        apps: Apps::All,
     },
     Suite {
         name: "ousterhout89",
         summary: "the measurements of Ousterhout 1989, at full parameters",
         scale: Scale::Full,
         origin: Some(Origin::Ousterhout89),
+        apps: Apps::All,
     },
     Suite {
         name: "chen96",
         summary: "the microbenchmarks of Chen et al. 1996, at full parameters",
         scale: Scale::Full,
         origin: Some(Origin::Chen96),
+        apps: Apps::None,
+    },
+    Suite {
+        name: "apps",
+        summary: "the application workloads, measured whole (user and kernel apart, every process)",
+        scale: Scale::Full,
+        origin: None,
+        apps: Apps::Only,
     },
 ];
 
@@ -176,6 +202,12 @@ impl Suite {
         registry()
             .into_iter()
             .filter(|p| self.origin.is_none_or(|o| p.origins.contains(&o)))
+            .filter(|p| match (self.apps, p.group() == "app") {
+                (Apps::None, app) => !app,
+                (Apps::Light, app) => !app || app::LIGHT.contains(&p.id),
+                (Apps::All, _) => true,
+                (Apps::Only, app) => app,
+            })
             .collect()
     }
 }

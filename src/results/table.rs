@@ -130,9 +130,14 @@ pub fn render(run: &Run) -> String {
             oh.per_sample_ns, oh.per_iteration_ns
         );
     }
+    let whole = if run.measurements.iter().any(|m| m.probe.starts_with("app.")) {
+        " (app figures: every process of the workload, below)"
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
-        "Counters are per operation, for the measuring thread only."
+        "Counters are per operation, for the measuring thread only{whole}."
     );
     if !run.counters_unavailable.is_empty() {
         let hw = run.counters_unavailable.len();

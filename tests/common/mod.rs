@@ -1,6 +1,8 @@
 //! Shared set-up of the end-to-end tests: every test gets its own store, so none touches the user's.
 #![allow(dead_code)]
 
+pub mod apps;
+
 use assert_cmd::Command;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 
 pub mod events;
 mod spawn;
-mod sys;
+pub mod sys;
 #[cfg(test)]
 mod tests;
 

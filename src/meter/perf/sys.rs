@@ -87,6 +87,21 @@ pub fn open(
     pid: libc::pid_t,
     group: Option<&OwnedFd>,
 ) -> Result<OwnedFd, i32> {
+    open_on(attr, pid, -1, group, 0)
+}
+
+/// PERF_FLAG_PID_CGROUP: `pid` is a descriptor of a cgroup directory, and `cpu` must be a CPU.
+pub const PERF_FLAG_PID_CGROUP: libc::c_ulong = 1 << 2;
+
+/// perf_event_open on one CPU (or -1) with extra flags (e.g. [`PERF_FLAG_PID_CGROUP`]) beside
+/// PERF_FLAG_FD_CLOEXEC. Returns the errno on failure.
+pub fn open_on(
+    attr: &PerfEventAttr,
+    pid: libc::pid_t,
+    cpu: libc::c_int,
+    group: Option<&OwnedFd>,
+    flags: libc::c_ulong,
+) -> Result<OwnedFd, i32> {
     const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
     let group_fd = group.map_or(-1, |g| g.as_raw_fd());
     // SAFETY: attr points to a live, correctly sized perf_event_attr; the kernel only reads it.
@@ -95,9 +110,9 @@ pub fn open(
             libc::SYS_perf_event_open,
             attr as *const PerfEventAttr,
             pid,
-            -1 as libc::c_int,
+            cpu,
             group_fd,
-            PERF_FLAG_FD_CLOEXEC,
+            PERF_FLAG_FD_CLOEXEC | flags,
         )
     };
     if fd < 0 {

@@ -1,0 +1,98 @@
+//! Application workloads (group `app`): whole programs, measured whole. The workloads live in
+//! [`crate::apps`]; this is their registry table. An app figure's operation is one whole run of the
+//! workload (an Andrew phase, an interpreter start, a rendering), and its counters are those of
+//! every process the workload involved (see [`crate::apps`]).
+
+use super::{Built, Origin, ProbeDef, ProbeEnv, Scale};
+use crate::apps;
+use crate::params;
+use crate::results::model::{Params, Unit};
+use anyhow::Result;
+
+/// App probes light enough for the quick suite's one-minute budget.
+pub const LIGHT: &[&str] = &["app.interp"];
+
+pub const PROBES: &[ProbeDef] = &[
+    ProbeDef {
+        id: "app.andrew",
+        summary: "the modified Andrew benchmark: make the directories of a generated C program, \
+                  copy it, stat every file, read every byte, compile it with gcc -O2; one figure \
+                  per phase and the total, in the scratch directory or in an ext4 image mounted \
+                  by the kernel or by fuse2fs",
+        params: "phase=mkdir|copy|stat|read|compile|total fs=dir|ext4|fuse sources=N",
+        unit: Unit::Nanoseconds,
+        origins: &[Origin::Ousterhout89],
+        variants: andrew_variants,
+        build: build_andrew,
+    },
+    ProbeDef {
+        id: "app.ghostscript",
+        summary: "Ghostscript renders a generated PostScript document (text, curves, fills, \
+                  images) at 150 dpi, counted whole",
+        params: "pages=N",
+        unit: Unit::Nanoseconds,
+        origins: &[Origin::Chen96],
+        variants: ghostscript_variants,
+        build: build_ghostscript,
+    },
+    ProbeDef {
+        id: "app.interp",
+        summary: "interpreter start-up: python3, perl and tclsh started with nothing to do, and \
+              exited, counted whole (every process, user and kernel apart)",
+        params: "interp=python3|perl|tclsh",
+        unit: Unit::Nanoseconds,
+        origins: &[Origin::Osmeter],
+        variants: interp_variants,
+        build: build_interp,
+    },
+];
+
+fn andrew_variants(scale: Scale) -> Vec<Params> {
+    let (sources, systems): (u64, &[&str]) = match scale {
+        Scale::Quick => (4, &["dir"]),
+        Scale::Full => (10, apps::andrew::FILE_SYSTEMS),
+    };
+    let mut out = Vec::new();
+    for fs in systems {
+        for phase in apps::andrew::PHASES.iter().chain(&["total"]) {
+            out.push(params![
+                ("phase", *phase),
+                ("fs", *fs),
+                ("sources", sources)
+            ]);
+        }
+    }
+    out
+}
+
+fn build_andrew(env: &ProbeEnv, p: &Params) -> Result<Built> {
+    let fs = p.get("fs").and_then(|v| v.as_str()).unwrap_or("dir");
+    if let Some(why) = apps::image::Kind::parse(fs).and_then(apps::image::unavailable) {
+        return Ok(Built::Skip(why));
+    }
+    apps::whole(apps::andrew::Andrew::new(env, p)?)
+}
+
+fn ghostscript_variants(scale: Scale) -> Vec<Params> {
+    vec![params![(
+        "pages",
+        match scale {
+            Scale::Quick => 2,
+            Scale::Full => 13,
+        }
+    )]]
+}
+
+fn build_ghostscript(env: &ProbeEnv, p: &Params) -> Result<Built> {
+    apps::whole(apps::ghostscript::Ghostscript::new(env, p)?)
+}
+
+fn interp_variants(_: Scale) -> Vec<Params> {
+    apps::interp::names()
+        .map(|n| params![("interp", n)])
+        .collect()
+}
+
+fn build_interp(env: &ProbeEnv, p: &Params) -> Result<Built> {
+    apps::whole(apps::interp::Interp::new(env, p)?)
+}
