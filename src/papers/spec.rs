@@ -13,6 +13,10 @@ pub enum Now {
     Figure(ProbeRef),
     /// Two figures' ratio, set against a factor the paper states ("dynamic costs twice static").
     Ratio(ProbeRef, ProbeRef),
+    /// Several figures added up, in the paper's unit (phases the paper timed as one).
+    Sum(&'static [ProbeRef]),
+    /// How much more the first figure is than the second, in percent (a penalty the paper states).
+    PercentMore(ProbeRef, ProbeRef),
     /// This machine's speed in MIPS (from `cpu.reference`).
     Mips,
     /// Processor cycles of one operation: counted cycles where the run has them, else the time at
@@ -122,10 +126,12 @@ pub struct Comparison {
 /// A column the paper computed from its others, recomputed for today.
 #[derive(Debug, Clone, Copy)]
 pub enum Derived {
-    /// Ousterhout's MIPS-relative speed of column `from` against the row `base`.
+    /// Ousterhout's MIPS-relative speed of column `from` of table `source` against its row
+    /// `base`, into `column` of `table` (Table 8 derives from Table 7's totals).
     MipsRelative {
         table: &'static str,
         column: &'static str,
+        source: &'static str,
         from: &'static str,
         base: &'static str,
     },
@@ -143,6 +149,13 @@ impl Derived {
             Derived::MipsRelative { table, .. } | Derived::BytesPerInstruction { table, .. } => {
                 table
             }
+        }
+    }
+    /// The table whose column `from` the derived column is computed from.
+    pub fn source(&self) -> &'static str {
+        match *self {
+            Derived::MipsRelative { source, .. } => source,
+            Derived::BytesPerInstruction { table, .. } => table,
         }
     }
     pub fn column(&self) -> &'static str {
@@ -192,10 +205,11 @@ impl Spec {
         for c in self.comparisons.iter().filter(|c| wanted(c.table)) {
             match c.now {
                 Now::Figure(r) | Now::Cycles(r) => push(r),
-                Now::Ratio(a, b) => {
+                Now::Ratio(a, b) | Now::PercentMore(a, b) => {
                     push(a);
                     push(b)
                 }
+                Now::Sum(parts) => parts.iter().copied().for_each(&mut push),
                 Now::Mips | Now::Memsim(_) | Now::Latency(_) => {}
             }
         }
@@ -300,6 +314,36 @@ const fn create_delete(size: u64, fsync: bool) -> ProbeRef {
 }
 const WITH_FSYNC: &str = "this machine, fsync before close";
 
+/// One phase of app.andrew at the full size, on the ext4 image mounted by the kernel or served by
+/// fuse2fs.
+macro_rules! andrew {
+    ($phase:literal, $fs:literal) => {
+        probe(
+            "app.andrew",
+            &[
+                ("phase", Param::Str($phase)),
+                ("fs", Param::Str($fs)),
+                ("sources", Param::Num(10)),
+            ],
+        )
+    };
+}
+/// The paper's "copy" phase: everything but the compilation.
+const ANDREW_COPY_EXT4: &[ProbeRef] = &[
+    andrew!("mkdir", "ext4"),
+    andrew!("copy", "ext4"),
+    andrew!("stat", "ext4"),
+    andrew!("read", "ext4"),
+];
+const ANDREW_COPY_FUSE: &[ProbeRef] = &[
+    andrew!("mkdir", "fuse"),
+    andrew!("copy", "fuse"),
+    andrew!("stat", "fuse"),
+    andrew!("read", "fuse"),
+];
+const ANDREW_EXT4: &str = "this machine, ext4 in the kernel";
+const ANDREW_FUSE: &str = "this machine, the same ext4 through fuse2fs";
+
 /// The Sun-3 under SunOS: Ousterhout's base for the UNIX derivatives, which Linux is one of.
 const SUN3_UNIX: &str = "Sun3 SunOS 3.5";
 
@@ -323,6 +367,40 @@ static OUSTERHOUT: Spec = Spec {
         fig("5", "cached", COPY_HOT),
         fig("5", "uncached", COPY_COLD),
         fig("6", "bandwidth", READ_CACHED),
+        Comparison {
+            table: "7",
+            cells: Cells::Column("copy"),
+            label: ANDREW_EXT4,
+            now: Now::Sum(ANDREW_COPY_EXT4),
+        },
+        Comparison {
+            label: ANDREW_EXT4,
+            ..fig("7", "compile", andrew!("compile", "ext4"))
+        },
+        Comparison {
+            label: ANDREW_EXT4,
+            ..fig("7", "total", andrew!("total", "ext4"))
+        },
+        Comparison {
+            table: "7",
+            cells: Cells::Column("copy"),
+            label: ANDREW_FUSE,
+            now: Now::Sum(ANDREW_COPY_FUSE),
+        },
+        Comparison {
+            label: ANDREW_FUSE,
+            ..fig("7", "compile", andrew!("compile", "fuse"))
+        },
+        Comparison {
+            label: ANDREW_FUSE,
+            ..fig("7", "total", andrew!("total", "fuse"))
+        },
+        Comparison {
+            table: "8",
+            cells: Cells::Column("remote_penalty"),
+            label: ANDREW_FUSE,
+            now: Now::PercentMore(andrew!("total", "fuse"), andrew!("total", "ext4")),
+        },
         fig("9", "foo", OPEN_1),
         fig("9", "a_b_c_foo", OPEN_4),
         fig("10", "no_data", create_delete(0, false)),
@@ -345,18 +423,21 @@ static OUSTERHOUT: Spec = Spec {
         Derived::MipsRelative {
             table: "2",
             column: "mips_relative",
+            source: "2",
             from: "time",
             base: SUN3_UNIX,
         },
         Derived::MipsRelative {
             table: "3",
             column: "mips_relative",
+            source: "3",
             from: "time",
             base: SUN3_UNIX,
         },
         Derived::MipsRelative {
             table: "4",
             column: "mips_relative",
+            source: "4",
             from: "10_full",
             base: SUN3_UNIX,
         },
@@ -368,8 +449,16 @@ static OUSTERHOUT: Spec = Spec {
         Derived::MipsRelative {
             table: "6",
             column: "mips_relative",
+            source: "6",
             from: "bandwidth",
             base: SUN3_UNIX,
+        },
+        Derived::MipsRelative {
+            table: "8",
+            column: "mips_relative_local",
+            source: "7",
+            from: "total",
+            base: "Sun3 Sprite Local",
         },
     ],
     notes: &[
@@ -379,8 +468,8 @@ static OUSTERHOUT: Spec = Spec {
         ("4", "the M2000's 10,000 us for empty pipes is, by the paper's own guess, a select emulation that waits out a 10 ms tick"),
         ("5", "today: memcpy of 16 KiB inside the caches, and of a block 8x the last-level cache"),
         ("6", "today: 16 KB preads of the largest file measured, already in the page cache"),
-        ("7", "osmeter has no Andrew benchmark (copy a source tree, stat and read every file, compile it): no figure today"),
-        ("8", "derived from Table 7: no figure today"),
+        ("7", "today: app.andrew over a generated C program (10 sources, gcc -O2); 'copy' is the paper's, every phase but the compilation (mkdir, copy, stat, read); the local file system is an ext4 image mounted by the kernel, and the same image served by fuse2fs, a file server in a user process, stands where the paper had a remote file server"),
+        ("8", "today: MIPS-relative from Table 7's totals against Sun3 Sprite, as the paper did; the penalty is FUSE's total over the kernel's ext4, the paper's was remote files over local ones"),
         ("9", "today: openat of a relative path of 1 and 4 components, then close"),
         ("10", "the UNIX systems of 1989 wrote metadata to disk synchronously; Linux file systems do not unless asked (the fsync row)"),
     ],
@@ -682,10 +771,13 @@ mod tests {
                 );
             }
             for d in spec.derived {
-                let t = paper.table(d.table()).unwrap();
-                assert!(t.column(d.column()).is_some() && t.column(d.from()).is_some());
+                let (t, source) = (
+                    paper.table(d.table()).unwrap(),
+                    paper.table(d.source()).unwrap(),
+                );
+                assert!(t.column(d.column()).is_some() && source.column(d.from()).is_some());
                 if let Derived::MipsRelative { base, .. } = d {
-                    assert!(t.row(base).is_some(), "{id:?} {} {base}", d.table());
+                    assert!(source.row(base).is_some(), "{id:?} {} {base}", d.source());
                 }
             }
             for (table, _) in spec.notes {
@@ -726,7 +818,11 @@ mod tests {
             spec(PaperId::Ousterhout89).probes_of(Some("2")),
             vec!["cpu.reference", "syscall.null"]
         );
-        assert!(spec(PaperId::Ousterhout89).probes_of(Some("7")).is_empty());
+        // Table 7 times the Andrew benchmark's phases, one probe with its variants.
+        assert_eq!(
+            spec(PaperId::Ousterhout89).probes_of(Some("7")),
+            vec!["cpu.reference", "app.andrew"]
+        );
         assert_eq!(
             spec(PaperId::Chen96).probes_of(Some("4.7")),
             vec!["net.tcp_bandwidth"]

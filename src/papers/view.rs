@@ -228,6 +228,41 @@ fn today(
                 run: a.find(runs).map(|(r, _)| r.id.clone()).unwrap_or_default(),
             })
         }
+        Now::Sum(parts) => {
+            let mut total = NowValue {
+                value: 0.0,
+                ci95: [0.0, 0.0],
+                figure: String::new(),
+                run: String::new(),
+            };
+            for r in parts.iter() {
+                let part = now_value(r, runs, unit)?;
+                total.value += part.value;
+                // The parts' intervals added: wider than the sum's own, never narrower.
+                total.ci95 = [total.ci95[0] + part.ci95[0], total.ci95[1] + part.ci95[1]];
+                if total.figure.is_empty() {
+                    total.figure = part.figure;
+                    total.run = part.run;
+                } else {
+                    total.figure = format!("{} + {}", total.figure, part.figure);
+                }
+            }
+            Ok(total)
+        }
+        Now::PercentMore(a, b) => {
+            let (ma, mb) = find_both(a, b, runs)?;
+            let (sa, sb) = (ma.summary.as_ref().unwrap(), mb.summary.as_ref().unwrap());
+            if sb.median <= 0.0 || sb.ci95[0] <= 0.0 {
+                return Err(format!("{} took no time", mb.label()));
+            }
+            let more = |x: f64, y: f64| (x / y - 1.0) * 100.0;
+            Ok(NowValue {
+                value: more(sa.median, sb.median),
+                ci95: [more(sa.ci95[0], sb.ci95[1]), more(sa.ci95[1], sb.ci95[0])],
+                figure: format!("{} over {}", ma.label(), mb.label()),
+                run: a.find(runs).map(|(r, _)| r.id.clone()).unwrap_or_default(),
+            })
+        }
         Now::Memsim(f) => {
             let (run, doc, machine) = memsim_machine(runs)?;
             let value = f.value(doc, machine).ok_or_else(|| {
@@ -327,10 +362,13 @@ pub fn build(paper: &Paper, spec: &Spec, runs: &[Run], here: &Here) -> anyhow::R
                         p.now_ci95 = Some(now.ci95);
                         p.now_figure = Some(now.figure);
                         p.now_run = Some(now.run);
-                        if matches!(c.now, Now::Figure(_) | Now::Mips | Now::Latency(_)) {
+                        if matches!(
+                            c.now,
+                            Now::Figure(_) | Now::Sum(_) | Now::Mips | Now::Latency(_)
+                        ) {
                             p.speedup = arith::speedup(cell.value.central(), now.value, cell.unit);
                         }
-                        if let (Now::Figure(_), Ok(cpu), Some(mips)) =
+                        if let (Now::Figure(_) | Now::Sum(_), Ok(cpu), Some(mips)) =
                             (&c.now, &cpu, cell.machine.mips)
                         {
                             p.cpu_speedup = Some(cpu.mips / mips);
@@ -454,12 +492,12 @@ fn derive_today(
     pairs: &mut Vec<CellPair>,
 ) {
     for d in spec.derived {
-        let Some(table) = paper.table(d.table()) else {
+        let Some(table) = paper.table(d.source()) else {
             continue;
         };
         let sources: Vec<(String, Option<f64>)> = pairs
             .iter()
-            .filter(|p| p.table == d.table() && p.column == d.from())
+            .filter(|p| p.table == d.source() && p.column == d.from())
             .fold(Vec::new(), |mut acc, p| {
                 if !acc.iter().any(|(l, _)| *l == p.now_label) {
                     acc.push((p.now_label.clone(), p.now_value));
@@ -513,6 +551,72 @@ fn derive_today(
 mod tests {
     use super::*;
     use crate::latency::accounting::gumbel_cdf;
+
+    /// Table 7's copy is the sum of the four phases before the compilation, Table 8's
+    /// MIPS-relative comes from Table 7's total against Sun3 Sprite, and its penalty is FUSE's
+    /// total over the kernel's.
+    #[test]
+    fn andrew_tables_add_the_copy_phases_and_derive_table_8_from_table_7() {
+        use crate::papers::fixtures::{measured, ousterhout_run};
+        use crate::papers::PaperId;
+        // 100 ns per 1000 instructions: 10,000 MIPS.
+        let mut run = ousterhout_run(100.0, 100.0, 1e10);
+        let seconds = |fs: &str, phase: &str| -> f64 {
+            let base = if fs == "ext4" { 1.0 } else { 1.5 };
+            base * match phase {
+                "mkdir" => 0.01,
+                "copy" => 0.1,
+                "stat" => 0.02,
+                "read" => 0.05,
+                "compile" => 2.0,
+                _ => 2.18,
+            }
+        };
+        for fs in ["ext4", "fuse"] {
+            for phase in ["mkdir", "copy", "stat", "read", "compile", "total"] {
+                run.measurements.push(measured(
+                    "app.andrew",
+                    crate::params![("phase", phase), ("fs", fs), ("sources", 10)],
+                    crate::results::model::Unit::Nanoseconds,
+                    seconds(fs, phase) * 1e9,
+                ));
+            }
+        }
+        let id = PaperId::Ousterhout89;
+        let paper = Paper::load(id).unwrap();
+        let here = Here {
+            mhz: None,
+            hostname: None,
+        };
+        let doc = build(&paper, crate::papers::spec::spec(id), &[run], &here).unwrap();
+        let cell = |table: &str, column: &str, label: &str| {
+            doc.cells
+                .iter()
+                .find(|p| p.table == table && p.column == column && p.now_label.contains(label))
+                .unwrap_or_else(|| panic!("no {table} {column} {label}"))
+                .clone()
+        };
+        let copy = cell("7", "copy", "ext4 in the kernel");
+        assert!((copy.now_value.unwrap() - 0.18).abs() < 1e-9, "{copy:?}");
+        assert!(copy.now_figure.unwrap().matches(" + ").count() == 3);
+        assert!(copy.speedup_relative_to_cpu.is_some());
+        let fuse_total = cell("7", "total", "fuse2fs").now_value.unwrap();
+        assert!((fuse_total - 3.27).abs() < 1e-9);
+        let sun3_mips = paper.machine("Sun3").and_then(|m| m.mips).unwrap();
+        let local = cell("8", "mips_relative_local", "ext4 in the kernel");
+        let want = (427.0 / 2.18) / (10_000.0 / sun3_mips);
+        assert!(
+            (local.now_value.unwrap() - want).abs() < 1e-9 * want,
+            "{local:?}"
+        );
+        let penalty = cell("8", "remote_penalty", "fuse2fs");
+        assert!(
+            (penalty.now_value.unwrap() - 50.0).abs() < 1e-9,
+            "{penalty:?}"
+        );
+        let [lo, hi] = penalty.now_ci95.unwrap();
+        assert!(lo < 50.0 && 50.0 < hi, "{lo} {hi}");
+    }
 
     #[test]
     fn gumbel_median_known_answers() {
