@@ -22,6 +22,8 @@ pub const QUICK_MIN_SAMPLE_NS: u64 = 10_000_000;
 pub const FULL_MIN_SAMPLE_NS: u64 = 20_000_000;
 /// More rounds than this is a typo: every round is a process per figure.
 pub const MAX_ROUNDS: usize = 1000;
+/// A longer --min-time is a typo: one sample would outlast any sensible run.
+pub const MAX_MIN_SAMPLE_NS: u64 = 60_000_000_000;
 
 pub struct RunConfig {
     /// The suite name when exactly one suite was asked for.
@@ -54,6 +56,32 @@ pub fn check_scratch_parent(dir: &Path) -> Result<()> {
     }
 }
 
+/// --min-time within [`MAX_MIN_SAMPLE_NS`], and with --fifo within what a worker that never sleeps
+/// during a sample may run (see [`crate::meter::rt_limit::FIFO_MAX_SAMPLE_NS`]).
+fn check_min_time(ns: u64, fifo: bool) -> Result<()> {
+    let seconds = |ns: u64| crate::units::format(ns as f64 / 1e9, crate::units::Unit::Seconds);
+    if ns > MAX_MIN_SAMPLE_NS {
+        return Err(usage!(
+            "--min-time {}: at most {} per sample (a run takes --repeat x --rounds samples of \
+             every figure); give a shorter --min-time, or more --repeat",
+            seconds(ns),
+            seconds(MAX_MIN_SAMPLE_NS)
+        ));
+    }
+    let fifo_max = crate::meter::rt_limit::FIFO_MAX_SAMPLE_NS;
+    if fifo && ns > fifo_max {
+        return Err(usage!(
+            "--min-time {} with --fifo: at SCHED_FIFO a sample runs without ever sleeping, and a \
+             real-time worker may take at most a few seconds of CPU at a time, so the limit is {}; \
+             give --min-time {} or less, or leave out --fifo",
+            seconds(ns),
+            seconds(fifo_max),
+            seconds(fifo_max)
+        ));
+    }
+    Ok(())
+}
+
 impl RunConfig {
     pub fn from_args(args: &RunArgs) -> Result<RunConfig> {
         let (mut selected, suite) = select(&args.targets)?;
@@ -84,6 +112,7 @@ impl RunConfig {
             None if quick => QUICK_MIN_SAMPLE_NS,
             None => FULL_MIN_SAMPLE_NS,
         };
+        check_min_time(min_sample_ns, args.measure.fifo.is_some())?;
         let cpu = match args.measure.cpu {
             Some(c) => {
                 placement::validate_cpu(c).map_err(|e| usage!("--cpu {c}: {e:#}"))?;

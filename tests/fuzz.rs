@@ -129,6 +129,11 @@ fn a_text_line() -> impl Strategy<Value = String> {
     ]
 }
 
+/// A drmemtrace header entry (type 25, size 0, version 6), as its traces start.
+const DRMEM_HEADER: &[u8] = b"\x19\x00\x00\x00\x06\x00\x00\x00\x00\x00\x00\x00";
+/// The start of a ChampSim instruction record: ip 0x400000, not a branch, no registers.
+const CHAMPSIM_RECORD: &[u8] = b"\x00\x00\x40\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00";
+
 proptest! {
     #![proptest_config(config())]
 
@@ -188,7 +193,8 @@ proptest! {
     fn format_detection_on_any_file(bytes in prop::collection::vec(any::<u8>(), 0..1024),
                                     prefix in prop_oneof![Just(&b""[..]), Just(&b"OSMT"[..]),
                                                           Just(&b"\x28\xb5\x2f\xfd"[..]),
-                                                          Just(&b"# c\n"[..]), Just(&b"I  "[..])]) {
+                                                          Just(&b"# c\n"[..]), Just(&b"I  "[..]),
+                                                          Just(DRMEM_HEADER), Just(CHAMPSIM_RECORD)]) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t");
         std::fs::write(&path, [prefix, &bytes].concat()).unwrap();

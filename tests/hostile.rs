@@ -529,6 +529,62 @@ fn a_damaged_store_is_refused_untouched_and_named() {
     );
 }
 
+/// A damaged store is found as the command starts, before anything is measured or simulated:
+/// nothing reaches stdout (the figures would be printed before saving), the file is untouched.
+#[test]
+fn a_damaged_store_is_refused_before_measuring_or_simulating() {
+    let env = TestEnv::new();
+    let path = env.dir.path().join("damaged.db");
+    store_with_runs(&path, 30);
+    // Damage only a write meets: opening and listing still work.
+    damage(&path, "measurements_probe");
+    let before = std::fs::read(&path).unwrap();
+    let trace = env.dir.path().join("t.din");
+    std::fs::write(&trace, "2 400000\n0 1000 4\n1 1000 4\n").unwrap();
+    let run: &[&str] = &["run", "syscall.null", "--min-time", "2s", "--rounds", "1"];
+    let memsim: &[&str] = &["memsim", trace.to_str().unwrap()];
+    for args in [run, memsim] {
+        let out = env
+            .osmeter()
+            .args(args)
+            .arg("--store")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?} ran before refusing the store: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            err.contains(&format!("the store {} is damaged", path.display()))
+                && err.contains(".dump"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "{args:?}: written to"
+        );
+    }
+}
+
+/// A --store that is a directory is called one, not blamed on its owner or mode.
+#[test]
+fn a_store_path_that_is_a_directory_is_called_one() {
+    let env = TestEnv::new();
+    let dir = env.dir.path().join("a-directory");
+    std::fs::create_dir(&dir).unwrap();
+    let err = run_refused_by_store(&env, &dir);
+    assert!(
+        err.contains(&format!("{} is a directory", dir.display())) && !err.contains("uid"),
+        "{err}"
+    );
+    assert_eq!(common::entries(&dir), Vec::<String>::new());
+}
+
 #[test]
 fn a_foreign_sqlite_file_is_refused_untouched() {
     let env = TestEnv::new();

@@ -318,3 +318,111 @@ fn a_killed_run_leaves_no_worker_behind() {
     let left: Vec<u32> = workers.into_iter().filter(|&p| alive(p)).collect();
     assert!(left.is_empty(), "workers outlived a killed run: {left:?}");
 }
+
+/// SIGINT in the middle of a sample that lasts many seconds: interruption is only checked between
+/// samples, so the worker is given a second to answer and then killed; the run still ends about a
+/// second after the signal and is kept, marked interrupted.
+#[test]
+fn sigint_inside_a_long_sample_ends_the_run_within_about_a_second() {
+    let env = TestEnv::new();
+    // Calibration grows the sample tenfold at a time towards a minute: eight seconds after the
+    // start, the sample under way has seconds to go (it lasts nine times all those before it).
+    let child = spawn(env.osmeter_std().args([
+        "run",
+        "syscall.null",
+        "--min-time",
+        "60s",
+        "--repeat",
+        "1",
+        "--rounds",
+        "1",
+    ]));
+    let pid = child.id();
+    let t = Instant::now();
+    while descendants(pid).is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(60), "no worker started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(8000));
+    let workers = descendants(pid);
+    let (out, took) = signal_and_wait(child, libc::SIGINT);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        took < Duration::from_millis(2500),
+        "took {took:?} to stop inside a long sample"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let left: Vec<u32> = workers.into_iter().filter(|&p| alive(p)).collect();
+    assert!(left.is_empty(), "workers outlived the run: {left:?}");
+    assert_eq!(stored_run(&env)["interrupted"], true);
+}
+
+/// A sample longer than a minute, or longer than a second at SCHED_FIFO (where a sample never
+/// sleeps), is refused before anything runs, naming the option and the limit.
+#[test]
+fn min_time_beyond_its_limit_is_a_usage_error() {
+    let env = TestEnv::new();
+    for (args, names) in [
+        (
+            &["--min-time", "100h"][..],
+            &["--min-time", "at most 1.00 min"][..],
+        ),
+        (
+            &["--min-time", "10s", "--fifo", "50"],
+            &["--min-time", "--fifo", "1.00 s"],
+        ),
+    ] {
+        let out = env
+            .osmeter()
+            .args(["run", "syscall.null"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        for n in names {
+            assert!(err.contains(n), "{args:?}: no {n:?} in {err}");
+        }
+    }
+    assert!(!env.store().exists(), "nothing stored");
+}
+
+/// A worker at SCHED_FIFO may run a few seconds of CPU without sleeping, however long its samples:
+/// its RLIMIT_RTTIME hard limit (SIGKILL) is at most four seconds even at the longest --min-time
+/// allowed with --fifo.
+#[test]
+fn a_fifo_worker_never_runs_more_than_a_few_seconds_without_sleeping() {
+    if !is_root() {
+        eprintln!("SCHED_FIFO needs root here; skipped");
+        return;
+    }
+    let env = TestEnv::new();
+    let child = spawn(env.osmeter_std().args([
+        "run",
+        "cpu.reference",
+        "--fifo",
+        "98",
+        "--min-time",
+        "1s",
+        "--warmup",
+        "1000000",
+        "--no-store",
+    ]));
+    let pid = child.id();
+    let t = Instant::now();
+    let mut hard = None;
+    while hard.is_none() && t.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+        hard = descendants(pid)
+            .into_iter()
+            .filter_map(osmeter::meter::rt_limit::read_limit)
+            .find_map(|(_, hard)| hard);
+    }
+    let (out, _) = signal_and_wait(child, libc::SIGINT);
+    let hard = hard.unwrap_or_else(|| panic!("no limited worker seen: {}", stderr(&out)));
+    assert!(
+        hard <= 4_000_000,
+        "a FIFO worker may run {hard} us unchecked"
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+}

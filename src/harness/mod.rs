@@ -114,15 +114,6 @@ impl Default for HarnessConfig {
 /// Sample vectors are filled as samples come; a huge --repeat must not reserve memory up front.
 const MAX_PREALLOCATED_SAMPLES: usize = 4096;
 
-/// The RLIMIT_RTTIME soft limit for a measuring thread at SCHED_FIFO, microseconds. The harness
-/// blocks between samples, so only one sample runs without blocking: calibration can make it up to
-/// ten times the minimum, and the limit leaves room for more.
-pub fn realtime_limit_us(config: &HarnessConfig) -> u64 {
-    (config.min_sample_ns / 1000)
-        .saturating_mul(15)
-        .max(2_000_000)
-}
-
 /// What one sample saw, before any overhead is subtracted.
 #[derive(Debug, Clone)]
 struct RawSample {

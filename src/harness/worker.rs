@@ -8,13 +8,14 @@
 //! answer). The worker runs in a process group of its own, dies with its parent (parent-death
 //! signal), and is the only process that pins itself, switches to SCHED_FIFO and lowers
 //! RLIMIT_RTTIME, so the parent never holds a real-time class to restore. Ctrl-C reaches the parent,
-//! which passes it on to the worker's group and, if the worker does not answer in time, kills the
-//! group.
+//! which passes it on to the worker's group and, if the worker does not answer within
+//! [`STOP_GRACE`] (it answers between two samples, and a sample may be long), kills the group: the
+//! rounds that finished are kept, the one cut off is lost.
 
 use super::round::{measure_round, RoundOutcome};
 use super::HarnessConfig;
 use crate::interrupt;
-use crate::meter::rt_limit::{OnLimit, RtTimeLimit};
+use crate::meter::rt_limit::{self, OnLimit, RtTimeLimit};
 use crate::meter::{placement, SystemSensors};
 use crate::probes::{self, Built, ProbeEnv, Scale};
 use crate::results::model::{Overhead, Params};
@@ -91,10 +92,9 @@ impl WorkerCommand {
 
 /// Runs one job in a fresh worker process and returns its report. A worker that dies without
 /// answering is reported as a failure naming how it ended. On Ctrl-C the worker is asked to stop and
-/// given `grace` to answer with what it measured before its process group is killed.
+/// given [`STOP_GRACE`] to answer with what it measured before its process group is killed.
 pub fn run_job(command: &WorkerCommand, job: &Job) -> Result<Report> {
-    let grace =
-        Duration::from_secs(2) + Duration::from_nanos(job.harness.min_sample_ns.saturating_mul(3));
+    let grace = STOP_GRACE;
     let (read_end, write_end) = pipe()?;
     let parent = std::process::id() as libc::pid_t;
     let mut cmd = Command::new(&command.program);
@@ -143,6 +143,12 @@ pub fn run_job(command: &WorkerCommand, job: &Job) -> Result<Report> {
         })),
     }
 }
+
+/// How long a worker asked to stop (Ctrl-C, SIGTERM) may take to answer before it is killed,
+/// whatever --min-time is: it answers between two samples, so with samples of this length or
+/// shorter what it measured is kept; a longer sample in progress is given up so that the run
+/// still ends about a second after the signal.
+pub const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// A killed process that does not end could not get a CPU to die on.
 const STARVED: &str = "the measuring process did not end even when killed: it cannot get its CPU, \
@@ -327,10 +333,11 @@ fn measure(job: &Job) -> Result<Report> {
         realtime: job.fifo.is_some(),
         ..job.harness.clone()
     };
-    // Nothing to restore: the process ends with the task.
+    // Nothing to restore: the process ends with the task. The harness blocks between samples, so
+    // the limit only ever counts one sample, and a runaway one is stopped within seconds.
     let _limit = job.fifo.map(|_| {
-        let soft = super::realtime_limit_us(&harness);
-        RtTimeLimit::set(soft, Some(soft + 2_000_000), OnLimit::Notify)
+        let (soft, hard) = rt_limit::sample_limits_us(harness.min_sample_ns);
+        RtTimeLimit::set(soft, Some(hard), OnLimit::Notify)
     });
     if let Some(prio) = job.fifo {
         placement::set_fifo(prio)?;

@@ -123,6 +123,24 @@ pub fn tripped() -> bool {
     TRIPPED.load(Ordering::SeqCst)
 }
 
+/// The longest `--min-time` of a run at SCHED_FIFO. A sample never sleeps, and calibration may make
+/// one up to about twice the minimum, so this keeps every sample well inside [`sample_limits_us`].
+pub const FIFO_MAX_SAMPLE_NS: u64 = 1_000_000_000;
+/// The most CPU time a measuring worker at SCHED_FIFO may take without sleeping: SIGXCPU (the
+/// sample is cut and what was measured kept) at the soft limit, SIGKILL one second later.
+pub const FIFO_SOFT_LIMIT_MAX_US: u64 = 3_000_000;
+
+/// RLIMIT_RTTIME (soft, hard), microseconds, for a measuring worker at SCHED_FIFO whose samples last
+/// at least `min_sample_ns`: three times the sample, at least two seconds, and never more than
+/// [`FIFO_SOFT_LIMIT_MAX_US`] (hard: one second more), whatever the sample length asked for; a
+/// longer sample is refused before the run starts (see [`FIFO_MAX_SAMPLE_NS`]).
+pub fn sample_limits_us(min_sample_ns: u64) -> (u64, u64) {
+    let soft = (min_sample_ns / 1000)
+        .saturating_mul(3)
+        .clamp(2_000_000, FIFO_SOFT_LIMIT_MAX_US);
+    (soft, soft + 1_000_000)
+}
+
 /// Blocks the calling thread for a moment. The kernel starts a real-time thread's RLIMIT_RTTIME
 /// count afresh when it wakes from a block, so a measuring loop calls this between samples (never
 /// inside one) and only a single runaway sample can reach the limit.
@@ -205,6 +223,22 @@ mod tests {
             0,
             "2: not lowered, 3: no notice, 4: not restored"
         );
+    }
+
+    #[test]
+    fn a_fifo_worker_never_runs_more_than_four_seconds_without_sleeping() {
+        assert_eq!(sample_limits_us(5_000_000), (2_000_000, 3_000_000));
+        assert_eq!(sample_limits_us(FIFO_MAX_SAMPLE_NS), (3_000_000, 4_000_000));
+        for ns in [0, 700_000_000, 10_000_000_000, u64::MAX] {
+            let (soft, hard) = sample_limits_us(ns);
+            assert!(
+                soft <= FIFO_SOFT_LIMIT_MAX_US && hard <= 4_000_000,
+                "{ns}: {soft} {hard}"
+            );
+            assert!(soft >= 2_000_000 && hard > soft);
+        }
+        // The longest sample allowed, with calibration's overshoot, stays under the soft limit.
+        assert!(2 * FIFO_MAX_SAMPLE_NS / 1000 < sample_limits_us(FIFO_MAX_SAMPLE_NS).0);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! at once, the third is reported at once with the local store the run will go to instead.
 
 use crate::results::model::{Run, Sections};
+use crate::results::store::sqlite::SqliteStore;
 use crate::results::store::{save_with_fallback_to, Location};
 use anyhow::Result;
 use std::collections::BTreeMap;
@@ -97,16 +98,20 @@ impl Keeper {
     }
 }
 
-/// Whether a run could be saved to `location` now. A SQLite store that exists is opened (which
-/// refuses a directory, a foreign or damaged file); one that does not exist yet is not created (a
-/// command that fails must leave nothing behind): its nearest existing directory must take a new
-/// file. A PostgreSQL store is connected to.
+/// Whether a run could be saved to `location` now. A SQLite store that exists is opened and given
+/// SQLite's quick check (which refuses a foreign or damaged file before anything is measured, and
+/// leaves it untouched); a directory is refused as one; a store that does not exist yet is not
+/// created (a command that fails must leave nothing behind): its nearest existing directory must
+/// take a new file. A PostgreSQL store is connected to.
 fn check(location: &Location) -> Result<()> {
     let Location::Sqlite(path) = location else {
         return location.open().map(drop);
     };
+    if path.is_dir() {
+        anyhow::bail!("{} is a directory, not a store file", path.display());
+    }
     if path.exists() {
-        return location.open().map(drop);
+        return SqliteStore::open(path)?.verify();
     }
     let mut dir = path.parent().unwrap_or(std::path::Path::new("."));
     while !dir.as_os_str().is_empty() && !dir.exists() {

@@ -209,7 +209,7 @@ fn is_postgres_url(text: &str) -> bool {
     text.starts_with("postgres://") || text.starts_with("postgresql://")
 }
 
-/// Where [`save_with_fallback`] kept a run.
+/// Where [`save_with_fallback_to`] kept a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Saved {
     /// The store, as [`Store::describe`] gives it.
@@ -219,18 +219,10 @@ pub struct Saved {
 }
 
 /// Saves a run to `location`. When that is a PostgreSQL server that cannot take it (unreachable,
-/// wrong password, refused database), the run is saved to the local default store instead and the
-/// error says so, and how to send it on later with `osmeter push`: a measurement is never lost
-/// because the network was down. A SQLite store that fails is reported as it is, with no fallback.
-pub fn save_with_fallback(location: &Location, run: &Run) -> Result<Saved> {
-    let fallback = match location {
-        Location::Postgres(_) => Some(Location::default_local()),
-        Location::Sqlite(_) => None,
-    };
-    save_with_fallback_to(location, fallback, run)
-}
-
-/// [`save_with_fallback`] with the fallback store given (tests keep it in a temporary directory).
+/// wrong password, refused database), the run is saved to `fallback` (the local default store)
+/// instead and the error says so, and how to send it on later with `osmeter push`: a measurement
+/// is never lost because the network was down. A SQLite store that fails is reported as it is,
+/// with no fallback.
 pub fn save_with_fallback_to(
     location: &Location,
     fallback: Option<Result<Location>>,

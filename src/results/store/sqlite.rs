@@ -177,6 +177,13 @@ impl SqliteStore {
         }
     }
 
+    /// SQLite's quick check of the whole file (every page read once), for a command about to
+    /// measure for a long time before it saves: a damaged store is refused before, not after.
+    /// Nothing is written.
+    pub fn verify(&self) -> Result<()> {
+        integrity::check(&self.conn, &self.path)
+    }
+
     fn inspect(&self) -> Result<Option<i64>> {
         inspect_schema(&self.conn, &self.path)
     }
