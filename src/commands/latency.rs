@@ -47,6 +47,7 @@ fn settings(args: &LatencyArgs) -> Result<Settings> {
 pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let settings = settings(args)?;
     let keeper = super::keeper(&args.keep)?;
+    crate::latency::tracefs::sweep_stale_instances();
     interrupt::install();
     let outcome = session::measure(&settings)?;
     let verdict = outcome.verdict();

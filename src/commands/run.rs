@@ -14,6 +14,7 @@ use anyhow::Result;
 
 pub fn run(args: &RunArgs) -> Result<i32> {
     let config = RunConfig::from_args(args)?;
+    crate::latency::tracefs::sweep_stale_instances();
     let run = measure(&config)?;
     if config.json {
         super::emit_json(&run)?;

@@ -101,6 +101,19 @@ fn existing_mount() -> Option<PathBuf> {
         .find(|p| p.join("instances").is_dir())
 }
 
+/// Removes the trace instances of osmeter processes that no longer run (a `kill -9` leaves them
+/// recording, with their buffers), saying so on stderr: every root `latency` and `run` calls this
+/// as it starts, whether or not it traces, so a leftover never outlives the next command. Without
+/// root, or without tracefs, there is nothing this user could remove, and nothing is said.
+pub fn sweep_stale_instances() {
+    // SAFETY: geteuid only reads this process's credentials.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    // What it removed is reported by `open`; the private mount goes with the value.
+    let _ = Tracefs::open();
+}
+
 impl Tracefs {
     /// Reaches tracefs without changing the mount table, then removes instances that dead osmeter
     /// processes left behind (reported on stderr).
