@@ -337,7 +337,6 @@ struct Collector {
     phase_ns: Option<u64>,
     next_switch_ns: u64,
     lost: u64,
-    events_per_cpu: HashMap<usize, u64>,
     events: Vec<String>,
 }
 
@@ -374,7 +373,6 @@ impl Collector {
                     }
                 });
                 self.lost += info.lost;
-                *self.events_per_cpu.entry(cpu).or_default() += info.events as u64;
             }
             for w in found {
                 if let Some(s) = self
@@ -498,7 +496,6 @@ impl StageCapture {
             phase_ns,
             next_switch_ns: u64::MAX,
             lost: 0,
-            events_per_cpu: HashMap::new(),
             events,
         };
         collector.switch_tracing(true);
@@ -608,15 +605,10 @@ fn report(c: &Collector) -> StagesReport {
             s.as_ref().map(|s| {
                 let (_, period) = s.tap.schedule();
                 let measured_ns = s.cursor * period;
-                let events = c.events_per_cpu.get(&s.cpu).copied().unwrap_or(0);
-                // Events on a CPU are shared by the streams on it.
-                let sharing = c
-                    .streams
-                    .iter()
-                    .flatten()
-                    .filter(|o| o.cpu == s.cpu)
-                    .count()
-                    .max(1) as u64;
+                let events = c
+                    .trackers
+                    .get(&s.cpu)
+                    .map_or(0, |t| t.events_of(s.tap.tid()));
                 let incomplete = c
                     .trackers
                     .get(&s.cpu)
@@ -640,7 +632,7 @@ fn report(c: &Collector) -> StagesReport {
                     not_applicable,
                     overhead: c
                         .phase_ns
-                        .map(|_| Overhead::from(&s.traced, &s.untraced, events / sharing)),
+                        .map(|_| Overhead::from(&s.traced, &s.untraced, events)),
                 }
             })
         })
