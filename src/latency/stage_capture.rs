@@ -128,10 +128,6 @@ pub struct StagesReport {
     pub streams: Vec<Option<StreamStages>>,
 }
 
-fn us(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1e3)
-}
-
 /// The heading of the stage tables.
 pub fn render_header(info: &StageCaptureInfo) -> String {
     let phases = match info.phase_ms {
@@ -173,18 +169,18 @@ pub fn render(label: &str, s: &StreamStages) -> String {
             let Some(x) = stats else { continue };
             out.push_str(&format!(
                 "    {name:<10} {:>8} / {:>8} / {:>9}  {:>3.0} %\n",
-                us(x.p50_ns),
-                us(x.p99_ns),
-                us(x.max_ns),
+                crate::units::number(x.p50_ns as f64 / 1e3),
+                crate::units::number(x.p99_ns as f64 / 1e3),
+                crate::units::number(x.max_ns as f64 / 1e3),
                 x.mean_share * 100.0
             ));
         }
         out.push_str(&format!(
             "    {:<10} {:>8} / {:>8} / {:>9}\n",
             "total",
-            us(st.total.p50_ns),
-            us(st.total.p99_ns),
-            us(st.total.max_ns)
+            crate::units::number(st.total.p50_ns as f64 / 1e3),
+            crate::units::number(st.total.p99_ns as f64 / 1e3),
+            crate::units::number(st.total.max_ns as f64 / 1e3)
         ));
     }
     if let Some(o) = s.overhead.as_ref().filter(|o| !o.measured()) {
@@ -196,8 +192,8 @@ pub fn render(label: &str, s: &StreamStages) -> String {
         out.push_str(&format!(
             "    overhead: median wake {} us traced, {} us untraced ({:+.1} us), {:.1} events per \
              wake\n",
-            us(o.traced_p50_ns),
-            us(o.untraced_p50_ns),
+            crate::units::number(o.traced_p50_ns as f64 / 1e3),
+            crate::units::number(o.untraced_p50_ns as f64 / 1e3),
             o.added_p50_ns as f64 / 1e3,
             o.events_per_wake
         ));

@@ -23,6 +23,7 @@
 //! This module is pure logic over decoded events; `stage_capture` reads them from tracefs.
 
 use super::accounting::{summarise_windows, WindowSummary, WINDOWS};
+use super::document::StoredHistogram;
 use super::histogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -341,6 +342,7 @@ impl StageAcc {
                     summarise_windows(name, &maxima[..complete])
                 })
                 .collect(),
+            histogram: StoredHistogram::of(h),
         }
     }
 }
@@ -359,6 +361,10 @@ pub struct StageStats {
     pub mean_share: f64,
     /// Worst case per window (1 s, 1 min, 1 h as the run allows).
     pub windows: Vec<WindowSummary>,
+    /// The non-empty buckets of its histogram, for the plot and the intervals of its
+    /// percentiles (absent in documents written before it was stored).
+    #[serde(default, skip_serializing_if = "StoredHistogram::is_empty")]
+    pub histogram: StoredHistogram,
 }
 
 /// The stages of one stream, keyed by stage name in pipeline order.
