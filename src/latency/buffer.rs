@@ -144,12 +144,19 @@ pub fn evaluate(cfg: &BufferConfig, t: &BufferTracker, measured_ns: u64) -> Buff
     let measured_s = measured_ns as f64 / 1e9;
     let (mttf_s, more_than, text) = if t.failures > 0 {
         let s = measured_s / t.failures as f64;
-        (Some(s), None, format_seconds(s))
+        (
+            Some(s),
+            None,
+            crate::units::format(s, crate::units::Unit::Seconds),
+        )
     } else {
         (
             None,
             Some(measured_s),
-            format!("more than {} (measured)", format_seconds(measured_s)),
+            format!(
+                "more than {} (measured)",
+                crate::units::format(measured_s, crate::units::Unit::Seconds)
+            ),
         )
     };
     BufferResult {
@@ -168,21 +175,6 @@ pub fn evaluate(cfg: &BufferConfig, t: &BufferTracker, measured_ns: u64) -> Buff
         mttf_s,
         mttf_more_than_s: more_than,
         mttf: text,
-    }
-}
-
-/// 0.25 s, 12 s, 3.5 min, 2.1 h, 4.0 d.
-pub fn format_seconds(s: f64) -> String {
-    if s < 1.0 {
-        format!("{:.3} s", s)
-    } else if s < 120.0 {
-        format!("{:.1} s", s)
-    } else if s < 7200.0 {
-        format!("{:.1} min", s / 60.0)
-    } else if s < 172_800.0 {
-        format!("{:.1} h", s / 3600.0)
-    } else {
-        format!("{:.1} d", s / 86_400.0)
     }
 }
 
@@ -262,7 +254,7 @@ mod tests {
         let r = evaluate(&cfg, &t, 3_000 * MS);
         assert!(r.mttf_s.is_none());
         assert_eq!(r.mttf_more_than_s, Some(3.0));
-        assert_eq!(r.mttf, "more than 3.0 s (measured)");
+        assert_eq!(r.mttf, "more than 3.00 s (measured)");
         assert!(!r.mttf.contains("inf"));
     }
 
@@ -278,14 +270,5 @@ mod tests {
         assert_eq!(r.failures, 1);
         assert!((r.mttf_s.unwrap() - 30.0).abs() < 1e-9);
         assert!((r.p_underrun - 1.0 / 30_000.0).abs() < 1e-12);
-    }
-
-    #[test]
-    fn durations_read_naturally() {
-        assert_eq!(format_seconds(0.25), "0.250 s");
-        assert_eq!(format_seconds(90.0), "90.0 s");
-        assert_eq!(format_seconds(600.0), "10.0 min");
-        assert_eq!(format_seconds(36_000.0), "10.0 h");
-        assert_eq!(format_seconds(864_000.0), "10.0 d");
     }
 }

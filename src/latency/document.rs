@@ -113,7 +113,11 @@ pub struct StoredHistogram {
 }
 
 impl StoredHistogram {
-    fn of(h: &Histogram) -> StoredHistogram {
+    pub fn is_empty(&self) -> bool {
+        self.buckets.is_empty()
+    }
+
+    pub fn of(h: &Histogram) -> StoredHistogram {
         StoredHistogram {
             columns: ["low_ns", "high_ns", "count"].map(String::from).to_vec(),
             buckets: h

@@ -1,19 +1,7 @@
 //! The latency document as a table for people.
 
-use super::buffer::format_seconds;
 use super::document::{Estimate, LatencyDoc, StreamDoc};
 use super::{compute, stacks, stage_capture};
-
-fn us(ns: u64) -> String {
-    let v = ns as f64 / 1e3;
-    if v < 10.0 {
-        format!("{v:.2}")
-    } else if v < 1000.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.0}")
-    }
-}
 
 /// The human-readable report of a latency document.
 pub fn render(doc: &LatencyDoc) -> String {
@@ -39,13 +27,13 @@ pub fn render(doc: &LatencyDoc) -> String {
             s.label(),
             s.woken,
             s.missed,
-            us(c.p50_ns),
-            us(c.p90_ns),
-            us(c.p99_ns),
-            us(c.p99_9_ns),
-            us(c.p99_99_ns),
-            us(c.max_ns),
-            us(s.raw.max_ns),
+            crate::units::number(c.p50_ns as f64 / 1e3),
+            crate::units::number(c.p90_ns as f64 / 1e3),
+            crate::units::number(c.p99_ns as f64 / 1e3),
+            crate::units::number(c.p99_9_ns as f64 / 1e3),
+            crate::units::number(c.p99_99_ns as f64 / 1e3),
+            crate::units::number(c.max_ns as f64 / 1e3),
+            crate::units::number(s.raw.max_ns as f64 / 1e3),
         ));
     }
     if !doc.loads.is_empty() {
@@ -105,10 +93,10 @@ pub fn render(doc: &LatencyDoc) -> String {
                 s.label(),
                 w.window,
                 w.windows,
-                us(w.min_ns),
-                us(w.p50_ns),
-                us(w.p90_ns),
-                us(w.max_ns),
+                crate::units::number(w.min_ns as f64 / 1e3),
+                crate::units::number(w.p50_ns as f64 / 1e3),
+                crate::units::number(w.p90_ns as f64 / 1e3),
+                crate::units::number(w.max_ns as f64 / 1e3),
             ));
         }
     }
@@ -131,8 +119,8 @@ pub fn render(doc: &LatencyDoc) -> String {
                         format!(
                             "{} {} (1% above {})",
                             h.horizon,
-                            us(h.median_ns as u64),
-                            us(h.p99_ns as u64)
+                            crate::units::number(h.median_ns as u64 as f64 / 1e3),
+                            crate::units::number(h.p99_ns as u64 as f64 / 1e3)
                         )
                     })
                     .collect();
@@ -169,8 +157,15 @@ pub fn render(doc: &LatencyDoc) -> String {
                     continue;
                 };
                 let cell = match (r.mttf_s, r.mttf_more_than_s) {
-                    (Some(v), _) => format!("{} (p {:.1e})", format_seconds(v), r.p_underrun),
-                    (None, more) => format!("> {}", format_seconds(more.unwrap_or(0.0))),
+                    (Some(v), _) => format!(
+                        "{} (p {:.1e})",
+                        crate::units::format(v, crate::units::Unit::Seconds),
+                        r.p_underrun
+                    ),
+                    (None, more) => format!(
+                        "> {}",
+                        crate::units::format(more.unwrap_or(0.0), crate::units::Unit::Seconds)
+                    ),
                 };
                 out.push_str(&format!(" {cell:>22}"));
             }

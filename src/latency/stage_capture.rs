@@ -128,10 +128,6 @@ pub struct StagesReport {
     pub streams: Vec<Option<StreamStages>>,
 }
 
-fn us(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1e3)
-}
-
 /// The heading of the stage tables.
 pub fn render_header(info: &StageCaptureInfo) -> String {
     let phases = match info.phase_ms {
@@ -173,18 +169,18 @@ pub fn render(label: &str, s: &StreamStages) -> String {
             let Some(x) = stats else { continue };
             out.push_str(&format!(
                 "    {name:<10} {:>8} / {:>8} / {:>9}  {:>3.0} %\n",
-                us(x.p50_ns),
-                us(x.p99_ns),
-                us(x.max_ns),
+                crate::units::number(x.p50_ns as f64 / 1e3),
+                crate::units::number(x.p99_ns as f64 / 1e3),
+                crate::units::number(x.max_ns as f64 / 1e3),
                 x.mean_share * 100.0
             ));
         }
         out.push_str(&format!(
             "    {:<10} {:>8} / {:>8} / {:>9}\n",
             "total",
-            us(st.total.p50_ns),
-            us(st.total.p99_ns),
-            us(st.total.max_ns)
+            crate::units::number(st.total.p50_ns as f64 / 1e3),
+            crate::units::number(st.total.p99_ns as f64 / 1e3),
+            crate::units::number(st.total.max_ns as f64 / 1e3)
         ));
     }
     if let Some(o) = s.overhead.as_ref().filter(|o| !o.measured()) {
@@ -196,8 +192,8 @@ pub fn render(label: &str, s: &StreamStages) -> String {
         out.push_str(&format!(
             "    overhead: median wake {} us traced, {} us untraced ({:+.1} us), {:.1} events per \
              wake\n",
-            us(o.traced_p50_ns),
-            us(o.untraced_p50_ns),
+            crate::units::number(o.traced_p50_ns as f64 / 1e3),
+            crate::units::number(o.untraced_p50_ns as f64 / 1e3),
             o.added_p50_ns as f64 / 1e3,
             o.events_per_wake
         ));
@@ -337,7 +333,6 @@ struct Collector {
     phase_ns: Option<u64>,
     next_switch_ns: u64,
     lost: u64,
-    events_per_cpu: HashMap<usize, u64>,
     events: Vec<String>,
 }
 
@@ -374,7 +369,6 @@ impl Collector {
                     }
                 });
                 self.lost += info.lost;
-                *self.events_per_cpu.entry(cpu).or_default() += info.events as u64;
             }
             for w in found {
                 if let Some(s) = self
@@ -498,7 +492,6 @@ impl StageCapture {
             phase_ns,
             next_switch_ns: u64::MAX,
             lost: 0,
-            events_per_cpu: HashMap::new(),
             events,
         };
         collector.switch_tracing(true);
@@ -608,15 +601,10 @@ fn report(c: &Collector) -> StagesReport {
             s.as_ref().map(|s| {
                 let (_, period) = s.tap.schedule();
                 let measured_ns = s.cursor * period;
-                let events = c.events_per_cpu.get(&s.cpu).copied().unwrap_or(0);
-                // Events on a CPU are shared by the streams on it.
-                let sharing = c
-                    .streams
-                    .iter()
-                    .flatten()
-                    .filter(|o| o.cpu == s.cpu)
-                    .count()
-                    .max(1) as u64;
+                let events = c
+                    .trackers
+                    .get(&s.cpu)
+                    .map_or(0, |t| t.events_of(s.tap.tid()));
                 let incomplete = c
                     .trackers
                     .get(&s.cpu)
@@ -640,7 +628,7 @@ fn report(c: &Collector) -> StagesReport {
                     not_applicable,
                     overhead: c
                         .phase_ns
-                        .map(|_| Overhead::from(&s.traced, &s.untraced, events / sharing)),
+                        .map(|_| Overhead::from(&s.traced, &s.untraced, events)),
                 }
             })
         })

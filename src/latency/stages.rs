@@ -23,6 +23,7 @@
 //! This module is pure logic over decoded events; `stage_capture` reads them from tracefs.
 
 use super::accounting::{summarise_windows, WindowSummary, WINDOWS};
+use super::document::StoredHistogram;
 use super::histogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -102,6 +103,12 @@ pub struct Tracker {
     /// Per thread, wakes whose chain of events was broken (an event lost, or a wake before the
     /// thread slept).
     incomplete: HashMap<i32, u64>,
+    /// Per thread, the events that belong to its own wakes: its timer's arming and expiry, its
+    /// wake-up, its switch-in and sleep exit, and the timer interrupt that expired its timer.
+    /// Other threads' events on the same CPU are not its cost.
+    events: HashMap<i32, u64>,
+    /// A timer interrupt has been seen and not yet attributed to an expiry.
+    irq_unclaimed: bool,
 }
 
 impl Tracker {
@@ -118,15 +125,30 @@ impl Tracker {
         self.incomplete.get(&tid).copied().unwrap_or(0)
     }
 
+    /// Events recorded for `tid`'s own wakes (see the field).
+    pub fn events_of(&self, tid: i32) -> u64 {
+        self.events.get(&tid).copied().unwrap_or(0)
+    }
+
+    fn count(&mut self, tid: i32, n: u64) {
+        if self.tids.contains_key(&tid) {
+            *self.events.entry(tid).or_default() += n;
+        }
+    }
+
     /// Feeds one event; returns a wake when this event completes one.
     pub fn feed(&mut self, e: Event) -> Option<KernelWake> {
         match e {
-            Event::TimerInterrupt { ts } => self.last_timer_interrupt = Some(ts),
+            Event::TimerInterrupt { ts } => {
+                self.last_timer_interrupt = Some(ts);
+                self.irq_unclaimed = true;
+            }
             Event::TimerStart {
                 pid,
                 timer,
                 soft_expires,
             } => {
+                *self.events.entry(pid).or_default() += 1;
                 let s = self.tids.entry(pid).or_default();
                 // A thread the timer caught before it slept returns to user space without a
                 // switch; its wake is complete once it sleeps again.
@@ -162,15 +184,19 @@ impl Tracker {
                 in_softirq,
             } => {
                 let irq = self.last_timer_interrupt;
-                if let Some(s) = self
+                let found = self
                     .tids
-                    .values_mut()
-                    .find(|s| s.armed && s.timer == timer && s.expiry.is_none())
-                {
+                    .iter_mut()
+                    .find(|(_, s)| s.armed && s.timer == timer && s.expiry.is_none());
+                if let Some((&tid, s)) = found {
                     s.expiry = Some((now, in_softirq, irq.filter(|_| in_softirq)));
+                    // The interrupt that expired this timer is counted once, with its expiry.
+                    let n = 1 + u64::from(std::mem::take(&mut self.irq_unclaimed));
+                    self.count(tid, n);
                 }
             }
             Event::Waking { pid, ts, current } => {
+                self.count(pid, 1);
                 if let Some(s) = self.tids.get_mut(&pid) {
                     if s.expiry.is_some() && s.waking.is_none() {
                         s.waking = Some(ts);
@@ -180,6 +206,7 @@ impl Tracker {
                 }
             }
             Event::SleepExit { pid, ts } => {
+                self.count(pid, 1);
                 let s = self.tids.get_mut(&pid)?;
                 // Only a wake from idle may lack its switch-in; after any other wake a missing
                 // switch is a lost event, and the chain stays broken.
@@ -189,6 +216,7 @@ impl Tracker {
                 return Self::complete(s, pid, ts);
             }
             Event::SwitchIn { next_pid, ts } => {
+                self.count(next_pid, 1);
                 let s = self.tids.get_mut(&next_pid)?;
                 return Self::complete(s, next_pid, ts);
             }
@@ -314,6 +342,7 @@ impl StageAcc {
                     summarise_windows(name, &maxima[..complete])
                 })
                 .collect(),
+            histogram: StoredHistogram::of(h),
         }
     }
 }
@@ -332,6 +361,10 @@ pub struct StageStats {
     pub mean_share: f64,
     /// Worst case per window (1 s, 1 min, 1 h as the run allows).
     pub windows: Vec<WindowSummary>,
+    /// The non-empty buckets of its histogram, for the plot and the intervals of its
+    /// percentiles (absent in documents written before it was stored).
+    #[serde(default, skip_serializing_if = "StoredHistogram::is_empty")]
+    pub histogram: StoredHistogram,
 }
 
 /// The stages of one stream, keyed by stage name in pipeline order.
@@ -441,7 +474,9 @@ pub struct Overhead {
     /// traced p50 - untraced p50: what recording added to the median wake (can come out
     /// slightly negative from noise).
     pub added_p50_ns: i64,
-    /// Kernel events recorded per traced wake on the measured CPUs.
+    /// Kernel events recorded per traced wake for the staged thread's own wakes (its timer,
+    /// wake-up, switch-in, sleep exit and the interrupt that expired its timer; other threads'
+    /// events on the CPU are not counted).
     pub events_per_wake: f64,
 }
 

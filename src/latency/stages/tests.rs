@@ -411,3 +411,20 @@ fn overhead_is_the_difference_of_medians() {
     assert_eq!(o.events_per_wake, 8.0);
     assert_eq!(o.traced_wakes, 100);
 }
+
+#[test]
+fn events_are_counted_for_the_thread_whose_wake_they_belong_to() {
+    let mut t = Tracker::default();
+    hard_wake(&mut t, 1_000_000).unwrap();
+    hard_wake(&mut t, 2_000_000).unwrap();
+    // Per wake: its timer's start and expiry, the interrupt that expired it, its wake-up and its
+    // switch-in. The other thread's four events each time (no interrupt before its expiry) are
+    // its own, and a thread never seen arming a timer has none.
+    assert_eq!(t.events_of(TID), 10);
+    assert_eq!(t.events_of(9), 8);
+    t.feed(Event::SwitchIn {
+        next_pid: 4242,
+        ts: 3_000_000,
+    });
+    assert_eq!(t.events_of(4242), 0);
+}

@@ -10,7 +10,7 @@ use super::html::{esc, figure, note, num, table, value, Cell, Row};
 use super::plot::{color, legend, legend_height, svg, Axis, LegendItem, Scale, Swatch, Ticked};
 use super::plot::{compact, FONT, WIDTH};
 use super::{Context, Section};
-use crate::latency::buffer::{format_seconds, BufferResult};
+use crate::latency::buffer::BufferResult;
 use crate::latency::document::{Estimate, LatencyDoc, StreamDoc, LATENCY_SCHEMA};
 use crate::results::model::Unit;
 use anyhow::Result;
@@ -121,7 +121,8 @@ fn decades(min: f64, max: f64) -> Axis {
     }
 }
 
-fn histogram_plot(series: &[(&Stream, Vec<Bin>)]) -> Result<String> {
+/// Log-log histograms, one line per named series; `x_desc` says what the x axis measures.
+fn histogram_plot(series: &[(String, Vec<Bin>)], x_desc: &str) -> Result<String> {
     let all = || series.iter().flat_map(|(_, b)| b.iter());
     let x = decades(
         all().map(|b| b.lo).fold(f64::INFINITY, f64::min),
@@ -134,8 +135,8 @@ fn histogram_plot(series: &[(&Stream, Vec<Bin>)]) -> Result<String> {
     let items: Vec<LegendItem> = series
         .iter()
         .enumerate()
-        .map(|(i, (s, _))| LegendItem {
-            name: s.label.clone(),
+        .map(|(i, (name, _))| LegendItem {
+            name: name.clone(),
             color: color(i),
             swatch: Swatch::Line,
         })
@@ -159,7 +160,7 @@ fn histogram_plot(series: &[(&Stream, Vec<Bin>)]) -> Result<String> {
             .configure_mesh()
             .x_label_formatter(&x_fmt)
             .y_label_formatter(&y_fmt)
-            .x_desc("wake-up lateness (logarithmic; missed periods included)")
+            .x_desc(x_desc)
             .y_desc("share of periods per bin (logarithmic)")
             .axis_desc_style((FONT, 14))
             .label_style((FONT, 13))
@@ -190,10 +191,6 @@ fn histogram_plot(series: &[(&Stream, Vec<Bin>)]) -> Result<String> {
         }
         Ok(())
     })
-}
-
-fn us(ns: u64) -> String {
-    num(ns as f64 / 1e3)
 }
 
 /// Percentiles, missed periods and worst cases: one row per stream.
@@ -233,8 +230,8 @@ fn summary_table(all: &[Stream]) -> String {
                 .map(|w| {
                     format!(
                         "{} / {} us ({} windows)",
-                        us(w.p50_ns),
-                        us(w.max_ns),
+                        crate::units::number(w.p50_ns as f64 / 1e3),
+                        crate::units::number(w.max_ns as f64 / 1e3),
                         w.windows
                     )
                 })
@@ -270,9 +267,9 @@ fn summary_table(all: &[Stream]) -> String {
                 Cell::num(d.missed.to_string()),
             ];
             for (_, ns) in d.corrected.percentiles() {
-                cells.push(Cell::num(us(ns)));
+                cells.push(Cell::num(crate::units::number(ns as f64 / 1e3)));
             }
-            cells.push(Cell::num(us(d.raw.max_ns)));
+            cells.push(Cell::num(crate::units::number(d.raw.max_ns as f64 / 1e3)));
             cells.push(Cell::num(window));
             cells.push(Cell::from(estimate));
             Row { class: "", cells }
@@ -307,10 +304,17 @@ fn priority(d: &StreamDoc) -> String {
 /// One cell of the buffer table, as the text report writes it.
 fn mttf_cell(b: &BufferResult) -> Cell {
     match b.mttf_s {
-        Some(v) => Cell::num(format!("{} (p {:.1e})", format_seconds(v), b.p_underrun)),
+        Some(v) => Cell::num(format!(
+            "{} (p {:.1e})",
+            crate::units::format(v, crate::units::Unit::Seconds),
+            b.p_underrun
+        )),
         None => Cell::num(format!(
             "&gt; {}",
-            format_seconds(b.mttf_more_than_s.unwrap_or(0.0))
+            crate::units::format(
+                b.mttf_more_than_s.unwrap_or(0.0),
+                crate::units::Unit::Seconds
+            )
         )),
     }
 }
@@ -396,22 +400,30 @@ fn episodes(ctx: &Context, docs: &[(usize, &LatencyDoc)]) -> String {
                     .ran
                     .iter()
                     .take(4)
-                    .map(|(task, ns)| format!("{} {}", esc(task), us(*ns)))
+                    .map(|(task, ns)| {
+                        format!("{} {}", esc(task), crate::units::number(*ns as f64 / 1e3))
+                    })
                     .collect();
                 let irqs: Vec<String> = e
                     .irqs
                     .iter()
                     .chain(&e.softirqs)
-                    .map(|(name, n, ns)| format!("{} ×{n} ({})", esc(name), us(*ns)))
+                    .map(|(name, n, ns)| {
+                        format!(
+                            "{} ×{n} ({})",
+                            esc(name),
+                            crate::units::number(*ns as f64 / 1e3)
+                        )
+                    })
                     .collect();
                 Row {
                     class: "",
                     cells: vec![
                         Cell::from(format!("{}/{} cpu{}", esc(&e.class), esc(&e.path), e.cpu)),
-                        Cell::num(us(e.lateness_ns)),
+                        Cell::num(crate::units::number(e.lateness_ns as f64 / 1e3)),
                         Cell::from(ran.join("<br>")),
                         Cell::from(irqs.join("<br>")),
-                        Cell::num(us(e.longest_gap_ns)),
+                        Cell::num(crate::units::number(e.longest_gap_ns as f64 / 1e3)),
                         Cell::from(esc(&e.verdict)),
                     ],
                 }
@@ -475,17 +487,20 @@ impl Section for Latency {
             return Ok(None);
         }
         let all = streams(&docs);
-        let series: Vec<(&Stream, Vec<Bin>)> = all
+        let series: Vec<(String, Vec<Bin>)> = all
             .iter()
             .filter(|s| s.error().is_none())
-            .map(|s| (s, bins(&s.doc.histogram_corrected.buckets)))
+            .map(|s| (s.label.clone(), bins(&s.doc.histogram_corrected.buckets)))
             .filter(|(_, b)| !b.is_empty())
             .collect();
         let mut out = setup(ctx, &docs);
         if series.is_empty() {
             out.push_str(&note("No stream recorded a wake-up."));
         } else {
-            let svg = histogram_plot(&series)?;
+            let svg = histogram_plot(
+                &series,
+                "wake-up lateness (logarithmic; missed periods included)",
+            )?;
             out.push_str(&figure(
                 &svg,
                 "<b>How late the periodic threads woke.</b> One line per class/path stream: each \
@@ -498,7 +513,7 @@ impl Section for Latency {
         out.push_str("<h3>Percentiles and worst cases</h3>\n");
         out.push_str(&summary_table(&all));
         out.push_str(&episodes(ctx, &docs));
-        out.push_str(&detail::render(ctx, &docs));
+        out.push_str(&detail::render(ctx, &docs)?);
         let buffers = buffer_table(&all);
         if !buffers.is_empty() {
             out.push_str("<h3>Buffer model: mean time to underrun</h3>\n");
@@ -642,10 +657,10 @@ mod tests {
         assert!(html.contains("normal/timer cpu1"));
         assert!(html.contains("failed: cannot set SCHED_FIFO"));
         assert!(
-            html.contains("0.100 s (p 1.0e-2)"),
+            html.contains("100 ms (p 1.0e-2)"),
             "MTTF as the text report"
         );
-        assert!(html.contains("&gt; 1.0 s"));
+        assert!(html.contains("&gt; 1.00 s"));
         assert!(html.contains("tolerated lateness"));
         assert!(html.contains("not estimated"));
         // Percentiles in microseconds.

@@ -1,23 +1,29 @@
 //! Figures from inside the wakes of a timer stream, where the run asked for them: each stage's
 //! median and p99 and its worst per second (`--stages`), and for each depth of the pipeline the
 //! thread really fed (`--compute`) the share of buffers that were not ready and the mean time
-//! between underruns. Stage percentiles and the pipeline have one value a side; a stage's worst
-//! per second has one round per second, like the whole wake's.
+//! between underruns. Stage percentiles and the pipeline have one value a side, a stage
+//! percentile with its order-statistic interval from the stage's stored histogram; a stage's
+//! worst per second has one round per second, like the whole wake's.
 
 use super::{single, worst_per_second, Direction, Figure};
 use crate::latency::document::StreamDoc;
-use crate::latency::intervals::{mttf, wilson};
+use crate::latency::intervals::{mttf, quantile_interval, wilson};
 use crate::latency::stages::StageStats;
 use crate::units::Unit;
 
 fn stage_figures(name: &str, stage: &str, st: &StageStats, out: &mut Vec<Figure>) {
-    for (p, ns) in [("p50", st.p50_ns), ("p99", st.p99_ns)] {
-        out.push(single(
-            format!("{name} stage {stage} {p}"),
-            Unit::Nanoseconds,
-            Direction::Lower,
-            ns as f64,
-        ));
+    for (p, q, ns) in [("p50", 0.5, st.p50_ns), ("p99", 0.99, st.p99_ns)] {
+        // Order statistics of the stage's own histogram, like the whole wake's percentiles
+        // (none from a document that stored no stage histogram).
+        out.push(Figure {
+            interval: quantile_interval(&st.histogram.buckets, q),
+            ..single(
+                format!("{name} stage {stage} {p}"),
+                Unit::Nanoseconds,
+                Direction::Lower,
+                ns as f64,
+            )
+        });
     }
     out.extend(worst_per_second(
         &st.windows,
@@ -163,6 +169,16 @@ mod tests {
         figures(&s, "high/timer cpu1", &mut out);
         let p50 = find(&out, "high/timer cpu1 stage thread p50");
         assert!(near(p50.value, 10e3), "{p50:?}");
+        // 2000 equal values but one: the interval is the bucket that holds them.
+        let [lo, hi] = p50.interval.expect("an interval from the stage histogram");
+        assert!(lo <= 10e3 && hi >= 10e3 && hi - lo < 200.0, "{p50:?}");
+        let mut old = s.clone();
+        let st = old.stages.as_mut().unwrap().stages.as_mut().unwrap();
+        st.thread.histogram = Default::default();
+        let mut without = Vec::new();
+        figures(&old, "high/timer cpu1", &mut without);
+        let p50 = find(&without, "high/timer cpu1 stage thread p50");
+        assert_eq!(p50.interval, None, "a document without stage histograms");
         assert_eq!(p50.direction, Direction::Lower);
         assert!(near(
             find(&out, "high/timer cpu1 stage interrupt p99").value,

@@ -2,19 +2,17 @@
 //! of the timer wakes (`--stages`), the functions that ran instead of late threads (`--trace`
 //! with stacks) and the pipeline run for real beside the buffer model (`--compute`).
 
-use super::super::html::{esc, note, num, table, Cell, Row};
+use super::super::html::{esc, figure, note, num, table, Cell, Row};
 use super::super::Context;
+use super::{bins, histogram_plot, Bin};
 use crate::latency::compute::ComputeResult;
 use crate::latency::document::LatencyDoc;
 use crate::latency::stacks::Cause;
-use crate::latency::stages::StageStats;
+use crate::latency::stages::{StageStats, Stages};
+use anyhow::Result;
 
 /// Causes listed per run.
 const TOP_CAUSES: usize = 10;
-
-fn us(ns: u64) -> String {
-    num(ns as f64 / 1e3)
-}
 
 /// "R2: " when several runs share the section.
 fn prefix(ctx: &Context, docs: &[(usize, &LatencyDoc)], run: usize) -> String {
@@ -26,15 +24,51 @@ fn prefix(ctx: &Context, docs: &[(usize, &LatencyDoc)], run: usize) -> String {
 }
 
 /// All three parts, in the order the text report prints them.
-pub fn render(ctx: &Context, docs: &[(usize, &LatencyDoc)]) -> String {
+pub fn render(ctx: &Context, docs: &[(usize, &LatencyDoc)]) -> Result<String> {
     let mut out = String::new();
     for &(r, d) in docs {
         let p = esc(&prefix(ctx, docs, r));
-        out.push_str(&stages(&p, d));
+        out.push_str(&stages(&p, d)?);
         out.push_str(&causes(&p, d));
         out.push_str(&compute(&p, d));
     }
-    out
+    Ok(out)
+}
+
+/// The stages of one stream by name, in pipeline order, the total last.
+fn named(x: &Stages) -> Vec<(&'static str, &StageStats)> {
+    let mut v = vec![("interrupt", &x.interrupt)];
+    v.extend(x.softirq.as_ref().map(|s| ("softirq", s)));
+    v.extend([
+        ("handler", &x.handler),
+        ("thread", &x.thread),
+        ("to_user", &x.to_user),
+        ("total", &x.total),
+    ]);
+    v
+}
+
+/// One stream's stage histograms on the log-log axes of the whole wake's, one line a stage;
+/// empty when the document stored no stage histogram.
+fn stage_plot(label: &str, x: &Stages) -> Result<String> {
+    let series: Vec<(String, Vec<Bin>)> = named(x)
+        .into_iter()
+        .map(|(name, s)| (name.to_string(), bins(&s.histogram.buckets)))
+        .filter(|(_, b)| !b.is_empty())
+        .collect();
+    if series.is_empty() {
+        return Ok(String::new());
+    }
+    let svg = histogram_plot(&series, "time in the stage (logarithmic)")?;
+    Ok(figure(
+        &svg,
+        &format!(
+            "<b>{}: where the time of each wake went.</b> One line per stage and the total: each \
+             dot is the share of the split wakes whose time in that stage fell in a \
+             quarter-octave bin (both axes logarithmic).",
+            esc(label)
+        ),
+    ))
 }
 
 fn stage_row(stream: &str, name: &str, s: &StageStats, share: bool) -> Row {
@@ -43,11 +77,11 @@ fn stage_row(stream: &str, name: &str, s: &StageStats, share: bool) -> Row {
         cells: vec![
             Cell::from(esc(stream)),
             Cell::from(name.to_string()),
-            Cell::num(us(s.p50_ns)),
-            Cell::num(us(s.p90_ns)),
-            Cell::num(us(s.p99_ns)),
-            Cell::num(us(s.p99_9_ns)),
-            Cell::num(us(s.max_ns)),
+            Cell::num(crate::units::number(s.p50_ns as f64 / 1e3)),
+            Cell::num(crate::units::number(s.p90_ns as f64 / 1e3)),
+            Cell::num(crate::units::number(s.p99_ns as f64 / 1e3)),
+            Cell::num(crate::units::number(s.p99_9_ns as f64 / 1e3)),
+            Cell::num(crate::units::number(s.max_ns as f64 / 1e3)),
             Cell::num(if share {
                 format!("{:.0} %", s.mean_share * 100.0)
             } else {
@@ -57,9 +91,9 @@ fn stage_row(stream: &str, name: &str, s: &StageStats, share: bool) -> Row {
     }
 }
 
-fn stages(prefix: &str, d: &LatencyDoc) -> String {
+fn stages(prefix: &str, d: &LatencyDoc) -> Result<String> {
     let Some(info) = &d.stage_capture else {
-        return String::new();
+        return Ok(String::new());
     };
     let mut out = format!("<h3>{prefix}Stages of the timer wakes</h3>\n");
     out.push_str(&note(&format!(
@@ -82,23 +116,15 @@ fn stages(prefix: &str, d: &LatencyDoc) -> String {
     )));
     let mut rows = Vec::new();
     let mut overheads = Vec::new();
+    let mut plots = String::new();
     for s in &d.streams {
         let Some(st) = &s.stages else { continue };
         let label = s.label();
         if let Some(x) = &st.stages {
-            let named = [
-                ("interrupt", Some(&x.interrupt)),
-                ("softirq", x.softirq.as_ref()),
-                ("handler", Some(&x.handler)),
-                ("thread", Some(&x.thread)),
-                ("to_user", Some(&x.to_user)),
-            ];
-            for (name, stats) in named {
-                if let Some(stats) = stats {
-                    rows.push(stage_row(&label, name, stats, true));
-                }
+            for (name, stats) in named(x) {
+                rows.push(stage_row(&label, name, stats, name != "total"));
             }
-            rows.push(stage_row(&label, "total", &x.total, false));
+            plots.push_str(&stage_plot(&label, x)?);
         }
         let mut line = format!(
             "{label}: {} of {} traced wakes split",
@@ -116,8 +142,8 @@ fn stages(prefix: &str, d: &LatencyDoc) -> String {
             line.push_str(&format!(
                 "; median wake {} us traced against {} us untraced ({:+.1} us per wake), {:.1} \
                  events per wake",
-                us(o.traced_p50_ns),
-                us(o.untraced_p50_ns),
+                crate::units::number(o.traced_p50_ns as f64 / 1e3),
+                crate::units::number(o.untraced_p50_ns as f64 / 1e3),
                 o.added_p50_ns as f64 / 1e3,
                 o.events_per_wake
             ));
@@ -144,7 +170,8 @@ fn stages(prefix: &str, d: &LatencyDoc) -> String {
     for line in overheads {
         out.push_str(&note(&line));
     }
-    out
+    out.push_str(&plots);
+    Ok(out)
 }
 
 fn cause_row(c: &Cause) -> Row {
@@ -236,15 +263,15 @@ fn compute(prefix: &str, d: &LatencyDoc) -> String {
          its deadline is a real underrun, and a run of them one failure. Beside it, the model's \
          prediction from the same thread's wake latencies alone (an underrun whenever a wake is \
          later than the tolerance (n-1)t - c).",
-        us(first.compute_ns),
-        us(d.period_ns)
+        crate::units::number(first.compute_ns as f64 / 1e3),
+        crate::units::number(d.period_ns as f64 / 1e3)
     )));
     for (label, c) in &runs {
         out.push_str(&note(&format!(
             "{label}: a buffer's computation took p50 {} / p99 {} / max {} us{}.",
-            us(c.compute_p50_ns),
-            us(c.compute_p99_ns),
-            us(c.compute_max_ns),
+            crate::units::number(c.compute_p50_ns as f64 / 1e3),
+            crate::units::number(c.compute_p99_ns as f64 / 1e3),
+            crate::units::number(c.compute_max_ns as f64 / 1e3),
             if c.dropped > 0 {
                 format!(
                     "; {} buffers were dropped, too late for every depth",

@@ -100,6 +100,42 @@ fn stages_causes_and_the_real_pipeline_get_their_tables() {
     // The thread stage's max is the 40 us wake; its share of the mean is 21 of 25 us.
     assert!(stages.contains("<td>thread</td>"));
     assert!(stages.contains(">84 %<"), "{stages}");
+    // Beside the table, the stream's stage histograms: one plot (after the whole wake's), its
+    // legend naming each stage that has a histogram.
+    assert_eq!(html.matches("<svg").count(), 2);
+    let plot = &html[html
+        .find("where the time of each wake went")
+        .expect("stage plot")..];
+    assert!(plot.starts_with("where the time"));
+    let svg = &html[html.rfind("<svg").unwrap()..];
+    for stage in ["interrupt", "handler", "thread", "to_user", "total"] {
+        assert!(svg.contains(stage), "no {stage} in the stage plot");
+    }
+    // A document written before stage histograms were stored shows the table without the plot.
+    let mut old = Latency.render(&Context::new(&runs)).unwrap().unwrap();
+    old.clear();
+    let mut r2 = runs[0].clone();
+    let d2 = r2.sections.latency.as_mut().unwrap();
+    let x = d2.streams[0]
+        .stages
+        .as_mut()
+        .unwrap()
+        .stages
+        .as_mut()
+        .unwrap();
+    for s in [
+        &mut x.interrupt,
+        &mut x.handler,
+        &mut x.thread,
+        &mut x.to_user,
+        &mut x.total,
+    ] {
+        s.histogram = Default::default();
+    }
+    let runs2 = [r2];
+    old.push_str(&Latency.render(&Context::new(&runs2)).unwrap().unwrap());
+    assert_eq!(old.matches("<svg").count(), 1);
+    assert!(old.contains("<table class=\"stages\">"));
     assert!(html.contains("2 of 3 traced wakes split (1 with events missing)"));
     assert!(html.contains("overhead not measured (2 traced and 0 untraced wakes)"));
     assert!(html.contains("no softirq stage: timers expired in the hard interrupt"));
