@@ -577,7 +577,7 @@ fn run_show_and_compare_print_the_cpu_relative_figures() {
     assert!(text.contains("bcopy cached (hardware)"), "{text}");
     assert!(
         text.contains("OS primitives relative to the CPU, geometric mean of 1:")
-            && text.contains("hardware figures left out: bcopy cached"),
+            && text.contains("left out as not OS primitives: bcopy cached (hardware)"),
         "{text}"
     );
     // `show` prints the same derived figures from the stored run.
