@@ -720,6 +720,48 @@ mod tests {
             .all(|s| !s.counts_as_os()));
     }
 
+    /// Chen et al.'s Table VII: today's Ghostscript time stands beside each system's time only,
+    /// in seconds, with the speed-up; without the figure every such cell says why.
+    #[test]
+    fn ghostscript_stands_beside_table_vii_times() {
+        use crate::papers::fixtures::measured;
+        use crate::papers::PaperId;
+        let mut run = crate::results::model::tests::empty_run();
+        run.measurements.push(measured(
+            "app.ghostscript",
+            crate::params![("pages", 13)],
+            crate::results::model::Unit::Nanoseconds,
+            2.0e9,
+        ));
+        let id = PaperId::Chen96;
+        let paper = Paper::load(id).unwrap();
+        let spec = crate::papers::spec::spec(id);
+        let doc = build(&paper, spec, &[run], &Here::default()).unwrap();
+        let vii: Vec<&CellPair> = doc.cells.iter().filter(|p| p.table == "VII").collect();
+        assert_eq!(vii.len(), 3, "{vii:?}");
+        assert!(vii
+            .iter()
+            .all(|p| p.row == "Ghostscript" && p.column.starts_with("time_")));
+        let nt = vii.iter().find(|p| p.column == "time_nt").unwrap();
+        assert_eq!(nt.now_value, Some(2.0));
+        assert!((nt.speedup.unwrap() - 9.30 / 2.0).abs() < 1e-9);
+        let text = crate::papers::render::render(&paper, &doc, Some("VII"));
+        assert!(text.contains("this machine"), "{text}");
+        // No figure: the cells say why, and the text says it was not measured.
+        let empty = crate::results::model::tests::empty_run();
+        let doc = build(&paper, spec, &[empty], &Here::default()).unwrap();
+        let nt = doc
+            .cells
+            .iter()
+            .find(|p| p.table == "VII" && p.column == "time_nt")
+            .unwrap();
+        assert!(nt.now_value.is_none());
+        assert!(
+            nt.missing.as_deref().unwrap().contains("app.ghostscript"),
+            "{nt:?}"
+        );
+    }
+
     /// The buffer model over a Gumbel law of one-second maxima: with location 1 ms and scale
     /// 0.1 ms, a buffering of location + scale * ln 1000 is exceeded in a window with chance
     /// 1 - exp(-1/1000), so once per 1000.5 s; the inverse gives the buffering back.
