@@ -167,6 +167,24 @@ pub fn compact(x: f64) -> String {
     }
 }
 
+/// A whole number with its thousands grouped by commas, as printed tables write them: "10,000",
+/// "-1,234", "427".
+pub fn grouped(v: f64) -> String {
+    let rounded = v.round() as i64;
+    let digits = rounded.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if rounded < 0 {
+        out.push('-');
+    }
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Counts with k/M/G suffixes and three significant digits: "500", "10k", "1.5M", "22.3M".
 pub fn count_label(v: f64) -> String {
     if v.abs() >= 1e9 {
@@ -231,6 +249,15 @@ pub fn parse_duration_ns(text: &str) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grouped_thousands() {
+        assert_eq!(grouped(427.4), "427");
+        assert_eq!(grouped(10_000.0), "10,000");
+        assert_eq!(grouped(407_000_000.0), "407,000,000");
+        assert_eq!(grouped(-1234.0), "-1,234");
+        assert_eq!(grouped(999.6), "1,000");
+    }
 
     #[test]
     fn durations() {

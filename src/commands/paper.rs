@@ -1,12 +1,10 @@
 //! `osmeter paper [NAME]`: the seed papers, and one paper's tables with today's figures beside them,
 //! measured now or taken from stored runs.
 
-use crate::cli::{JsonArg, PaperArgs, RunArgs};
-use crate::config::RunConfig;
+use crate::cli::{JsonArg, PaperArgs};
 use crate::papers::data::Paper;
 use crate::papers::view::{self, Here};
-use crate::papers::{plan, render, spec, PaperId};
-use crate::probes::Scale;
+use crate::papers::{plan, render, spec};
 use crate::results::model::Run;
 use crate::results::store::{resolve_id, Location};
 use anyhow::Result;
@@ -27,6 +25,7 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
             ));
         }
     }
+    let mut failed = None;
     let (runs, interrupted) = if !args.runs.is_empty() {
         let runs = load(args)?;
         for m in plan::check_runs(id, args.table.as_deref(), &runs)? {
@@ -36,10 +35,11 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
     } else if spec::spec(id).probes_of(args.table.as_deref()).is_empty() {
         (Vec::new(), false)
     } else {
-        let config = measuring_config(id, args)?;
+        let config = plan::measuring_config(id, args)?;
         let run = super::run::measure(&config)?;
         config.keeper.save(&run)?;
         let interrupted = run.interrupted;
+        failed = plan::nothing_measured(&run);
         (vec![run], interrupted)
     };
     let doc = view::build(&paper, spec::spec(id), &runs, &Here::detect())?;
@@ -48,47 +48,18 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
     } else {
         super::emit(&render::render(&paper, &doc, args.table.as_deref()))?;
     }
-    Ok(if interrupted {
-        crate::error::EXIT_INTERRUPTED
-    } else {
-        crate::error::EXIT_OK
-    })
-}
-
-/// The run configuration of `osmeter run` for exactly the paper's probes and parameter points.
-fn measuring_config(id: PaperId, args: &PaperArgs) -> Result<RunConfig> {
-    let run_args = RunArgs {
-        targets: spec::spec(id)
-            .probes_of(args.table.as_deref())
-            .into_iter()
-            .map(str::to_string)
-            .collect(),
-        measure: args.measure.clone(),
-        keep: args.keep.clone(),
-        ..RunArgs::default()
-    };
-    let mut config = RunConfig::from_args(&run_args)?;
-    let scale = if args.quick {
-        Scale::Quick
-    } else {
-        Scale::Full
-    };
-    for sel in &mut config.selected {
-        sel.scale = scale;
-        sel.variants = plan::variants(id, args.table.as_deref(), sel.probe, scale);
+    if interrupted {
+        return Ok(crate::error::EXIT_INTERRUPTED);
     }
-    config.selected.retain(|s| !s.variants.is_empty());
-    config.suite = Some(id.key().to_string());
-    // Settings left to their defaults follow the scale, as `osmeter run quick` sets them.
-    if args.quick {
-        if args.measure.repeat.is_none() {
-            config.harness.samples = crate::config::QUICK_SAMPLES;
-        }
-        if args.measure.min_time.is_none() {
-            config.harness.min_sample_ns = crate::config::QUICK_MIN_SAMPLE_NS;
-        }
+    if let Some(failed) = failed {
+        eprintln!(
+            "osmeter: every figure failed ({failed} failed, none measured); the reasons are in \
+             `osmeter show {}`",
+            runs.first().map(|r| r.id.as_str()).unwrap_or("latest")
+        );
+        return Ok(crate::error::EXIT_RUNTIME);
     }
-    Ok(config)
+    Ok(crate::error::EXIT_OK)
 }
 
 fn load(args: &PaperArgs) -> Result<Vec<Run>> {

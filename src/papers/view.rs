@@ -7,7 +7,7 @@ use super::cpu::{cpu_speed, CpuSpeed};
 use super::data::{Cell, Paper, Verdict};
 use super::quantity::{Quantity, Unit};
 use super::source::{now_value, NowValue, ProbeRef};
-use super::spec::{Comparison, Derived, LatencyFigure, Now, Spec, Today};
+use super::spec::{Comparison, Derived, LatencyFigure, Now, Spec, Today, Underrun, UnderrunFigure};
 use super::summary::{self, OsMean, PrimitiveSummary};
 use super::PaperId;
 use crate::latency::accounting::WINDOWS;
@@ -160,17 +160,22 @@ pub fn memsim_machine(runs: &[Run]) -> Result<(&Run, &MemsimDoc, &MachineDoc), S
 
 const DS5000: &str = "ds5000-200";
 
-/// The worst lateness expected over a horizon, from the Gumbel fit of a stored latency stream.
-fn latency_worst(f: &LatencyFigure, runs: &[Run]) -> Result<(f64, String, String), String> {
+/// The Gumbel fit of one class and path of the stored latency run: the run, the fit, its window's
+/// width in seconds and the stream's name.
+fn latency_fit(
+    class: crate::latency::threads::ClassName,
+    path: crate::latency::threads::Path,
+    runs: &[Run],
+) -> Result<(&Run, &crate::latency::accounting::GumbelFit, f64, String), String> {
     let (run, doc) = runs
         .iter()
         .find_map(|r| r.sections.latency.as_ref().map(|d| (r, d)))
         .ok_or("no latency document in the runs (a run of `osmeter latency`)")?;
-    let name = format!("{} class, {} path", f.class.as_str(), f.path.name());
+    let name = format!("{} class, {} path", class.as_str(), path.name());
     let stream = doc
         .streams
         .iter()
-        .find(|s| s.class == f.class && s.path == f.path && s.error.is_none())
+        .find(|s| s.class == class && s.path == path && s.error.is_none())
         .ok_or_else(|| format!("the latency run measured no {name}"))?;
     let fit = match &stream.estimate {
         Estimate::Fitted { fit, .. } => fit,
@@ -183,12 +188,70 @@ fn latency_worst(f: &LatencyFigure, runs: &[Run]) -> Result<(f64, String, String
         .find(|(w, _)| *w == fit.window)
         .map(|(_, ns)| *ns as f64 / 1e9)
         .ok_or_else(|| format!("{name}: unknown window {:?}", fit.window))?;
+    Ok((run, fit, width_s, name))
+}
+
+/// The worst lateness expected over a horizon, from the Gumbel fit of a stored latency stream.
+fn latency_worst(f: &LatencyFigure, runs: &[Run]) -> Result<(f64, String, String), String> {
+    let (run, fit, width_s, name) = latency_fit(f.class, f.path, runs)?;
     let median = gumbel_median(fit.location_ns, fit.scale_ns, width_s, f.horizon_s);
     Ok((
         median,
         format!("latency {name}, Gumbel median"),
         run.id.clone(),
     ))
+}
+
+/// The mean time between windows whose largest lateness exceeds `tolerance_ns`, when each
+/// window's maximum follows a Gumbel law: the window's width over the chance 1 - G(tolerance).
+/// Infinite when that chance is below what a double can hold.
+pub fn gumbel_mttf(location: f64, scale: f64, width_s: f64, tolerance_ns: f64) -> f64 {
+    let z = (tolerance_ns - location) / scale;
+    // 1 - exp(-exp(-z)), kept exact for large z.
+    let p = -(-(-z).exp()).exp_m1();
+    width_s / p
+}
+
+/// The lateness whose mean time between exceeding windows is `mttf_s`: the inverse of
+/// [`gumbel_mttf`], G(x) = 1 - width / mttf.
+pub fn gumbel_tolerance(location: f64, scale: f64, width_s: f64, mttf_s: f64) -> f64 {
+    let p = (width_s / mttf_s).min(1.0 - 1e-12);
+    location - scale * (-(-p).ln_1p()).ln()
+}
+
+/// An underrun figure of a stored latency stream, in `unit` (a time for either question).
+fn underrun_value(f: &UnderrunFigure, unit: Unit, runs: &[Run]) -> Result<NowValue, String> {
+    let (run, fit, width_s, name) = latency_fit(f.class, f.path, runs)?;
+    let per_unit = unit.nanoseconds().ok_or("the paper's unit is not a time")?;
+    let (ns, figure) = match f.ask {
+        Underrun::MttfAt { tolerance_ms } => (
+            1e9 * gumbel_mttf(fit.location_ns, fit.scale_ns, width_s, tolerance_ms * 1e6),
+            format!(
+                "latency {name}, time between wakes later than {} ms (Gumbel)",
+                crate::units::compact(tolerance_ms)
+            ),
+        ),
+        Underrun::ToleranceFor { mttf_s } => (
+            gumbel_tolerance(fit.location_ns, fit.scale_ns, width_s, mttf_s),
+            format!(
+                "latency {name}, lateness exceeded once per {} (Gumbel)",
+                crate::units::format(mttf_s, crate::units::Unit::Seconds)
+            ),
+        ),
+    };
+    if !ns.is_finite() {
+        return Err(format!(
+            "{name}: no wake of the run comes near the buffering, so the fit puts no finite time \
+             between underruns"
+        ));
+    }
+    let value = ns / per_unit;
+    Ok(NowValue {
+        value,
+        ci95: [value, value],
+        figure,
+        run: run.id.clone(),
+    })
 }
 
 /// The median of the largest of the window maxima over `horizon_s`, when each window's maximum
@@ -291,6 +354,7 @@ fn today(
                 run,
             })
         }
+        Now::Underruns(f) => underrun_value(f, unit, runs),
         Now::Cycles(r) => {
             let (run, m) = r.find(runs).ok_or_else(|| r.missing_reason(runs))?;
             let s = m.summary.as_ref().unwrap();
@@ -498,6 +562,7 @@ fn derive_today(
         let sources: Vec<(String, Option<f64>)> = pairs
             .iter()
             .filter(|p| p.table == d.source() && p.column == d.from())
+            .filter(|p| d.derives_for(&p.now_label))
             .fold(Vec::new(), |mut acc, p| {
                 if !acc.iter().any(|(l, _)| *l == p.now_label) {
                     acc.push((p.now_label.clone(), p.now_value));
@@ -616,6 +681,109 @@ mod tests {
         );
         let [lo, hi] = penalty.now_ci95.unwrap();
         assert!(lo < 50.0 && 50.0 < hi, "{lo} {hi}");
+        // Table 8's local column is the kernel's ext4 alone: no FUSE row gets it.
+        let local_rows: Vec<&str> = doc
+            .cells
+            .iter()
+            .filter(|p| p.table == "8" && p.column == "mips_relative_local")
+            .map(|p| p.now_label.as_str())
+            .collect();
+        assert!(!local_rows.is_empty());
+        assert!(
+            local_rows.iter().all(|l| l.contains("ext4 in the kernel")),
+            "{local_rows:?}"
+        );
+        // The copy sum is a primitive of the summary and plot, as compile and total are, and
+        // the Andrew primitives are applications: out of the OS mean, as compare leaves them.
+        let names: Vec<&str> = doc
+            .relative_to_cpu
+            .iter()
+            .filter(|s| s.table == "7")
+            .map(|s| s.column.as_str())
+            .collect();
+        assert_eq!(names, vec!["copy", "compile", "total"]);
+        let os = doc.os_relative_to_cpu.as_ref().unwrap();
+        assert!(
+            os.left_out.iter().any(|l| l.contains("copy (application)")),
+            "{os:?}"
+        );
+        let counted = doc
+            .relative_to_cpu
+            .iter()
+            .filter(|s| s.counts_as_os())
+            .count();
+        assert_eq!(os.primitives, counted);
+        assert!(doc
+            .relative_to_cpu
+            .iter()
+            .filter(|s| s.probe == "app.andrew")
+            .all(|s| !s.counts_as_os()));
+    }
+
+    /// Chen et al.'s Table VII: today's Ghostscript time stands beside each system's time only,
+    /// in seconds, with the speed-up; without the figure every such cell says why.
+    #[test]
+    fn ghostscript_stands_beside_table_vii_times() {
+        use crate::papers::fixtures::measured;
+        use crate::papers::PaperId;
+        let mut run = crate::results::model::tests::empty_run();
+        run.measurements.push(measured(
+            "app.ghostscript",
+            crate::params![("pages", 13)],
+            crate::results::model::Unit::Nanoseconds,
+            2.0e9,
+        ));
+        let id = PaperId::Chen96;
+        let paper = Paper::load(id).unwrap();
+        let spec = crate::papers::spec::spec(id);
+        let doc = build(&paper, spec, &[run], &Here::default()).unwrap();
+        let vii: Vec<&CellPair> = doc.cells.iter().filter(|p| p.table == "VII").collect();
+        assert_eq!(vii.len(), 3, "{vii:?}");
+        assert!(vii
+            .iter()
+            .all(|p| p.row == "Ghostscript" && p.column.starts_with("time_")));
+        let nt = vii.iter().find(|p| p.column == "time_nt").unwrap();
+        assert_eq!(nt.now_value, Some(2.0));
+        assert!((nt.speedup.unwrap() - 9.30 / 2.0).abs() < 1e-9);
+        let text = crate::papers::render::render(&paper, &doc, Some("VII"));
+        assert!(text.contains("this machine"), "{text}");
+        // No figure: the cells say why, and the text says it was not measured.
+        let empty = crate::results::model::tests::empty_run();
+        let doc = build(&paper, spec, &[empty], &Here::default()).unwrap();
+        let nt = doc
+            .cells
+            .iter()
+            .find(|p| p.table == "VII" && p.column == "time_nt")
+            .unwrap();
+        assert!(nt.now_value.is_none());
+        assert!(
+            nt.missing.as_deref().unwrap().contains("app.ghostscript"),
+            "{nt:?}"
+        );
+    }
+
+    /// The buffer model over a Gumbel law of one-second maxima: with location 1 ms and scale
+    /// 0.1 ms, a buffering of location + scale * ln 1000 is exceeded in a window with chance
+    /// 1 - exp(-1/1000), so once per 1000.5 s; the inverse gives the buffering back.
+    #[test]
+    fn gumbel_mttf_known_answers() {
+        let (loc, scale) = (1e6, 1e5);
+        let x = loc + scale * 1000f64.ln();
+        let mttf = gumbel_mttf(loc, scale, 1.0, x);
+        let want = 1.0 / -(-1e-3f64).exp_m1();
+        assert!((mttf - want).abs() < 1e-9 * want, "{mttf}");
+        assert!((want - 1000.5).abs() < 1e-3);
+        let back = gumbel_tolerance(loc, scale, 1.0, mttf);
+        assert!((back - x).abs() < 1e-6, "{back} {x}");
+        // More buffering, rarer underruns; far out the chance is exact, not rounded to zero.
+        assert!(gumbel_mttf(loc, scale, 1.0, x + scale) > mttf);
+        let far = gumbel_mttf(loc, scale, 1.0, loc + 40.0 * scale);
+        assert!((far / 40f64.exp() - 1.0).abs() < 1e-6, "{far}");
+        // A buffering below every window's maximum underruns once per window.
+        assert!((gumbel_mttf(loc, scale, 10.0, 0.0) - 10.0).abs() < 1e-9);
+        // An hour between underruns with one-second windows: each window exceeds with 1/3600.
+        let hour = gumbel_tolerance(loc, scale, 1.0, 3600.0);
+        assert!((1.0 - gumbel_cdf(hour, loc, scale) - 1.0 / 3600.0).abs() < 1e-12);
     }
 
     #[test]

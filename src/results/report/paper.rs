@@ -201,7 +201,7 @@ fn relative_plot(ctx: &Context, views: &[(usize, PaperDoc)]) -> Result<Option<St
     let mut categories: Vec<String> = Vec::new();
     for (_, d) in rated {
         for p in &d.relative_to_cpu {
-            let name = category(&p.name, p.hardware);
+            let name = p.marked_name();
             if !categories.contains(&name) {
                 categories.push(name);
             }
@@ -232,7 +232,7 @@ fn relative_plot(ctx: &Context, views: &[(usize, PaperDoc)]) -> Result<Option<St
         };
         for p in &d.relative_to_cpu {
             push(
-                &category(&p.name, p.hardware),
+                &p.marked_name(),
                 p.relative_geomean,
                 Some([p.relative_min, p.relative_max]),
             );
@@ -279,17 +279,9 @@ fn relative_plot(ctx: &Context, views: &[(usize, PaperDoc)]) -> Result<Option<St
              sped up (today's MIPS on osmeter's integer mix over the paper machine's rating): the \
              bar is the geometric mean over the paper's {machines} rated machines, the whisker the \
              smallest and largest. Left of 1 the primitive gained less than the CPU. Hardware \
-             figures are marked and left out of the OS mean.{left_out}"
+             figures and applications are marked and left out of the OS mean, as in compare.{left_out}"
         ),
     )))
-}
-
-fn category(name: &str, hardware: bool) -> String {
-    if hardware {
-        format!("{name} (hardware)")
-    } else {
-        name.to_string()
-    }
 }
 
 #[cfg(test)]
