@@ -114,20 +114,7 @@ pub fn check_samples(flag: &str, count: u64, bytes_each: u64, have: &Have) -> Re
 }
 
 /// `1.5 GiB`, `512 MiB`, `900 B`.
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = n as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[i])
-    }
-}
+pub use crate::units::bytes;
 
 #[cfg(test)]
 mod tests {
@@ -153,7 +140,7 @@ mod tests {
         let err = check_variant("fs.read_cached", &big, &have).unwrap_err();
         let text = format!("{err:#}");
         assert!(
-            text.contains("931.3 GiB") && text.contains("/scratch") && text.contains("20.0 GiB"),
+            text.contains("931.3 GiB") && text.contains("/scratch") && text.contains("20 GiB"),
             "{text}"
         );
         assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_USAGE);
@@ -174,7 +161,7 @@ mod tests {
             "{:#}",
             check_variant("memory.copy", &copy, &have).unwrap_err()
         );
-        assert!(text.contains("10.0 GiB of memory"), "{text}");
+        assert!(text.contains("10 GiB of memory"), "{text}");
         let copy = params![("size", 1u64 << 30), ("cache", "cold")];
         assert!(check_variant("memory.copy", &copy, &have).is_ok());
         assert!(check_variant("syscall.null", &Params::new(), &machine(0, 0)).is_ok());

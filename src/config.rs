@@ -9,7 +9,7 @@ use crate::probes::Scale;
 use crate::results::keep::Keeper;
 use crate::usage;
 use anyhow::Result;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Rounds per figure unless --rounds says otherwise: enough for a spread between rounds, few enough
 /// for the quick suite to stay short.
@@ -45,15 +45,6 @@ pub struct RunConfig {
     /// Tags and store, checked before measuring.
     pub keeper: Keeper,
     pub json: bool,
-}
-
-/// Checks that `dir` can hold scratch directories: it exists, is a writable directory, and no
-/// other user can swap what osmeter makes in it (see [`crate::scratch::parent_problem`]).
-pub fn check_scratch_parent(dir: &Path) -> Result<()> {
-    match crate::scratch::parent_problem(dir) {
-        None => Ok(()),
-        Some(why) => Err(usage!("--dir {}: {why}", dir.display())),
-    }
 }
 
 /// --min-time within [`MAX_MIN_SAMPLE_NS`], and with --fifo within what a worker that never sleeps
@@ -124,7 +115,7 @@ impl RunConfig {
             placement::check_fifo_priority(prio).map_err(|e| usage!("--fifo {prio}: {e:#}"))?;
         }
         let scratch_parent = args.measure.dir.clone().unwrap_or_else(std::env::temp_dir);
-        check_scratch_parent(&scratch_parent)?;
+        crate::scratch::check_scratch_parent(&scratch_parent)?;
         let variants = selected
             .iter()
             .flat_map(|s| s.variants.iter().map(move |v| (s.probe.id, v)));

@@ -20,6 +20,15 @@ pub const MARKER: &str = ".osmeter-owner";
 /// Every top-level scratch directory's name starts with this, so leftovers can be found.
 pub const PREFIX: &str = "osmeter-";
 
+/// Checks that `dir` (the `--dir` option) can hold scratch directories: it exists, is a writable
+/// directory, and no other user can swap what osmeter makes in it (see [`parent_problem`]).
+pub fn check_scratch_parent(dir: &Path) -> Result<()> {
+    match parent_problem(dir) {
+        None => Ok(()),
+        Some(why) => Err(crate::usage!("--dir {}: {why}", dir.display())),
+    }
+}
+
 /// A private scratch directory in `parent`, removed (with everything in it) on drop.
 pub struct ScratchDir {
     // Declared before the lock so the directory goes first, then the lock is released.

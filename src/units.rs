@@ -213,6 +213,84 @@ pub fn format(value: f64, unit: Unit) -> String {
     in_scale(value, unit.scale_for(value))
 }
 
+/// A value scaled into the unit name that suits it, apart: (25.0, "us") for 25 000 ns. For tables
+/// that write the number and the unit in separate columns.
+pub fn scaled(value: f64, unit: Unit) -> (f64, &'static str) {
+    let scale = unit.scale_for(value);
+    (value / scale.divisor, scale.name)
+}
+
+/// Three significant digits in plain notation (no exponent), for values read side by side:
+/// "1235", "12.3", "0.00123", "0".
+pub fn significant(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{v:.digits$}")
+}
+
+/// A number of events, per operation or in all: whole below 10 000, then with a k, M or G suffix
+/// and three significant digits ("0.50", "42", "9999", "12.3k", "1.50M").
+pub fn count(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() {
+        "-".into()
+    } else if a >= 1e9 {
+        format!("{}G", significant(v / 1e9))
+    } else if a >= 1e6 {
+        format!("{}M", significant(v / 1e6))
+    } else if a >= 1e4 {
+        format!("{}k", significant(v / 1e3))
+    } else if a >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A size in binary units, exact when it is a whole number of them: "900 B", "32 KiB",
+/// "1.5 GiB", "23.5 GiB".
+pub fn bytes(n: u64) -> String {
+    const UNITS: [(&str, u64); 5] = [
+        ("PiB", 1 << 50),
+        ("TiB", 1 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ];
+    for (name, size) in UNITS {
+        if n >= size {
+            return if n % size == 0 {
+                format!("{} {name}", n / size)
+            } else {
+                format!("{:.1} {name}", n as f64 / size as f64)
+            };
+        }
+    }
+    format!("{n} B")
+}
+
+/// A share (0.25 = a quarter) as a percentage with the digits its size deserves: "25.0 %",
+/// "0.500 %", "100 %".
+pub fn percent(share: f64) -> String {
+    format!("{} %", number(100.0 * share))
+}
+
+/// A time in nanoseconds written in microseconds, without the unit (for columns headed "us"):
+/// "0.50", "12.3", "1500".
+pub fn micros(ns: u64) -> String {
+    number(ns as f64 / 1e3)
+}
+
+/// A time in nanoseconds in the unit name that suits it: "163 ns", "26.7 us", "1.50 s".
+pub fn duration(ns: f64) -> String {
+    format(ns, Unit::Nanoseconds)
+}
+
 /// A duration argument, read by clap (a bad one is a usage error naming the option).
 pub fn duration_arg(text: &str) -> std::result::Result<u64, String> {
     parse_duration_ns(text).map_err(|e| e.to_string())
@@ -307,6 +385,36 @@ mod tests {
         assert_eq!(number(f64::NAN), "-");
         assert_eq!(compact(1500.0), "1500");
         assert_eq!(compact(0.25), "0.25");
+    }
+
+    #[test]
+    fn the_shared_shapes_have_known_answers() {
+        assert_eq!(scaled(25_000.0, Unit::Nanoseconds), (25.0, "us"));
+        assert_eq!(scaled(3e9, Unit::BytesPerSecond), (3.0, "GB/s"));
+        assert_eq!(significant(1234.4), "1234");
+        assert_eq!(significant(12.345), "12.3");
+        assert_eq!(significant(0.0012345), "0.00123");
+        assert_eq!(significant(-2.5), "-2.50");
+        assert_eq!(significant(0.0), "0");
+        assert_eq!(count(0.5), "0.50");
+        assert_eq!(count(42.4), "42");
+        assert_eq!(count(9999.0), "9999");
+        assert_eq!(count(12_345.0), "12.3k");
+        assert_eq!(count(1.5e6), "1.50M");
+        assert_eq!(count(2.25e9), "2.25G");
+        assert_eq!(bytes(900), "900 B");
+        assert_eq!(bytes(32 * 1024), "32 KiB");
+        assert_eq!(bytes(1536 << 20), "1.5 GiB");
+        assert_eq!(bytes(24_684_084 * 1024), "23.5 GiB");
+        assert_eq!(bytes(3 << 40), "3 TiB");
+        assert_eq!(percent(0.25), "25.0 %");
+        assert_eq!(percent(0.005), "0.500 %");
+        assert_eq!(percent(1.0), "100 %");
+        assert_eq!(micros(500), "0.500");
+        assert_eq!(micros(12_345), "12.3");
+        assert_eq!(micros(1_500_000), "1500");
+        assert_eq!(duration(26_727.0), "26.7 us");
+        assert_eq!(duration(1.5e9), "1.50 s");
     }
 
     #[test]

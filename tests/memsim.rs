@@ -373,7 +373,7 @@ fn absurd_sizes_are_usage_errors_naming_the_option_before_anything_is_allocated(
     .unwrap();
     refuse(
         &["--config", huge.to_str().unwrap()],
-        &["machine config", "huge.json", "1024 GiB cache"],
+        &["machine config", "huge.json", "1 TiB cache"],
     );
     let deep = d.path().join("deep.json");
     std::fs::write(

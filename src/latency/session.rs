@@ -96,7 +96,7 @@ impl Settings {
             self.cpus = vec![*placement::usable_cpus().last().unwrap_or(&0)];
         }
         if self.loads.contains(&load::Kind::Io) {
-            crate::config::check_scratch_parent(&self.dir)?;
+            crate::scratch::check_scratch_parent(&self.dir)?;
         }
         Ok(self)
     }

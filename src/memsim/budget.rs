@@ -10,6 +10,7 @@
 
 use super::cache::CacheConfig;
 use super::machine::MachineConfig;
+use crate::units;
 use std::fmt;
 
 /// Bytes per entry of a set-associative store: the tag and its dirty flag.
@@ -75,11 +76,11 @@ impl fmt::Display for TooBig {
         write!(
             f,
             "simulating it needs up to {} of memory but {} is available: {} ({}) alone needs {}",
-            gib(self.needed),
-            gib(self.available),
+            units::bytes(self.needed),
+            units::bytes(self.available),
             self.part.field(),
             self.what,
-            gib(self.part_bytes)
+            units::bytes(self.part_bytes)
         )?;
         if self.three_c {
             write!(f, ", most of it for the 3C classification; use --no-3c")?;
@@ -87,14 +88,6 @@ impl fmt::Display for TooBig {
             write!(f, "; make it smaller")?;
         }
         Ok(())
-    }
-}
-
-fn gib(bytes: u64) -> String {
-    if bytes >= 1 << 30 {
-        format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
-    } else {
-        format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
     }
 }
 
@@ -130,7 +123,7 @@ fn parts(m: &MachineConfig) -> Vec<(Part, u64, String, bool)> {
         let (bytes, shadow) = cache_bytes(c, m.three_c);
         let what = format!(
             "a {} cache of {}-byte lines, {} lines",
-            size(c.size),
+            units::bytes(c.size),
             c.line,
             c.lines()
         );
@@ -170,15 +163,6 @@ fn parts(m: &MachineConfig) -> Vec<(Part, u64, String, bool)> {
     out
 }
 
-fn size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b}-byte"),
-    }
-}
-
 /// Worst-case bytes of the stores of a miss-ratio curve (one per size).
 pub fn curve_bytes(spec: &super::curve::CurveSpec) -> u64 {
     spec.sizes()
@@ -208,9 +192,9 @@ pub fn check_curves(
             format!(
                 "its {} sizes need up to {} of memory ({} with everything else simulated) but {} is available; narrow the range",
                 c.sizes().len(),
-                gib(*bytes),
-                gib(all.saturating_add(machines_bytes)),
-                gib(available)
+                units::bytes(*bytes),
+                units::bytes(all.saturating_add(machines_bytes)),
+                units::bytes(available)
             ),
         ));
     }
@@ -293,10 +277,10 @@ mod tests {
         assert_eq!(e.part.option(), Some("--l1d"));
         let text = e.to_string();
         assert!(
-            text.contains("l1d (a 1024 GiB cache of 64-byte lines"),
+            text.contains("l1d (a 1 TiB cache of 64-byte lines"),
             "{text}"
         );
-        assert!(text.contains("20.0 GiB is available") && text.contains("--no-3c"));
+        assert!(text.contains("20 GiB is available") && text.contains("--no-3c"));
         m.three_c = false;
         let (_, e) = check(&[m], 20 * GIB).unwrap_err();
         assert!(!e.three_c && e.part_bytes == (1u64 << 34) * 9);

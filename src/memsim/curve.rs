@@ -20,6 +20,7 @@ use super::cache::{Replacement, Store};
 use super::machine::space_key;
 use super::sweep::Simulator;
 use super::trace::{Kind, Mode, Ref};
+use crate::units;
 use serde::{Deserialize, Serialize};
 
 /// Which references a curve's cache sees.
@@ -158,14 +159,15 @@ impl CurveSpec {
         format!(
             "{}:{}-{}:{assoc}:{}",
             self.cache.name(),
-            human(self.min),
-            human(self.max),
+            size_spec(self.min),
+            size_spec(self.max),
             self.line
         )
     }
 }
 
-fn human(b: u64) -> String {
+/// A size as the curve syntax writes it ("8K", "1M", "3G", "1000"), so a label reads back.
+fn size_spec(b: u64) -> String {
     match b {
         b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}G", b >> 30),
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
@@ -331,7 +333,7 @@ pub fn render(curves: &[CurveResult]) -> String {
         for ((p, u), k) in c.points.iter().zip(&c.user).zip(&c.kernel) {
             t.push_str(&format!(
                 "  {:<8} {:>12} {:>10.3}% {:>8.3}% {:>8.3}%\n",
-                human(p.size),
+                units::bytes(p.size),
                 p.misses,
                 100.0 * p.miss_rate,
                 100.0 * u.miss_rate,

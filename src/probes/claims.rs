@@ -320,19 +320,11 @@ pub fn contradiction(check: &ClaimCheck) -> String {
     format!(
         "{what}: {} {}{per} where {}-{} is expected ({})",
         check.event,
-        short(check.seen),
-        short(check.expected[0]),
-        short(check.expected[1]),
+        crate::units::compact(check.seen),
+        crate::units::compact(check.expected[0]),
+        crate::units::compact(check.expected[1]),
         check.why
     )
-}
-
-fn short(v: f64) -> String {
-    if v == 0.0 || (0.01..1000.0).contains(&v.abs()) {
-        format!("{}", (v * 1000.0).round() / 1000.0)
-    } else {
-        format!("{v:.2e}")
-    }
 }
 
 #[cfg(test)]
@@ -389,7 +381,7 @@ mod tests {
         assert!(!checks[0].holds);
         let text = contradiction(&checks[0]);
         assert!(
-            text.contains("page-faults 5.80e-3 per operation where 0.9-1.1"),
+            text.contains("page-faults 0.0058 per operation where 0.9-1.1"),
             "{text}"
         );
         let ok = check("memory.page_fault", &p, &counters("page-faults", 1.0));

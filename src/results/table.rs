@@ -1,25 +1,12 @@
 //! The terminal table of a run: grouped by subsystem, median with its confidence interval, and the
 //! counter columns that this machine could fill.
 
-use super::model::{Measurement, Run, Status, Unit};
+use super::model::{Measurement, Run, Status};
+use crate::units::{count, number};
 use std::fmt::Write;
 
 /// Scales a value into a readable unit: ns -> us/ms/s, B/s -> KB/s ... GB/s.
-pub fn human(value: f64, unit: Unit) -> (f64, &'static str) {
-    let scale = unit.scale_for(value);
-    (value / scale.divisor, scale.name)
-}
-
-/// Significant digits that suit the value's size.
-fn fmt_num(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
+pub use crate::units::scaled as human;
 
 /// Counter columns: (scope, event, header). Shown only where some figure has a value.
 const COUNTER_COLUMNS: &[(&str, &str, &str)] = &[
@@ -37,18 +24,6 @@ fn counter(m: &Measurement, scope: &str, event: &str) -> Option<f64> {
         _ => &m.counters.software,
     };
     map.get(event).copied()
-}
-
-fn fmt_count(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if v >= 1e4 {
-        format!("{:.1}k", v / 1e3)
-    } else if v >= 10.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
-    }
 }
 
 pub fn render(run: &Run) -> String {
@@ -87,22 +62,22 @@ pub fn render(run: &Run) -> String {
                 let scale = if s.median != 0.0 { med / s.median } else { 1.0 };
                 let ci = format!(
                     "{}-{}",
-                    fmt_num(s.ci95[0] * scale),
-                    fmt_num(s.ci95[1] * scale)
+                    number(s.ci95[0] * scale),
+                    number(s.ci95[1] * scale)
                 );
                 let mark = if m.warnings.is_empty() { "" } else { " !" };
                 let _ = write!(
                     out,
                     "{:<label_width$}  {:>9} {:>14} {:<5} {:>6.1}",
                     m.label(),
-                    fmt_num(med),
+                    number(med),
                     ci,
                     unit,
                     s.cv * 100.0
                 );
                 for (scope, event, _) in &columns {
                     let cell = counter(m, scope, event)
-                        .map(fmt_count)
+                        .map(count)
                         .unwrap_or_else(|| "-".into());
                     let _ = write!(out, " {cell:>9}");
                 }
@@ -186,6 +161,7 @@ pub fn render(run: &Run) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::units::Unit;
 
     #[test]
     fn human_units() {

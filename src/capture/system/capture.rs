@@ -278,11 +278,8 @@ fn read_symbols(qemu_bin: &Path, kernel: &Kernel, cache: &Path) -> Result<()> {
     if let Some(dir) = cache.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    // Written whole under a temporary name, so a cut-short dump never becomes the cached table.
-    let tmp = cache.with_extension("partial");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, cache)?;
-    Ok(())
+    // Written whole, so a cut-short dump never becomes the cached table.
+    crate::files::write_atomic(cache, text.as_bytes())
 }
 
 pub fn run(opts: &SystemCapture) -> Result<i32> {

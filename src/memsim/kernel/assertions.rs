@@ -21,6 +21,7 @@ use super::mcpi::{Job, JobResult, Stream};
 use crate::memsim::document::{AssertionDoc, AssertionVerdict, AssertionsDoc};
 use crate::memsim::machine::{MachineConfig, ModeStats, Stats};
 use crate::memsim::mapping::Mapping;
+use crate::units;
 use std::collections::BTreeMap;
 
 /// The figures behind one verdict, by name.
@@ -215,10 +216,6 @@ fn judge(holds: bool, text: String) -> Verdict {
     }
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.2}%", 100.0 * x)
-}
-
 /// What the evaluation knows besides the simulation results.
 pub struct Context<'a> {
     pub machine: &'a str,
@@ -260,10 +257,10 @@ fn locality(base: &Stats) -> (Verdict, Figures) {
     let d = miss_rate(k, false) > miss_rate(u, false);
     let text = format!(
         "miss rate system vs user: instructions {} vs {}, data {} vs {}{}",
-        pct(miss_rate(k, true)),
-        pct(miss_rate(u, true)),
-        pct(miss_rate(k, false)),
-        pct(miss_rate(u, false)),
+        units::percent(miss_rate(k, true)),
+        units::percent(miss_rate(u, true)),
+        units::percent(miss_rate(k, false)),
+        units::percent(miss_rate(u, false)),
         match (i, d) {
             (true, false) => " (worse for instructions only)",
             (false, true) => " (worse for data only)",
@@ -289,8 +286,8 @@ fn icache_dependence(base: &Stats) -> (Verdict, Figures) {
     }
     let text = format!(
         "instruction cache's share of cache stalls: system {}, user {} (own MCPI i/d: system {:.3}/{:.3}, user {:.3}/{:.3})",
-        pct(share(k)),
-        pct(share(u)),
+        units::percent(share(k)),
+        units::percent(share(u)),
         ratio(k.stall[ICACHE], k.instructions),
         ratio(k.stall[DCACHE], k.instructions),
         ratio(u.stall[ICACHE], u.instructions),
@@ -326,7 +323,7 @@ fn competition(base: &Stats, kernel_only: &Stats, user_only: &Stats) -> (Verdict
         per(i + d),
         per(i),
         per(d),
-        pct(share),
+        units::percent(share),
         mcpi(base),
         per(t)
     );
@@ -371,10 +368,10 @@ fn self_interference(dm: &Stats, assoc: &Stats, changed: bool) -> (Verdict, Figu
     }
     let text = format!(
         "doubling associativity (system references alone) removes {} of system instruction misses ({} -> {}) and {} of data misses",
-        pct(gone(a.l1i.misses, b.l1i.misses)),
+        units::percent(gone(a.l1i.misses, b.l1i.misses)),
         a.l1i.misses,
         b.l1i.misses,
-        pct(gone(a.l1d.misses, b.l1d.misses))
+        units::percent(gone(a.l1d.misses, b.l1d.misses))
     );
     (
         judge(gone(a.l1i.misses, b.l1i.misses) >= SIGNIFICANT, text),
@@ -424,7 +421,7 @@ fn block_ops(
     let text = format!(
         "block copy and clear cost {:.4} MCPI, {} of the base MCPI {:.4} (its own stalls, not the later misses it causes)",
         ratio(stall, instructions(base)),
-        pct(share),
+        units::percent(share),
         mcpi(base)
     );
     (judge(share >= SIGNIFICANT, text), f)
@@ -497,7 +494,7 @@ fn mapping(ctx: &Context, plan: &Plan) -> (Verdict, Figures) {
         "MCPI by page mapping: {}; the worst is {} above the best",
         list.join(", "),
         if spread.is_finite() {
-            pct(spread)
+            units::percent(spread)
         } else {
             "infinitely".into()
         }

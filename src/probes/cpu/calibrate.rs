@@ -97,12 +97,9 @@ fn remember(exe: &Path, calibration: Calibration) {
     entries.drain(..keep);
     let file = cache_file();
     let Some(dir) = file.parent() else { return };
-    let write = || -> std::io::Result<()> {
+    let write = || -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        serde_json::to_writer(&mut tmp, &entries)?;
-        tmp.persist(&file).map_err(|e| e.error)?;
-        Ok(())
+        crate::files::write_atomic(&file, &serde_json::to_vec(&entries)?)
     };
     let _ = write();
 }

@@ -5,15 +5,6 @@ use super::{Comparison, Verdict, NOISE_MULTIPLE};
 use crate::units;
 use std::fmt::Write;
 
-/// Three significant digits, without an exponent for everyday sizes.
-fn sig3(v: f64) -> String {
-    if v == 0.0 {
-        return "0".into();
-    }
-    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 6) as usize;
-    format!("{v:.digits$}")
-}
-
 pub fn render(c: &Comparison, all: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -142,8 +133,8 @@ pub fn render(c: &Comparison, all: bool) -> String {
                 out,
                 "{:<width$}    {event}: {} -> {} per op",
                 "",
-                sig3(*va),
-                sig3(*vb)
+                units::significant(*va),
+                units::significant(*vb)
             );
         }
     }

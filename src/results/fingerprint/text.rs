@@ -74,24 +74,7 @@ const SCRATCH: &[(&str, &str, Show)] = &[
 ];
 
 /// Binary units, exact when the size is a whole number of them ("32 KiB", "23.5 GiB").
-pub fn bytes(n: u64) -> String {
-    const UNITS: [(&str, u64); 4] = [
-        ("TiB", 1 << 40),
-        ("GiB", 1 << 30),
-        ("MiB", 1 << 20),
-        ("KiB", 1 << 10),
-    ];
-    for (name, size) in UNITS {
-        if n >= size {
-            return if n % size == 0 {
-                format!("{} {name}", n / size)
-            } else {
-                format!("{:.1} {name}", n as f64 / size as f64)
-            };
-        }
-    }
-    format!("{n} B")
-}
+pub use crate::units::bytes;
 
 fn show(v: &Value, how: Show) -> String {
     match (v, how) {

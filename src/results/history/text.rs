@@ -7,10 +7,6 @@ use crate::results::figure::Direction;
 use crate::units::{self, in_scale};
 use std::fmt::Write;
 
-fn percent(p: f64) -> String {
-    format!("{:.0} %", p * 100.0)
-}
-
 pub fn render(h: &FigureHistory) -> String {
     let mut out = String::new();
     let better = match h.direction {
@@ -94,7 +90,7 @@ pub fn render(h: &FigureHistory) -> String {
             v(s.level),
             v(s.interval[0]),
             v(s.interval[1]),
-            percent(s.coverage),
+            units::percent(s.coverage),
             if s.coverage < 0.95 {
                 ", too few runs for 95 %"
             } else {

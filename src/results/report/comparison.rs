@@ -42,11 +42,7 @@ fn verdict_color(v: Verdict) -> plotters::style::RGBColor {
 }
 
 fn factor(v: f64) -> String {
-    if v >= 10.0 {
-        format!("{v:.0}×")
-    } else {
-        format!("{v:.2}×")
-    }
+    format!("{}×", crate::units::number(v))
 }
 
 /// Tick labels carry no more digits than the tick needs: "2×", "1.25×", "0.91×".
@@ -322,8 +318,8 @@ mod tests {
         }
         assert!(t.len() <= 11);
         assert_eq!(factor(1.5), "1.50×");
-        assert_eq!(factor(0.25), "0.25×");
-        assert_eq!(factor(20.0), "20×");
+        assert_eq!(factor(0.25), "0.250×");
+        assert_eq!(factor(20.0), "20.0×");
         assert_eq!(factor_tick(2.0), "2×");
         assert_eq!(factor_tick(0.8), "0.8×");
         assert_eq!(factor_tick(1.0 / 1.1), "0.91×");

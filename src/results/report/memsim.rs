@@ -11,6 +11,7 @@ use super::plot::{FONT, WIDTH};
 use super::{Context, Section};
 use crate::memsim::document::{AssertionVerdict, MachineDoc, Mcpi, MemsimDoc, SCHEMA};
 use crate::memsim::machine::COMPONENTS;
+use crate::units::percent;
 use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -217,10 +218,6 @@ fn mcpi_table(all: &[Machine]) -> String {
         }
     }
     table("mcpi", &header, &rows)
-}
-
-fn percent(x: f64) -> String {
-    format!("{} %", num(100.0 * x))
 }
 
 /// Miss rates per cache and mode, and which of the three C's the misses were.
