@@ -449,3 +449,37 @@ fn ctrl_c_during_web_leaves_nothing() {
     );
     assert_served_nothing_left(dir.path(), &before);
 }
+
+#[test]
+fn show_and_the_report_give_the_whole_workload_view_of_a_stored_run() {
+    let env = TestEnv::new();
+    let mut args = vec!["run", "app.interp", "--set", "interp=perl", "--json"];
+    args.extend_from_slice(ONE_SHORT_ROUND);
+    let id = env.json(&args)["id"].as_str().unwrap().to_string();
+    // `show` prints what `run` printed under the table, shares of the machine's time included.
+    let out = env.osmeter().args(["show", &id]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("App figures counted whole"), "{text}");
+    assert!(text.contains("m.idle"), "{text}");
+    let html_path = env.dir.path().join("report.html");
+    let out = env
+        .osmeter()
+        .args(["report", &id, "-o"])
+        .arg(&html_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    let section = &html[html
+        .find("id=\"apps\"")
+        .unwrap_or_else(|| panic!("no apps section"))..];
+    assert!(
+        section.contains("app.interp interp=perl") && section.contains("kernel share"),
+        "{}",
+        &section[..section.len().min(2000)]
+    );
+}
