@@ -1,5 +1,5 @@
-//! What every X and web workload is given (where to put scratch files, how big, which seed) and
-//! how it says that it could not run here (a Debian package is missing).
+//! What every X and web workload is given (where to put scratch files, how big, which seed), and
+//! the process bookkeeping they share. Missing programs are [`super::packages`]' business.
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -31,74 +31,6 @@ impl Context {
             seed,
         }
     }
-}
-
-/// A workload's result: measured, or skipped with the reason (and the command that removes it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "lowercase")]
-pub enum Outcome<T> {
-    Measured(T),
-    Skipped {
-        reason: String,
-        #[serde(skip_serializing_if = "Option::is_none", default)]
-        install: Option<String>,
-    },
-}
-
-/// A program a workload runs and the Debian package that provides it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Needed {
-    pub program: &'static str,
-    pub package: &'static str,
-}
-
-/// The programs of `needed` that cannot be found, as a skip naming every missing package and the
-/// one command that installs them all; the found programs' paths otherwise (in `needed`'s order).
-pub fn find_programs<T>(needed: &[Needed]) -> Result<Vec<PathBuf>, Outcome<T>> {
-    let mut found = Vec::new();
-    let mut missing: Vec<&Needed> = Vec::new();
-    for n in needed {
-        match find_program(n.program) {
-            Some(p) => found.push(p),
-            None => missing.push(n),
-        }
-    }
-    if missing.is_empty() {
-        return Ok(found);
-    }
-    let mut packages: Vec<&str> = missing.iter().map(|n| n.package).collect();
-    packages.dedup();
-    let programs: Vec<&str> = missing.iter().map(|n| n.program).collect();
-    Err(Outcome::Skipped {
-        reason: format!(
-            "{} not installed (Debian package {})",
-            programs.join(", "),
-            packages.join(", ")
-        ),
-        install: Some(install_command(&packages)),
-    })
-}
-
-/// The command that installs Debian `packages` (with sudo unless this is root).
-pub fn install_command(packages: &[&str]) -> String {
-    // SAFETY: geteuid has no preconditions.
-    let sudo = if unsafe { libc::geteuid() } == 0 {
-        ""
-    } else {
-        "sudo "
-    };
-    format!("{sudo}apt-get install -y {}", packages.join(" "))
-}
-
-/// `program` as the shared lookup finds it (PATH), else in the system directories a user's PATH
-/// often leaves out (a web server lives in /usr/sbin).
-pub fn find_program(program: &str) -> Option<PathBuf> {
-    crate::programs::find(program).or_else(|| {
-        ["/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/bin"]
-            .iter()
-            .map(|d| Path::new(d).join(program))
-            .find(|p| crate::programs::executable(p))
-    })
 }
 
 /// CPU time of a set of processes, user and kernel apart.
@@ -254,80 +186,9 @@ pub fn unprivileged_account() -> anyhow::Result<Option<Unprivileged>> {
     }))
 }
 
-/// One measured value as a figure of the results model: a single repetition whose samples are
-/// `samples` (the value itself when there is nothing finer).
-pub fn figure(
-    key: String,
-    unit: crate::units::Unit,
-    value: f64,
-    samples: Vec<f64>,
-) -> crate::results::figure::Figure {
-    use crate::results::figure::{Direction, Evidence, Figure, Role};
-    Figure {
-        key,
-        group: "app".into(),
-        unit,
-        direction: Direction::of_unit(unit),
-        role: Role::Other,
-        value,
-        interval: None,
-        evidence: Evidence::Rounds(vec![if samples.is_empty() {
-            vec![value]
-        } else {
-            samples
-        }]),
-        explain: Default::default(),
-    }
-}
-
-/// For tests of real programs: their paths, or `None` (said loudly) when they are missing outside
-/// CI; in CI, where `.ci/run` installs them, a missing program fails the test.
-#[cfg(test)]
-pub fn programs_for_test(needed: &[Needed]) -> Option<Vec<PathBuf>> {
-    match find_programs::<()>(needed) {
-        Ok(found) => Some(found),
-        Err(Outcome::Skipped { reason, install }) => {
-            let how = install.unwrap_or_default();
-            assert!(std::env::var_os("CI").is_none(), "{reason}: {how}");
-            eprintln!("SKIPPED: {reason}: {how}");
-            None
-        }
-        Err(Outcome::Measured(())) => unreachable!("find_programs only skips"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_present_program_is_found_and_a_missing_one_names_its_package() {
-        let ok = find_programs::<()>(&[Needed {
-            program: "sh",
-            package: "dash",
-        }])
-        .unwrap();
-        assert!(ok[0].ends_with("sh"));
-        let skip = find_programs::<()>(&[
-            Needed {
-                program: "sh",
-                package: "dash",
-            },
-            Needed {
-                program: "osmeter-no-such-program",
-                package: "no-such-package",
-            },
-        ])
-        .unwrap_err();
-        let Outcome::Skipped { reason, install } = skip else {
-            panic!("not skipped")
-        };
-        assert!(reason.contains("osmeter-no-such-program"), "{reason}");
-        assert!(reason.contains("no-such-package"), "{reason}");
-        assert!(install
-            .unwrap()
-            .ends_with("apt-get install -y no-such-package"));
-    }
 
     #[test]
     fn proc_stat_fields_after_a_name_with_parentheses() {

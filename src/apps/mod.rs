@@ -60,6 +60,9 @@ pub fn needs_of(probe: &str, params: &Params) -> Vec<packages::Need> {
         }
         "app.ghostscript" => ghostscript::NEEDS.to_vec(),
         "app.interp" => interp::need_of(text("interp")).into_iter().collect(),
+        "app.web" => web::NEEDS.to_vec(),
+        "app.wish" => x11::WISH_NEEDS.to_vec(),
+        "app.bitblt" => x11::BITBLT_NEEDS.to_vec(),
         _ => Vec::new(),
     }
 }
@@ -100,6 +103,28 @@ pub trait App {
     /// The `index`-th operation of the sample (from 0): start the programs, wait for them, and
     /// fail if any did not succeed.
     fn run_once(&mut self, index: u64) -> Result<()>;
+    /// A sample of `iters` operations: one [`App::run_once`] after another unless the workload
+    /// sends its operations together (requests from several clients, frames without waiting).
+    fn run(&mut self, iters: u64) -> Result<()> {
+        for i in 0..iters {
+            self.run_once(i)?;
+        }
+        Ok(())
+    }
+    /// Untimed work after a sample (checking what the server drew, say).
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Bytes one operation moves, for figures that are also a bandwidth (a web server's).
+    fn bytes_per_op(&self) -> Option<u64> {
+        None
+    }
+    /// The sample's figure in ns over its operations when the workload times each operation
+    /// itself and the figure is a statistic of them (a percentile of request latency), instead
+    /// of the sample's elapsed time (see [`crate::harness::Workload::timed_ns`]).
+    fn timed_ns(&mut self) -> Option<u64> {
+        None
+    }
     /// Conditions the reader should know (versions, file system, cache state).
     fn notes(&self) -> Vec<String> {
         Vec::new()
@@ -140,16 +165,26 @@ impl<A: App> Workload for Whole<A> {
     }
 
     fn run(&mut self, iters: u64) -> Result<()> {
-        for i in 0..iters {
-            if let Err(e) = self.app.run_once(i) {
-                // Ctrl-C reaches the workload's children too: their failure is the interruption.
-                if crate::interrupt::requested() {
-                    return Err(crate::interrupt::Interrupted.into());
-                }
-                return Err(e);
+        if let Err(e) = self.app.run(iters) {
+            // Ctrl-C reaches the workload's children too: their failure is the interruption.
+            if crate::interrupt::requested() {
+                return Err(crate::interrupt::Interrupted.into());
             }
+            return Err(e);
         }
         Ok(())
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        self.app.finish()
+    }
+
+    fn bytes_per_op(&self) -> Option<u64> {
+        self.app.bytes_per_op()
+    }
+
+    fn timed_ns(&mut self) -> Option<u64> {
+        self.app.timed_ns()
     }
 
     fn counted(&mut self) -> Option<CounterScopes> {

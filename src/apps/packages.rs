@@ -55,6 +55,28 @@ pub fn missing_reason(needs: &[Need]) -> Option<String> {
     ))
 }
 
+/// An error naming every missing package of `needs` and the command that installs them: for a
+/// workload that cannot be skipped (a load of `osmeter latency`).
+pub fn require(needs: &[Need]) -> Result<()> {
+    match missing_reason(needs) {
+        Some(why) => bail!("{why}"),
+        None => Ok(()),
+    }
+}
+
+/// For tests of real programs: true when every package of `needs` is installed; outside CI a
+/// missing one is said (with the command that installs it) and the test skips, under CI=1 (where
+/// `.ci/run` installs them) it fails.
+#[cfg(test)]
+pub fn present_for_test(needs: &[Need]) -> bool {
+    let Some(why) = missing_reason(needs) else {
+        return true;
+    };
+    assert!(std::env::var_os("CI").is_none(), "{why}");
+    eprintln!("SKIPPED: {why}");
+    false
+}
+
 /// Installs the missing packages among `needs` with apt-get (refreshing the package lists first
 /// when a package is not known yet). Root only; says what it installs on stderr.
 pub fn install(needs: &[Need]) -> Result<Vec<&'static str>> {

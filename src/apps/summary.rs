@@ -1,6 +1,7 @@
-//! The whole-workload view of app figures, printed under the run's table: per operation, the
-//! workload's user and kernel time (its cgroup), its context switches and page faults, where the
-//! machine's CPU time went (kernel, interrupts, idle) and the interrupts that fired, by device.
+//! The whole-workload view of app figures, printed under the run's table (by `run` and by `show`
+//! of a stored run): per operation, the workload's user and kernel time (its cgroup), its context
+//! switches and page faults, the shares of the whole machine's CPU time spent in the kernel, in
+//! interrupts (hard and soft) and idle, and the interrupts that fired, by device.
 
 use crate::results::model::{Measurement, Run, Status};
 use crate::units::{format, Unit};
@@ -16,6 +17,32 @@ fn ms(ns: f64) -> String {
     } else {
         format(ns, Unit::Nanoseconds)
     }
+}
+
+/// The machine's CPU time states that [`shares`] divides by.
+const MACHINE_STATES: &[&str] = &[
+    "machine-user-ns",
+    "machine-kernel-ns",
+    "machine-irq-ns",
+    "machine-softirq-ns",
+    "machine-idle-ns",
+    "machine-iowait-ns",
+    "machine-steal-ns",
+];
+
+/// Shares (0 to 1) of the whole machine's CPU time during the figure's samples: kernel,
+/// interrupts (hard and soft) and idle; None when the machine's time was not read.
+pub fn shares(m: &Measurement) -> Option<(f64, f64, f64)> {
+    let total: f64 = MACHINE_STATES.iter().filter_map(|k| get(m, k)).sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let irq = get(m, "machine-irq-ns").unwrap_or(0.0) + get(m, "machine-softirq-ns").unwrap_or(0.0);
+    Some((
+        get(m, "machine-kernel-ns").unwrap_or(0.0) / total,
+        irq / total,
+        get(m, "machine-idle-ns").unwrap_or(0.0) / total,
+    ))
 }
 
 /// The busiest interrupt sources of a figure, `LOC 40, virtio0-requests 12`.
@@ -54,12 +81,12 @@ pub fn text(run: &Run) -> String {
     let _ = writeln!(
         out,
         "\nApp figures counted whole, per operation: the workload's processes (user, kernel, \
-         switches, faults), then the whole machine's CPU time (kernel, interrupts, idle) and \
-         interrupts by source."
+         switches, faults), then the shares of the whole machine's CPU time in the kernel, in \
+         interrupts and idle, and interrupts by source."
     );
     let _ = writeln!(
         out,
-        "{:<width$}  {:>9} {:>9} {:>5} {:>7} {:>7}  {:>9} {:>9} {:>9}  interrupts",
+        "{:<width$}  {:>9} {:>9} {:>5} {:>7} {:>7}  {:>8} {:>6} {:>6}  interrupts",
         "figure", "user", "kernel", "kern%", "csw", "faults", "m.kernel", "m.irq", "m.idle"
     );
     for m in apps {
@@ -70,22 +97,54 @@ pub fn text(run: &Run) -> String {
         } else {
             "-".into()
         };
-        let irq =
-            get(m, "machine-irq-ns").unwrap_or(0.0) + get(m, "machine-softirq-ns").unwrap_or(0.0);
+        let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+        let (mk, mi, md) = match shares(m) {
+            Some((k, i, d)) => (pct(k), pct(i), pct(d)),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
         let _ = writeln!(
             out,
-            "{:<width$}  {:>9} {:>9} {:>5} {:>7.1} {:>7.0}  {:>9} {:>9} {:>9}  {}",
+            "{:<width$}  {:>9} {:>9} {:>5} {:>7.1} {:>7.0}  {:>8} {:>6} {:>6}  {}",
             m.label(),
             ms(user),
             ms(kernel),
             share,
             get(m, "context-switches").unwrap_or(0.0),
             get(m, "page-faults").unwrap_or(0.0),
-            ms(get(m, "machine-kernel-ns").unwrap_or(0.0)),
-            ms(irq),
-            ms(get(m, "machine-idle-ns").unwrap_or(0.0)),
+            mk,
+            mi,
+            md,
             top_interrupts(m, 3)
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_time_is_given_as_shares_of_all_states() {
+        let mut m = Measurement::not_measured(
+            "app.interp",
+            Default::default(),
+            crate::results::model::Unit::Nanoseconds,
+            Status::Ok,
+            String::new(),
+        );
+        for (k, v) in [
+            ("machine-user-ns", 50.0),
+            ("machine-kernel-ns", 20.0),
+            ("machine-irq-ns", 5.0),
+            ("machine-softirq-ns", 5.0),
+            ("machine-idle-ns", 20.0),
+        ] {
+            m.counters.software.insert(k.into(), v);
+        }
+        let (k, i, d) = shares(&m).unwrap();
+        assert!((k - 0.2).abs() < 1e-12 && (i - 0.1).abs() < 1e-12 && (d - 0.2).abs() < 1e-12);
+        m.counters.software.clear();
+        assert_eq!(shares(&m), None);
+    }
 }

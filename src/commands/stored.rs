@@ -67,6 +67,7 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         let mut body = String::new();
         if !run.measurements.is_empty() {
             body.push_str(&table::render(&run));
+            body.push_str(&crate::apps::summary::text(&run));
             body.push_str(&crate::papers::brief::text(&run));
         }
         if let Some(doc) = &run.sections.latency {

@@ -305,20 +305,13 @@ fn normal_class() {
 
 /// Fails at once, naming the package, when an application load's programs are missing.
 fn app_programs(app: AppLoad) -> Result<()> {
-    let needed = match app {
-        AppLoad::Web => crate::apps::web::NEEDED,
-        AppLoad::Wish => crate::apps::x11::WISH_NEEDED,
-        AppLoad::Bitblt => crate::apps::x11::BITBLT_NEEDED,
+    let needs = match app {
+        AppLoad::Web => crate::apps::web::NEEDS,
+        AppLoad::Wish => crate::apps::x11::WISH_NEEDS,
+        AppLoad::Bitblt => crate::apps::x11::BITBLT_NEEDS,
     };
-    match crate::apps::context::find_programs::<()>(needed) {
-        Ok(_) => Ok(()),
-        Err(crate::apps::context::Outcome::Skipped { reason, install }) => Err(anyhow::anyhow!(
-            "cannot use the load {}: {reason}; install it with: {}",
-            Kind::App(app).name(),
-            install.unwrap_or_default()
-        )),
-        Err(crate::apps::context::Outcome::Measured(())) => Ok(()),
-    }
+    crate::apps::packages::require(needs)
+        .with_context(|| format!("cannot use the load {}", Kind::App(app).name()))
 }
 
 /// An application workload at its quick size with a fixed seed, repeated until `stop`; it cleans

@@ -45,7 +45,97 @@ pub const PROBES: &[ProbeDef] = &[
         variants: interp_variants,
         build: build_interp,
     },
+    ProbeDef {
+        id: "app.web",
+        summary: "nginx serves a generated file tree on loopback to osmeter's client replaying a \
+                  trace (Zipf popularity, web-like sizes): time per request (1/throughput; also \
+                  a bandwidth) or a latency percentile, per connection mode, page cache state \
+                  and number of clients; nginx counted whole with the client",
+        params: "conn=keep-alive|close cache=warm|cold clients=N stat=time|p50|p90|p99",
+        unit: Unit::Nanoseconds,
+        origins: &[Origin::Chen96],
+        variants: web_variants,
+        build: build_web,
+    },
+    ProbeDef {
+        id: "app.wish",
+        summary: "wish (Tcl/Tk) builds, changes and destroys panels of widgets on osmeter's \
+                  Xvfb: one whole wish run per operation, the X server counted whole with it",
+        params: "panels=N",
+        unit: Unit::Nanoseconds,
+        origins: &[Origin::Chen96],
+        variants: wish_variants,
+        build: build_wish,
+    },
+    ProbeDef {
+        id: "app.bitblt",
+        summary: "a 570x1520 image scrolled one row per frame through a 570x760 window on \
+                  osmeter's Xvfb, sent by the client (PutImage) or copied in the server \
+                  (CopyArea): time per frame (also a bandwidth), the X server counted whole",
+        params: "depth=1|24 path=put-image|copy-area",
+        unit: Unit::Nanoseconds,
+        origins: &[Origin::Chen96],
+        variants: bitblt_variants,
+        build: build_bitblt,
+    },
 ];
+
+fn web_variants(scale: Scale) -> Vec<Params> {
+    let scale = match scale {
+        Scale::Quick => apps::context::Scale::Quick,
+        Scale::Full => apps::context::Scale::Full,
+    };
+    let mut out = Vec::new();
+    for conn in ["keep-alive", "close"] {
+        for cache in ["warm", "cold"] {
+            for &clients in apps::web::sizes(scale).concurrency {
+                for stat in apps::web::app::Stat::ALL {
+                    out.push(params![
+                        ("conn", conn),
+                        ("cache", cache),
+                        ("clients", clients as u64),
+                        ("stat", stat.name())
+                    ]);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn build_web(env: &ProbeEnv, p: &Params) -> Result<Built> {
+    let app = apps::web::app::WebApp::new(env, p)?;
+    if let Some(why) = app.unavailable() {
+        return Ok(Built::Skip(why));
+    }
+    apps::whole(app)
+}
+
+fn wish_variants(scale: Scale) -> Vec<Params> {
+    let panels: &[u64] = match scale {
+        Scale::Quick => &[10],
+        Scale::Full => &[1, 100],
+    };
+    panels.iter().map(|&n| params![("panels", n)]).collect()
+}
+
+fn build_wish(env: &ProbeEnv, p: &Params) -> Result<Built> {
+    apps::whole(apps::x11::app::WishApp::new(env, p)?)
+}
+
+fn bitblt_variants(_: Scale) -> Vec<Params> {
+    let mut out = Vec::new();
+    for depth in [1u64, 24] {
+        for path in ["put-image", "copy-area"] {
+            out.push(params![("depth", depth), ("path", path)]);
+        }
+    }
+    out
+}
+
+fn build_bitblt(env: &ProbeEnv, p: &Params) -> Result<Built> {
+    apps::whole(apps::x11::app::BitbltApp::new(env, p)?)
+}
 
 fn andrew_variants(scale: Scale) -> Vec<Params> {
     let (sources, systems): (u64, &[&str]) = match scale {

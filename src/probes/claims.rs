@@ -233,6 +233,9 @@ pub const TABLE: &[ProbeClaims] = &[
     app("app.andrew"),
     app("app.ghostscript"),
     app("app.interp"),
+    app("app.web"),
+    app("app.wish"),
+    app("app.bitblt"),
     os("net.tcp_roundtrip", &[PARTNER_ROUND_TRIP]),
     os("net.udp_roundtrip", &[PARTNER_ROUND_TRIP]),
     os(

@@ -4,27 +4,21 @@
 //! server on each system under a trace of real requests, because it exercises the network and the
 //! file system together).
 
+pub mod app;
 pub mod client;
 pub mod server;
 pub mod trace;
 pub mod tree;
 
-use crate::apps::context::{
-    figure, find_programs, unprivileged_account, Context, CpuTime, Needed, Outcome, Scale,
-};
-use crate::units::Unit;
+use crate::apps::context::{unprivileged_account, Context, Scale};
+use crate::apps::packages::{need, Need};
 use anyhow::{bail, Context as _, Result};
-use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What `app.web` runs.
-pub const NEEDED: &[Needed] = &[Needed {
-    program: "nginx",
-    package: "nginx-light",
-}];
+pub const NEEDS: &[Need] = &[need("/usr/sbin/nginx", "nginx-light")];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Connection {
     /// One connection per client thread, kept open for all its requests.
     KeepAlive,
@@ -32,8 +26,7 @@ pub enum Connection {
     Close,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cache {
     /// Every file read once before the run.
     Warm,
@@ -42,7 +35,7 @@ pub enum Cache {
 }
 
 impl Connection {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Connection::KeepAlive => "keep-alive",
             Connection::Close => "close",
@@ -51,7 +44,7 @@ impl Connection {
 }
 
 impl Cache {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Cache::Warm => "warm",
             Cache::Cold => "cold",
@@ -60,7 +53,7 @@ impl Cache {
 }
 
 /// Latency percentiles of the answered requests, in microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Percentiles {
     pub p50_us: f64,
     pub p90_us: f64,
@@ -85,49 +78,6 @@ pub fn percentiles(latencies_ns: &mut [u64]) -> Option<Percentiles> {
     })
 }
 
-/// One run of the trace at one concurrency level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Level {
-    pub concurrency: usize,
-    pub connection: Connection,
-    pub cache: Cache,
-    pub requests: u64,
-    pub errors: u64,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub first_error: Option<String>,
-    pub seconds: f64,
-    pub requests_per_s: f64,
-    /// Body bytes received per second.
-    pub bytes_per_s: f64,
-    pub latency: Option<Percentiles>,
-    /// Share of the tree's pages in the page cache when the run started.
-    pub resident_share: f64,
-    /// nginx's master and workers during the run.
-    pub server_cpu: CpuTime,
-    /// osmeter's client threads during the run.
-    pub client_cpu: CpuTime,
-}
-
-/// Everything `app.web` measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WebFigures {
-    /// `nginx/1.22.1`.
-    pub server: String,
-    /// The account nginx's workers ran as, when osmeter was root.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub server_user: Option<String>,
-    pub scale: Scale,
-    pub seed: u64,
-    pub files: usize,
-    pub tree_bytes: u64,
-    pub trace_requests: usize,
-    pub trace_bytes: u64,
-    /// Why there are no cold runs, when there are none (a tree on tmpfs cannot be made cold).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub cold_skipped: Option<String>,
-    pub levels: Vec<Level>,
-}
-
 /// Sizes of the tree, the trace and the levels for a scale.
 #[derive(Debug, Clone, Copy)]
 pub struct Sizes {
@@ -146,11 +96,13 @@ pub fn sizes(scale: Scale) -> Sizes {
             requests: 1024,
             concurrency: &[1, 4, 16],
         },
+        // Each variant of the probe generates its tree afresh: large enough to exceed the
+        // caches of the CPU, small enough to write in a second.
         Scale::Full => Sizes {
-            files: 2048,
-            largest: 4 << 20,
-            requests: 8192,
-            concurrency: &[1, 2, 4, 8, 16, 32, 64],
+            files: 512,
+            largest: 2 << 20,
+            requests: 4096,
+            concurrency: &[1, 4, 16, 64],
         },
     }
 }
@@ -247,91 +199,12 @@ fn interrupted() -> Result<()> {
     Ok(())
 }
 
-/// Runs `app.web`: skipped when nginx is missing.
-pub fn run(ctx: &Context) -> Result<Outcome<WebFigures>> {
-    let nginx = match find_programs(NEEDED) {
-        Ok(found) => found.into_iter().next().expect("one program"),
-        Err(skip) => return Ok(skip),
-    };
-    let size = sizes(ctx.scale);
-    let mut site = Site::start(ctx, &nginx, true)?;
-    site.verify()?;
-    let cold_skipped = tree::cannot_drop(&site.tree.root);
-    let trace = trace::covering(ctx.seed, size.files, size.requests);
-    let (urls, sizes) = (site.urls(), site.sizes());
-    let target = client::Target {
-        addr: site.server.addr,
-        urls: &urls,
-        sizes: &sizes,
-    };
-    let mut levels = Vec::new();
-    for connection in [Connection::KeepAlive, Connection::Close] {
-        for cache in [Cache::Warm, Cache::Cold] {
-            if cache == Cache::Cold && cold_skipped.is_some() {
-                continue;
-            }
-            for &concurrency in size.concurrency {
-                match cache {
-                    Cache::Warm => site.tree.warm_cache()?,
-                    Cache::Cold => site.tree.drop_cache()?,
-                }
-                let resident_share = site.tree.resident_share()?;
-                let before = site.server.cpu_time();
-                let plan = client::Plan {
-                    trace: &trace,
-                    concurrency,
-                    keep_alive: connection == Connection::KeepAlive,
-                    verify: None,
-                };
-                let mut r = client::replay(&target, plan, &AtomicBool::new(false));
-                let server_cpu = site.server.cpu_time().since(before);
-                interrupted()?;
-                levels.push(Level {
-                    concurrency,
-                    connection,
-                    cache,
-                    requests: r.requests,
-                    errors: r.errors,
-                    first_error: r.first_error.take(),
-                    seconds: r.seconds,
-                    requests_per_s: r.requests as f64 / r.seconds.max(1e-9),
-                    bytes_per_s: r.body_bytes as f64 / r.seconds.max(1e-9),
-                    latency: percentiles(&mut r.latencies_ns),
-                    resident_share,
-                    server_cpu,
-                    client_cpu: r.client_cpu,
-                });
-            }
-        }
-    }
-    let version = server::version(&nginx);
-    site.server.stop();
-    Ok(Outcome::Measured(WebFigures {
-        server: version,
-        server_user: site.user.clone(),
-        scale: ctx.scale,
-        seed: ctx.seed,
-        files: size.files,
-        tree_bytes: site.tree.total_bytes(),
-        trace_requests: trace.len(),
-        trace_bytes: trace.iter().map(|&f| sizes[f as usize]).sum(),
-        cold_skipped,
-        levels,
-    }))
-}
-
 /// Serves and requests the quick tree's trace over and over until `stop` is set: the `app.web`
 /// load of `osmeter latency`. `count` receives the requests answered.
 pub fn serve_until(ctx: &Context, stop: &AtomicBool, count: &AtomicU64) -> Result<()> {
-    let nginx = match find_programs::<()>(NEEDED) {
-        Ok(found) => found.into_iter().next().expect("one program"),
-        Err(Outcome::Skipped { reason, install }) => {
-            bail!("{reason}: {}", install.unwrap_or_default())
-        }
-        Err(Outcome::Measured(())) => unreachable!("find_programs only skips"),
-    };
+    crate::apps::packages::require(NEEDS)?;
     let size = sizes(ctx.scale);
-    let site = Site::start(ctx, &nginx, false)?;
+    let site = Site::start(ctx, std::path::Path::new(NEEDS[0].program), false)?;
     site.verify()?;
     let trace = trace::covering(ctx.seed, size.files, size.requests);
     let (urls, sizes) = (site.urls(), site.sizes());
@@ -357,44 +230,6 @@ pub fn serve_until(ctx: &Context, stop: &AtomicBool, count: &AtomicU64) -> Resul
         count.fetch_add(r.requests - r.errors, Ordering::Relaxed);
     }
     Ok(())
-}
-
-impl WebFigures {
-    /// One figure per unit: requests/s, bytes/s and latency percentiles of every level.
-    pub fn figures(&self) -> Vec<crate::results::figure::Figure> {
-        let mut out = Vec::new();
-        for l in &self.levels {
-            let at = format!(
-                "app.web {} {} c={}",
-                l.connection.name(),
-                l.cache.name(),
-                l.concurrency
-            );
-            out.push(figure(
-                format!("{at} requests"),
-                Unit::OpsPerSecond,
-                l.requests_per_s,
-                Vec::new(),
-            ));
-            out.push(figure(
-                format!("{at} bytes"),
-                Unit::BytesPerSecond,
-                l.bytes_per_s,
-                Vec::new(),
-            ));
-            if let Some(p) = l.latency {
-                for (name, us) in [("p50", p.p50_us), ("p90", p.p90_us), ("p99", p.p99_us)] {
-                    out.push(figure(
-                        format!("{at} latency {name}"),
-                        Unit::Nanoseconds,
-                        us * 1e3,
-                        Vec::new(),
-                    ));
-                }
-            }
-        }
-        out
-    }
 }
 
 #[cfg(test)]

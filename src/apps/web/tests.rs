@@ -1,5 +1,10 @@
 use super::*;
-use crate::apps::context::{live_in_group, programs_for_test};
+use crate::apps::context::live_in_group;
+use crate::apps::packages::present_for_test;
+
+fn nginx() -> &'static std::path::Path {
+    std::path::Path::new(NEEDS[0].program)
+}
 
 #[test]
 fn percentiles_of_one_to_a_hundred() {
@@ -24,11 +29,11 @@ fn quick_context(seed: u64) -> Context {
 
 #[test]
 fn nginx_serves_every_file_byte_for_byte_and_leaves_nothing_behind() {
-    let Some(found) = programs_for_test(NEEDED) else {
+    if !present_for_test(NEEDS) {
         return;
-    };
+    }
     let ctx = quick_context(11);
-    let site = Site::start(&ctx, &found[0], true).unwrap();
+    let site = Site::start(&ctx, nginx(), true).unwrap();
     let (pgid, scratch) = (
         site.server.pid(),
         site.tree.root.parent().unwrap().to_owned(),
@@ -89,52 +94,14 @@ fn nginx_serves_every_file_byte_for_byte_and_leaves_nothing_behind() {
 
 #[test]
 fn a_missing_file_is_an_error_that_names_it() {
-    let Some(found) = programs_for_test(NEEDED) else {
+    if !present_for_test(NEEDS) {
         return;
-    };
-    let site = Site::start(&quick_context(12), &found[0], false).unwrap();
+    }
+    let site = Site::start(&quick_context(12), nginx(), false).unwrap();
     std::fs::remove_file(site.tree.path_of(5)).unwrap();
     let err = format!("{:#}", site.verify().unwrap_err());
     assert!(err.contains("status 404"), "{err}");
     assert!(err.contains(&site.tree.files[5].url), "{err}");
-}
-
-#[test]
-fn the_quick_workload_answers_every_request_at_every_level() {
-    let Some(_) = programs_for_test(NEEDED) else {
-        return;
-    };
-    let ctx = quick_context(13);
-    let Outcome::Measured(w) = run(&ctx).unwrap() else {
-        panic!("nginx is installed but the workload was skipped")
-    };
-    let size = sizes(Scale::Quick);
-    let runs_per_level = if w.cold_skipped.is_some() { 2 } else { 4 };
-    assert_eq!(w.levels.len(), size.concurrency.len() * runs_per_level);
-    assert!(w.server.starts_with("nginx/"), "{}", w.server);
-    for l in &w.levels {
-        assert_eq!(l.requests as usize, w.trace_requests, "{l:?}");
-        assert_eq!(l.errors, 0, "{l:?}");
-        let p = l.latency.unwrap();
-        assert!(p.p50_us <= p.p90_us && p.p90_us <= p.p99_us && p.p99_us <= p.max_us);
-        assert!(l.requests_per_s > 0.0 && l.bytes_per_s > 0.0);
-        // Warm runs start with the whole tree cached; cold ones with (nearly) none of it.
-        match l.cache {
-            Cache::Warm => assert!(l.resident_share > 0.99, "{l:?}"),
-            Cache::Cold => assert!(l.resident_share < 0.05, "{l:?}"),
-        }
-    }
-    // Typed figures, one unit each, and a document that reads back as the same type.
-    let figures = w.figures();
-    assert_eq!(figures.len(), w.levels.len() * 5);
-    assert!(figures
-        .iter()
-        .any(|f| f.key == "app.web keep-alive warm c=4 requests"));
-    let text = serde_json::to_string(&Outcome::Measured(w.clone())).unwrap();
-    assert_eq!(
-        serde_json::from_str::<Outcome<WebFigures>>(&text).unwrap(),
-        Outcome::Measured(w)
-    );
 }
 
 /// For the notes, not a check: osmeter's client against wrk (Debian package wrk) on the same
@@ -143,14 +110,12 @@ fn the_quick_workload_answers_every_request_at_every_level() {
 #[test]
 #[ignore]
 fn client_against_wrk() {
-    let (Some(found), Some(wrk)) = (
-        programs_for_test(NEEDED),
-        crate::apps::context::find_program("wrk"),
-    ) else {
+    let wrk = std::path::Path::new("/usr/bin/wrk");
+    if !present_for_test(NEEDS) || !crate::programs::executable(wrk) {
         eprintln!("needs nginx-light and wrk");
         return;
-    };
-    let site = Site::start(&quick_context(21), &found[0], false).unwrap();
+    }
+    let site = Site::start(&quick_context(21), nginx(), false).unwrap();
     site.verify().unwrap();
     let trace = trace::covering(21, site.tree.files.len(), 16_384);
     let (urls, sizes) = (site.urls(), site.sizes());
@@ -186,7 +151,7 @@ fn client_against_wrk() {
             let r = client::replay(&target, plan, &AtomicBool::new(false));
             assert_eq!(r.errors, 0, "{:?}", r.first_error);
             ours.push(r.requests as f64 / r.seconds);
-            let out = std::process::Command::new(&wrk)
+            let out = std::process::Command::new(wrk)
                 .args(["-t2", &format!("-c{concurrency}"), "-d3s", "-s"])
                 .arg(&script)
                 .arg(format!("http://{}/", site.server.addr))
@@ -212,18 +177,4 @@ fn client_against_wrk() {
             a / b
         );
     }
-}
-
-/// For the notes: the quick figures of the three workloads as JSON. Run with
-/// `cargo test --release --lib apps::web::tests::print_quick_figures -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn print_quick_figures() {
-    let ctx = quick_context(1);
-    let web = run(&ctx).unwrap();
-    println!("{}", serde_json::to_string_pretty(&web).unwrap());
-    let wish = crate::apps::x11::run_wish(&ctx).unwrap();
-    println!("{}", serde_json::to_string_pretty(&wish).unwrap());
-    let bitblt = crate::apps::x11::run_bitblt(&ctx).unwrap();
-    println!("{}", serde_json::to_string_pretty(&bitblt).unwrap());
 }

@@ -254,6 +254,84 @@ impl<'c> Stage<'c> {
     }
 }
 
+/// Uploads the whole image into a new pixmap of `depth` (the copy path's source, filled before
+/// any timing).
+fn upload_pixmap(stage: &Stage, layout: Layout, data: &[u8]) -> Result<u32> {
+    let conn = stage.conn;
+    let depth = layout.depth;
+    let p = conn.generate_id()?;
+    conn.create_pixmap(depth, p, stage.window, WIDTH, IMAGE_ROWS)?;
+    let pgc = conn.generate_id()?;
+    // On a 1-bit pixmap, foreground 1 and background 0 store the bits as they are.
+    conn.create_gc(
+        pgc,
+        p,
+        &CreateGCAux::new()
+            .foreground(if depth == 1 { 1 } else { 0 })
+            .background(0)
+            .graphics_exposures(0),
+    )?;
+    stage.put_rows(p, pgc, layout, data, 0, usize::from(IMAGE_ROWS))?;
+    conn.free_gc(pgc)?;
+    Ok(p)
+}
+
+/// The image row at the top of frame `f`: one row further each frame, round and round.
+fn top_of(f: u64) -> usize {
+    (f as usize) % usize::from(IMAGE_ROWS - WINDOW_ROWS + 1)
+}
+
+/// Sends frame `f` (without waiting for the server): the rows from the client, or a copy from
+/// `pixmap` inside the server.
+fn send_frame(
+    stage: &Stage,
+    layout: Layout,
+    data: &[u8],
+    pixmap: Option<u32>,
+    f: u64,
+) -> Result<()> {
+    let conn = stage.conn;
+    let top = top_of(f);
+    match pixmap {
+        None => stage.put_rows(
+            stage.window,
+            stage.gc,
+            layout,
+            data,
+            top,
+            usize::from(WINDOW_ROWS),
+        )?,
+        Some(p) if layout.depth == 1 => {
+            conn.copy_plane(
+                p,
+                stage.window,
+                stage.gc,
+                0,
+                top as i16,
+                0,
+                0,
+                WIDTH,
+                WINDOW_ROWS,
+                1,
+            )?;
+        }
+        Some(p) => {
+            conn.copy_area(
+                p,
+                stage.window,
+                stage.gc,
+                0,
+                top as i16,
+                0,
+                0,
+                WIDTH,
+                WINDOW_ROWS,
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Scrolls through the image `frames` times at `depth` along `path`, then checks the last frame.
 pub fn scroll(
     xvfb: &super::xvfb::Xvfb,
@@ -266,64 +344,17 @@ pub fn scroll(
     let stage = Stage::new(conn)?;
     let layout = layout(conn.setup(), depth)?;
     let data = image(seed, layout);
-    let span = usize::from(IMAGE_ROWS - WINDOW_ROWS);
-    let rows = usize::from(WINDOW_ROWS);
     // The copy path's pixmap holds the whole image, uploaded before the clock starts.
-    let pixmap = if path == BlitPath::CopyArea {
-        let p = conn.generate_id()?;
-        conn.create_pixmap(depth, p, stage.window, WIDTH, IMAGE_ROWS)?;
-        let pgc = conn.generate_id()?;
-        // On a 1-bit pixmap, foreground 1 and background 0 store the bits as they are.
-        conn.create_gc(
-            pgc,
-            p,
-            &CreateGCAux::new()
-                .foreground(if depth == 1 { 1 } else { 0 })
-                .background(0)
-                .graphics_exposures(0),
-        )?;
-        stage.put_rows(p, pgc, layout, &data, 0, usize::from(IMAGE_ROWS))?;
-        conn.free_gc(pgc)?;
-        Some(p)
-    } else {
-        None
+    let pixmap = match path {
+        BlitPath::CopyArea => Some(upload_pixmap(&stage, layout, &data)?),
+        BlitPath::PutImage => None,
     };
     stage.sync()?;
     let client_before = CpuTime::this_thread();
     let xvfb_before = xvfb.cpu_time();
     let started = std::time::Instant::now();
     for f in 0..frames {
-        let top = (f as usize) % (span + 1);
-        match pixmap {
-            None => stage.put_rows(stage.window, stage.gc, layout, &data, top, rows)?,
-            Some(p) if depth == 1 => {
-                conn.copy_plane(
-                    p,
-                    stage.window,
-                    stage.gc,
-                    0,
-                    top as i16,
-                    0,
-                    0,
-                    WIDTH,
-                    WINDOW_ROWS,
-                    1,
-                )?;
-            }
-            Some(p) => {
-                conn.copy_area(
-                    p,
-                    stage.window,
-                    stage.gc,
-                    0,
-                    top as i16,
-                    0,
-                    0,
-                    WIDTH,
-                    WINDOW_ROWS,
-                )?;
-            }
-        }
+        send_frame(&stage, layout, &data, pixmap, f)?;
         if f % 64 == 0 && crate::interrupt::requested() {
             return Err(crate::interrupt::Interrupted.into());
         }
@@ -333,8 +364,7 @@ pub fn scroll(
     let xvfb_cpu = xvfb.cpu_time().since(xvfb_before);
     let client_cpu = CpuTime::this_thread().since(client_before);
     if frames > 0 {
-        let top = ((frames - 1) as usize) % (span + 1);
-        check_window(&stage, layout, &data, top)?;
+        check_window(&stage, layout, &data, top_of(frames - 1))?;
     }
     if let Some(p) = pixmap {
         conn.free_pixmap(p)?;
@@ -342,7 +372,7 @@ pub fn scroll(
     conn.destroy_window(stage.window)?;
     conn.free_gc(stage.gc)?;
     stage.sync()?;
-    let frame_bytes = (layout.row_bytes * rows) as u64;
+    let frame_bytes = (layout.row_bytes * usize::from(WINDOW_ROWS)) as u64;
     Ok(Scroll {
         depth,
         path,
@@ -354,6 +384,85 @@ pub fn scroll(
         client_cpu,
         xvfb_cpu,
     })
+}
+
+/// A scroll kept open between samples, for the `app.bitblt` probe: the window, the image and
+/// (on the copy path) its pixmap are made once, each sample sends the next frames and waits for
+/// the server, and [`Scroller::check`] compares the window with the last frame sent.
+pub struct Scroller {
+    conn: RustConnection,
+    window: u32,
+    gc: u32,
+    layout: Layout,
+    data: Vec<u8>,
+    pixmap: Option<u32>,
+    /// Frames sent so far.
+    sent: u64,
+}
+
+impl Scroller {
+    pub fn new(conn: RustConnection, seed: u64, depth: u8, path: BlitPath) -> Result<Scroller> {
+        let (window, gc, layout, data, pixmap) = {
+            let stage = Stage::new(&conn)?;
+            let layout = layout(conn.setup(), depth)?;
+            let data = image(seed, layout);
+            let pixmap = match path {
+                BlitPath::CopyArea => Some(upload_pixmap(&stage, layout, &data)?),
+                BlitPath::PutImage => None,
+            };
+            stage.sync()?;
+            (stage.window, stage.gc, layout, data, pixmap)
+        };
+        Ok(Scroller {
+            conn,
+            window,
+            gc,
+            layout,
+            data,
+            pixmap,
+            sent: 0,
+        })
+    }
+
+    fn stage(&self) -> Stage<'_> {
+        Stage {
+            conn: &self.conn,
+            window: self.window,
+            gc: self.gc,
+        }
+    }
+
+    /// Sends the next `n` frames and waits until the server has drawn them.
+    pub fn frames(&mut self, n: u64) -> Result<()> {
+        let stage = self.stage();
+        for i in 0..n {
+            send_frame(&stage, self.layout, &self.data, self.pixmap, self.sent + i)?;
+            if i % 64 == 0 && crate::interrupt::requested() {
+                return Err(crate::interrupt::Interrupted.into());
+            }
+        }
+        stage.sync()?;
+        self.sent += n;
+        Ok(())
+    }
+
+    /// The window must show the last frame sent.
+    pub fn check(&self) -> Result<()> {
+        if self.sent == 0 {
+            return Ok(());
+        }
+        check_window(
+            &self.stage(),
+            self.layout,
+            &self.data,
+            top_of(self.sent - 1),
+        )
+    }
+
+    /// Image bytes of one frame in the depth's own format (what PutImage carries).
+    pub fn frame_bytes(&self) -> u64 {
+        (self.layout.row_bytes * usize::from(WINDOW_ROWS)) as u64
+    }
 }
 
 /// The window must show image rows `top..top + WINDOW_ROWS`.

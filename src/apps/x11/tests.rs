@@ -1,5 +1,6 @@
 use super::*;
-use crate::apps::context::{live_in_group, programs_for_test};
+use crate::apps::context::{live_in_group, Context, Scale};
+use crate::apps::packages::present_for_test;
 use x11rb::connection::Connection as _;
 
 fn quick_context(seed: u64) -> Context {
@@ -8,10 +9,10 @@ fn quick_context(seed: u64) -> Context {
 
 #[test]
 fn xvfb_takes_only_its_cookie_and_leaves_no_socket_or_process() {
-    let Some(found) = programs_for_test(BITBLT_NEEDED) else {
+    if !present_for_test(BITBLT_NEEDS) {
         return;
-    };
-    let display = Display::start(&quick_context(1), &found[0]).unwrap();
+    }
+    let display = Display::start(&quick_context(1)).unwrap();
     let (pid, socket, dir) = (
         display.xvfb.pid(),
         display.xvfb.socket(),
@@ -34,11 +35,18 @@ fn xvfb_takes_only_its_cookie_and_leaves_no_socket_or_process() {
 
 #[test]
 fn wish_builds_and_destroys_every_panel() {
-    let Some(found) = programs_for_test(WISH_NEEDED) else {
+    if !present_for_test(WISH_NEEDS) {
         return;
-    };
-    let display = Display::start(&quick_context(2), &found[0]).unwrap();
-    let r = wish::run_once(&found[1], &display.xvfb, display.dir(), 3, "t").unwrap();
+    }
+    let display = Display::start(&quick_context(2)).unwrap();
+    let r = wish::run_once(
+        Path::new(WISH.program),
+        &display.xvfb,
+        display.dir(),
+        3,
+        "t",
+    )
+    .unwrap();
     assert_eq!(r.iterations, 3);
     assert_eq!(r.widgets_created, 3 * wish::WIDGETS_PER_PANEL as u64);
     assert!(r.loop_seconds > 0.0 && r.wall_seconds >= r.loop_seconds);
@@ -48,22 +56,27 @@ fn wish_builds_and_destroys_every_panel() {
 
 #[test]
 fn every_scroll_ends_on_the_right_pixels() {
-    let Some(_) = programs_for_test(BITBLT_NEEDED) else {
+    if !present_for_test(BITBLT_NEEDS) {
         return;
-    };
-    let Outcome::Measured(b) = run_bitblt(&quick_context(3)).unwrap() else {
-        panic!("Xvfb is installed but the workload was skipped")
-    };
-    // Each scroll read its last frame back and compared every pixel (an error otherwise).
-    assert_eq!(b.scrolls.len(), 4);
-    for s in &b.scrolls {
-        assert_eq!(s.frames, bitblt_frames(Scale::Quick));
-        assert!(s.seconds > 0.0);
     }
-    let bits = b.scrolls.iter().find(|s| s.depth == 1).unwrap();
-    let full = b.scrolls.iter().find(|s| s.depth == 24).unwrap();
-    // 570 pixels: 72 bytes a row at 1 bit (32-bit padding), 2280 at 32 bits per pixel.
-    assert_eq!(bits.frame_bytes, 72 * 760);
-    assert_eq!(full.frame_bytes, 2280 * 760);
-    assert_eq!(b.figures().len(), 8);
+    let display = Display::start(&quick_context(3)).unwrap();
+    let conn = display.xvfb.connect().unwrap();
+    for depth in [1, 24] {
+        for path in [bitblt::BlitPath::PutImage, bitblt::BlitPath::CopyArea] {
+            // Each scroll reads its last frame back and compares every pixel (an error otherwise).
+            let s = bitblt::scroll(&display.xvfb, &conn, 3, depth, path, 40).unwrap();
+            assert_eq!(s.frames, 40);
+            assert!(s.seconds > 0.0);
+            // 570 pixels: 72 bytes a row at 1 bit (32-bit padding), 2280 at 32 bits per pixel.
+            let row = if depth == 1 { 72 } else { 2280 };
+            assert_eq!(s.frame_bytes, row * 760);
+        }
+    }
+    // The probe's scroller continues across samples and checks the frame it ended on.
+    let conn = display.xvfb.connect().unwrap();
+    let mut s = bitblt::Scroller::new(conn, 3, 1, bitblt::BlitPath::CopyArea).unwrap();
+    s.frames(5).unwrap();
+    s.check().unwrap();
+    s.frames(900).unwrap();
+    s.check().unwrap();
 }

@@ -7,6 +7,7 @@
 //! run's own document (command statistics, wake-up latency, memory simulation) read their part of
 //! `Run::sections`: a report of any mix of kinds draws each run in its own sections.
 
+mod apps;
 mod bars;
 mod comparison;
 mod counters;
@@ -116,6 +117,7 @@ pub fn sections() -> Vec<Box<dyn Section>> {
         Box::new(bars::Bars::RATE),
         Box::new(memory_curve::MemoryCurve),
         Box::new(counters::Counters),
+        Box::new(apps::Apps),
         Box::new(stat::Stat),
         Box::new(latency::Latency),
         Box::new(memsim::Memsim),
