@@ -590,7 +590,8 @@ pub struct MeasureArgs {
     #[arg(long, short = 'r', value_name = "N")]
     pub repeat: Option<usize>,
     /// Rounds per figure: each in a fresh process, interleaved across figures in a shuffled order;
-    /// intervals and comparisons come from the spread between rounds [default: 5]
+    /// intervals and comparisons come from the spread between rounds [default: 3, and up to 8 for
+    /// figures whose rounds disagree, within the quick suite's 50 s; N fixes it]
     #[arg(long, value_name = "N")]
     pub rounds: Option<usize>,
     /// Seed of the shuffled order of the rounds, to replay a run's order [default: random]

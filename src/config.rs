@@ -11,9 +11,14 @@ use crate::usage;
 use anyhow::Result;
 use std::path::PathBuf;
 
-/// Rounds per figure unless --rounds says otherwise: enough for a spread between rounds, few enough
-/// for the quick suite to stay short.
-pub const DEFAULT_ROUNDS: usize = 5;
+/// Rounds of every figure unless --rounds says otherwise: enough for a spread between rounds, few
+/// enough for the quick suite to stay short.
+pub const DEFAULT_ROUNDS: usize = 3;
+/// Without --rounds, figures whose rounds disagree get more, up to this many in all, within the
+/// run's time budget.
+pub const MAX_ADAPTIVE_ROUNDS: usize = 8;
+/// The quick suite's wall-time budget for those extra rounds (the whole run, first rounds included).
+pub const QUICK_BUDGET: std::time::Duration = std::time::Duration::from_secs(50);
 /// Samples per round and shortest sample at the quick scale (the `quick` suite, `paper --quick`),
 /// and otherwise.
 pub const QUICK_SAMPLES: usize = 3;
@@ -30,8 +35,12 @@ pub struct RunConfig {
     pub suite: Option<String>,
     pub selected: Vec<Selected>,
     pub harness: HarnessConfig,
-    /// Rounds per figure, each in a fresh process.
+    /// Rounds of every figure, each in a fresh process.
     pub rounds: usize,
+    /// Rounds in all for figures whose rounds disagree (`rounds` when --rounds fixes them).
+    pub max_rounds: usize,
+    /// Wall time the run's extra rounds must fit in (see [`crate::harness::suite::SuiteConfig`]).
+    pub budget: Option<std::time::Duration>,
     /// Seed of the rounds' shuffled order.
     pub seed: u64,
     pub cpu: usize,
@@ -130,6 +139,11 @@ impl RunConfig {
                 ..HarnessConfig::default()
             },
             rounds,
+            max_rounds: match args.measure.rounds {
+                Some(_) => rounds,
+                None => MAX_ADAPTIVE_ROUNDS,
+            },
+            budget: quick.then_some(QUICK_BUDGET),
             seed: args
                 .measure
                 .seed

@@ -29,6 +29,8 @@ struct SuiteEntry {
     name: &'static str,
     summary: &'static str,
     probes: Vec<&'static str>,
+    /// The figure that holds the most memory for its set-up, and how many bytes.
+    largest_footprint: Option<(String, u64)>,
 }
 
 pub fn list(json: bool) -> Result<i32> {
@@ -54,6 +56,7 @@ pub fn list(json: bool) -> Result<i32> {
                     name: s.name,
                     summary: s.summary,
                     probes: s.probes().iter().map(|p| p.id).collect(),
+                    largest_footprint: s.largest_footprint(),
                 })
                 .collect(),
         };
@@ -70,6 +73,14 @@ pub fn list(json: bool) -> Result<i32> {
             s.summary,
             s.probes().len()
         )?;
+        if let Some((label, bytes)) = s.largest_footprint() {
+            writeln!(
+                out,
+                "  {:<14} one figure at a time; the largest set-up holds {} ({label})",
+                "",
+                crate::units::format(bytes as f64, crate::units::Unit::Bytes)
+            )?;
+        }
     }
     let width = registry.iter().map(|p| p.id.len()).max().unwrap_or(10);
     let mut group = "";

@@ -40,6 +40,19 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     Ok(crate::error::EXIT_OK)
 }
 
+/// How much each figure's rounds usually disagree on this host, from the store's latest runs (see
+/// [`harness::usual`]); empty with `--no-store`, a store that cannot be read, or too little history.
+fn usual_noise(config: &RunConfig) -> std::collections::BTreeMap<String, harness::usual::Usual> {
+    let (Some(location), Some(host)) = (config.keeper.location(), harness::usual::this_host())
+    else {
+        return Default::default();
+    };
+    location
+        .open_read_only()
+        .and_then(|mut store| harness::usual::from_store(store.as_mut(), &host))
+        .unwrap_or_default()
+}
+
 /// Measures the configured probes in rounds and returns the annotated run (marked interrupted
 /// after Ctrl-C, holding what was measured).
 pub fn measure(config: &RunConfig) -> Result<Run> {
@@ -71,6 +84,9 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
             .collect(),
         harness: config.harness.clone(),
         rounds: config.rounds,
+        max_rounds: config.max_rounds,
+        budget: config.budget,
+        usual: usual_noise(config),
         seed: config.seed,
         cpu: config.cpu,
         fifo: config.fifo,

@@ -9,6 +9,7 @@ pub mod aggregate;
 pub mod round;
 pub mod schedule;
 pub mod suite;
+pub mod usual;
 pub mod worker;
 
 use crate::meter::{counter_delta, rt_limit, Cut, Sensors};
@@ -93,8 +94,6 @@ pub struct HarnessConfig {
     pub samples: usize,
     /// Samples run and thrown away after calibration.
     pub warmup_samples: usize,
-    /// Spread (coefficient of variation) above which a figure is flagged.
-    pub cv_warning: f64,
     /// Samples taken with the counters attached, after the timing samples, for the counter figures
     /// (per round). One is enough: the counters are a per-operation count over a whole sample,
     /// and the figure's counters are the median over its rounds.
@@ -110,7 +109,6 @@ impl Default for HarnessConfig {
             min_sample_ns: 10_000_000,
             samples: 10,
             warmup_samples: 1,
-            cv_warning: 0.05,
             counting_samples: 1,
             realtime: false,
         }
@@ -316,6 +314,9 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
         unit,
         &[record],
         config,
+        usual::Usual::Probe {
+            cv: crate::probes::noise::expected_cv(probe),
+        },
         0,
     ))
 }

@@ -32,6 +32,21 @@ pub fn order(variants: usize, rounds: usize, seed: u64) -> Vec<Slot> {
     out
 }
 
+/// An extra round of some figures (`variants`, indices into the run's list), in an order shuffled
+/// by the seed and the round, never starting with the figure measured last (`previous`).
+pub fn extra(variants: &[usize], round: usize, seed: u64, previous: Option<usize>) -> Vec<Slot> {
+    let mut rng = Rng::stream(seed, 1 + round as u64);
+    let mut this = variants.to_vec();
+    rng.shuffle(&mut this);
+    if this.len() > 1 && previous == this.first().copied() {
+        let other = 1 + rng.below(this.len() - 1);
+        this.swap(0, other);
+    }
+    this.into_iter()
+        .map(|variant| Slot { variant, round })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,6 +81,37 @@ mod tests {
             .iter()
             .enumerate()
             .all(|(r, s)| s.variant == 0 && s.round == r));
+    }
+
+    #[test]
+    fn extra_rounds_are_shuffled_under_the_seed_and_avoid_the_last_figure() {
+        let some = [1, 4, 6, 9, 12];
+        assert_eq!(extra(&some, 3, 5, None), extra(&some, 3, 5, None));
+        let orders: Vec<Vec<usize>> = (0..20)
+            .map(|seed| {
+                extra(&some, 3, seed, None)
+                    .iter()
+                    .map(|s| s.variant)
+                    .collect()
+            })
+            .collect();
+        assert!(orders.iter().any(|o| o != &orders[0]), "never shuffled");
+        for seed in 0..50 {
+            let o = extra(&some, 4, seed, Some(6));
+            assert_ne!(o[0].variant, 6);
+            assert!(o.iter().all(|s| s.round == 4));
+            let mut got: Vec<usize> = o.iter().map(|s| s.variant).collect();
+            got.sort_unstable();
+            assert_eq!(got, some);
+        }
+        assert_eq!(
+            extra(&[7], 3, 1, Some(7)),
+            vec![Slot {
+                variant: 7,
+                round: 3
+            }]
+        );
+        assert!(extra(&[], 3, 1, None).is_empty());
     }
 
     proptest! {

@@ -1,9 +1,13 @@
 //! A whole run's measurements: every figure in several rounds, the rounds in a shuffled order that
 //! the seed fixes, each round in a fresh process, the harness's own cost measured afresh at the
-//! start of every round. The caller gives the validated configuration and gets measurements back.
+//! start of every round. After the first rounds, the figures whose rounds disagree most get more
+//! rounds, as many as the run's time budget holds (the time goes where the noise is; a steady
+//! figure is done after its first rounds). The caller gives the validated configuration and gets
+//! measurements back.
 
 use super::aggregate::{self, RoundRecord};
-use super::schedule;
+use super::schedule::{self, Slot};
+use super::usual::Usual;
 use super::worker::{self, Job, Report, Task, WorkerCommand};
 use super::HarnessConfig;
 use crate::interrupt;
@@ -11,7 +15,14 @@ use crate::probes::{claims, ProbeDef, Scale};
 use crate::results::model::{label, Measurement, Overhead, Params, Status};
 use crate::stats::{rng::Rng, summary};
 use anyhow::{bail, Result};
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A figure whose interval from rounds is about this wide (spread between rounds over the square
+/// root of their number, relative) or wider gets another round, if the budget holds it: about a
+/// third of the 3 % minimum effect a comparison uses.
+pub const EXTRA_ROUND_SPREAD: f64 = 0.01;
 
 /// One figure to measure: a probe at one parameter point.
 #[derive(Clone)]
@@ -30,8 +41,17 @@ impl Variant {
 pub struct SuiteConfig<'a> {
     pub variants: Vec<Variant>,
     pub harness: HarnessConfig,
-    /// Rounds per figure (at least one).
+    /// Rounds of every figure (at least one).
     pub rounds: usize,
+    /// Figures whose rounds disagree get more rounds, up to this many in all (`rounds`: none).
+    pub max_rounds: usize,
+    /// Wall time the whole run should stay within: an extra round of a figure is started only
+    /// while its expected time fits. None: the extra rounds take at most half the time the first
+    /// rounds took.
+    pub budget: Option<Duration>,
+    /// How much each figure's rounds usually disagree on this host (by label), from its stored
+    /// runs; figures not in it are judged by their probe's usual spread.
+    pub usual: BTreeMap<String, Usual>,
     /// Fixes the order of the rounds and the figures' bootstrap.
     pub seed: u64,
     pub cpu: usize,
@@ -72,6 +92,8 @@ struct Gathered {
     skipped: Option<String>,
     /// Failures, by round; a figure whose first attempt failed is not tried again.
     failures: Vec<(usize, String)>,
+    /// Wall time its rounds took, worker start to answer.
+    spent: Duration,
 }
 
 impl Gathered {
@@ -85,103 +107,47 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
     if config.rounds == 0 {
         bail!("at least one round is needed");
     }
+    let started = Instant::now();
     let order = schedule::order(config.variants.len(), config.rounds, config.seed);
-    let mut gathered: Vec<Gathered> = config
-        .variants
-        .iter()
-        .map(|_| Gathered::default())
-        .collect();
-    let mut overheads: Vec<Overhead> = Vec::new();
-    let mut round_overhead: Option<(usize, Overhead)> = None;
-    let mut interrupted = false;
-    let job = |task: Task| Job {
-        cpu: config.cpu,
-        fifo: config.fifo,
-        counters: config.counters,
-        harness: config.harness.clone(),
-        scratch: config.scratch.to_path_buf(),
-        task,
+    let mut state = State {
+        gathered: config
+            .variants
+            .iter()
+            .map(|_| Gathered::default())
+            .collect(),
+        overheads: Vec::new(),
+        overhead_time: Duration::ZERO,
+        round_overhead: None,
+        interrupted: false,
+        done: 0,
+        total: order.len(),
     };
-    for (position, slot) in order.iter().enumerate() {
-        if interrupt::requested() {
-            interrupted = true;
+    state.measure(config, &order, progress)?;
+    let first_rounds = started.elapsed();
+    let deadline = config.budget.unwrap_or(first_rounds + first_rounds / 2);
+    let mut last = order.last().map(|s| s.variant);
+    for round in config.rounds..config.max_rounds {
+        if state.interrupted {
             break;
         }
-        let mut show = |label: Option<&str>| {
-            progress(Progress {
-                done: position,
-                total: order.len(),
-                round: slot.round,
-                rounds: config.rounds,
-                label,
-            })
-        };
-        if round_overhead
-            .as_ref()
-            .is_none_or(|(r, _)| *r != slot.round)
-        {
-            show(None);
-            match worker::run_job(&config.worker, &job(Task::Overhead))? {
-                Report::Overhead(o) => {
-                    overheads.push(o.clone());
-                    round_overhead = Some((slot.round, o));
-                }
-                Report::Interrupted => {
-                    interrupted = true;
-                    break;
-                }
-                Report::Failed(e) if round_overhead.is_none() => {
-                    bail!("measuring the harness's own cost failed: {e}")
-                }
-                // A later round keeps the cost measured before; nothing measured is lost.
-                _ => {}
-            }
+        let overhead_cost = state.overhead_time / state.overheads.len().max(1) as u32;
+        let left = deadline
+            .saturating_sub(started.elapsed())
+            .saturating_sub(overhead_cost);
+        let chosen = choose_extra(&state.gathered, left);
+        if chosen.is_empty() {
+            break;
         }
-        let Some((_, overhead)) = &round_overhead else {
-            continue;
-        };
-        let variant = &config.variants[slot.variant];
-        let got = &mut gathered[slot.variant];
-        if got.settled() {
-            continue;
-        }
-        let label = variant.label();
-        show(Some(&label));
-        let task = Task::Round {
-            probe: variant.probe.id.to_string(),
-            params: variant.params.clone(),
-            scale: variant.scale,
-            overhead: overhead.clone(),
-            iterations_hint: got.records.first().map(|r| r.outcome.iterations),
-        };
-        match worker::run_job(&config.worker, &job(task))? {
-            Report::Round(outcome) => {
-                let cut_by_user = outcome.cut == Some(crate::meter::Cut::Interrupted);
-                got.records.push(RoundRecord {
-                    round: slot.round,
-                    position,
-                    outcome,
-                });
-                if cut_by_user {
-                    interrupted = true;
-                    break;
-                }
-            }
-            Report::Skipped(reason) => got.skipped = Some(reason),
-            Report::Failed(error) => got.failures.push((slot.round, error)),
-            Report::Interrupted => {
-                interrupted = true;
-                break;
-            }
-            Report::Overhead(_) => {
-                bail!("a measuring process answered the wrong task; this is a bug")
-            }
-        }
+        let slots = schedule::extra(&chosen, round, config.seed, last);
+        last = slots.last().map(|s| s.variant);
+        state.total += slots.len();
+        state.measure(config, &slots, progress)?;
     }
+    let interrupted = state.interrupted;
     let measurements = config
         .variants
         .iter()
-        .zip(gathered)
+        .zip(state.gathered)
         .enumerate()
         .filter_map(|(i, (v, got))| {
             let mut m = finish(v, got, config, i, interrupted)?;
@@ -191,9 +157,161 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
         .collect();
     Ok(SuiteOutcome {
         measurements,
-        overhead: median_overhead(&overheads),
+        overhead: median_overhead(&state.overheads),
         interrupted,
     })
+}
+
+/// The figures that get one more round within `left`: those whose interval from rounds is still
+/// wide ([`EXTRA_ROUND_SPREAD`]), widest first, as many as their rounds' usual time fits.
+fn choose_extra(gathered: &[Gathered], left: Duration) -> Vec<usize> {
+    let mut wide: Vec<(usize, f64, Duration)> = gathered
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| !g.settled() && g.failures.is_empty() && g.records.len() >= 2)
+        .filter_map(|(i, g)| {
+            let values: Vec<f64> = g
+                .records
+                .iter()
+                .map(|r| crate::stats::rounds::round_value(&r.outcome.samples))
+                .collect();
+            let cv = super::usual::between_cv(&values)?;
+            let width = cv / (values.len() as f64).sqrt();
+            let cost = g.spent / g.records.len() as u32;
+            (width > EXTRA_ROUND_SPREAD).then_some((i, width, cost))
+        })
+        .collect();
+    wide.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut spend = Duration::ZERO;
+    let mut chosen = Vec::new();
+    for (i, _, cost) in wide {
+        if spend + cost <= left {
+            spend += cost;
+            chosen.push(i);
+        }
+    }
+    chosen.sort_unstable();
+    chosen
+}
+
+/// What the run has measured so far.
+struct State {
+    gathered: Vec<Gathered>,
+    overheads: Vec<Overhead>,
+    /// Wall time the measurements of the harness's own cost took.
+    overhead_time: Duration,
+    round_overhead: Option<(usize, Overhead)>,
+    interrupted: bool,
+    /// Rounds done, of `total` planned so far.
+    done: usize,
+    total: usize,
+}
+
+impl State {
+    /// Measures the given rounds in order, each in a fresh process.
+    fn measure(
+        &mut self,
+        config: &SuiteConfig,
+        slots: &[Slot],
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<()> {
+        let job = |task: Task| Job {
+            cpu: config.cpu,
+            fifo: config.fifo,
+            counters: config.counters,
+            harness: config.harness.clone(),
+            scratch: config.scratch.to_path_buf(),
+            task,
+        };
+        let rounds = config.rounds.max(slots.last().map_or(0, |s| s.round + 1));
+        for slot in slots {
+            if interrupt::requested() {
+                self.interrupted = true;
+                return Ok(());
+            }
+            let position = self.done;
+            let total = self.total;
+            let mut show = |label: Option<&str>| {
+                progress(Progress {
+                    done: position,
+                    total,
+                    round: slot.round,
+                    rounds,
+                    label,
+                })
+            };
+            if self
+                .round_overhead
+                .as_ref()
+                .is_none_or(|(r, _)| *r != slot.round)
+            {
+                show(None);
+                let t = Instant::now();
+                let report = worker::run_job(&config.worker, &job(Task::Overhead))?;
+                self.overhead_time += t.elapsed();
+                match report {
+                    Report::Overhead(o) => {
+                        self.overheads.push(o.clone());
+                        self.round_overhead = Some((slot.round, o));
+                    }
+                    Report::Interrupted => {
+                        self.interrupted = true;
+                        return Ok(());
+                    }
+                    Report::Failed(e) if self.round_overhead.is_none() => {
+                        bail!("measuring the harness's own cost failed: {e}")
+                    }
+                    // A later round keeps the cost measured before; nothing measured is lost.
+                    _ => {}
+                }
+            }
+            self.done += 1;
+            let Some((_, overhead)) = &self.round_overhead else {
+                continue;
+            };
+            let variant = &config.variants[slot.variant];
+            let got = &mut self.gathered[slot.variant];
+            if got.settled() {
+                continue;
+            }
+            let label = variant.label();
+            show(Some(&label));
+            let task = Task::Round {
+                probe: variant.probe.id.to_string(),
+                params: variant.params.clone(),
+                scale: variant.scale,
+                overhead: overhead.clone(),
+                iterations_hint: got.records.first().map(|r| r.outcome.iterations),
+            };
+            let t = Instant::now();
+            let report = worker::run_job(&config.worker, &job(task))?;
+            got.spent += t.elapsed();
+            match report {
+                Report::Round(outcome) => {
+                    let cut_by_user = outcome.cut == Some(crate::meter::Cut::Interrupted);
+                    got.records.push(RoundRecord {
+                        round: slot.round,
+                        position,
+                        outcome,
+                    });
+                    if cut_by_user {
+                        self.interrupted = true;
+                        return Ok(());
+                    }
+                }
+                Report::Skipped(reason) => got.skipped = Some(reason),
+                Report::Failed(error) => got.failures.push((slot.round, error)),
+                Report::Interrupted => {
+                    self.interrupted = true;
+                    return Ok(());
+                }
+                Report::Overhead(_) => {
+                    bail!("a measuring process answered the wrong task; this is a bug")
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The measurement of one figure from what its rounds gave.
@@ -225,12 +343,20 @@ fn finish(
         ));
     }
     let seed = Rng::stream(config.seed, index as u64).next_u64();
+    let usual = config
+        .usual
+        .get(&variant.label())
+        .copied()
+        .unwrap_or(Usual::Probe {
+            cv: crate::probes::noise::expected_cv(probe),
+        });
     let mut m = aggregate::measurement(
         probe,
         variant.params.clone(),
         unit,
         &got.records,
         &config.harness,
+        usual,
         seed,
     );
     m.checks = claims::check(probe, &variant.params, &m.counters);
@@ -269,4 +395,70 @@ fn median_overhead(all: &[Overhead]) -> Option<Overhead> {
         per_iteration_ns: med(|o| o.per_iteration_ns),
         per_sample_counters: first.per_sample_counters.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::round::RoundOutcome;
+    use crate::results::model::CounterScopes;
+
+    fn gathered(values: &[f64], each: Duration) -> Gathered {
+        Gathered {
+            records: values
+                .iter()
+                .enumerate()
+                .map(|(round, &v)| RoundRecord {
+                    round,
+                    position: round,
+                    outcome: RoundOutcome {
+                        samples: vec![v, v, v],
+                        iterations: 10,
+                        bytes_per_op: None,
+                        counters: CounterScopes::default(),
+                        interference: Vec::new(),
+                        at_floor: 0,
+                        cut: None,
+                        notes: Vec::new(),
+                        checks: Vec::new(),
+                    },
+                })
+                .collect(),
+            skipped: None,
+            failures: Vec::new(),
+            spent: each * values.len() as u32,
+        }
+    }
+
+    #[test]
+    fn extra_rounds_go_to_the_figures_whose_rounds_disagree_widest_first_within_the_budget() {
+        let ms = Duration::from_millis;
+        let figures = vec![
+            // Steady: 0.1 % between rounds.
+            gathered(&[100.0, 100.1, 99.9], ms(100)),
+            // 10 % and 5 % between rounds.
+            gathered(&[90.0, 100.0, 110.0], ms(100)),
+            gathered(&[95.0, 100.0, 105.0], ms(100)),
+            // Wide, but failed once: not tried again.
+            Gathered {
+                failures: vec![(1, "gone".into())],
+                ..gathered(&[50.0, 100.0, 150.0], ms(100))
+            },
+            // Skipped here.
+            Gathered {
+                skipped: Some("no".into()),
+                ..Gathered::default()
+            },
+        ];
+        assert_eq!(choose_extra(&figures, ms(1000)), vec![1, 2]);
+        // Room for one round: the widest.
+        assert_eq!(choose_extra(&figures, ms(150)), vec![1]);
+        assert!(choose_extra(&figures, ms(50)).is_empty());
+        // A long round that does not fit leaves room for a shorter one.
+        let mixed = vec![
+            gathered(&[50.0, 100.0, 150.0], ms(800)),
+            gathered(&[95.0, 100.0, 105.0], ms(100)),
+        ];
+        assert_eq!(choose_extra(&mixed, ms(500)), vec![1]);
+    }
 }

@@ -9,6 +9,7 @@ pub mod fs;
 pub mod ipc;
 pub mod memory;
 pub mod net;
+pub mod noise;
 pub mod process;
 pub mod select;
 pub mod selection;
@@ -158,7 +159,8 @@ pub enum Apps {
 pub const SUITES: &[Suite] = &[
     Suite {
         name: "quick",
-        summary: "every group at reduced sizes, well under a minute (the default)",
+        summary: "every group at reduced sizes, 3 rounds and more where they disagree, in a 50 s \
+                  budget (the default)",
         scale: Scale::Quick,
         origin: None,
         apps: Apps::Light,
@@ -209,6 +211,22 @@ impl Suite {
                 (Apps::Only, app) => app,
             })
             .collect()
+    }
+
+    /// The figure of this suite that holds the most memory for its set-up ([`footprint::of`]), and
+    /// how much: figures are measured one at a time, each in a process of its own, so this plus
+    /// the few MiB of the two osmeter processes is about what the suite takes at its peak.
+    pub fn largest_footprint(&self) -> Option<(String, u64)> {
+        self.probes()
+            .into_iter()
+            .flat_map(|p| {
+                (p.variants)(self.scale).into_iter().map(move |v| {
+                    let bytes = footprint::of(p.id, &v).memory;
+                    (crate::results::model::label(p.id, &v), bytes)
+                })
+            })
+            .filter(|(_, bytes)| *bytes > 0)
+            .max_by_key(|(_, bytes)| *bytes)
     }
 }
 
@@ -263,5 +281,28 @@ mod tests {
                 .iter()
                 .all(|p| p.origins.contains(&s.origin.unwrap())));
         }
+    }
+
+    #[test]
+    fn the_largest_footprint_is_the_maximum_over_the_suites_figures() {
+        for s in SUITES {
+            let Some((label, bytes)) = s.largest_footprint() else {
+                continue;
+            };
+            let all: Vec<u64> = s
+                .probes()
+                .into_iter()
+                .flat_map(|p| {
+                    (p.variants)(s.scale)
+                        .into_iter()
+                        .map(move |v| footprint::of(p.id, &v).memory)
+                })
+                .collect();
+            assert_eq!(Some(&bytes), all.iter().max(), "{}: {label}", s.name);
+        }
+        // The quick suite holds less at once than the full one.
+        let (_, quick) = suite("quick").unwrap().largest_footprint().unwrap();
+        let (_, full) = suite("full").unwrap().largest_footprint().unwrap();
+        assert!(quick <= full, "{quick} > {full}");
     }
 }

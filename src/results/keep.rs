@@ -63,6 +63,11 @@ impl Keeper {
         &self.tags
     }
 
+    /// Where runs are kept; None with `--no-store`.
+    pub fn location(&self) -> Option<&Location> {
+        self.target.as_ref().map(|t| &t.location)
+    }
+
     /// A run holding the document of a command other than `run`, with this system's fingerprint.
     pub fn run_of(&self, sections: Sections, started_at: String, interrupted: bool) -> Run {
         Run {

@@ -11,6 +11,8 @@ use crate::results::model::Params;
 use anyhow::{bail, Result};
 
 const SMALLEST: u64 = 512;
+/// The largest buffer of the quick suite (a power of two on its every-other-power ladder).
+const QUICK_TOP: u64 = 128 << 20;
 /// Node spacing of the stride pattern (lmbench's default stride).
 const STRIDE: usize = 128;
 /// The unit inside which the stride pattern shuffles its nodes (a base page).
@@ -36,8 +38,16 @@ fn sizes(scale: Scale) -> Vec<u64> {
     match scale {
         Scale::Full => all,
         Scale::Quick => {
-            // Every other power still lands at least one point on each cache level's plateau.
-            let mut q: Vec<u64> = all.iter().copied().step_by(2).collect();
+            // Every other power still lands at least one point on each cache level's plateau, up
+            // to QUICK_TOP: building a chain of gigabytes in every round of a one-minute suite
+            // cost most of its time on a VM that reports a 480 MiB cache.
+            let top = top.min(QUICK_TOP);
+            let mut q: Vec<u64> = all
+                .iter()
+                .copied()
+                .step_by(2)
+                .filter(|&s| s <= top)
+                .collect();
             if q.last() != Some(&top) {
                 q.push(top);
             }
@@ -292,7 +302,8 @@ mod tests {
         assert_eq!(full.last(), Some(&top));
         assert!(full.windows(2).all(|w| w[1] == 2 * w[0]));
         assert_eq!(&quick[..3], &[512, 2048, 8192]);
-        assert_eq!(quick.last(), Some(&top));
+        assert_eq!(quick.last(), Some(&top.min(QUICK_TOP)));
+        assert!(quick.iter().all(|&s| s <= QUICK_TOP));
         assert!(quick.iter().all(|s| full.contains(s)));
         assert_eq!(variants(Scale::Full).len(), 2 * full.len());
     }
