@@ -64,9 +64,6 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    if threads == 0 {
-        return Err(usage!("--threads must be at least 1"));
-    }
     let extras = sweep::Extras {
         curves: args.curves.clone(),
         interval: args.interval,
