@@ -359,7 +359,7 @@ pub struct MemsimArgs {
     #[arg(long)]
     pub no_3c: bool,
     /// Threads for several machines [default: usable CPUs]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = threads_arg)]
     pub threads: Option<usize>,
     /// Print references per second on stderr
     #[arg(long)]
@@ -457,10 +457,10 @@ pub struct CompareArgs {
     #[arg(long, value_name = "KEY=VALUE", value_parser = crate::results::keep::tag_arg)]
     pub tag_b: Option<crate::results::keep::Tag>,
     /// Smallest change in percent that counts as a change
-    #[arg(long, value_name = "PCT", default_value_t = 3.0)]
+    #[arg(long, value_name = "PCT", default_value_t = 3.0, value_parser = percent_arg)]
     pub threshold: f64,
     /// Exit with code 4 if any figure is significantly slower by more than PCT percent
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", value_parser = percent_arg)]
     pub fail_if_slower: Option<f64>,
     /// Show every figure, not only those that changed
     #[arg(long)]
@@ -490,7 +490,7 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "DATE", value_parser = crate::clock::since_arg)]
     pub since: Option<String>,
     /// Exit with code 4 if the latest change made the figure slower by more than PCT percent
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", value_parser = percent_arg)]
     pub fail_if_slower: Option<f64>,
     #[command(flatten)]
     pub store: StoreArg,
@@ -587,12 +587,12 @@ pub struct RunArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub struct MeasureArgs {
     /// Samples kept per round of each figure [default: 3 at the quick scale, 5 otherwise]
-    #[arg(long, short = 'r', value_name = "N")]
+    #[arg(long, short = 'r', value_name = "N", value_parser = samples_arg)]
     pub repeat: Option<usize>,
     /// Rounds per figure: each in a fresh process, interleaved across figures in a shuffled order;
     /// intervals and comparisons come from the spread between rounds [default: 3, and up to 8 for
     /// figures whose rounds disagree, within the quick suite's 50 s; N fixes it]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = rounds_arg)]
     pub rounds: Option<usize>,
     /// Seed of the shuffled order of the rounds, to replay a run's order [default: random]
     #[arg(long, value_name = "N")]
@@ -643,4 +643,51 @@ pub struct StatArgs {
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+/// A percentage from 0 up to 100 (`--threshold`, `--fail-if-slower`).
+fn percent_arg(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| "not a number: give a percentage between 0 and 100, e.g. 5".to_string())?;
+    if (0.0..100.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err("give a percentage between 0 and 100".into())
+    }
+}
+
+fn whole(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| "not a whole number".to_string())
+}
+
+/// Samples per round (`run --repeat`): at least one.
+fn samples_arg(text: &str) -> Result<usize, String> {
+    match whole(text)? {
+        0 => Err("at least one sample is needed (try --repeat 5)".into()),
+        n => Ok(n),
+    }
+}
+
+/// Rounds per figure (`--rounds`): 1 to [`crate::config::MAX_ROUNDS`].
+fn rounds_arg(text: &str) -> Result<usize, String> {
+    use crate::config::{DEFAULT_ROUNDS, MAX_ROUNDS};
+    match whole(text)? {
+        n @ 1..=MAX_ROUNDS => Ok(n),
+        _ => Err(format!(
+            "give 1 to {MAX_ROUNDS} rounds (2 or more for intervals from the spread between \
+             rounds; the default is {DEFAULT_ROUNDS})"
+        )),
+    }
+}
+
+/// Simulation threads (`memsim --threads`): at least one.
+fn threads_arg(text: &str) -> Result<usize, String> {
+    match whole(text)? {
+        0 => Err("give at least 1 thread (or leave --threads out for one per usable CPU)".into()),
+        n => Ok(n),
+    }
 }

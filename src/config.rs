@@ -95,18 +95,8 @@ impl RunConfig {
             args.measure
                 .repeat
                 .unwrap_or(if quick { QUICK_SAMPLES } else { FULL_SAMPLES });
-        if samples == 0 {
-            return Err(usage!(
-                "--repeat 0: at least one sample is needed (try --repeat 5)"
-            ));
-        }
+        // --repeat and --rounds are in range: clap checked them (cli.rs).
         let rounds = args.measure.rounds.unwrap_or(DEFAULT_ROUNDS);
-        if rounds == 0 || rounds > MAX_ROUNDS {
-            return Err(usage!(
-                "--rounds {rounds}: give 1 to {MAX_ROUNDS} rounds (2 or more for intervals from \
-                 the spread between rounds; the default is {DEFAULT_ROUNDS})"
-            ));
-        }
         let min_sample_ns = match args.measure.min_time {
             Some(ns) => ns,
             None if quick => QUICK_MIN_SAMPLE_NS,

@@ -23,6 +23,7 @@ pub mod probes;
 pub mod programs;
 pub mod progress;
 pub mod results;
+pub mod run;
 pub mod scratch;
 pub mod shell_files;
 pub mod stat;

@@ -469,3 +469,30 @@ fn bad_values_are_refused_by_the_parser_naming_option_and_value() {
         assert!(entries(dir.path()).is_empty(), "{args:?} left files");
     }
 }
+
+#[test]
+fn out_of_range_numbers_are_refused_by_the_parser_naming_the_option() {
+    for (args, option, says) in [
+        (
+            &["compare", "a", "b", "--threshold", "150"][..],
+            "--threshold",
+            "between 0 and 100",
+        ),
+        (
+            &["history", "syscall.null", "--fail-if-slower", "250"][..],
+            "--fail-if-slower",
+            "between 0 and 100",
+        ),
+        (
+            &["memsim", "none.trace", "--threads", "0"][..],
+            "--threads",
+            "at least 1 thread",
+        ),
+    ] {
+        osmeter()
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(option).and(predicate::str::contains(says)));
+    }
+}

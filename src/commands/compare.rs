@@ -81,19 +81,6 @@ fn sides(args: &CompareArgs, store: &mut dyn Store) -> Result<(Vec<Run>, Vec<Run
 }
 
 pub fn compare(args: &CompareArgs) -> Result<i32> {
-    if !(0.0..100.0).contains(&args.threshold) {
-        return Err(usage!(
-            "--threshold {}: give a percentage between 0 and 100",
-            args.threshold
-        ));
-    }
-    if let Some(p) = args.fail_if_slower {
-        if !(0.0..100.0).contains(&p) {
-            return Err(usage!(
-                "--fail-if-slower {p}: give a percentage between 0 and 100"
-            ));
-        }
-    }
     let mut store = Location::resolve(args.store.store.as_ref())?.open_read_only()?;
     let (a, b) = sides(args, store.as_mut())?;
     let (history_noise, history_runs) = if args.no_history {

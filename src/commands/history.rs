@@ -5,17 +5,9 @@ use crate::error::{EXIT_OK, EXIT_THRESHOLD};
 use crate::results::history::{self, text, HistoryQuery};
 use crate::results::keep::tag_map;
 use crate::results::store::{Location, RunFilter};
-use crate::usage;
 use anyhow::Result;
 
 pub fn history(args: &HistoryArgs) -> Result<i32> {
-    if let Some(p) = args.fail_if_slower {
-        if !(0.0..100.0).contains(&p) {
-            return Err(usage!(
-                "--fail-if-slower {p}: give a percentage between 0 and 100"
-            ));
-        }
-    }
     let query = HistoryQuery {
         figure: args.figure.clone(),
         filter: RunFilter {

@@ -2,129 +2,10 @@
 //! result as a run whose "memsim" section holds the `osmeter.memsim/1` document.
 
 use crate::cli::MemsimArgs;
-use crate::memsim::config::{preset, PRESETS, SWEEPS};
 use crate::memsim::document::{MemsimDoc, TraceRef};
-use crate::memsim::machine::MachineConfig;
-use crate::memsim::{budget, curve, interval, kernel, report, sweep, trace};
+use crate::memsim::{curve, interval, kernel, report, sweep, trace};
 use crate::usage;
 use anyhow::{Context, Result};
-
-fn machines(args: &MemsimArgs) -> Result<Vec<MachineConfig>> {
-    let mut out = Vec::new();
-    // Where each machine came from, to name it when it is too big.
-    let mut origins = Vec::new();
-    for name in &args.presets {
-        if let Some((_, names)) = SWEEPS.iter().find(|(s, _)| s == name) {
-            out.extend(names.iter().filter_map(|n| preset(n)));
-            origins.resize(out.len(), format!("--preset {name}"));
-        } else {
-            origins.push(format!("--preset {name}"));
-            out.push(preset(name).ok_or_else(|| {
-                let known: Vec<&str> = PRESETS
-                    .iter()
-                    .map(|p| p.0)
-                    .chain(SWEEPS.iter().map(|s| s.0))
-                    .collect();
-                usage!(
-                    "unknown preset {name:?}: known presets are {}",
-                    known.join(", ")
-                )
-            })?);
-        }
-    }
-    for path in &args.configs {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read machine config {}", path.display()))?;
-        let m: MachineConfig = serde_json::from_str(&text)
-            .map_err(|e| usage!("machine config {}: {e}", path.display()))?;
-        m.validate()
-            .map_err(|e| usage!("machine config {}: {e}", path.display()))?;
-        out.push(m);
-        origins.push(format!("machine config {}", path.display()));
-    }
-    let custom =
-        args.l1d.is_some() || args.l1i.is_some() || args.l2.is_some() || args.tlb.is_some();
-    if custom {
-        let mut m = out
-            .first()
-            .cloned()
-            .unwrap_or_else(|| preset("ds5000-200").expect("built-in preset"));
-        let mut name = vec![m.name.clone()];
-        if let Some(g) = &args.l1d {
-            m.l1d = g.apply(Some(&m.l1d)).map_err(|e| usage!("--l1d: {e}"))?;
-            name.push(format!("l1d={}", g.text));
-        }
-        if let Some(g) = &args.l1i {
-            m.l1i = Some(
-                g.apply(m.l1i.as_ref().or(Some(&m.l1d)))
-                    .map_err(|e| usage!("--l1i: {e}"))?,
-            );
-            name.push(format!("l1i={}", g.text));
-        }
-        if let Some(g) = &args.l2 {
-            let mut base = m.lower.first().cloned();
-            if base.is_none() {
-                let mut b = m.l1d.clone();
-                b.write_back = true;
-                b.fetch = 0;
-                b.hit_cycles = 10;
-                base = Some(b);
-            }
-            let l2 = g.apply(base.as_ref()).map_err(|e| usage!("--l2: {e}"))?;
-            if m.lower.is_empty() {
-                m.lower.push(l2);
-            } else {
-                m.lower[0] = l2;
-            }
-            name.push(format!("l2={}", g.text));
-        }
-        if let Some(g) = &args.tlb {
-            m.tlb = Some(g.apply(m.tlb.as_ref()).map_err(|e| usage!("--tlb: {e}"))?);
-            name.push(format!("tlb={}", g.text));
-        }
-        m.name = name.join(",");
-        out.push(m);
-        origins.push("the machine of --l1d/--l1i/--l2/--tlb".into());
-    }
-    if out.is_empty() {
-        out.push(preset("ds5000-200").expect("built-in preset"));
-        origins.push("--preset ds5000-200".into());
-    }
-    if args.no_3c {
-        for m in &mut out {
-            m.three_c = false;
-        }
-    }
-    fits_in_memory(args, &out, &origins)?;
-    Ok(out)
-}
-
-/// Refuses machines whose models would not fit in the memory available, naming the option or
-/// file that made the biggest part.
-fn fits_in_memory(args: &MemsimArgs, machines: &[MachineConfig], origins: &[String]) -> Result<()> {
-    let Some(available) = budget::available_memory() else {
-        return Ok(());
-    };
-    let machines_bytes = machines.iter().map(budget::machine_bytes).sum();
-    let available = budget::check_curves(&args.curves, machines_bytes, available)
-        .map_err(|(c, e)| usage!("--curve {c}: {e}"))?;
-    let Err((i, e)) = budget::check(machines, available) else {
-        return Ok(());
-    };
-    let given = |opt: &str| match opt {
-        "--l1d" => args.l1d.as_ref().map(|g| g.text.as_str()),
-        "--l1i" => args.l1i.as_ref().map(|g| g.text.as_str()),
-        "--l2" => args.l2.as_ref().map(|g| g.text.as_str()),
-        "--tlb" => args.tlb.as_ref().map(|g| g.text.as_str()),
-        _ => None,
-    };
-    let custom = origins[i].starts_with("the machine of");
-    let origin = match e.part.option().and_then(|o| Some((o, given(o)?))) {
-        Some((opt, value)) if custom => format!("{opt} {value}"),
-        _ => origins[i].clone(),
-    };
-    Err(usage!("{origin}: {e}"))
-}
 
 /// "memsim: 412 MiB of 708 MiB (58 %, about 9.1 s left) read, 12.0 s"; the size is unknown for stdin.
 fn reading_progress(
@@ -155,7 +36,16 @@ fn reading_progress(
 }
 
 pub fn memsim(args: &MemsimArgs) -> Result<i32> {
-    let cfgs = machines(args)?;
+    let cfgs = crate::memsim::choice::machines(&crate::memsim::choice::MachineChoice {
+        presets: &args.presets,
+        configs: &args.configs,
+        l1d: args.l1d.as_ref(),
+        l1i: args.l1i.as_ref(),
+        l2: args.l2.as_ref(),
+        tlb: args.tlb.as_ref(),
+        no_3c: args.no_3c,
+        curves: &args.curves,
+    })?;
     let format = args.from;
     // Checked before the simulation so a typo costs nothing.
     let keeper = super::keeper(&args.keep)?;
@@ -174,9 +64,6 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    if threads == 0 {
-        return Err(usage!("--threads must be at least 1"));
-    }
     let extras = sweep::Extras {
         curves: args.curves.clone(),
         interval: args.interval,

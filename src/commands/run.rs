@@ -1,21 +1,16 @@
-//! `osmeter run`: measure the selected probes (in rounds, through the harness's suite runner) and
-//! print (or emit as JSON) one run document.
+//! `osmeter run`: validate the arguments, measure (one call into [`crate::run`]), print (or emit as
+//! JSON) the run document, keep it.
 
 use crate::cli::RunArgs;
 use crate::config::RunConfig;
-use crate::harness;
-use crate::harness::suite::{SuiteConfig, Variant};
-use crate::harness::worker::WorkerCommand;
-use crate::interrupt;
-use crate::meter::perf;
-use crate::results::model::{Measurement, Run, RunOptions, Status, RUN_SCHEMA};
-use crate::results::{fingerprint, table};
+use crate::results::model::{Measurement, Run, Status};
+use crate::results::table;
 use anyhow::Result;
 
 pub fn run(args: &RunArgs) -> Result<i32> {
     let config = RunConfig::from_args(args)?;
     crate::latency::tracefs::sweep_stale_instances();
-    let run = measure(&config)?;
+    let run = crate::run::measure(&config)?;
     if config.json {
         super::emit_json(&run)?;
     } else {
@@ -40,124 +35,10 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     Ok(crate::error::EXIT_OK)
 }
 
-/// How much each figure's rounds usually disagree on this host, from the store's latest runs (see
-/// [`harness::usual`]); empty with `--no-store`, a store that cannot be read, or too little history.
-fn usual_noise(config: &RunConfig) -> std::collections::BTreeMap<String, harness::usual::Usual> {
-    let (Some(location), Some(host)) = (config.keeper.location(), harness::usual::this_host())
-    else {
-        return Default::default();
-    };
-    location
-        .open_read_only()
-        .and_then(|mut store| harness::usual::from_store(store.as_mut(), &host))
-        .unwrap_or_default()
-}
-
-/// Measures the configured probes in rounds and returns the annotated run (marked interrupted
-/// after Ctrl-C, holding what was measured).
+/// Measures the configured probes (see [`crate::run::measure`]); kept here for the callers that
+/// still reach it through the command.
 pub fn measure(config: &RunConfig) -> Result<Run> {
-    interrupt::install();
-    if config.install {
-        crate::apps::install_for(
-            config
-                .selected
-                .iter()
-                .flat_map(|s| s.variants.iter().map(move |v| (s.probe.id, v))),
-            config.fs,
-        )?;
-    }
-    let scratch = crate::scratch::ScratchDir::create(&config.scratch_parent, "run")?;
-    crate::apps::cell::sweep_left();
-    // Declared after the scratch directory, so it is unmounted before the directory goes.
-    let run_fs = crate::apps::runfs::RunFs::mount_for(config.fs, &scratch, &config.selected)?;
-    let suite = SuiteConfig {
-        variants: config
-            .selected
-            .iter()
-            .flat_map(|sel| {
-                sel.variants.iter().map(|params| Variant {
-                    probe: sel.probe,
-                    scale: sel.scale,
-                    params: params.clone(),
-                })
-            })
-            .collect(),
-        harness: config.harness.clone(),
-        rounds: config.rounds,
-        max_rounds: config.max_rounds,
-        budget: config.budget,
-        usual: usual_noise(config),
-        seed: config.seed,
-        cpu: config.cpu,
-        fifo: config.fifo,
-        counters: config.counters,
-        scratch: run_fs.as_ref().map_or(scratch.path(), |fs| fs.path()),
-        worker: WorkerCommand::this_executable(),
-    };
-
-    let started_at = crate::clock::now_rfc3339();
-    let style = crate::progress::style();
-    let outcome = harness::suite::run(&suite, &mut |p| {
-        let what = p.label.unwrap_or("the harness's own cost");
-        crate::progress::status(
-            style,
-            &format!(
-                "[{}/{}] round {}/{}: {what}",
-                p.done + 1,
-                p.total,
-                p.round + 1,
-                p.rounds
-            ),
-        )
-    })?;
-    crate::progress::status(style, "");
-
-    // The parent, not the fresh subdirectory: its path is stable from run to run.
-    let mut fingerprint = fingerprint::collect(Some(&config.scratch_parent));
-    if let Some(fs) = &run_fs {
-        fingerprint.scratch_fs_type = Some(fs.fs_type());
-    }
-    let counters_unavailable = if config.counters {
-        perf::CounterSet::open_all().unavailable().clone()
-    } else {
-        Default::default()
-    };
-    let mut run = Run {
-        schema: RUN_SCHEMA.to_string(),
-        id: crate::clock::new_run_id(),
-        started_at,
-        finished_at: Some(crate::clock::now_rfc3339()),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        suite: config.suite.clone(),
-        options: RunOptions {
-            probes: config
-                .selected
-                .iter()
-                .map(|s| s.probe.id.to_string())
-                .collect(),
-            samples: config.harness.samples,
-            min_sample_ms: config.harness.min_sample_ns as f64 / 1e6,
-            warmup_samples: config.harness.warmup_samples,
-            cpu: Some(config.cpu),
-            fifo_priority: config.fifo,
-            scratch_dir: config.scratch_parent.display().to_string(),
-            scratch_fs: fingerprint.scratch_fs_type.clone(),
-            rounds: config.rounds,
-            seed: Some(config.seed),
-        },
-        tags: config.keeper.tags().clone(),
-        fingerprint: Some(fingerprint.clone()),
-        counters_unavailable,
-        overhead: outcome.overhead,
-        measurements: outcome.measurements,
-        interrupted: outcome.interrupted,
-        sections: Default::default(),
-    };
-    drop(run_fs);
-    drop(scratch);
-    crate::results::derive::annotate(&mut run);
-
-    Ok(run)
+    crate::run::measure(config)
 }
 
 /// How many figures failed, when some did and none was measured (skipped ones are neither).

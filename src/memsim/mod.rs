@@ -9,6 +9,7 @@
 
 pub mod budget;
 pub mod cache;
+pub mod choice;
 pub mod config;
 pub mod curve;
 pub mod document;

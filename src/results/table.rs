@@ -142,11 +142,7 @@ pub fn render(run: &Run) -> String {
                 .as_ref()
                 .is_some_and(|s| !s.outliers.is_empty() || s.cv > 0.05)
         }) {
-            let _ = writeln!(
-                out,
-                "  The median and its interval resist outliers; for tighter figures rerun on an idle machine, \
-                 with more samples (--repeat 21) or at real-time priority (--fifo 50)."
-            );
+            let _ = writeln!(out, "{}", advice(run));
         }
     }
     if run.interrupted {
@@ -156,6 +152,30 @@ pub fn render(run: &Run) -> String {
         );
     }
     out
+}
+
+/// Samples a run of figures to read with care is advised to take, when it took fewer.
+const ADVISED_SAMPLES: usize = 21;
+
+/// What to do for tighter figures: rerun on an idle machine, and only the steps this run did not
+/// already take (more samples, real-time priority).
+fn advice(run: &Run) -> String {
+    let mut steps = Vec::new();
+    if run.options.samples < ADVISED_SAMPLES {
+        steps.push(format!("with more samples (--repeat {ADVISED_SAMPLES})"));
+    }
+    if run.options.fifo_priority.is_none() {
+        steps.push("at real-time priority (--fifo 50)".to_string());
+    }
+    let how = if steps.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", steps.join(" or "))
+    };
+    format!(
+        "  The median and its interval resist outliers; for tighter figures rerun on an idle \
+         machine{how}."
+    )
 }
 
 #[cfg(test)]
@@ -169,5 +189,42 @@ mod tests {
         assert_eq!(human(25_000.0, Unit::Nanoseconds), (25.0, "us"));
         assert_eq!(human(2.5e6, Unit::Nanoseconds), (2.5, "ms"));
         assert_eq!(human(3e9, Unit::BytesPerSecond), (3.0, "GB/s"));
+    }
+
+    /// A run with one noisy figure, measured with `samples` samples and maybe at FIFO priority.
+    fn noisy(samples: usize, fifo: Option<i32>) -> Run {
+        let mut run = crate::results::export::sample_run();
+        run.options.samples = samples;
+        run.options.fifo_priority = fifo;
+        let m = &mut run.measurements[0];
+        m.warnings.push("large spread".into());
+        m.summary.as_mut().unwrap().cv = 0.2;
+        run
+    }
+
+    #[test]
+    fn advice_names_only_what_the_run_did_not_do() {
+        let plain = render(&noisy(5, None));
+        assert!(
+            plain.contains("(--repeat 21)") && plain.contains("(--fifo 50)"),
+            "{plain}"
+        );
+        let fifo = render(&noisy(5, Some(50)));
+        assert!(
+            fifo.contains("(--repeat 21)") && !fifo.contains("--fifo"),
+            "{fifo}"
+        );
+        let many = render(&noisy(31, None));
+        assert!(
+            !many.contains("--repeat") && many.contains("(--fifo 50)"),
+            "{many}"
+        );
+        let both = render(&noisy(31, Some(90)));
+        assert!(
+            !both.contains("--repeat")
+                && !both.contains("--fifo")
+                && both.contains("idle machine."),
+            "{both}"
+        );
     }
 }
