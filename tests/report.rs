@@ -555,11 +555,13 @@ fn report_of_real_latency_and_memsim_runs() {
     let mem = section("memsim");
     assert_eq!(
         mem.matches("<svg").count(),
-        3,
-        "stacked bars, the curve, the intervals"
+        4,
+        "stacked bars, the curve, the intervals' MCPI and miss rates"
     );
     assert!(mem.contains("Miss-ratio curve l1d:1K-64K:4:64"));
     assert!(mem.contains("MCPI over the trace: ds5000-200"));
+    assert!(mem.contains("Miss rates over the trace: ds5000-200"));
+    assert!(mem.contains("l1i miss rate") && mem.contains("l1d miss rate"));
     assert!(mem.contains("every 5000 references"));
     for text in [
         "ds5000-200",
@@ -573,8 +575,8 @@ fn report_of_real_latency_and_memsim_runs() {
         assert!(mem.contains(text), "memsim section lacks {text:?}");
     }
     assert!(mem.contains("20000 references"));
-    // Plots in the whole page: the four above and the empty-run sections have none.
-    assert_eq!(html.matches("<svg").count(), 4);
+    // Plots in the whole page: the five above and the empty-run sections have none.
+    assert_eq!(html.matches("<svg").count(), 5);
     let sections = ["runs", "fingerprint", "latency", "memsim"];
     check_in_browser_sized(
         &out,

@@ -182,8 +182,41 @@ impl HitView<'_> {
             }
             true
         } else {
-            self.ways > 1 && touch_older(self.tags, self.dirty, b, self.ways, self.lru, line, mark)
+            self.touch_older(b, !line, mark)
         }
+    }
+
+    /// `touch` for the ways after the first of the set at `b`, scanned in place (the same as
+    /// the store's `touch_older`, without the call).
+    #[inline(always)]
+    fn touch_older(&mut self, b: usize, want: u64, mark: bool) -> bool {
+        let ways = self.ways;
+        // SAFETY: a set's ways are inside both arrays (see `touch`).
+        let (tags, dirty) = unsafe {
+            (
+                self.tags.get_unchecked_mut(b..b + ways),
+                self.dirty.get_unchecked_mut(b..b + ways),
+            )
+        };
+        let mut p = 1;
+        while p < ways && tags[p] != want {
+            p += 1;
+        }
+        if p >= ways {
+            return false;
+        }
+        let mark = dirty[p] | mark;
+        if self.lru {
+            for j in (1..=p).rev() {
+                tags[j] = tags[j - 1];
+                dirty[j] = dirty[j - 1];
+            }
+            tags[0] = want;
+            dirty[0] = mark;
+        } else {
+            dirty[p] = mark;
+        }
+        true
     }
 }
 

@@ -159,8 +159,10 @@ fn hit_run<const N: usize>(
     kernel_ranges: bool,
 ) -> (usize, PlainHits) {
     let mut hits = PlainHits::default();
-    // Counted in a flat local array indexed by the class's kind and mode bits.
-    let mut counts = [0u64; 8];
+    // Counted in registers as sums of class bits (a counter array indexed by class would chain
+    // every reference to the previous one's store): kernel, data, write, kernel data and kernel
+    // write references; `taken` is the total.
+    let (mut kernel, mut data, mut writes, mut kernel_data, mut kernel_writes) = (0, 0, 0, 0, 0);
     // Class bits that send a reference to the general path. Only data references write, and a
     // write-through data cache sends every write on.
     let stop = CLASS_UNCACHED
@@ -177,29 +179,40 @@ fn hit_run<const N: usize>(
             taken = i;
             break;
         }
-        let kind = (class & 3) as usize;
+        let kind = class & 3;
         let d = usize::from(kind != 0);
         let write = class & CLASS_WRITE != 0;
+        let k = ((class >> 8) & 1) as u64;
         let v = &mut views[d.min(N - 1)];
         let addr = r.vaddr ^ key;
         let line = addr >> v.line_bits;
         let end = addr.wrapping_add(u64::from(r.size.max(1)) - 1) >> v.line_bits;
-        let slot = kind | ((class >> 6) & 4) as usize;
         if line == end {
             if !v.touch(line, write) {
                 taken = i;
                 break;
             }
         } else if end == line + 1 && v.touch(line, write) && v.touch(end, write) {
-            hits.second_lines[slot >> 2][d] += 1;
+            hits.second_lines[k as usize][d] += 1;
         } else {
             taken = i;
             break;
         }
-        counts[slot] += 1;
+        let (dd, ww) = (d as u64, u64::from(write));
+        kernel += k;
+        data += dd;
+        writes += ww;
+        kernel_data += k & dd;
+        kernel_writes += k & ww;
     }
-    for (mode, by_kind) in hits.by_class.iter_mut().enumerate() {
-        by_kind.copy_from_slice(&counts[mode * 4..mode * 4 + 3]);
-    }
+    let total = taken as u64;
+    hits.by_class[1] = [
+        kernel - kernel_data,
+        kernel_data - kernel_writes,
+        kernel_writes,
+    ];
+    let (user, user_data, user_writes) =
+        (total - kernel, data - kernel_data, writes - kernel_writes);
+    hits.by_class[0] = [user - user_data, user_data - user_writes, user_writes];
     (taken, hits)
 }

@@ -285,10 +285,8 @@ struct Template {
     kind: Kind,
     mode: Mode,
     uncached: bool,
-    /// The size, when the tag carries it.
+    /// The size, when the tag carries it (size code 0: a varint size follows the tag).
     size: u32,
-    /// One byte of varint size follows the tag (size code 0).
-    size_follows: bool,
     stream: u8,
     common: bool,
 }
@@ -299,7 +297,6 @@ const fn templates() -> [Template; 256] {
         mode: Mode::User,
         uncached: false,
         size: 0,
-        size_follows: false,
         stream: 0,
         common: false,
     };
@@ -311,7 +308,6 @@ const fn templates() -> [Template; 256] {
         t[tag].mode = MODES[m];
         t[tag].uncached = tag & 8 != 0;
         t[tag].size = SIZE_CODES[tag >> 5];
-        t[tag].size_follows = tag >> 5 == 0;
         t[tag].stream = (((k != 0) as u8) << 1) | m as u8;
         t[tag].common = k != 3 && tag & 0x10 == 0;
         tag += 1;
@@ -434,19 +430,24 @@ impl<R: Read> TraceReader<R> {
         // before the end, and its loads end at most 1 + 1 + 8 + 8 bytes after its start.
         while n < out.len() && pos < stop_at {
             let head = unsafe { load8(buf, pos) };
-            let t = &TEMPLATES[usize::from(head as u8)];
-            let size_byte = (head >> 8) as u8;
-            // A size that follows takes one byte, less than 0x80.
-            let extra = usize::from(t.size_follows);
-            if !t.common || (t.size_follows & (size_byte >= 0x80)) {
+            let tag = head as u8;
+            let t = &TEMPLATES[usize::from(tag)];
+            // Where the address starts is decided on the tag byte itself, not on the table, and
+            // by a branch (sizes in the tag are the rule), so that finding the next record waits
+            // only for this record's own bytes. Size code 0 (tags below 0x20): one byte of
+            // size, less than 0x80, follows the tag.
+            let (size, at) = if tag >= 0x20 {
+                (t.size, pos + 1)
+            } else {
+                let size_byte = (head >> 8) as u8;
+                if size_byte >= 0x80 {
+                    break;
+                }
+                (u32::from(size_byte), pos + 2)
+            };
+            if !t.common {
                 break;
             }
-            let size = if t.size_follows {
-                u32::from(size_byte)
-            } else {
-                t.size
-            };
-            let at = pos + 1 + extra;
             let Some((dv, len_v)) = window_varint(unsafe { load8(buf, at) }, fold) else {
                 break;
             };

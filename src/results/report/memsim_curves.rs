@@ -1,7 +1,8 @@
 //! The memsim section's two line charts: miss-ratio curves (`memsim --curve`: misses of one cache
 //! at every power-of-two size, all references and user and kernel apart) and miss rates over the
 //! trace (`memsim --interval N`: MCPI of every N references, user and system stacked as in the
-//! machine table, so phases of a workload show).
+//! machine table, and the first-level miss rates of the same intervals, so phases of a workload
+//! show).
 
 use super::html::{esc, figure, note};
 use super::plot::{color, legend, legend_height, svg, Axis, LegendItem, Ticked, FONT, WIDTH};
@@ -139,8 +140,10 @@ fn curve_chart(curve: &CurveResult) -> Result<String> {
     )
 }
 
-/// Consecutive intervals merged into at most MAX_POINTS, MCPI weighted by instructions.
-fn bucketed(points: &[IntervalPoint]) -> Vec<(f64, [f64; 3])> {
+/// Consecutive intervals merged into at most MAX_POINTS: MCPI (user, system, total) and the
+/// instruction cache's miss rate weighted by instructions, the data cache's miss rate by the other
+/// references (the accesses each rate divides by, but for references that cross a line).
+fn bucketed(points: &[IntervalPoint]) -> Vec<(f64, [f64; 5])> {
     let per = points.len().div_ceil(MAX_POINTS).max(1);
     points
         .chunks(per)
@@ -153,31 +156,52 @@ fn bucketed(points: &[IntervalPoint]) -> Vec<(f64, [f64; 3])> {
                     1.0 / chunk.len() as f64
                 }
             };
-            let mut m = [0.0; 3];
+            let data = |p: &IntervalPoint| p.references.saturating_sub(p.instructions) as f64;
+            let all_data: f64 = chunk.iter().map(data).sum();
+            let mut m = [0.0; 5];
             for p in chunk {
                 let w = weight(p);
                 m[0] += w * p.mcpi.user;
                 m[1] += w * p.mcpi.system;
                 m[2] += w * p.mcpi.total;
+                m[3] += w * p.l1i_miss_rate;
+                m[4] += if all_data > 0.0 {
+                    data(p) / all_data
+                } else {
+                    1.0 / chunk.len() as f64
+                } * p.l1d_miss_rate;
             }
             (chunk[0].first as f64, m)
         })
         .collect()
 }
 
-fn interval_chart(result: &IntervalResult) -> Result<String> {
+/// What an interval chart draws: MCPI or first-level miss rates.
+#[derive(Clone, Copy, PartialEq)]
+enum IntervalView {
+    Mcpi,
+    MissRates,
+}
+
+fn interval_chart(result: &IntervalResult, view: IntervalView) -> Result<String> {
     let pts = bucketed(&result.intervals);
-    let line = |name: &str, c: usize, dashed: bool, i: usize| Line {
+    let line = |name: &str, c: usize, dashed: bool, i: usize, scale: f64| Line {
         name: name.into(),
         color: color(c),
         dashed,
-        points: pts.iter().map(|(x, m)| (*x, m[i])).collect(),
+        points: pts.iter().map(|(x, m)| (*x, scale * m[i])).collect(),
     };
-    let lines = [
-        line("total MCPI", 0, false, 2),
-        line("user part", 1, true, 0),
-        line("system part", 3, true, 1),
-    ];
+    let lines = match view {
+        IntervalView::Mcpi => vec![
+            line("total MCPI", 0, false, 2, 1.0),
+            line("user part", 1, true, 0, 1.0),
+            line("system part", 3, true, 1, 1.0),
+        ],
+        IntervalView::MissRates => vec![
+            line("l1i miss rate", 2, false, 3, 100.0),
+            line("l1d miss rate", 4, false, 4, 100.0),
+        ],
+    };
     let last = result
         .intervals
         .last()
@@ -192,15 +216,19 @@ fn interval_chart(result: &IntervalResult) -> Result<String> {
         f64::INFINITY,
     );
     let x_label = super::plot::count_label;
-    let y_label = |v: f64| super::plot::compact(v);
+    let mcpi_label = |v: f64| super::plot::compact(v);
+    let (y_desc, y_label): (_, &dyn Fn(f64) -> String) = match view {
+        IntervalView::Mcpi => ("memory cycles per instruction", &mcpi_label),
+        IntervalView::MissRates => ("misses per first-level access", &percent_label),
+    };
     draw(
         &Chart {
             x,
             y,
             x_desc: "references into the trace",
-            y_desc: "memory cycles per instruction",
+            y_desc,
             x_label: &x_label,
-            y_label: &y_label,
+            y_label,
         },
         &lines,
     )
@@ -260,13 +288,27 @@ pub fn render(ctx: &Context, docs: &[(usize, &MemsimDoc)]) -> Result<String> {
             } else {
                 String::new()
             };
+            let every = crate::units::format(result.every as f64, Unit::Count);
             out.push_str(&figure(
-                &interval_chart(result)?,
+                &interval_chart(result, IntervalView::Mcpi)?,
                 &format!(
-                    "<b>Memory cycles per instruction every {} references.</b> User and system \
-                     parts divide by all instructions of the interval, so they add up to the \
-                     total; a rise of one of them marks a phase of the workload.{merged}",
-                    crate::units::format(result.every as f64, Unit::Count)
+                    "<b>Memory cycles per instruction every {every} references.</b> User and \
+                     system parts divide by all instructions of the interval, so they add up to \
+                     the total; a rise of one of them marks a phase of the workload.{merged}"
+                ),
+            ));
+            out.push_str(&format!(
+                "<h3>{}Miss rates over the trace: {}</h3>\n",
+                esc(&prefix(ctx, r, several)),
+                esc(&result.machine)
+            ));
+            out.push_str(&figure(
+                &interval_chart(result, IntervalView::MissRates)?,
+                &format!(
+                    "<b>First-level miss rates every {every} references.</b> Misses of the \
+                     instruction and data caches over their own accesses in the interval, user \
+                     and system together; the phases that raise the MCPI above show here as the \
+                     cache that causes them.{merged}"
                 ),
             ));
         }
@@ -280,6 +322,7 @@ mod tests {
     use crate::memsim::interval::IntervalMcpi;
 
     fn interval(first: u64, instructions: u64, user: f64, system: f64) -> IntervalPoint {
+        let odd = (first / 100) % 2 == 1;
         IntervalPoint {
             first,
             references: 100,
@@ -290,8 +333,8 @@ mod tests {
                 system,
                 total: user + system,
             },
-            l1i_miss_rate: 0.0,
-            l1d_miss_rate: 0.0,
+            l1i_miss_rate: if odd { 0.3 } else { 0.1 },
+            l1d_miss_rate: if odd { 0.4 } else { 0.2 },
         }
     }
 
@@ -314,8 +357,15 @@ mod tests {
             b[1].0, 200.0,
             "a bucket starts where its first interval does"
         );
-        let [user, system, total] = b[0].1;
+        let [user, system, total, l1i, l1d] = b[0].1;
         assert!((user - 0.75).abs() < 1e-12 && (system - 0.25).abs() < 1e-12);
         assert!((total - 1.0).abs() < 1e-12);
+        // Interval 0: 30 instructions, 70 data references, rates 0.1 and 0.2; interval 1: 10
+        // and 90, rates 0.3 and 0.4.
+        assert!((l1i - (0.75 * 0.1 + 0.25 * 0.3)).abs() < 1e-12, "{l1i}");
+        assert!(
+            (l1d - (70.0 * 0.2 + 90.0 * 0.4) / 160.0).abs() < 1e-12,
+            "{l1d}"
+        );
     }
 }
