@@ -202,6 +202,89 @@ fn causes_name_the_function_of_what_ran_instead_across_episodes() {
     assert_eq!(causes[0].function, "[user] osm-hog", "{causes:?}");
 }
 
+/// Spins in user space for `ms` without leaving this function but for a clock read every
+/// hundred thousand turns: the function the user-stack test must find named.
+#[inline(never)]
+#[no_mangle]
+extern "C" fn osmeter_user_hog(ms: u64) {
+    let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+    let mut x = 0u64;
+    while std::time::Instant::now() < end {
+        for i in 0..100_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+    }
+}
+
+/// A thread named osm-uhog that takes `cpu` at SCHED_FIFO 80 after `after_ms` and spins in
+/// `osmeter_user_hog` for `ms`.
+fn user_hog(cpu: usize, after_ms: u64, ms: u64) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("osm-uhog".into())
+        .spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(after_ms));
+            // SAFETY: pinning and switching the class of the calling thread only.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                let p = libc::sched_param { sched_priority: 80 };
+                libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
+            }
+            osmeter_user_hog(ms);
+        })
+        .unwrap()
+}
+
+#[test]
+fn user_stacks_name_the_function_of_a_user_space_hog() {
+    let _cpu = exclusive();
+    if !is_root() {
+        eprintln!("skipped: cause capture with user stacks needs root");
+        return;
+    }
+    let cpu = last_cpu();
+    let hogs = [user_hog(cpu, 600, 30), user_hog(cpu, 1300, 30)];
+    let out = TestEnv::new()
+        .osmeter()
+        .args([
+            "latency",
+            "--trace",
+            "--stacks",
+            "all",
+            "--threshold",
+            "15ms",
+        ])
+        .args(["--episodes", "2", "--classes", "normal", "--paths", "timer"])
+        .args(["--duration", "2s", "--cpus", &cpu.to_string()])
+        .args(["--json", "--no-store"])
+        .output()
+        .unwrap();
+    for h in hogs {
+        h.join().unwrap();
+    }
+    let doc = latency_doc(&out);
+    assert_eq!(doc.stacks, Some(StackMode::All));
+    let causes = doc.causes.as_ref().expect("causes");
+    // The tick cut into the hog in user space: its function is named from this test binary's
+    // symbol table, and its samples are counted under that name.
+    let exe = std::env::current_exe().unwrap();
+    let object = exe.file_name().unwrap().to_string_lossy().into_owned();
+    let want = format!("[user] osmeter_user_hog ({object})");
+    let hog = causes
+        .iter()
+        .find(|c| c.function == want)
+        .unwrap_or_else(|| panic!("no {want} among the causes: {causes:#?}"));
+    assert!(hog.samples >= 2, "{hog:?}");
+    assert!(hog.tasks.iter().any(|t| t == "osm-uhog"), "{hog:?}");
+    assert!(
+        hog.user_example
+            .first()
+            .is_some_and(|f| f.starts_with("osmeter_user_hog (")),
+        "{hog:?}"
+    );
+}
+
 #[test]
 fn compute_counts_real_underruns_beside_the_model() {
     let _cpu = exclusive();

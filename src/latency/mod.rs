@@ -10,6 +10,7 @@ pub mod accounting;
 pub mod buffer;
 pub mod compute;
 pub mod document;
+pub mod elfsyms;
 pub mod histogram;
 pub mod intervals;
 pub mod load;

@@ -10,6 +10,7 @@
 //! space when nothing follows it); past the scheduler's own frames for a switch, which is where the
 //! task that ran gave the CPU up.
 
+use super::elfsyms;
 use super::trace::Event;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -99,7 +100,8 @@ pub struct StackSample {
     pub function: String,
     /// Kernel frames from that function outward.
     pub kernel_stack: Vec<String>,
-    /// User frames (object and offset) where the kernel could walk them.
+    /// User frames where the kernel could walk them: `function (object)` where the object has a
+    /// symbol table, else object and offset as tracefs wrote them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub user_stack: Vec<String>,
 }
@@ -111,14 +113,22 @@ fn sample_of(e: &Event, kernel: &[String], user: &[String], from: u64) -> Option
             kernel[i..].iter().take(KEEP_FRAMES).cloned().collect(),
         ),
         Leaf::User => {
-            // Grouped by the object it ran in; the offsets stay in the user stack.
-            let object = user
-                .first()
-                .and_then(|f| f.split('[').next())
-                .filter(|o| o.starts_with('/'))
-                .map(|o| format!(" ({})", o.rsplit('/').next().unwrap_or(o)))
-                .unwrap_or_default();
-            (format!("[user] {}{object}", task_name(&e.task)), Vec::new())
+            // Named by its function where the object has a symbol table, else grouped by the
+            // object it ran in (the offsets stay in the user stack).
+            let first = user.first().map(String::as_str).unwrap_or("");
+            let function = match elfsyms::name_frame(first) {
+                Some((name, file)) => format!("[user] {name} ({file})"),
+                None => {
+                    let object = first
+                        .split('[')
+                        .next()
+                        .filter(|o| o.starts_with('/'))
+                        .map(|o| format!(" ({})", o.rsplit('/').next().unwrap_or(o)))
+                        .unwrap_or_default();
+                    format!("[user] {}{object}", task_name(&e.task))
+                }
+            };
+            (function, Vec::new())
         }
         Leaf::Unknown => return None,
     };
@@ -128,8 +138,20 @@ fn sample_of(e: &Event, kernel: &[String], user: &[String], from: u64) -> Option
         task: task_name(&e.task),
         function,
         kernel_stack: stack,
-        user_stack: user.iter().take(KEEP_USER_FRAMES).cloned().collect(),
+        user_stack: user
+            .iter()
+            .take(KEEP_USER_FRAMES)
+            .map(|f| named_user_frame(f))
+            .collect(),
     })
+}
+
+/// `function (object)` where the object names it, else the frame as tracefs wrote it.
+fn named_user_frame(frame: &str) -> String {
+    match elfsyms::name_frame(frame) {
+        Some((name, file)) => format!("{name} ({file})"),
+        None => frame.to_string(),
+    }
 }
 
 /// `comm-pid` as the trace shows it, without the pid.
@@ -184,8 +206,11 @@ pub struct Cause {
     /// Its share of all samples.
     pub share: f64,
     pub tasks: Vec<String>,
-    /// The stack of its first sample.
+    /// The kernel stack of its first sample.
     pub example: Vec<String>,
+    /// The user stack of its first sample that has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_example: Vec<String>,
 }
 
 /// Counts samples by function across episodes, most samples first.
@@ -196,6 +221,7 @@ pub fn aggregate<'a>(episodes: impl IntoIterator<Item = &'a [StackSample]>) -> V
         episodes: BTreeSet<usize>,
         tasks: BTreeSet<String>,
         example: Vec<String>,
+        user_example: Vec<String>,
     }
     let mut by: BTreeMap<String, Acc> = BTreeMap::new();
     let mut total = 0u64;
@@ -209,6 +235,9 @@ pub fn aggregate<'a>(episodes: impl IntoIterator<Item = &'a [StackSample]>) -> V
             if a.example.is_empty() {
                 a.example = s.kernel_stack.clone();
             }
+            if a.user_example.is_empty() {
+                a.user_example = s.user_stack.clone();
+            }
         }
     }
     let mut causes: Vec<Cause> = by
@@ -220,6 +249,7 @@ pub fn aggregate<'a>(episodes: impl IntoIterator<Item = &'a [StackSample]>) -> V
             share: a.samples as f64 / total.max(1) as f64,
             tasks: a.tasks.into_iter().collect(),
             example: a.example,
+            user_example: a.user_example,
         })
         .collect();
     causes.sort_by(|a, b| {
@@ -261,6 +291,10 @@ pub fn render(causes: &[Cause], episodes: usize, top: usize) -> String {
                 .map(String::as_str)
                 .collect();
             s.push_str(&format!("         called from {}\n", chain.join(" <- ")));
+        }
+        if !c.user_example.is_empty() {
+            let chain: Vec<&str> = c.user_example.iter().take(4).map(String::as_str).collect();
+            s.push_str(&format!("         user stack {}\n", chain.join(" <- ")));
         }
     }
     s

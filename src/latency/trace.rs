@@ -73,7 +73,8 @@ pub enum StackMode {
     Off,
     /// Kernel stacks at the sampling points
     Kernel,
-    /// Kernel stacks, and user stacks (object and offset) with every event
+    /// Kernel stacks, and user stacks with every event (functions named from the objects' symbol
+    /// tables where they have one)
     All,
 }
 

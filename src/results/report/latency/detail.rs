@@ -175,7 +175,15 @@ fn stages(prefix: &str, d: &LatencyDoc) -> Result<String> {
 }
 
 fn cause_row(c: &Cause) -> Row {
-    let called_from: Vec<String> = c.example.iter().skip(1).take(4).map(|f| esc(f)).collect();
+    let kernel: Vec<String> = c.example.iter().skip(1).take(4).map(|f| esc(f)).collect();
+    let mut called_from = kernel.join(" &larr; ");
+    if !c.user_example.is_empty() {
+        let user: Vec<String> = c.user_example.iter().take(4).map(|f| esc(f)).collect();
+        if !called_from.is_empty() {
+            called_from.push_str("<br>");
+        }
+        called_from.push_str(&format!("user stack: {}", user.join(" &larr; ")));
+    }
     Row {
         class: "",
         cells: vec![
@@ -184,7 +192,7 @@ fn cause_row(c: &Cause) -> Row {
             Cell::num(format!("{:.1} %", c.share * 100.0)),
             Cell::num(c.episodes.to_string()),
             Cell::from(esc(&c.tasks.join(", "))),
-            Cell::from(called_from.join(" &larr; ")),
+            Cell::from(called_from),
         ],
     }
 }
@@ -206,8 +214,9 @@ fn causes(prefix: &str, d: &LatencyDoc) -> String {
     out.push_str(&note(&format!(
         "Kernel stacks sampled on the measured CPU between each late wake's deadline and the wake \
          (at the tick, device interrupts, softirqs and the switch back to the thread), {total} \
-         samples in {} episode(s), counted by the function that was running; \"[user] task\" is \
-         time in a program. The {} with the most samples.",
+         samples in {} episode(s), counted by the function that was running; \"[user] function (object)\" is \
+         time in a program's function, named from the object's symbol table (\"[user] task \
+         (object)\" where it has none). The {} with the most samples.",
         episodes.len(),
         TOP_CAUSES.min(causes.len())
     )));
