@@ -6,6 +6,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -35,6 +36,19 @@ impl Program {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log.try_clone()?);
+        // A workload's programs are what is measured, counted whole; they run as any program would,
+        // not at the real-time class of a `--fifo` measuring thread (whose CPU-time limit would
+        // also end a long compile with SIGXCPU).
+        // SAFETY: sched_setscheduler is async-signal-safe and touches only the child.
+        unsafe {
+            command.pre_exec(|| {
+                let param = libc::sched_param { sched_priority: 0 };
+                if libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         Ok(Program {
             command,
             log,
@@ -205,5 +219,34 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(20));
         assert!(version_line(&["/bin/sh", "-c", "echo v1.2; echo x"]).unwrap() == "v1.2");
         assert!(version_line(&["/bin/false"]).is_err());
+    }
+
+    /// A program started from a thread at SCHED_FIFO (a `--fifo` worker) runs at SCHED_OTHER.
+    #[test]
+    fn a_program_started_from_a_real_time_thread_runs_at_the_normal_class() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = Program::new(
+            &["/bin/sh", "-c", "grep ^policy /proc/$$/sched > policy"],
+            dir.path(),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        let child_policy = std::thread::spawn(move || {
+            let fifo = libc::sched_param { sched_priority: 10 };
+            // SAFETY: changes only this short-lived test thread's class.
+            if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo) } != 0 {
+                return None;
+            }
+            p.run().unwrap();
+            Some(std::fs::read_to_string(dir.path().join("policy")).unwrap())
+        })
+        .join()
+        .unwrap();
+        let Some(line) = child_policy else {
+            eprintln!("skipped: this thread may not use SCHED_FIFO here");
+            return;
+        };
+        // /proc/PID/sched writes the policy as a number: 0 is SCHED_OTHER, 1 SCHED_FIFO.
+        assert_eq!(line.split(':').nth(1).map(str::trim), Some("0"), "{line}");
     }
 }
