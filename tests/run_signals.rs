@@ -78,6 +78,19 @@ fn descendants(pid: u32) -> Vec<u32> {
     found
 }
 
+/// Waits (at most a minute) until `pid` has started its first measuring worker; returns them.
+fn first_workers(pid: u32) -> Vec<u32> {
+    let t = Instant::now();
+    loop {
+        let workers = descendants(pid);
+        if !workers.is_empty() {
+            return workers;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "no worker started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Whether `pid` still exists as more than a zombie.
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -325,13 +338,7 @@ fn a_killed_run_leaves_no_worker_behind() {
         "5ms",
     ]));
     let pid = child.id();
-    let t = Instant::now();
-    let mut workers = descendants(pid);
-    while workers.is_empty() {
-        assert!(t.elapsed() < Duration::from_secs(60), "no worker started");
-        std::thread::sleep(Duration::from_millis(50));
-        workers = descendants(pid);
-    }
+    let workers = first_workers(pid);
     let (out, _) = signal_and_wait(child, libc::SIGKILL);
     assert_eq!(out.status.code(), None);
     std::thread::sleep(Duration::from_millis(300));
@@ -359,11 +366,7 @@ fn sigint_inside_a_long_sample_ends_the_run_within_about_a_second() {
         "1",
     ]));
     let pid = child.id();
-    let t = Instant::now();
-    while descendants(pid).is_empty() {
-        assert!(t.elapsed() < Duration::from_secs(60), "no worker started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    first_workers(pid);
     std::thread::sleep(Duration::from_millis(8000));
     let workers = descendants(pid);
     let (out, took) = signal_and_wait(child, libc::SIGINT);

@@ -205,17 +205,7 @@ mod tests {
         RoundRecord {
             round,
             position: round,
-            outcome: RoundOutcome {
-                samples: samples.to_vec(),
-                iterations: 100,
-                bytes_per_op: None,
-                counters: CounterScopes::default(),
-                interference: Vec::new(),
-                at_floor: 0,
-                cut: None,
-                notes: Vec::new(),
-                checks: Vec::new(),
-            },
+            outcome: RoundOutcome::of_samples(samples.to_vec(), 100),
         }
     }
 

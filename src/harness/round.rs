@@ -35,6 +35,24 @@ pub struct RoundOutcome {
     pub checks: Vec<ClaimCheck>,
 }
 
+impl RoundOutcome {
+    /// A round of plain samples and nothing else, for tests of what is made of rounds.
+    #[cfg(test)]
+    pub fn of_samples(samples: Vec<f64>, iterations: u64) -> RoundOutcome {
+        RoundOutcome {
+            samples,
+            iterations,
+            bytes_per_op: None,
+            counters: CounterScopes::default(),
+            interference: Vec::new(),
+            at_floor: 0,
+            cut: None,
+            notes: Vec::new(),
+            checks: Vec::new(),
+        }
+    }
+}
+
 /// Measures one round. `iterations_hint` is what an earlier round of this figure settled on.
 pub fn measure_round<S: Sensors, W: Workload + ?Sized>(
     sensors: &mut S,

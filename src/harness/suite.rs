@@ -401,7 +401,6 @@ fn median_overhead(all: &[Overhead]) -> Option<Overhead> {
 mod tests {
     use super::*;
     use crate::harness::round::RoundOutcome;
-    use crate::results::model::CounterScopes;
 
     fn gathered(values: &[f64], each: Duration) -> Gathered {
         Gathered {
@@ -411,17 +410,7 @@ mod tests {
                 .map(|(round, &v)| RoundRecord {
                     round,
                     position: round,
-                    outcome: RoundOutcome {
-                        samples: vec![v, v, v],
-                        iterations: 10,
-                        bytes_per_op: None,
-                        counters: CounterScopes::default(),
-                        interference: Vec::new(),
-                        at_floor: 0,
-                        cut: None,
-                        notes: Vec::new(),
-                        checks: Vec::new(),
-                    },
+                    outcome: RoundOutcome::of_samples(vec![v, v, v], 10),
                 })
                 .collect(),
             skipped: None,
