@@ -1,6 +1,7 @@
 //! `osmeter compare` of two latency runs with stages and a really computed pipeline: the figures
 //! a run has one value of (stage percentiles, real underruns, missed share, tail percentiles) are
-//! listed with both runs' own values, and a hog in the second run moves them the way it must.
+//! listed with both runs' own values and judged by the interval each run gives them, and a hog in
+//! the second run moves them the way it must.
 
 mod common;
 #[path = "common/cpu_hog.rs"]
@@ -110,17 +111,40 @@ fn figures_of_one_value_a_run_are_compared_with_each_runs_own_values() {
     assert!(four["real"]["underruns"].as_u64().unwrap() >= 36, "{four}");
     assert!(four["real"]["failures"].as_u64().unwrap() >= 1, "{four}");
 
-    // One value a side is shown, untested, and says why; a stage's worst per second has a round
-    // per second and is tested like the whole wake's.
-    for key in [
-        format!("{label} stage thread p50"),
-        format!("{label} real underrun n=4 c=300us"),
-        format!("{label} missed"),
+    // One value a side is judged by the interval each side carries: order statistics for a stage
+    // percentile (never zero, so always judged), Wilson's for a share, Poisson's for an MTTF. A
+    // share of zero has no ratio and stays untested, saying why.
+    for p in ["p50", "p99"] {
+        let r = row(figures, &format!("{label} stage thread {p}"));
+        assert_ne!(r["verdict"], "untested", "{r}");
+        assert_eq!(r["noise_source"], "intervals", "{r}");
+        let why = r["reason"].as_str().unwrap();
+        assert!(
+            why.starts_with("intervals of each side (order statistics"),
+            "{r}"
+        );
+        assert!(r["p_value"].is_number() && r["q_value"].is_number(), "{r}");
+    }
+    for (key, kind) in [
+        (format!("{label} real underrun n=4 c=300us"), "Wilson"),
+        (format!("{label} missed"), "Wilson"),
+        (format!("{label} real mttf n=4 c=300us"), "Poisson"),
     ] {
-        let r = row(figures, &key);
-        assert_eq!(r["verdict"], "untested", "{r}");
-        assert!(r["reason"].as_str().unwrap().contains("one value"), "{r}");
-        assert!(r["ratio"].is_number() || num(&r["value_a"]) == 0.0, "{r}");
+        let Some(r) = figures.iter().find(|f| f["key"] == key) else {
+            continue; // an MTTF only where both runs saw failures
+        };
+        if !(r["value_a"].is_number() && r["value_b"].is_number()) {
+            continue;
+        }
+        let why = r["reason"].as_str().unwrap();
+        if r["verdict"] == "untested" {
+            assert!(why.contains("one value"), "{r}");
+        } else {
+            assert!(
+                why.starts_with(&format!("intervals of each side ({kind}")),
+                "{r}"
+            );
+        }
     }
     let worst = row(figures, &format!("{label} stage thread worst-per-1s"));
     assert_ne!(worst["verdict"], "untested", "{worst}");

@@ -10,7 +10,9 @@
 //! not both lie in a range the host has shown before. Each figure gets the reason in words.
 
 use super::{rank, CompareConfig, Side, Verdict, NOISE_MULTIPLE};
-use crate::stats::{fdr, twosample};
+use crate::results::figure::Figure;
+use crate::stats::{dist, fdr, twosample};
+use crate::units::Unit;
 
 /// What the statistics say about one figure present on both sides.
 pub(super) struct Judgement {
@@ -84,7 +86,7 @@ pub(super) fn test(key: &str, a: &Side, b: &Side, config: &CompareConfig) -> Ste
     }
     let (ra, rb) = (a.round_values(), b.round_values());
     let between = twosample::log_ratio_test(&ra, &rb, 0.95).ok();
-    let (ci, p, method, from_rounds) = match between {
+    let (ci, p, method, source) = match between {
         Some(t) if ra.len() + rb.len() >= 3 && (ra.len() > 1 || rb.len() > 1) => (
             t.ci,
             t.p_value,
@@ -93,39 +95,57 @@ pub(super) fn test(key: &str, a: &Side, b: &Side, config: &CompareConfig) -> Ste
                 ra.len(),
                 rb.len()
             ),
-            true,
+            "rounds",
         ),
         _ => {
             let (sa, sb) = (a.samples(), b.samples());
             if sa.len() < 2 && sb.len() < 2 {
-                return Step::Settled(Judgement {
-                    ratio_ci95: None,
-                    p_value: None,
-                    q_value: None,
-                    noise_floor: config.min_effect,
-                    noise_source: "unknown".into(),
-                    verdict: Verdict::Untested,
-                    reason: "one value on each side: nothing to judge its spread by".into(),
-                });
-            }
-            (
-                rank::ratio_ci95(&sa, &sb, config.resamples, seed_of(key)),
-                rank::mann_whitney_p(&sa, &sb),
-                format!(
-                    "samples {} + {} of one round per side (rank test; samples of one process \
+                let own = own_interval(a).zip(own_interval(b));
+                let Some((ci, p)) = own.and_then(|(ia, ib)| from_intervals(va, ia, vb, ib)) else {
+                    let reason = if own.is_some() {
+                        "one value on each side, an interval reaching zero or of no width: no \
+                         ratio to judge"
+                    } else {
+                        "one value on each side: nothing to judge its spread by"
+                    };
+                    return Step::Settled(Judgement {
+                        ratio_ci95: None,
+                        p_value: None,
+                        q_value: None,
+                        noise_floor: config.min_effect,
+                        noise_source: "unknown".into(),
+                        verdict: Verdict::Untested,
+                        reason: reason.into(),
+                    });
+                };
+                (
+                    ci,
+                    p,
+                    format!(
+                        "intervals of each side ({}; normal on the log scale, one value a side)",
+                        interval_kind(&a.figure)
+                    ),
+                    "intervals",
+                )
+            } else {
+                (
+                    rank::ratio_ci95(&sa, &sb, config.resamples, seed_of(key)),
+                    rank::mann_whitney_p(&sa, &sb),
+                    format!(
+                        "samples {} + {} of one round per side (rank test; samples of one process \
                      understate run-to-run noise)",
-                    sa.len(),
-                    sb.len()
-                ),
-                false,
-            )
+                        sa.len(),
+                        sb.len()
+                    ),
+                    "samples",
+                )
+            }
         }
     };
     let seen = config.history_noise.get(key).copied();
     let (noise_floor, noise_source) = match seen {
         Some(h) if NOISE_MULTIPLE * h.cv > config.min_effect => (NOISE_MULTIPLE * h.cv, "history"),
-        _ if from_rounds => (config.min_effect, "rounds"),
-        _ => (config.min_effect, "samples"),
+        _ => (config.min_effect, source),
     };
     Step::Tested(Test {
         ci,
@@ -135,6 +155,53 @@ pub(super) fn test(key: &str, a: &Side, b: &Side, config: &CompareConfig) -> Ste
         noise_source,
         shown_before: seen.is_some_and(|h| h.covers(va, vb, config.min_effect)),
     })
+}
+
+/// The 95 % interval a figure carries from its own run, where the side is that one run.
+fn own_interval(side: &Side) -> Option<[f64; 2]> {
+    (side.run_values.len() == 1)
+        .then_some(side.figure.interval)
+        .flatten()
+}
+
+/// Where a figure's own interval comes from, by what it measures: Wilson's interval for a share,
+/// the Poisson interval of the failure count for a time between failures, order statistics for a
+/// percentile.
+fn interval_kind(f: &Figure) -> &'static str {
+    match f.unit {
+        Unit::Ratio => "Wilson",
+        Unit::Seconds => "Poisson",
+        _ => "order statistics",
+    }
+}
+
+/// The ratio B/A judged from each side's own 95 % interval: each interval read as a normal one on
+/// the log scale (standard error = its log width / 2 x 1.96), the two errors added in quadrature.
+/// Gives the 95 % interval of the ratio and the two-sided p-value of "no change" from the same z,
+/// so the interval excludes 1 exactly when p < 0.05 and the p-value can join the others in the
+/// false discovery rate. None where a value or an interval end is not positive (no log), or
+/// both intervals have no width.
+pub(super) fn from_intervals(
+    va: f64,
+    ia: [f64; 2],
+    vb: f64,
+    ib: [f64; 2],
+) -> Option<([f64; 2], f64)> {
+    let positive = [va, vb, ia[0], ia[1], ib[0], ib[1]]
+        .iter()
+        .all(|x| x.is_finite() && *x > 0.0);
+    if !positive {
+        return None;
+    }
+    let z = dist::normal_quantile(0.975);
+    let se = |i: [f64; 2]| (i[1].ln() - i[0].ln()).max(0.0) / (2.0 * z);
+    let se = (se(ia).powi(2) + se(ib).powi(2)).sqrt();
+    if se <= 0.0 {
+        return None;
+    }
+    let d = vb.ln() - va.ln();
+    let p = 2.0 * dist::normal_cdf(-(d / se).abs());
+    Some(([(d - z * se).exp(), (d + z * se).exp()], p))
 }
 
 fn beyond(ratio: f64, floor: f64) -> bool {
@@ -220,5 +287,134 @@ fn verdict(
         noise_source: t.noise_source.to_string(),
         verdict: changed(yes, better),
         reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Side;
+    use super::*;
+    use crate::results::compare::CompareConfig;
+    use crate::results::figure::{Direction, Evidence};
+
+    /// One run a side, one value, with the interval the run gave it (or none).
+    fn side(unit: Unit, direction: Direction, value: f64, interval: Option<[f64; 2]>) -> Side {
+        let mut figure = Figure::exact("k", "latency", unit, direction, value);
+        figure.interval = interval;
+        figure.evidence = Evidence::Rounds(vec![vec![value]]);
+        Side {
+            figure,
+            run_values: vec![value],
+            rounds: vec![vec![value]],
+            explain: Vec::new(),
+            caveats: Vec::new(),
+        }
+    }
+
+    fn judge(a: &Side, b: &Side) -> Judgement {
+        let config = CompareConfig::default();
+        let step = test("k", a, b, &config);
+        let (va, vb) = (a.value(), b.value());
+        let better = a.figure.direction.speedup(va, vb) > 1.0;
+        decide(vec![step], &[vb / va], &[better], &config)
+            .pop()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_ratio_of_two_log_symmetric_intervals_has_a_known_answer() {
+        let z = dist::normal_quantile(0.975);
+        let own = |v: f64| [v * (-0.1 * z).exp(), v * (0.1 * z).exp()];
+        let b = 0.5f64.exp();
+        let (ci, p) = from_intervals(1.0, own(1.0), b, own(b)).unwrap();
+        assert!((p - 4.0695e-4).abs() < 1e-7, "{p}");
+        assert!(
+            (ci[0] - 1.2496).abs() < 1e-3 && (ci[1] - 2.1753).abs() < 1e-3,
+            "{ci:?}"
+        );
+        // Nothing to take a log of, or no width on either side.
+        assert_eq!(from_intervals(0.0, [0.0, 0.01], 0.1, [0.05, 0.2]), None);
+        assert_eq!(from_intervals(1.0, [1.0, 1.0], 2.0, [2.0, 2.0]), None);
+    }
+
+    #[test]
+    fn disjoint_percentile_intervals_call_a_slowdown() {
+        let a = side(
+            Unit::Nanoseconds,
+            Direction::Lower,
+            100.0,
+            Some([95.0, 105.0]),
+        );
+        let b = side(
+            Unit::Nanoseconds,
+            Direction::Lower,
+            200.0,
+            Some([190.0, 210.0]),
+        );
+        let j = judge(&a, &b);
+        assert_eq!(j.verdict, Verdict::Slower, "{}", j.reason);
+        assert_eq!(j.noise_source, "intervals");
+        assert!(
+            j.reason
+                .contains("intervals of each side (order statistics"),
+            "{}",
+            j.reason
+        );
+        let [lo, hi] = j.ratio_ci95.unwrap();
+        assert!(lo > 1.0 && lo < 2.0 && hi > 2.0, "{lo} {hi}");
+        assert!(j.p_value.unwrap() < 1e-6);
+    }
+
+    #[test]
+    fn a_longer_time_between_failures_is_better() {
+        let a = side(Unit::Seconds, Direction::Higher, 10.0, Some([5.0, 20.0]));
+        let b = side(Unit::Seconds, Direction::Higher, 100.0, Some([50.0, 200.0]));
+        let j = judge(&a, &b);
+        assert_eq!(j.verdict, Verdict::Faster, "{}", j.reason);
+        assert!(j.reason.contains("(Poisson"), "{}", j.reason);
+        let j = judge(&b, &a);
+        assert_eq!(j.verdict, Verdict::Slower, "{}", j.reason);
+    }
+
+    #[test]
+    fn overlapping_intervals_are_no_change_and_say_why() {
+        let a = side(Unit::Ratio, Direction::Lower, 0.010, Some([0.008, 0.0125]));
+        let b = side(Unit::Ratio, Direction::Lower, 0.011, Some([0.0088, 0.0137]));
+        let j = judge(&a, &b);
+        assert_eq!(j.verdict, Verdict::NoChange, "{}", j.reason);
+        assert!(
+            j.reason.starts_with("intervals of each side (Wilson"),
+            "{}",
+            j.reason
+        );
+        let [lo, hi] = j.ratio_ci95.unwrap();
+        assert!(lo < 1.0 && hi > 1.0, "{lo} {hi}");
+        assert!(j.p_value.unwrap() > 0.05);
+    }
+
+    #[test]
+    fn no_interval_or_one_reaching_zero_stays_untested() {
+        let a = side(Unit::Nanoseconds, Direction::Lower, 100.0, None);
+        let b = side(Unit::Nanoseconds, Direction::Lower, 200.0, None);
+        let j = judge(&a, &b);
+        assert_eq!(j.verdict, Verdict::Untested);
+        assert_eq!(
+            j.reason,
+            "one value on each side: nothing to judge its spread by"
+        );
+        assert_eq!((j.p_value, j.ratio_ci95), (None, None));
+        // An interval on one side only is not a spread of both.
+        let b = side(
+            Unit::Nanoseconds,
+            Direction::Lower,
+            200.0,
+            Some([190.0, 210.0]),
+        );
+        assert_eq!(judge(&a, &b).verdict, Verdict::Untested);
+        let a = side(Unit::Ratio, Direction::Lower, 0.0, Some([0.0, 0.001]));
+        let b = side(Unit::Ratio, Direction::Lower, 0.05, Some([0.04, 0.06]));
+        let j = judge(&a, &b);
+        assert_eq!(j.verdict, Verdict::Untested);
+        assert!(j.reason.contains("reaching zero"), "{}", j.reason);
     }
 }

@@ -93,7 +93,8 @@ pub enum Verdict {
     Faster,
     Slower,
     NoChange,
-    /// Neither side has a spread to test against (one value each): the ratio is shown, no verdict.
+    /// Neither side has a spread to test against (one value each, and no interval of its own, or
+    /// one reaching zero): the ratio is shown, no verdict.
     Untested,
 }
 
@@ -126,7 +127,8 @@ pub struct FigureComparison {
     /// that is larger.
     pub noise_floor: f64,
     /// What the verdict rests on: "rounds" (the spread between rounds), "history" (stored runs of
-    /// the host raised the minimum effect), "samples" (one round per side), "exact" or "unknown".
+    /// the host raised the minimum effect), "samples" (one round per side),
+    /// "intervals" (one value per side, judged by the interval each carries), "exact" or "unknown".
     pub noise_source: String,
     pub verdict: Verdict,
     /// Why the verdict is what it is, in words.

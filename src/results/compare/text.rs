@@ -40,7 +40,8 @@ pub fn render(c: &Comparison, all: bool) -> String {
     let _ = writeln!(
         out,
         "\n{changed} of {} figures changed beyond noise (false discovery rate {} over the figures \
-         tested, Benjamini-Hochberg, on the spread between rounds; change >= {} % or {} x the \
+         tested, Benjamini-Hochberg, on the spread between rounds or, one value a side, on the \
+         interval each side carries; change >= {} % or {} x the \
          run-to-run spread stored history shows; interval excluding 1; exact figures: change >= {} %).",
         c.figures.len(),
         c.alpha,
@@ -51,8 +52,8 @@ pub fn render(c: &Comparison, all: bool) -> String {
     if untested > 0 {
         let _ = writeln!(
             out,
-            "{untested} figure(s) have one value per side and no spread: their ratio is shown, \
-             untested (\"?\")."
+            "{untested} figure(s) have one value per side and no interval of their own to judge it \
+             by: their ratio is shown, untested (\"?\")."
         );
     }
     let _ = writeln!(

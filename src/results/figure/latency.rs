@@ -7,7 +7,8 @@
 //! statistics for a percentile, Wilson's interval for a share, the Poisson interval of the failure
 //! count for an MTTF. Where the run recorded its seconds, the percentiles up to p99 and the shares
 //! over the thresholds have one repetition per second, so `compare` tests two runs second against
-//! second; the tail percentiles, the missed share and the buffer model stay one value a side.
+//! second; the tail percentiles, the missed share and the buffer model stay one value a side,
+//! which `compare` judges by the two sides' intervals.
 //! Stages and the really computed pipeline add theirs (`inside`).
 
 use super::{Direction, Evidence, Figure, Role};
