@@ -149,8 +149,13 @@ fn figures_of_one_value_a_run_are_compared_with_each_runs_own_values() {
     let worst = row(figures, &format!("{label} stage thread worst-per-1s"));
     assert_ne!(worst["verdict"], "untested", "{worst}");
 
-    // The text table shows the same rows, both sides in one unit.
-    let text = env.osmeter().args(["compare", &a, &b]).output().unwrap();
+    // The text table (`--all`: unchanged rows too, now that these are judged) shows the same
+    // rows, both sides in one unit, and says what judged them.
+    let text = env
+        .osmeter()
+        .args(["compare", &a, &b, "--all"])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     for key in [
         format!("{label} stage thread p99"),
@@ -158,4 +163,8 @@ fn figures_of_one_value_a_run_are_compared_with_each_runs_own_values() {
     ] {
         assert!(text.contains(&key), "{key} missing:\n{text}");
     }
+    assert!(
+        text.contains("why: intervals of each side (order statistics"),
+        "{text}"
+    );
 }
