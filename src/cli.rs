@@ -337,8 +337,8 @@ pub struct MemsimArgs {
     /// Machine preset or sweep (repeatable): ds5000-200, ds5000-200-2way, ds5000-200-random,
     /// ds5000-200-unified, ds5000-200-merge, pentium, x86-modern; sweeps: paper (the four
     /// ds5000 variants), sweep16 (both L1 caches at 16-128 KB x direct-mapped to 8-way)
-    #[arg(long = "preset", value_name = "NAME", value_parser = crate::memsim::config::preset_parser())]
-    pub presets: Vec<String>,
+    #[arg(long = "preset", value_name = "NAME", value_enum)]
+    pub presets: Vec<crate::memsim::config::PresetName>,
     /// Machine described in a JSON file (repeatable; see the memsim module for the fields)
     #[arg(long = "config", value_name = "FILE")]
     pub configs: Vec<PathBuf>,

@@ -450,3 +450,48 @@ fn bad_symbol_files_fail_cleanly_and_store_nothing() {
     after.sort();
     assert_eq!(before, after, "no scratch files left");
 }
+
+/// The HTML report of a memsim run of a full-system trace with symbols draws the MCPI by kernel
+/// category (a row per category that ran) and the seven assertions from the stored document.
+#[test]
+fn the_report_of_a_system_trace_draws_kernel_categories_and_assertions() {
+    let env = TestEnv::new();
+    let t = with_sidecar(&env);
+    let out = env
+        .osmeter()
+        .args(["memsim", "--assertions"])
+        .arg(&t)
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    let id = err
+        .split_whitespace()
+        .skip_while(|w| *w != "run")
+        .nth(1)
+        .expect("run id on stderr")
+        .to_string();
+    let report = env.dir.path().join("memsim.html");
+    env.osmeter()
+        .args(["report", &id, "-o"])
+        .arg(&report)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("<h3>MCPI by kernel category</h3>"), "{html}");
+    for row in ["block-copy", "syscall", "scheduler", "user"] {
+        assert!(
+            html.contains(&format!("<td>ds5000-200</td><td>{row}</td>")),
+            "no {row} row in the kernel-category table"
+        );
+    }
+    assert!(html.contains("<h3>The paper's assertions on ds5000-200</h3>"));
+    assert!(html.contains("Virtual page mapping"), "assertion 7's row");
+    let start = html.find("The paper's assertions on").unwrap();
+    let table = &html[start..start + html[start..].find("</table>").unwrap()];
+    let verdicts = table.matches("<td><b>holds</b></td>").count()
+        + table.matches("<td>does not hold</td>").count();
+    assert_eq!(
+        verdicts, 7,
+        "every assertion judged on a system trace:\n{table}"
+    );
+}

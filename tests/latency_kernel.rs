@@ -462,3 +462,61 @@ fn compare_of_two_real_latency_runs_flags_the_one_with_a_hog() {
         "{text}"
     );
 }
+
+/// The HTML report of a latency run with cause capture draws its late wakes: the heading, and a
+/// row for the measured stream that names the hog as what ran instead.
+#[test]
+fn the_report_of_a_run_with_cause_capture_draws_its_episodes() {
+    let _cpu = exclusive();
+    if !is_root() {
+        eprintln!("skipped: cause capture needs root");
+        return;
+    }
+    let cpu = last_cpu();
+    let env = TestEnv::new();
+    let h = hog(cpu, 600, 30);
+    let out = env
+        .osmeter()
+        .args(["latency", "--trace", "--threshold", "15ms"])
+        .args([
+            "--classes",
+            "normal",
+            "--paths",
+            "timer",
+            "--duration",
+            "2s",
+        ])
+        .args(["--cpus", &cpu.to_string(), "--json"])
+        .output()
+        .unwrap();
+    h.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Run = serde_json::from_slice(&out.stdout).unwrap();
+    let eps = run.sections.latency.as_ref().unwrap().episodes.as_ref();
+    assert!(
+        !eps.expect("episodes").is_empty(),
+        "the hog made a late wake"
+    );
+    let report = env.dir.path().join("latency.html");
+    env.osmeter()
+        .args(["report", &run.id, "-o"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        html.contains("<h3>Late wakes and their causes</h3>"),
+        "{html}"
+    );
+    let start = html.find("Late wakes and their causes").unwrap();
+    let table = &html[start..start + html[start..].find("</table>").unwrap()];
+    assert!(
+        table.contains(&format!("<td>normal/timer cpu{cpu}</td>")),
+        "no row for the measured stream:\n{table}"
+    );
+    assert!(table.contains("osm-hog"), "the hog ran instead:\n{table}");
+}

@@ -627,7 +627,8 @@ fn bad_presets_geometry_and_lackey_lines() {
         .stderr(predicate::str::contains(
             "invalid value 'vax-780' for '--preset",
         ))
-        .stderr(predicate::str::contains("ds5000-200"));
+        .stderr(predicate::str::contains("ds5000-200"))
+        .stderr(predicate::str::contains("sweep16"));
     env.osmeter()
         .args(["memsim", "--l1d", "33000:8:64"])
         .arg(&t)

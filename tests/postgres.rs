@@ -556,3 +556,44 @@ fn run_with_a_refused_password_keeps_the_run_locally() {
         .success()
         .stdout(predicate::str::contains("copied 1 run"));
 }
+
+/// `latency` (a short run of the normal class, no root needed) and `stat` with a PostgreSQL store
+/// that nothing listens on keep their run in the local store and say so on stderr, as `run` does.
+#[test]
+fn latency_and_stat_keep_their_run_locally_when_the_server_is_unreachable() {
+    let port = free_port();
+    let url = format!("postgres://osmeter:pw@127.0.0.1:{port}/x");
+    let cases: [&[&str]; 2] = [
+        &["latency", "--duration", "1s", "--classes", "normal"],
+        &["stat", "--repeat", "1"],
+    ];
+    for args in cases {
+        let env = TestEnv::new();
+        let data = env.dir.path().join("xdg");
+        let mut cmd = env.osmeter();
+        cmd.env("XDG_DATA_HOME", &data)
+            .args(args)
+            .args(["--store", &url]);
+        if args[0] == "stat" {
+            cmd.args(["--", "true"]);
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let local = data.join("osmeter/runs.db");
+        assert!(
+            err.contains(&format!("127.0.0.1:{port}")),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains(&local.display().to_string()),
+            "{args:?} does not name the local store it kept the run in: {err}"
+        );
+        let mut s = Location::Sqlite(local).open().unwrap();
+        let kept = s.list(&RunFilter::default()).unwrap();
+        assert_eq!(kept.len(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("osmeter push {}", kept[0].id)),
+            "{args:?} gives no push hint: {err}"
+        );
+    }
+}

@@ -2,7 +2,7 @@
 //! was given, checked against the memory available before any trace is read.
 
 use super::budget;
-use super::config::{preset, CacheGeometry, TlbGeometry, PRESETS, SWEEPS};
+use super::config::{preset, CacheGeometry, PresetName, TlbGeometry};
 use super::curve::CurveSpec;
 use super::machine::MachineConfig;
 use crate::usage;
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 /// The machine options of `osmeter memsim`, as parsed.
 pub struct MachineChoice<'a> {
     /// `--preset` names (a preset or a sweep of presets).
-    pub presets: &'a [String],
+    pub presets: &'a [PresetName],
     /// `--config` machine JSON files.
     pub configs: &'a [PathBuf],
     pub l1d: Option<&'a CacheGeometry>,
@@ -33,23 +33,10 @@ pub fn machines(args: &MachineChoice) -> Result<Vec<MachineConfig>> {
     // Where each machine came from, to name it when it is too big.
     let mut origins = Vec::new();
     for name in args.presets {
-        if let Some((_, names)) = SWEEPS.iter().find(|(s, _)| s == name) {
-            out.extend(names.iter().filter_map(|n| preset(n)));
-            origins.resize(out.len(), format!("--preset {name}"));
-        } else {
-            origins.push(format!("--preset {name}"));
-            out.push(preset(name).ok_or_else(|| {
-                let known: Vec<&str> = PRESETS
-                    .iter()
-                    .map(|p| p.0)
-                    .chain(SWEEPS.iter().map(|s| s.0))
-                    .collect();
-                usage!(
-                    "unknown preset {name:?}: known presets are {}",
-                    known.join(", ")
-                )
-            })?);
-        }
+        // Clap accepted only names of presets and sweeps, and a unit test holds every one of
+        // them to a preset that exists.
+        out.extend(name.presets().into_iter().filter_map(preset));
+        origins.resize(out.len(), format!("--preset {}", name.0));
     }
     for path in args.configs {
         let text = std::fs::read_to_string(path)

@@ -39,14 +39,38 @@ pub const PRESETS: &[(&str, &str)] = &[
 ];
 
 /// Named groups of presets simulated together in one pass.
-/// `--preset NAME`, read by clap: presets and sweeps are its possible values.
-pub fn preset_parser() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(
-        PRESETS
-            .iter()
-            .map(|p| p.0)
-            .chain(SWEEPS.iter().map(|s| s.0)),
-    )
+/// A `--preset` value, checked by clap: a preset, or a sweep standing for several presets. Its
+/// possible values are the names in [`PRESETS`] and [`SWEEPS`], listed in clap's error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PresetName(pub &'static str);
+
+/// Every `--preset` value, presets first, then sweeps.
+static PRESET_NAMES: std::sync::LazyLock<Vec<PresetName>> = std::sync::LazyLock::new(|| {
+    PRESETS
+        .iter()
+        .map(|p| PresetName(p.0))
+        .chain(SWEEPS.iter().map(|s| PresetName(s.0)))
+        .collect()
+});
+
+impl PresetName {
+    /// The presets it stands for: itself, or the presets of its sweep.
+    pub fn presets(self) -> Vec<&'static str> {
+        match SWEEPS.iter().find(|(s, _)| *s == self.0) {
+            Some((_, names)) => names.to_vec(),
+            None => vec![self.0],
+        }
+    }
+}
+
+impl clap::ValueEnum for PresetName {
+    fn value_variants<'a>() -> &'a [Self] {
+        &PRESET_NAMES
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0))
+    }
 }
 
 pub const SWEEPS: &[(&str, &[&str])] = &[
@@ -401,6 +425,21 @@ pub fn parse_tlb(s: &str, base: Option<&TlbConfig>) -> Result<TlbConfig, String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_preset_name_stands_for_machines_that_exist() {
+        use clap::ValueEnum;
+        for name in PresetName::value_variants() {
+            let presets = name.presets();
+            assert!(!presets.is_empty(), "{name:?}");
+            for p in presets {
+                assert!(
+                    preset(p).is_some(),
+                    "{name:?} names {p}, which is no preset"
+                );
+            }
+        }
+    }
 
     #[test]
     fn every_preset_is_valid() {

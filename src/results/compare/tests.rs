@@ -416,3 +416,50 @@ fn a_figure_whose_probe_was_contradicted_carries_the_caveat_into_the_comparison(
     assert!(clean.figures[0].caveats.is_empty());
     assert!(!serde_json::to_string(&clean).unwrap().contains("caveats"));
 }
+
+/// `compare` writes both sides of a row in one unit, the one that suits the larger side: 950 ns
+/// against 1.2 us reads "950 ns  1200 ns" (nanoseconds stay nanoseconds below 10 us), and 950 ns
+/// against 12 us reads "0.95 us  12 us", never "950 ns  12 us".
+#[test]
+fn both_sides_of_a_row_are_written_in_one_unit() {
+    for (b_ns, unit) in [(1200.0, "ns"), (12_000.0, "us")] {
+        let a = run_with(
+            "a",
+            vec![figure(
+                "syscall.null",
+                Unit::Nanoseconds,
+                noisy(950.0, 11, 1),
+            )],
+        );
+        let b = run_with(
+            "b",
+            vec![figure(
+                "syscall.null",
+                Unit::Nanoseconds,
+                noisy(b_ns, 11, 2),
+            )],
+        );
+        let c = cmp(&[&a], &[&b], &CompareConfig::default());
+        let text = text::render(&c, true);
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("syscall.null") && !l.contains("why:"))
+            .unwrap_or_else(|| panic!("no row for syscall.null in:\n{text}"));
+        let f = &c.figures[0];
+        let scale = Unit::Nanoseconds.scale_for(b_ns);
+        assert_eq!(scale.name, unit);
+        let side_a = crate::units::in_scale(f.value_a, scale);
+        let side_b = crate::units::in_scale(f.value_b, scale);
+        assert!(
+            row.contains(&format!("{side_a} ")) && row.contains(&side_b),
+            "row {row:?} should hold {side_a:?} and {side_b:?}"
+        );
+        assert_eq!(
+            row.matches(&format!(" {unit}")).count(),
+            2,
+            "both sides in {unit}: {row:?}"
+        );
+        let other = if unit == "ns" { " us" } else { " ns" };
+        assert!(!row.contains(other), "a side in another unit: {row:?}");
+    }
+}
