@@ -18,7 +18,8 @@ fn synth(env: &TestEnv, refs: &str) -> std::path::PathBuf {
 #[test]
 fn memsim_reports_its_reading_on_stderr_only() {
     let env = TestEnv::new();
-    let trace = synth(&env, "1500000");
+    // Long enough in a debug build to outlast the first one-second period of the progress line.
+    let trace = synth(&env, "6000000");
     let out = env
         .osmeter()
         .env("OSMETER_PROGRESS", "always")
