@@ -101,17 +101,22 @@ fn figures_of_one_value_a_run_are_compared_with_each_runs_own_values() {
             let both = [&sa, &sb]
                 .iter()
                 .all(|x| num(&x["compute"]["depths"][i]["real"]["p_underrun"]) > 0.0);
+            let key = format!("{label} real underrun n={n} c=300us");
             if !both {
+                assert!(figures.iter().all(|f| f["key"] != key.as_str()), "{key}");
                 continue;
             }
-            let r = row(figures, &format!("{label} real underrun n={n} c=300us"));
+            let r = row(figures, &key);
             assert_eq!(num(&r[side]), num(&depth["real"]["p_underrun"]), "{r}");
         }
         let missed = s["missed"].as_f64().unwrap() / s["periods"].as_f64().unwrap();
         // Likewise a run that missed no period at all has no missed-share row.
+        let key = format!("{label} missed");
         if [&sa, &sb].iter().all(|x| num(&x["missed"]) > 0.0) {
-            let r = row(figures, &format!("{label} missed"));
+            let r = row(figures, &key);
             assert!((r[side].as_f64().unwrap() - missed).abs() < 1e-12, "{r}");
+        } else {
+            assert!(figures.iter().all(|f| f["key"] != key.as_str()), "{key}");
         }
         let r = row(figures, &format!("{label} max"));
         assert_eq!(num(&r[side]), num(&s["corrected"]["max_ns"]), "{r}");
