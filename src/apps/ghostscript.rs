@@ -8,6 +8,7 @@
 use super::packages::{need, Need};
 use super::program::{version_line, Program};
 use super::App;
+use crate::probes::util::param_u64;
 use crate::probes::ProbeEnv;
 use crate::results::model::Params;
 use crate::stats::rng::Rng;
@@ -128,7 +129,7 @@ pub struct Ghostscript {
 
 impl Ghostscript {
     pub fn new(env: &ProbeEnv, params: &Params) -> Result<Ghostscript> {
-        let pages = params.get("pages").and_then(|v| v.as_u64()).unwrap_or(13);
+        let pages = param_u64(params, "pages").context("app.ghostscript")?;
         if !(1..=1000).contains(&pages) {
             bail!("pages={pages}: give 1 to 1000 pages");
         }

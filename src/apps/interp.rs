@@ -6,9 +6,10 @@
 use super::packages::{need, Need};
 use super::program::{version_line, Program};
 use super::App;
+use crate::probes::util::param_str;
 use crate::probes::ProbeEnv;
 use crate::results::model::Params;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::time::Duration;
 
 /// The interpreters measured: name, program and arguments that do nothing, version query,
@@ -57,10 +58,7 @@ pub struct Interp {
 
 impl Interp {
     pub fn new(env: &ProbeEnv, params: &Params) -> Result<Interp> {
-        let want = params
-            .get("interp")
-            .and_then(|v| v.as_str())
-            .unwrap_or("python3");
+        let want = param_str(params, "interp").context("app.interp")?;
         let Some(row) = INTERPRETERS.iter().position(|i| i.0 == want) else {
             bail!(
                 "unknown interpreter {want:?}: choose one of {}",

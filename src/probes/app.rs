@@ -51,7 +51,8 @@ pub const PROBES: &[ProbeDef] = &[
                   trace (Zipf popularity, web-like sizes): time per request (1/throughput; also \
                   a bandwidth) or a latency percentile, per connection mode, page cache state \
                   and number of clients; nginx counted whole with the client",
-        params: "conn=keep-alive|close cache=warm|cold clients=N stat=time|p50|p90|p99",
+        params: "conn=keep-alive|close cache=warm|cold clients=N stat=time|p50|p90|p99 (p90 only \
+                 with --set)",
         unit: Unit::Nanoseconds,
         origins: &[Origin::Chen96],
         variants: web_variants,
@@ -86,13 +87,14 @@ fn web_variants(scale: Scale) -> Vec<Params> {
         Scale::Full => apps::context::Scale::Full,
     };
     let mut out = Vec::new();
-    for conn in ["keep-alive", "close"] {
-        for cache in ["warm", "cold"] {
+    use apps::web::{app::Stat, Cache, Connection};
+    for conn in [Connection::KeepAlive, Connection::Close] {
+        for cache in [Cache::Warm, Cache::Cold] {
             for &clients in apps::web::sizes(scale).concurrency {
-                for stat in apps::web::app::Stat::ALL {
+                for stat in Stat::listed(cache) {
                     out.push(params![
-                        ("conn", conn),
-                        ("cache", cache),
+                        ("conn", conn.name()),
+                        ("cache", cache.name()),
                         ("clients", clients as u64),
                         ("stat", stat.name())
                     ]);
@@ -156,7 +158,7 @@ fn andrew_variants(scale: Scale) -> Vec<Params> {
 }
 
 fn build_andrew(env: &ProbeEnv, p: &Params) -> Result<Built> {
-    let fs = p.get("fs").and_then(|v| v.as_str()).unwrap_or("dir");
+    let fs = crate::probes::util::param_str(p, "fs")?;
     if let Some(why) = apps::image::Kind::parse(fs).and_then(apps::image::unavailable) {
         return Ok(Built::Skip(why));
     }

@@ -15,6 +15,7 @@ use super::image::{self, Mounted};
 use super::packages::{need, Need};
 use super::program::{version_line, Program};
 use super::App;
+use crate::probes::util::{param_str, param_u64};
 use crate::probes::ProbeEnv;
 use crate::results::model::Params;
 use anyhow::{bail, Context, Result};
@@ -66,14 +67,8 @@ pub struct Andrew {
 
 impl Andrew {
     pub fn new(env: &ProbeEnv, params: &Params) -> Result<Andrew> {
-        let text = |k: &str, default: &'static str| {
-            params
-                .get(k)
-                .and_then(|v| v.as_str())
-                .unwrap_or(default)
-                .to_string()
-        };
-        let phase = match text("phase", "total").as_str() {
+        let text = |k: &str| param_str(params, k).context("app.andrew");
+        let phase = match text("phase")? {
             "total" => Phase::Total,
             p => match PHASES.iter().position(|x| *x == p) {
                 Some(i) => Phase::One(i),
@@ -83,14 +78,14 @@ impl Andrew {
                 ),
             },
         };
-        let fs_name = text("fs", "dir");
+        let fs_name = text("fs")?;
         let Some(&fs) = FILE_SYSTEMS.iter().find(|f| **f == fs_name) else {
             bail!(
                 "unknown file system {fs_name:?} for app.andrew: choose one of {}",
                 FILE_SYSTEMS.join(", ")
             );
         };
-        let sources = params.get("sources").and_then(|v| v.as_u64()).unwrap_or(10);
+        let sources = param_u64(params, "sources").context("app.andrew")?;
         if !(1..=2000).contains(&sources) {
             bail!("sources={sources}: give 1 to 2000 source files");
         }

@@ -12,9 +12,10 @@ use super::{client, percentiles, sizes, trace, tree, Cache, Connection, Site, NE
 use crate::apps::context::{Context, Scale};
 use crate::apps::packages::Need;
 use crate::apps::App;
+use crate::probes::util::{param_str, param_u64};
 use crate::probes::ProbeEnv;
 use crate::results::model::Params;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 use std::sync::atomic::AtomicBool;
 
 /// Every generated input follows from this.
@@ -32,6 +33,16 @@ pub enum Stat {
 
 impl Stat {
     pub const ALL: [Stat; 4] = [Stat::Time, Stat::P50, Stat::P90, Stat::P99];
+
+    /// The statistics the suite lists for a cache state (`--set stat=p90` gives the others). Each
+    /// is a whole replay of the trace, so the list is what a reader needs: throughput and the
+    /// typical and tail latency warm; throughput and the tail when every first read goes to disk.
+    pub fn listed(cache: Cache) -> &'static [Stat] {
+        match cache {
+            Cache::Warm => &[Stat::Time, Stat::P50, Stat::P99],
+            Cache::Cold => &[Stat::Time, Stat::P99],
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -74,25 +85,21 @@ pub struct WebApp {
 
 impl WebApp {
     pub fn new(env: &ProbeEnv, p: &Params) -> Result<WebApp> {
-        let text = |k: &str, default: &'static str| {
-            p.get(k)
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_else(|| default.to_string())
-        };
+        let text = |k: &str| param_str(p, k).context("app.web");
         let connection = choose(
             "conn",
-            &text("conn", "keep-alive"),
+            text("conn")?,
             &[Connection::KeepAlive, Connection::Close],
             Connection::name,
         )?;
         let cache = choose(
             "cache",
-            &text("cache", "warm"),
+            text("cache")?,
             &[Cache::Warm, Cache::Cold],
             Cache::name,
         )?;
-        let stat = choose("stat", &text("stat", "time"), &Stat::ALL, Stat::name)?;
-        let clients = p.get("clients").and_then(|v| v.as_u64()).unwrap_or(1);
+        let stat = choose("stat", text("stat")?, &Stat::ALL, Stat::name)?;
+        let clients = param_u64(p, "clients").context("app.web")?;
         if !(1..=1024).contains(&clients) {
             bail!("app.web: clients={clients}: give 1 to 1024 client threads");
         }

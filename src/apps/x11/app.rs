@@ -12,9 +12,10 @@ use super::{wish, Display, BITBLT_NEEDS, WISH, WISH_NEEDS};
 use crate::apps::context::{Context, Scale};
 use crate::apps::packages::Need;
 use crate::apps::App;
+use crate::probes::util::{param_str, param_u64};
 use crate::probes::ProbeEnv;
 use crate::results::model::Params;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 use std::path::Path;
 
 const SEED: u64 = 0xB17B_1996;
@@ -35,7 +36,7 @@ pub struct WishApp {
 
 impl WishApp {
     pub fn new(env: &ProbeEnv, p: &Params) -> Result<WishApp> {
-        let panels = p.get("panels").and_then(|v| v.as_u64()).unwrap_or(20);
+        let panels = param_u64(p, "panels").context("app.wish")?;
         if !(1..=10_000).contains(&panels) {
             bail!("app.wish: panels={panels}: give 1 to 10000 panels per run");
         }
@@ -108,15 +109,11 @@ pub struct BitbltApp {
 
 impl BitbltApp {
     pub fn new(env: &ProbeEnv, p: &Params) -> Result<BitbltApp> {
-        let depth = p.get("depth").and_then(|v| v.as_u64()).unwrap_or(24);
+        let depth = param_u64(p, "depth").context("app.bitblt")?;
         if depth != 1 && depth != 24 {
             bail!("app.bitblt: depth={depth}: choose 1 or 24 bits per pixel");
         }
-        let path = match p
-            .get("path")
-            .and_then(|v| v.as_str())
-            .unwrap_or("put-image")
-        {
+        let path = match param_str(p, "path").context("app.bitblt")? {
             "put-image" => BlitPath::PutImage,
             "copy-area" => BlitPath::CopyArea,
             other => bail!("app.bitblt: path={other:?}: choose put-image or copy-area"),
