@@ -1,6 +1,6 @@
-//! `osmeter latency --load app.web|app.wish|app.bitblt`: the real application runs as load
-//! (nginx on loopback, wish and Xvfb, osmeter's own X client), and SIGTERM to osmeter leaves no
-//! server, no X socket and no scratch file behind.
+//! `osmeter latency --load app.NAME`: the real application runs as load (nginx on loopback, wish
+//! and Xvfb, osmeter's own X client, the Andrew benchmark's gcc, Ghostscript, python3), and SIGTERM
+//! to osmeter leaves no server, no X socket and no scratch file behind.
 
 mod common;
 
@@ -9,7 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Pids of the processes whose command line mentions `needle`.
+/// Pids of the processes whose command line or working directory mentions `needle` (a compiler
+/// started in the copied tree names only relative paths).
 fn processes_mentioning(needle: &str) -> Vec<(i32, String)> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -20,7 +21,8 @@ fn processes_mentioning(needle: &str) -> Vec<(i32, String)> {
             continue;
         };
         let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        if cmd.contains(needle) {
+        let cwd = std::fs::read_link(e.path().join("cwd")).unwrap_or_default();
+        if cmd.contains(needle) || cwd.to_string_lossy().contains(needle) {
             out.push((pid, cmd));
         }
     }
@@ -171,6 +173,59 @@ fn bitblt_load_draws_until_sigterm_and_leaves_nothing() {
 }
 
 #[test]
+fn andrew_load_compiles_until_sigterm_and_leaves_nothing() {
+    if installed("gcc", "gcc") {
+        sigterm_leaves_nothing("app.andrew", "gcc");
+    }
+}
+
+#[test]
+fn ghostscript_load_renders_until_sigterm_and_leaves_nothing() {
+    if installed("gs", "ghostscript") {
+        sigterm_leaves_nothing("app.ghostscript", "gs");
+    }
+}
+
+/// python3's command line does not name the scratch directory, so this run is watched by its
+/// report and its directory instead: it ends by itself and says how many starts it made.
+#[test]
+fn interp_load_starts_python_and_reports_its_starts() {
+    if !installed("python3", "python3") {
+        return;
+    }
+    let env = TestEnv::new();
+    let dir = tempfile::tempdir().unwrap();
+    let out = env
+        .osmeter()
+        .args([
+            "latency",
+            "--duration",
+            "3s",
+            "--classes",
+            "normal",
+            "--paths",
+            "timer",
+            "--load",
+            "app.interp",
+            "--json",
+            "--no-store",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let loads = run["sections"]["latency"]["loads"].as_array().unwrap();
+    let report = loads.iter().find(|l| l["load"] == "app.interp").unwrap();
+    assert!(report["error"].is_null(), "{report}");
+    assert!(report["ops"].as_u64().unwrap() > 0, "{report}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
 fn a_missing_load_name_is_a_usage_error_that_lists_the_app_loads() {
     let out = TestEnv::new()
         .osmeter()
@@ -180,7 +235,15 @@ fn a_missing_load_name_is_a_usage_error_that_lists_the_app_loads() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("app.web") && err.contains("app.bitblt"),
+        [
+            "app.web",
+            "app.bitblt",
+            "app.andrew",
+            "app.ghostscript",
+            "app.interp"
+        ]
+        .iter()
+        .all(|l| err.contains(l)),
         "{err}"
     );
 }

@@ -19,7 +19,7 @@ pub enum Kind {
     Net,
     Fork,
     Faults,
-    /// Application workloads (`app.web`, `app.wish`, `app.bitblt`), run over and over.
+    /// Application workloads (`app.web`, `app.andrew`, ...), run over and over.
     App(AppLoad),
 }
 
@@ -29,6 +29,9 @@ pub enum AppLoad {
     Web,
     Wish,
     Bitblt,
+    Andrew,
+    Ghostscript,
+    Interp,
 }
 
 impl Kind {
@@ -43,6 +46,9 @@ impl Kind {
             Kind::App(AppLoad::Web) => "app.web",
             Kind::App(AppLoad::Wish) => "app.wish",
             Kind::App(AppLoad::Bitblt) => "app.bitblt",
+            Kind::App(AppLoad::Andrew) => "app.andrew",
+            Kind::App(AppLoad::Ghostscript) => "app.ghostscript",
+            Kind::App(AppLoad::Interp) => "app.interp",
         }
     }
     fn unit(self) -> &'static str {
@@ -56,9 +62,15 @@ impl Kind {
             Kind::App(AppLoad::Web) => "requests/s (nginx on loopback)",
             Kind::App(AppLoad::Wish) => "Tk panels/s (wish under Xvfb)",
             Kind::App(AppLoad::Bitblt) => "24-bit frames/s (PutImage to Xvfb)",
+            Kind::App(AppLoad::Andrew) => "Andrew runs/s (copy, stat, read, gcc -O2 of 4 files)",
+            Kind::App(AppLoad::Ghostscript) => "2-page renderings/s (gs at 150 dpi)",
+            Kind::App(AppLoad::Interp) => "python3 starts/s",
         }
     }
 }
+
+/// The interpreter `app.interp` starts as a load: the slowest of the three to start.
+const INTERP_LOAD: &str = "python3";
 
 /// How long an application load may take to start (a server, Xvfb) before the measurement begins.
 const APP_START: std::time::Duration = std::time::Duration::from_secs(30);
@@ -80,8 +92,8 @@ pub enum Load {
     Server,
 }
 
-pub const NAMES: &str =
-    "cpu, memory, io, net, fork, faults, desktop, server, app.web, app.wish, app.bitblt";
+pub const NAMES: &str = "cpu, memory, io, net, fork, faults, desktop, server, app.web, app.wish, \
+     app.bitblt, app.andrew, app.ghostscript, app.interp";
 
 impl Load {
     /// One name of `--load` (a value parser: the message names the value's choices).
@@ -98,6 +110,9 @@ impl Load {
             "app.web" => Load::One(Kind::App(AppLoad::Web)),
             "app.wish" => Load::One(Kind::App(AppLoad::Wish)),
             "app.bitblt" => Load::One(Kind::App(AppLoad::Bitblt)),
+            "app.andrew" => Load::One(Kind::App(AppLoad::Andrew)),
+            "app.ghostscript" => Load::One(Kind::App(AppLoad::Ghostscript)),
+            "app.interp" => Load::One(Kind::App(AppLoad::Interp)),
             _ => return Err(format!("no such load: use {NAMES}")),
         })
     }
@@ -305,10 +320,14 @@ fn normal_class() {
 
 /// Fails at once, naming the package, when an application load's programs are missing.
 fn app_programs(app: AppLoad) -> Result<()> {
+    let interp = crate::apps::interp::need_of(INTERP_LOAD);
     let needs = match app {
         AppLoad::Web => crate::apps::web::NEEDS,
         AppLoad::Wish => crate::apps::x11::WISH_NEEDS,
         AppLoad::Bitblt => crate::apps::x11::BITBLT_NEEDS,
+        AppLoad::Andrew => crate::apps::andrew::NEEDS,
+        AppLoad::Ghostscript => crate::apps::ghostscript::NEEDS,
+        AppLoad::Interp => interp.as_slice(),
     };
     crate::apps::packages::require(needs)
         .with_context(|| format!("cannot use the load {}", Kind::App(app).name()))
@@ -323,11 +342,27 @@ fn app_load(
     count: &AtomicU64,
 ) -> Result<(), String> {
     use crate::apps::context::{Context, Scale};
+    use crate::apps::{andrew::Andrew, ghostscript::Ghostscript, interp::Interp, repeat_until};
+    use crate::params;
     let ctx = Context::new(dir, Scale::Quick, 1);
+    // The probes' quick variants.
+    let env = crate::probes::ProbeEnv {
+        scratch: dir,
+        cpu: 0,
+        scale: crate::probes::Scale::Quick,
+    };
     let result = match app {
         AppLoad::Web => crate::apps::web::serve_until(&ctx, stop, count),
         AppLoad::Wish => crate::apps::x11::wish_until(&ctx, stop, count),
         AppLoad::Bitblt => crate::apps::x11::bitblt_until(&ctx, stop, count),
+        AppLoad::Andrew => {
+            let p = params![("phase", "total"), ("fs", "dir"), ("sources", 4)];
+            Andrew::new(&env, &p).and_then(|a| repeat_until(a, stop, count))
+        }
+        AppLoad::Ghostscript => Ghostscript::new(&env, &params![("pages", 2)])
+            .and_then(|g| repeat_until(g, stop, count)),
+        AppLoad::Interp => Interp::new(&env, &params![("interp", INTERP_LOAD)])
+            .and_then(|i| repeat_until(i, stop, count)),
     };
     match result {
         // Ctrl-C ends a load the way the end of the run does.
