@@ -591,7 +591,8 @@ pub struct MeasureArgs {
     pub repeat: Option<usize>,
     /// Rounds per figure: each in a fresh process, interleaved across figures in a shuffled order;
     /// intervals and comparisons come from the spread between rounds [default: 3, and up to 8 for
-    /// figures whose rounds disagree, within the quick suite's 50 s; N fixes it]
+    /// figures whose rounds disagree, within the quick suite's 50 s (other runs: half the first
+    /// rounds' time, at least 10 s); N fixes it]
     #[arg(long, value_name = "N", value_parser = rounds_arg)]
     pub rounds: Option<usize>,
     /// Seed of the shuffled order of the rounds, to replay a run's order [default: random]

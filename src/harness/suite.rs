@@ -24,6 +24,11 @@ use std::time::{Duration, Instant};
 /// third of the 3 % minimum effect a comparison uses.
 pub const EXTRA_ROUND_SPREAD: f64 = 0.01;
 
+/// Without a budget, the extra rounds take half the time the first rounds took, or this long if
+/// that is more: a small selection (`run syscall`: four figures, about 4 s) otherwise ends before
+/// its noisy figures got the rounds that make a comparison of a few percent possible.
+pub const MIN_EXTRA_TIME: Duration = Duration::from_secs(10);
+
 /// One figure to measure: a probe at one parameter point.
 #[derive(Clone)]
 pub struct Variant {
@@ -47,7 +52,7 @@ pub struct SuiteConfig<'a> {
     pub max_rounds: usize,
     /// Wall time the whole run should stay within: an extra round of a figure is started only
     /// while its expected time fits. None: the extra rounds take at most half the time the first
-    /// rounds took.
+    /// rounds took, or [`MIN_EXTRA_TIME`] if that is more.
     pub budget: Option<Duration>,
     /// How much each figure's rounds usually disagree on this host (by label), from its stored
     /// runs; figures not in it are judged by their probe's usual spread.
@@ -124,7 +129,9 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
     };
     state.measure(config, &order, progress)?;
     let first_rounds = started.elapsed();
-    let deadline = config.budget.unwrap_or(first_rounds + first_rounds / 2);
+    let deadline = config
+        .budget
+        .unwrap_or(first_rounds + (first_rounds / 2).max(MIN_EXTRA_TIME));
     let mut last = order.last().map(|s| s.variant);
     for round in config.rounds..config.max_rounds {
         if state.interrupted {
