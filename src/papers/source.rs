@@ -120,6 +120,8 @@ pub struct NowValue {
 /// measure the same kind of thing.
 pub fn convert(value: f64, from: RunUnit, to: Unit) -> Option<f64> {
     match (from, to) {
+        // A time per request is one over the throughput.
+        (RunUnit::Nanoseconds, Unit::RequestsPerSecond) => (value > 0.0).then(|| 1e9 / value),
         (RunUnit::Nanoseconds, _) => to.nanoseconds().map(|ns| value / ns),
         (RunUnit::Seconds, _) => to.nanoseconds().map(|ns| value * 1e9 / ns),
         (RunUnit::BytesPerSecond, _) => to.bytes_per_second().map(|bps| value / bps),
@@ -185,6 +187,15 @@ mod tests {
         );
         assert_eq!(convert(3.0, RunUnit::Count, Unit::Count), Some(3.0));
         assert_eq!(convert(3.0, RunUnit::Bytes, Unit::Count), None);
+        // 2 ms per request is 500 requests a second; a request that took no time has no rate.
+        assert_eq!(
+            convert(2e6, RunUnit::Nanoseconds, Unit::RequestsPerSecond),
+            Some(500.0)
+        );
+        assert_eq!(
+            convert(0.0, RunUnit::Nanoseconds, Unit::RequestsPerSecond),
+            None
+        );
     }
 
     #[test]

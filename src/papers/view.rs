@@ -272,6 +272,12 @@ fn today(
 ) -> Result<NowValue, String> {
     match now {
         Now::Figure(r) => now_value(r, runs, unit),
+        Now::Scaled(r, count) => now_value(r, runs, unit).map(|v| NowValue {
+            value: v.value * count,
+            ci95: [v.ci95[0] * count, v.ci95[1] * count],
+            figure: format!("{} x {}", v.figure, crate::units::compact(*count)),
+            run: v.run,
+        }),
         Now::Mips => cpu.as_ref().map_err(Clone::clone).map(|c| NowValue {
             value: c.mips,
             ci95: c.mips_ci95,
@@ -428,7 +434,11 @@ pub fn build(paper: &Paper, spec: &Spec, runs: &[Run], here: &Here) -> anyhow::R
                         p.now_run = Some(now.run);
                         if matches!(
                             c.now,
-                            Now::Figure(_) | Now::Sum(_) | Now::Mips | Now::Latency(_)
+                            Now::Figure(_)
+                                | Now::Sum(_)
+                                | Now::Scaled(..)
+                                | Now::Mips
+                                | Now::Latency(_)
                         ) {
                             p.speedup = arith::speedup(cell.value.central(), now.value, cell.unit);
                         }
@@ -720,31 +730,73 @@ mod tests {
             .all(|s| !s.counts_as_os()));
     }
 
-    /// Chen et al.'s Table VII: today's Ghostscript time stands beside each system's time only,
-    /// in seconds, with the speed-up; without the figure every such cell says why.
+    /// Chen et al.'s Table VII: today's Ghostscript, Wish and web server times stand beside each
+    /// system's time only, in seconds, with the speed-up (the web server's time per request over
+    /// the paper's 1024-request trace); section 5.3's throughput is one over the time per request;
+    /// without the figures every such cell says why.
     #[test]
-    fn ghostscript_stands_beside_table_vii_times() {
+    fn applications_stand_beside_table_vii_times_and_the_web_throughput() {
         use crate::papers::fixtures::measured;
         use crate::papers::PaperId;
+        use crate::results::model::Unit as RunUnit;
         let mut run = crate::results::model::tests::empty_run();
         run.measurements.push(measured(
             "app.ghostscript",
             crate::params![("pages", 13)],
-            crate::results::model::Unit::Nanoseconds,
+            RunUnit::Nanoseconds,
             2.0e9,
         ));
+        run.measurements.push(measured(
+            "app.wish",
+            crate::params![("panels", 100)],
+            RunUnit::Nanoseconds,
+            0.5e9,
+        ));
+        for (clients, ns) in [(1u64, 9.0e6), (16, 2.0e6)] {
+            run.measurements.push(measured(
+                "app.web",
+                crate::params![
+                    ("conn", "close"),
+                    ("cache", "warm"),
+                    ("clients", clients),
+                    ("stat", "time")
+                ],
+                RunUnit::Nanoseconds,
+                ns,
+            ));
+        }
         let id = PaperId::Chen96;
         let paper = Paper::load(id).unwrap();
         let spec = crate::papers::spec::spec(id);
         let doc = build(&paper, spec, &[run], &Here::default()).unwrap();
         let vii: Vec<&CellPair> = doc.cells.iter().filter(|p| p.table == "VII").collect();
-        assert_eq!(vii.len(), 3, "{vii:?}");
-        assert!(vii
+        assert_eq!(vii.len(), 9, "{vii:?}");
+        assert!(vii.iter().all(|p| p.column.starts_with("time_")));
+        let nt = |row: &str| {
+            *vii.iter()
+                .find(|p| p.row == row && p.column == "time_nt")
+                .unwrap()
+        };
+        assert_eq!(nt("Ghostscript").now_value, Some(2.0));
+        assert!((nt("Ghostscript").speedup.unwrap() - 9.30 / 2.0).abs() < 1e-9);
+        assert_eq!(nt("Wish").now_value, Some(0.5));
+        // 16 clients' 2 ms per request, not one client's 9 ms, over 1024 requests.
+        let web = nt("Web Server");
+        assert!((web.now_value.unwrap() - 2.048).abs() < 1e-9, "{web:?}");
+        assert!((web.speedup.unwrap() - 83.33 / 2.048).abs() < 1e-9);
+        assert!(
+            web.now_figure.as_deref().unwrap().ends_with("x 1024"),
+            "{web:?}"
+        );
+        let throughput: Vec<&CellPair> = doc
+            .cells
             .iter()
-            .all(|p| p.row == "Ghostscript" && p.column.starts_with("time_")));
-        let nt = vii.iter().find(|p| p.column == "time_nt").unwrap();
-        assert_eq!(nt.now_value, Some(2.0));
-        assert!((nt.speedup.unwrap() - 9.30 / 2.0).abs() < 1e-9);
+            .filter(|p| p.table == "5.3" && p.row == "throughput")
+            .collect();
+        assert_eq!(throughput.len(), 3, "{throughput:?}");
+        for p in throughput {
+            assert!((p.now_value.unwrap() - 500.0).abs() < 1e-9, "{p:?}");
+        }
         let text = crate::papers::render::render(&paper, &doc, Some("VII"));
         assert!(text.contains("this machine"), "{text}");
         // No figure: the cells say why, and the text says it was not measured.
@@ -753,7 +805,7 @@ mod tests {
         let nt = doc
             .cells
             .iter()
-            .find(|p| p.table == "VII" && p.column == "time_nt")
+            .find(|p| p.table == "VII" && p.row == "Ghostscript" && p.column == "time_nt")
             .unwrap();
         assert!(nt.now_value.is_none());
         assert!(
