@@ -366,7 +366,7 @@ fn finish(
         usual,
         seed,
     );
-    m.checks = claims::check(probe, &variant.params, &m.counters);
+    m.checks = claims::check(probe, &variant.params, &m.counters, m.iterations);
     let own: Vec<&[_]> = got.records.iter().map(|r| &r.outcome.checks[..]).collect();
     m.checks.extend(claims::over_rounds(&own));
     m.warnings.extend(

@@ -254,9 +254,21 @@ pub fn of(id: &str) -> Option<&'static ProbeClaims> {
     TABLE.iter().find(|c| c.id == id)
 }
 
-/// Checks a figure's counters (per operation) against its probe's claims. Claims whose event was
-/// not counted (no perf_event here, or --no-counters) are left out: nothing is known about them.
-pub fn check(id: &str, params: &Params, counters: &CounterScopes) -> Vec<ClaimCheck> {
+/// Events a sample may hold beyond its operations' own: a fault on a page of the harness's, a
+/// preemption at a tick. They vanish among thousands of operations, but a sample of a few dozen
+/// long operations (256 KB transfers of 150 us) would otherwise blame them on every operation.
+pub const PER_SAMPLE_SLACK: f64 = 2.0;
+
+/// Checks a figure's counters (per operation) against its probe's claims, allowing
+/// [`PER_SAMPLE_SLACK`] events per sample of `ops_per_sample` operations above the claimed bound.
+/// Claims whose event was not counted (no perf_event here, or --no-counters) are left out: nothing
+/// is known about them.
+pub fn check(
+    id: &str,
+    params: &Params,
+    counters: &CounterScopes,
+    ops_per_sample: u64,
+) -> Vec<ClaimCheck> {
     let Some(entry) = of(id) else {
         return Vec::new();
     };
@@ -264,7 +276,8 @@ pub fn check(id: &str, params: &Params, counters: &CounterScopes) -> Vec<ClaimCh
         .claims
         .iter()
         .filter_map(|claim| {
-            let expected = (claim.per_op)(params)?;
+            let [low, high] = (claim.per_op)(params)?;
+            let expected = [low, high + PER_SAMPLE_SLACK / ops_per_sample.max(1) as f64];
             let seen = *counters.software.get(claim.event)?;
             Some(ClaimCheck {
                 event: claim.event.to_string(),
@@ -379,7 +392,12 @@ mod tests {
     fn a_file_fault_probe_that_rarely_faults_is_contradicted() {
         // The known case: 0.01 faults per "page fault".
         let p = params![("kind", "file")];
-        let checks = check("memory.page_fault", &p, &counters("page-faults", 0.0058));
+        let checks = check(
+            "memory.page_fault",
+            &p,
+            &counters("page-faults", 0.0058),
+            200_000,
+        );
         assert_eq!(checks.len(), 1);
         assert!(!checks[0].holds);
         let text = contradiction(&checks[0]);
@@ -387,7 +405,12 @@ mod tests {
             text.contains("page-faults 0.0058 per operation where 0.9-1.1"),
             "{text}"
         );
-        let ok = check("memory.page_fault", &p, &counters("page-faults", 1.0));
+        let ok = check(
+            "memory.page_fault",
+            &p,
+            &counters("page-faults", 1.0),
+            200_000,
+        );
         assert!(ok[0].holds);
     }
 
@@ -396,13 +419,27 @@ mod tests {
         let same = params![("placement", "same")];
         let cross = params![("placement", "cross")];
         let c = counters("context-switches", 0.0);
-        assert!(!check("ipc.pipe_pingpong", &same, &c)[0].holds);
-        assert!(check("ipc.pipe_pingpong", &cross, &c)[0].holds);
+        assert!(!check("ipc.pipe_pingpong", &same, &c, 10_000)[0].holds);
+        assert!(check("ipc.pipe_pingpong", &cross, &c, 10_000)[0].holds);
         let untouched = params![("size", 67108864), ("touch", false)];
         let touched = params![("size", 67108864), ("touch", true)];
         let faults = counters("page-faults", 16384.0);
-        assert!(!check("memory.mmap_munmap", &untouched, &faults)[0].holds);
-        assert!(check("memory.mmap_munmap", &touched, &faults)[0].holds);
+        assert!(!check("memory.mmap_munmap", &untouched, &faults, 100)[0].holds);
+        assert!(check("memory.mmap_munmap", &touched, &faults, 100)[0].holds);
+    }
+
+    /// A fault or two per sample is the harness's, not the operation's: 256 KB transfers, 66 to a
+    /// sample, showing one fault per sample are not contradicted; the same rate over 10,000
+    /// operations a sample is 150 faults a sample, and is.
+    #[test]
+    fn a_few_events_per_sample_are_not_blamed_on_long_operations() {
+        let p = params![("placement", "cross"), ("rcvbuf", "default")];
+        let one_per_sample = counters("page-faults", 1.0 / 66.0);
+        assert!(check("net.tcp_bandwidth", &p, &one_per_sample, 66)[0].holds);
+        assert!(!check("net.tcp_bandwidth", &p, &one_per_sample, 10_000)[0].holds);
+        // Three a sample is more than the slack.
+        let three = counters("page-faults", 3.0 / 66.0);
+        assert!(!check("net.tcp_bandwidth", &p, &three, 66)[0].holds);
     }
 
     #[test]
@@ -410,10 +447,17 @@ mod tests {
         assert!(check(
             "memory.page_fault",
             &params![("kind", "anon")],
-            &CounterScopes::default()
+            &CounterScopes::default(),
+            1000
         )
         .is_empty());
-        assert!(check("no.such", &Params::new(), &counters("page-faults", 1.0)).is_empty());
+        assert!(check(
+            "no.such",
+            &Params::new(),
+            &counters("page-faults", 1.0),
+            1000
+        )
+        .is_empty());
     }
 
     #[test]

@@ -387,11 +387,10 @@ fn a_state_the_host_has_shown_before_is_not_a_change() {
 fn a_figure_whose_probe_was_contradicted_carries_the_caveat_into_the_comparison() {
     let plain = figure("memory.page_fault", Unit::Nanoseconds, noisy(300.0, 9, 5));
     let mut contradicted = figure("memory.page_fault", Unit::Nanoseconds, noisy(300.0, 9, 6));
-    contradicted.checks = crate::probes::claims::check("memory.page_fault", &Params::new(), &{
-        let mut c = crate::results::model::CounterScopes::default();
-        c.software.insert("page-faults".into(), 0.01);
-        c
-    });
+    let mut counters = crate::results::model::CounterScopes::default();
+    counters.software.insert("page-faults".into(), 0.01);
+    contradicted.checks =
+        crate::probes::claims::check("memory.page_fault", &Params::new(), &counters, 100_000);
     assert!(!contradicted.checks[0].holds);
     let a = run_with("a", vec![plain]);
     let b = run_with("b", vec![contradicted]);
