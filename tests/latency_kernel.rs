@@ -46,14 +46,47 @@ fn instances_of(pid: u32) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn latency_doc(out: &std::process::Output) -> LatencyDoc {
+/// The run `osmeter latency --json` printed, which must have succeeded.
+fn printed_run(out: &std::process::Output) -> Run {
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let run: Run = serde_json::from_slice(&out.stdout).unwrap();
-    run.sections.latency.expect("a latency section")
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn latency_doc(out: &std::process::Output) -> LatencyDoc {
+    printed_run(out)
+        .sections
+        .latency
+        .expect("a latency section")
+}
+
+/// Cause capture of the wakes later than 15 ms.
+const TRACED: &[&str] = &["--trace", "--threshold", "15ms"];
+
+/// `osmeter latency --json` of the normal class's timer path on `cpu` for two seconds, with
+/// `args`, while the `hogs` (started before it) take the CPU away; waits for the hogs and returns
+/// the run printed.
+fn normal_timer_run(
+    env: &TestEnv,
+    cpu: usize,
+    args: &[&str],
+    hogs: impl IntoIterator<Item = std::thread::JoinHandle<()>>,
+) -> Run {
+    let cpu = cpu.to_string();
+    let out = env
+        .osmeter()
+        .args(["latency", "--classes", "normal", "--paths", "timer"])
+        .args(["--duration", "2s", "--cpus", &cpu, "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    for h in hogs {
+        h.join().unwrap();
+    }
+    printed_run(&out)
 }
 
 #[test]
@@ -160,31 +193,9 @@ fn causes_name_the_function_of_what_ran_instead_across_episodes() {
     }
     let cpu = last_cpu();
     let hogs = [hog(cpu, 600, 30), hog(cpu, 1300, 30)];
-    let out = TestEnv::new()
-        .osmeter()
-        .args([
-            "latency",
-            "--trace",
-            "--threshold",
-            "15ms",
-            "--episodes",
-            "2",
-        ])
-        .args([
-            "--classes",
-            "normal",
-            "--paths",
-            "timer",
-            "--duration",
-            "2s",
-        ])
-        .args(["--cpus", &cpu.to_string(), "--json", "--no-store"])
-        .output()
-        .unwrap();
-    for h in hogs {
-        h.join().unwrap();
-    }
-    let doc = latency_doc(&out);
+    let args = [TRACED, &["--episodes", "2", "--no-store"]].concat();
+    let run = normal_timer_run(&TestEnv::new(), cpu, &args, hogs);
+    let doc = run.sections.latency.expect("a latency section");
     assert_eq!(doc.stacks, Some(StackMode::Kernel));
     let eps = doc.episodes.as_ref().expect("episodes");
     assert!(!eps.is_empty());
@@ -245,25 +256,13 @@ fn user_stacks_name_the_function_of_a_user_space_hog() {
     }
     let cpu = last_cpu();
     let hogs = [user_hog(cpu, 600, 30), user_hog(cpu, 1300, 30)];
-    let out = TestEnv::new()
-        .osmeter()
-        .args([
-            "latency",
-            "--trace",
-            "--stacks",
-            "all",
-            "--threshold",
-            "15ms",
-        ])
-        .args(["--episodes", "2", "--classes", "normal", "--paths", "timer"])
-        .args(["--duration", "2s", "--cpus", &cpu.to_string()])
-        .args(["--json", "--no-store"])
-        .output()
-        .unwrap();
-    for h in hogs {
-        h.join().unwrap();
-    }
-    let doc = latency_doc(&out);
+    let args = [
+        TRACED,
+        &["--stacks", "all", "--episodes", "2", "--no-store"],
+    ]
+    .concat();
+    let run = normal_timer_run(&TestEnv::new(), cpu, &args, hogs);
+    let doc = run.sections.latency.expect("a latency section");
     assert_eq!(doc.stacks, Some(StackMode::All));
     let causes = doc.causes.as_ref().expect("causes");
     // The tick cut into the hog in user space: its function is named from this test binary's
@@ -291,24 +290,9 @@ fn compute_counts_real_underruns_beside_the_model() {
     let cpu = last_cpu();
     let hogging = is_root();
     let h = hogging.then(|| hog(cpu, 700, 20));
-    let out = TestEnv::new()
-        .osmeter()
-        .args(["latency", "--compute", "500us", "--period", "2ms"])
-        .args([
-            "--classes",
-            "normal",
-            "--paths",
-            "timer",
-            "--duration",
-            "2s",
-        ])
-        .args(["--cpus", &cpu.to_string(), "--json", "--no-store"])
-        .output()
-        .unwrap();
-    if let Some(h) = h {
-        h.join().unwrap();
-    }
-    let doc = latency_doc(&out);
+    let compute = ["--compute", "500us", "--period", "2ms", "--no-store"];
+    let run = normal_timer_run(&TestEnv::new(), cpu, &compute, h);
+    let doc = run.sections.latency.expect("a latency section");
     let s = &doc.streams[0];
     let c = s.compute.as_ref().expect("a compute result");
     assert_eq!(c.compute_ns, 500_000);
@@ -474,28 +458,8 @@ fn the_report_of_a_run_with_cause_capture_draws_its_episodes() {
     }
     let cpu = last_cpu();
     let env = TestEnv::new();
-    let h = hog(cpu, 600, 30);
-    let out = env
-        .osmeter()
-        .args(["latency", "--trace", "--threshold", "15ms"])
-        .args([
-            "--classes",
-            "normal",
-            "--paths",
-            "timer",
-            "--duration",
-            "2s",
-        ])
-        .args(["--cpus", &cpu.to_string(), "--json"])
-        .output()
-        .unwrap();
-    h.join().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run: Run = serde_json::from_slice(&out.stdout).unwrap();
+    // Stored this time: the report reads the run from the store.
+    let run = normal_timer_run(&env, cpu, TRACED, [hog(cpu, 600, 30)]);
     let eps = run.sections.latency.as_ref().unwrap().episodes.as_ref();
     assert!(
         !eps.expect("episodes").is_empty(),

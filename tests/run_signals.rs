@@ -7,7 +7,7 @@ mod common;
 mod issue16;
 
 use common::{is_root, TestEnv};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// Time allowed between the signal and the exit (the longest sample in these tests is 100 ms).
@@ -32,7 +32,10 @@ impl Running {
     }
 }
 
-fn spawn(cmd: &mut Command) -> Running {
+/// Starts `osmeter run ARGS` on this test's store, its output captured.
+fn spawn_run(env: &TestEnv, args: &[&str]) -> Running {
+    let mut cmd = env.osmeter_std();
+    cmd.arg("run").args(args);
     Running(Some(
         cmd.stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -103,6 +106,28 @@ fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Sends `signal` and checks that the run ends as interrupted (exit 130) within `limit`.
+fn interrupt_within(
+    running: Running,
+    signal: libc::c_int,
+    limit: Duration,
+) -> std::process::Output {
+    let (out, took) = signal_and_wait(running, signal);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(took < limit, "signal {signal}: took {took:?} to stop");
+    out
+}
+
+/// Checks, `grace` after the run ended, that none of its processes `pids` outlived it.
+fn assert_none_outlived(pids: Vec<u32>, grace: Duration) {
+    std::thread::sleep(grace);
+    let left: Vec<u32> = pids.into_iter().filter(|&p| alive(p)).collect();
+    assert!(
+        left.is_empty(),
+        "processes of the run outlived it: {left:?}"
+    );
+}
+
 /// The one stored run, read back whole.
 fn stored_run(env: &TestEnv) -> serde_json::Value {
     let list = env.json(&["runs", "--json"]);
@@ -131,20 +156,20 @@ fn thread_policies(pid: u32) -> Vec<u32> {
 #[test]
 fn sigint_during_an_endless_warm_up_stops_at_once_and_keeps_the_run() {
     let env = TestEnv::new();
-    let child = spawn(env.osmeter_std().args([
-        "run",
-        "syscall.null",
-        "--warmup",
-        "1000000000000",
-        "--min-time",
-        "5ms",
-        "--repeat",
-        "3",
-    ]));
+    let child = spawn_run(
+        &env,
+        &[
+            "syscall.null",
+            "--warmup",
+            "1000000000000",
+            "--min-time",
+            "5ms",
+            "--repeat",
+            "3",
+        ],
+    );
     std::thread::sleep(Duration::from_millis(2500));
-    let (out, took) = signal_and_wait(child, libc::SIGINT);
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
-    assert!(took < PROMPT, "took {took:?} to stop");
+    interrupt_within(child, libc::SIGINT, PROMPT);
     let run = stored_run(&env);
     assert_eq!(run["interrupted"], true);
     // Nothing was kept during the warm-up, so nothing is claimed.
@@ -163,18 +188,12 @@ fn sigint_during_an_endless_warm_up_stops_at_once_and_keeps_the_run() {
 fn sigterm_during_the_overhead_phase_stops_at_once_and_keeps_the_run() {
     let env = TestEnv::new();
     // The overhead phase takes --repeat samples of --min-time: 30 s here.
-    let child = spawn(env.osmeter_std().args([
-        "run",
-        "syscall.null",
-        "--repeat",
-        "300",
-        "--min-time",
-        "100ms",
-    ]));
+    let child = spawn_run(
+        &env,
+        &["syscall.null", "--repeat", "300", "--min-time", "100ms"],
+    );
     std::thread::sleep(Duration::from_millis(2500));
-    let (out, took) = signal_and_wait(child, libc::SIGTERM);
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
-    assert!(took < PROMPT, "took {took:?} to stop");
+    interrupt_within(child, libc::SIGTERM, PROMPT);
     assert_eq!(stored_run(&env)["interrupted"], true);
     issue16::held(
         "sigterm_during_the_overhead_phase_stops_at_once_and_keeps_the_run",
@@ -212,28 +231,26 @@ fn sigint_while_sampling_keeps_the_samples_taken_marked_as_cut_short() {
     let scratch = tempfile::tempdir().unwrap();
     // 20 samples of 200 ms; calibration takes at most about three samples' time after the probe's
     // file is made, so a signal 1.5 s after it lands among the kept samples.
-    let child = spawn(
-        env.osmeter_std()
-            .args([
-                "run",
-                "fs.read_cached",
-                "--set",
-                "file_size=1048576",
-                "--repeat",
-                "20",
-                "--min-time",
-                "200ms",
-                "--warmup",
-                "0",
-                "--dir",
-            ])
-            .arg(scratch.path()),
+    let dir = scratch.path().to_str().unwrap();
+    let child = spawn_run(
+        &env,
+        &[
+            "fs.read_cached",
+            "--set",
+            "file_size=1048576",
+            "--repeat",
+            "20",
+            "--min-time",
+            "200ms",
+            "--warmup",
+            "0",
+            "--dir",
+            dir,
+        ],
     );
     wait_for_scratch(scratch.path(), "read_cached-");
     std::thread::sleep(Duration::from_millis(1500));
-    let (out, took) = signal_and_wait(child, libc::SIGINT);
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
-    assert!(took < PROMPT, "took {took:?} to stop");
+    let out = interrupt_within(child, libc::SIGINT, PROMPT);
     let run = stored_run(&env);
     assert_eq!(run["interrupted"], true);
     let ms = run["measurements"].as_array().unwrap();
@@ -275,16 +292,18 @@ fn fifo_run_is_time_limited_and_stops_on_signals() {
     for signal in [libc::SIGINT, libc::SIGTERM] {
         tried += 1;
         let env = TestEnv::new();
-        let child = spawn(env.osmeter_std().args([
-            "run",
-            "cpu.reference",
-            "--fifo",
-            "98",
-            "--warmup",
-            "1000000",
-            "--min-time",
-            "5ms",
-        ]));
+        let child = spawn_run(
+            &env,
+            &[
+                "cpu.reference",
+                "--fifo",
+                "98",
+                "--warmup",
+                "1000000",
+                "--min-time",
+                "5ms",
+            ],
+        );
         let pid = child.id();
         // The worker measuring the first round, at SCHED_FIFO under a lowered RLIMIT_RTTIME.
         let t = Instant::now();
@@ -311,15 +330,8 @@ fn fifo_run_is_time_limited_and_stops_on_signals() {
         );
         // The parent itself never holds the real-time class.
         assert!(!thread_policies(pid).contains(&1));
-        let (out, took) = signal_and_wait(child, signal);
-        assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
-        assert!(took < PROMPT, "signal {signal}: took {took:?} to stop");
-        std::thread::sleep(Duration::from_millis(200));
-        let left: Vec<u32> = seen.into_iter().filter(|&p| alive(p)).collect();
-        assert!(
-            left.is_empty(),
-            "processes of the run outlived it: {left:?}"
-        );
+        interrupt_within(child, signal, PROMPT);
+        assert_none_outlived(seen, Duration::from_millis(200));
         assert_eq!(stored_run(&env)["interrupted"], true);
     }
     issue16::held("fifo_run_is_time_limited_and_stops_on_signals", tried);
@@ -329,21 +341,21 @@ fn fifo_run_is_time_limited_and_stops_on_signals() {
 #[test]
 fn a_killed_run_leaves_no_worker_behind() {
     let env = TestEnv::new();
-    let child = spawn(env.osmeter_std().args([
-        "run",
-        "syscall.null",
-        "--warmup",
-        "1000000000",
-        "--min-time",
-        "5ms",
-    ]));
+    let child = spawn_run(
+        &env,
+        &[
+            "syscall.null",
+            "--warmup",
+            "1000000000",
+            "--min-time",
+            "5ms",
+        ],
+    );
     let pid = child.id();
     let workers = first_workers(pid);
     let (out, _) = signal_and_wait(child, libc::SIGKILL);
     assert_eq!(out.status.code(), None);
-    std::thread::sleep(Duration::from_millis(300));
-    let left: Vec<u32> = workers.into_iter().filter(|&p| alive(p)).collect();
-    assert!(left.is_empty(), "workers outlived a killed run: {left:?}");
+    assert_none_outlived(workers, Duration::from_millis(300));
     issue16::held("a_killed_run_leaves_no_worker_behind", 1);
 }
 
@@ -355,29 +367,24 @@ fn sigint_inside_a_long_sample_ends_the_run_within_about_a_second() {
     let env = TestEnv::new();
     // Calibration grows the sample tenfold at a time towards a minute: eight seconds after the
     // start, the sample under way has seconds to go (it lasts nine times all those before it).
-    let child = spawn(env.osmeter_std().args([
-        "run",
-        "syscall.null",
-        "--min-time",
-        "60s",
-        "--repeat",
-        "1",
-        "--rounds",
-        "1",
-    ]));
+    let child = spawn_run(
+        &env,
+        &[
+            "syscall.null",
+            "--min-time",
+            "60s",
+            "--repeat",
+            "1",
+            "--rounds",
+            "1",
+        ],
+    );
     let pid = child.id();
     first_workers(pid);
     std::thread::sleep(Duration::from_millis(8000));
     let workers = descendants(pid);
-    let (out, took) = signal_and_wait(child, libc::SIGINT);
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
-    assert!(
-        took < Duration::from_millis(2500),
-        "took {took:?} to stop inside a long sample"
-    );
-    std::thread::sleep(Duration::from_millis(200));
-    let left: Vec<u32> = workers.into_iter().filter(|&p| alive(p)).collect();
-    assert!(left.is_empty(), "workers outlived the run: {left:?}");
+    interrupt_within(child, libc::SIGINT, Duration::from_millis(2500));
+    assert_none_outlived(workers, Duration::from_millis(200));
     assert_eq!(stored_run(&env)["interrupted"], true);
     issue16::held(
         "sigint_inside_a_long_sample_ends_the_run_within_about_a_second",
@@ -431,17 +438,19 @@ fn a_fifo_worker_never_runs_more_than_a_few_seconds_without_sleeping() {
         return;
     }
     let env = TestEnv::new();
-    let child = spawn(env.osmeter_std().args([
-        "run",
-        "cpu.reference",
-        "--fifo",
-        "98",
-        "--min-time",
-        "1s",
-        "--warmup",
-        "1000000",
-        "--no-store",
-    ]));
+    let child = spawn_run(
+        &env,
+        &[
+            "cpu.reference",
+            "--fifo",
+            "98",
+            "--min-time",
+            "1s",
+            "--warmup",
+            "1000000",
+            "--no-store",
+        ],
+    );
     let pid = child.id();
     let t = Instant::now();
     let mut hard = None;

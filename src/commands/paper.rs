@@ -89,7 +89,7 @@ fn list(output: JsonArg) -> Result<i32> {
             "{:<16} {} tables, {} published values",
             "", l.tables, l.values
         )?;
-        match (l.probes.is_empty(), l.elsewhere) {
+        match (l.probes.is_empty(), l.elsewhere.as_deref()) {
             (false, _) => writeln!(out, "{:<16} measures: {}", "", l.probes.join(", "))?,
             (true, Some(e)) => writeln!(out, "{:<16} {e}", "")?,
             (true, None) => {}

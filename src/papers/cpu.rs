@@ -3,11 +3,11 @@
 
 use super::source::{probe, ProbeRef};
 use crate::results::model::{Run, Unit};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub const REFERENCE: ProbeRef = probe(crate::results::derive::REFERENCE_PROBE, &[]);
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CpuSpeed {
     /// Millions of instructions of the reference mix per second (instructions counted by
     /// callgrind for this build).

@@ -66,6 +66,7 @@ pub struct Row {
     pub os: Option<String>,
     pub machine: Option<String>,
     /// One per column; `None` where the paper leaves the cell empty.
+    #[serde(deserialize_with = "super::quantity::cells_in_notation")]
     pub values: Vec<Option<Quantity>>,
 }
 

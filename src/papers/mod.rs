@@ -16,6 +16,8 @@ pub mod source;
 pub mod spec;
 pub mod summary;
 pub mod view;
+#[cfg(test)]
+mod view_tests;
 
 use serde::{Deserialize, Serialize};
 

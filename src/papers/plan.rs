@@ -9,7 +9,7 @@ use crate::config::RunConfig;
 use crate::probes::{ProbeDef, Scale};
 use crate::results::model::{Params, Run, Status};
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The parameter points of `probe` that the paper's figures need. At the quick scale the quick
 /// variants are used where they hold the paper's point, the full ones where only they do.
@@ -153,18 +153,18 @@ pub fn check_runs(paper: PaperId, table: Option<&str>, runs: &[Run]) -> Result<V
     Ok(missing)
 }
 
-/// One line of `osmeter paper`.
-#[derive(Debug, Clone, Serialize)]
+/// One line of `osmeter paper` (an element of `osmeter paper --json`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Listing {
     pub paper: PaperId,
-    pub name: &'static str,
-    pub title: &'static str,
+    pub name: String,
+    pub title: String,
     pub tables: usize,
     pub values: usize,
     /// The osmeter probes `osmeter paper NAME` runs.
-    pub probes: Vec<&'static str>,
+    pub probes: Vec<String>,
     /// Where today's side comes from when it is not those probes.
-    pub elsewhere: Option<&'static str>,
+    pub elsewhere: Option<String>,
 }
 
 pub fn catalogue() -> Result<Vec<Listing>> {
@@ -174,12 +174,12 @@ pub fn catalogue() -> Result<Vec<Listing>> {
             let p = Paper::load(id)?;
             Ok(Listing {
                 paper: id,
-                name: id.name(),
-                title: id.title(),
+                name: id.name().to_string(),
+                title: id.title().to_string(),
                 tables: p.tables.len(),
                 values: p.cells()?.len(),
-                probes: spec(id).probes(),
-                elsewhere: spec(id).elsewhere,
+                probes: spec(id).probes().into_iter().map(String::from).collect(),
+                elsewhere: spec(id).elsewhere.map(String::from),
             })
         })
         .collect()
@@ -286,6 +286,6 @@ mod tests {
         let c = catalogue().unwrap();
         assert_eq!(c.len(), 4);
         assert!(c.iter().all(|l| l.values > 20));
-        assert!(c[0].probes.contains(&"syscall.null"));
+        assert!(c[0].probes.iter().any(|p| p == "syscall.null"));
     }
 }

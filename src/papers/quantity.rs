@@ -112,8 +112,9 @@ impl Unit {
     }
 }
 
-/// How exactly the paper states a figure.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// How exactly the paper states a figure. Stored documents (the paper view) hold it tagged by
+/// `kind`; the data files write it in their own notation, read by [`cells_in_notation`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Quantity {
     Exact {
@@ -206,7 +207,10 @@ impl Quantity {
     }
 }
 
-impl<'de> Deserialize<'de> for Quantity {
+/// A cell of a data file: a number, or text in the notation [`Quantity::parse`] reads.
+struct Notation(Quantity);
+
+impl<'de> Deserialize<'de> for Notation {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
         #[serde(untagged)]
@@ -215,10 +219,20 @@ impl<'de> Deserialize<'de> for Quantity {
             Text(String),
         }
         match Raw::deserialize(d)? {
-            Raw::Number(value) => Ok(Quantity::Exact { value }),
-            Raw::Text(t) => Quantity::parse(&t).map_err(serde::de::Error::custom),
+            Raw::Number(value) => Ok(Notation(Quantity::Exact { value })),
+            Raw::Text(t) => Quantity::parse(&t)
+                .map(Notation)
+                .map_err(serde::de::Error::custom),
         }
     }
+}
+
+/// Reads a row of a data file, `None` where the paper leaves a cell empty (`null`).
+pub fn cells_in_notation<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<Option<Quantity>>, D::Error> {
+    let cells = Vec::<Option<Notation>>::deserialize(d)?;
+    Ok(cells.into_iter().map(|c| c.map(|n| n.0)).collect())
 }
 
 /// A figure with three significant digits at most, without trailing zeros, and thousands grouped
@@ -296,6 +310,33 @@ mod tests {
             assert!(Quantity::parse(bad).is_err(), "{bad:?} was accepted");
         }
         assert_eq!(Quantity::parse("2..8").unwrap().central(), 4.0);
+    }
+
+    /// The stored form is tagged by kind and reads back as the same value; the data files'
+    /// notation is read only where a data file is.
+    #[test]
+    fn every_kind_round_trips_in_its_stored_form() {
+        for text in ["18", "~100", "<1.0", ">2", ">=6", "2..4"] {
+            let q = Quantity::parse(text).unwrap();
+            let stored = serde_json::to_string(&q).unwrap();
+            assert!(stored.contains("\"kind\""), "{stored}");
+            assert_eq!(serde_json::from_str::<Quantity>(&stored).unwrap(), q);
+        }
+        assert!(serde_json::from_str::<Quantity>("\"<1.0\"").is_err());
+        #[derive(Deserialize)]
+        struct Row {
+            #[serde(deserialize_with = "cells_in_notation")]
+            values: Vec<Option<Quantity>>,
+        }
+        let row: Row = serde_json::from_str(r#"{"values": [3, null, "<1.0"]}"#).unwrap();
+        assert_eq!(
+            row.values,
+            [
+                Some(Quantity::Exact { value: 3.0 }),
+                None,
+                Some(Quantity::Below { value: 1.0 })
+            ]
+        );
     }
 
     #[test]

@@ -12,10 +12,10 @@ use super::data::Paper;
 use super::spec::{Cells, Now, Spec};
 use super::view::CellPair;
 use crate::results::figure::{role_of, Role};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One primitive against the processor, over the paper's rated machines.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PrimitiveSummary {
     pub table: String,
     pub column: String,
@@ -39,7 +39,7 @@ pub struct PrimitiveSummary {
 
 /// The OS primitives' speed-up relative to the CPU, as one number: the geometric mean of their
 /// per-primitive geometric means, hardware figures left out.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct OsMean {
     pub relative_geomean: f64,
     pub primitives: usize,

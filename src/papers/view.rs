@@ -14,12 +14,12 @@ use crate::latency::accounting::WINDOWS;
 use crate::latency::document::Estimate;
 use crate::memsim::document::{AssertionVerdict, MachineDoc, MemsimDoc};
 use crate::results::model::Run;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub const PAPER_SCHEMA: &str = "osmeter.paper/1";
 
 /// One published value and today's counterpart.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CellPair {
     pub table: String,
     pub row: String,
@@ -48,7 +48,7 @@ pub struct CellPair {
 }
 
 /// One of Chen and Bershad's assertions: the paper's verdict and today's (memsim `--assertions`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct AssertionPair {
     pub number: u8,
     pub claim: String,
@@ -58,14 +58,15 @@ pub struct AssertionPair {
     pub today_detail: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TableNote {
     pub table: String,
     pub note: String,
 }
 
-/// The whole view of one paper: the `osmeter paper NAME --json` document.
-#[derive(Debug, Clone, Serialize)]
+/// The whole view of one paper: the `osmeter paper NAME --json` document, read back as the same
+/// value.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PaperDoc {
     pub schema: String,
     pub paper: PaperId,
@@ -89,7 +90,7 @@ pub struct PaperDoc {
     pub missing: Vec<String>,
     /// What today's side is, when it is a stored document (the trace simulated, the latency run).
     pub today_source: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub assertions: Vec<AssertionPair>,
     /// Where today's side comes from for papers that `osmeter run` does not measure.
     pub elsewhere: Option<String>,

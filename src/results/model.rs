@@ -374,6 +374,18 @@ impl Measurement {
         label(&self.probe, &self.params)
     }
 
+    /// A whole-number parameter of this figure; the error names the figure and the parameter.
+    pub fn u64_param(&self, name: &str) -> anyhow::Result<u64> {
+        use anyhow::Context;
+        crate::probes::util::param_u64(&self.params, name).with_context(|| self.label())
+    }
+
+    /// A text parameter of this figure; the error names the figure and the parameter.
+    pub fn str_param(&self, name: &str) -> anyhow::Result<&str> {
+        use anyhow::Context;
+        crate::probes::util::param_str(&self.params, name).with_context(|| self.label())
+    }
+
     /// Each round's value (the median of its samples), in round order; empty for runs without
     /// rounds.
     pub fn round_medians(&self) -> Vec<f64> {
@@ -422,6 +434,27 @@ pub mod tests {
         assert!(run.measurements[0].rounds.is_empty());
         assert!(run.measurements[0].round_medians().is_empty());
         assert_eq!(run.measurements[0].role, None);
+    }
+
+    #[test]
+    fn typed_params_name_the_figure_and_the_parameter() {
+        let m = Measurement::not_measured(
+            "memory.latency",
+            crate::params![("pattern", "random"), ("size", 4096)],
+            Unit::Nanoseconds,
+            Status::Ok,
+            String::new(),
+        );
+        assert_eq!(m.u64_param("size").unwrap(), 4096);
+        assert_eq!(m.str_param("pattern").unwrap(), "random");
+        let wrong = format!("{:#}", m.u64_param("pattern").unwrap_err());
+        assert!(
+            wrong.starts_with("memory.latency pattern=random size=4096: ")
+                && wrong.contains("parameter pattern"),
+            "{wrong}"
+        );
+        let missing = format!("{:#}", m.str_param("stride").unwrap_err());
+        assert!(missing.contains("parameter stride is missing"), "{missing}");
     }
 
     #[test]

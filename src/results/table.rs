@@ -2,7 +2,7 @@
 //! counter columns that this machine could fill.
 
 use super::model::{Measurement, Run, Status};
-use crate::units::{count, number};
+use crate::units::{count, duration, number};
 use std::fmt::Write;
 
 /// Scales a value into a readable unit: ns -> us/ms/s, B/s -> KB/s ... GB/s.
@@ -101,8 +101,9 @@ pub fn render(run: &Run) -> String {
     if let Some(oh) = &run.overhead {
         let _ = writeln!(
             out,
-            "\nHarness overhead subtracted: {:.0} ns per sample, {:.2} ns per iteration.",
-            oh.per_sample_ns, oh.per_iteration_ns
+            "\nHarness overhead subtracted: {} per sample, {} per iteration.",
+            duration(oh.per_sample_ns),
+            duration(oh.per_iteration_ns)
         );
     }
     let whole = if run.measurements.iter().any(|m| m.probe.starts_with("app.")) {
@@ -200,6 +201,23 @@ mod tests {
         m.warnings.push("large spread".into());
         m.summary.as_mut().unwrap().cv = 0.2;
         run
+    }
+
+    #[test]
+    fn the_overhead_is_written_as_every_other_time() {
+        let mut run = crate::results::export::sample_run();
+        run.overhead = Some(crate::results::model::Overhead {
+            per_sample_ns: 30.4,
+            per_iteration_ns: 0.27,
+            per_sample_counters: Default::default(),
+        });
+        let text = render(&run);
+        assert!(
+            text.contains(
+                "Harness overhead subtracted: 30.4 ns per sample, 0.270 ns per iteration."
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -35,40 +35,45 @@ struct Series {
     points: Vec<Point>,
 }
 
-fn size_of(m: &Measurement) -> Option<f64> {
-    let v = m.params.get("size")?;
-    v.as_f64()
-        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-        .filter(|s| *s > 0.0)
-}
-
-fn pattern_of(m: &Measurement) -> String {
-    match m.params.get("pattern") {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => "default".into(),
+/// The curve a figure belongs to and its point, or why it cannot be placed (a parameter the probe
+/// always writes is missing or of another type, or the footprint is zero).
+fn point_of(m: &Measurement, median: f64, ci: [f64; 2]) -> Result<(String, Point)> {
+    let size = m.u64_param("size")?;
+    if size == 0 {
+        anyhow::bail!(
+            "{}: a footprint of 0 bytes has no place on the axis",
+            m.label()
+        );
     }
+    let pattern = m.str_param("pattern")?.to_string();
+    let point = Point {
+        size: size as f64,
+        median,
+        ci,
+    };
+    Ok((pattern, point))
 }
 
-fn series(ctx: &Context) -> Vec<Series> {
+/// The curves of every run, and the figures left out of them with the reason.
+fn series(ctx: &Context) -> (Vec<Series>, Vec<String>) {
     let mut out = Vec::new();
+    let mut left_out = Vec::new();
     for (r, run) in ctx.runs.iter().enumerate() {
         let mut patterns: Vec<String> = Vec::new();
-        let points: Vec<(String, Point)> = run
+        let mut points: Vec<(String, Point)> = Vec::new();
+        let measured = run
             .measurements
             .iter()
-            .filter(|m| m.probe == PROBE && m.status == Status::Ok)
-            .filter_map(|m| {
-                let s = m.summary.as_ref()?;
-                let p = Point {
-                    size: size_of(m)?,
-                    median: s.median,
-                    ci: s.ci95,
-                };
-                Some((pattern_of(m), p))
-            })
-            .filter(|(_, p)| p.median > 0.0)
-            .collect();
+            .filter(|m| m.probe == PROBE && m.status == Status::Ok);
+        for m in measured {
+            let Some(s) = m.summary.as_ref().filter(|s| s.median > 0.0) else {
+                continue;
+            };
+            match point_of(m, s.median, s.ci95) {
+                Ok(point) => points.push(point),
+                Err(why) => left_out.push(format!("{}: {why:#}", ctx.run_label(r))),
+            }
+        }
         for (pat, _) in &points {
             if !patterns.contains(pat) {
                 patterns.push(pat.clone());
@@ -91,7 +96,7 @@ fn series(ctx: &Context) -> Vec<Series> {
             });
         }
     }
-    out
+    (out, left_out)
 }
 
 /// Cache sizes to mark: (label, bytes), one per distinct value over the runs.
@@ -320,11 +325,18 @@ impl Section for MemoryCurve {
         if !ctx.has_kind(crate::results::model::RunKind::Run) {
             return Ok(None);
         }
-        let all = series(ctx);
+        let (all, left_out) = series(ctx);
+        let left_out = if left_out.is_empty() {
+            String::new()
+        } else {
+            note(&format!("Left out of the curve: {}.", left_out.join("; ")))
+        };
         if all.iter().all(|s| s.points.is_empty()) {
-            return Ok(Some(note(&format!(
-                "These runs have no {PROBE} figures; `osmeter run {PROBE}` measures them."
-            ))));
+            return Ok(Some(
+                note(&format!(
+                    "These runs have no {PROBE} figures; `osmeter run {PROBE}` measures them."
+                )) + &left_out,
+            ));
         }
         let marks = caches(ctx);
         let (svg, y) = plot(&all, &marks)?;
@@ -358,6 +370,7 @@ impl Section for MemoryCurve {
                  A sequential stride is helped by the prefetcher, so its curve stays lower than the \
                  random walk, which shows the full cost of each level.{marks_text}"
             ),
-        ) + &tables))
+        ) + &tables
+            + &left_out))
     }
 }

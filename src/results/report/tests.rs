@@ -142,3 +142,16 @@ fn an_empty_run_without_fingerprint_still_renders() {
     assert!(page.contains("interrupted"));
     assert!(render(&[]).is_err());
 }
+
+/// A memory.latency figure whose parameters cannot place it is left out of the curve, and the
+/// page says which and why rather than drawing it somewhere made up.
+#[test]
+fn a_latency_figure_without_its_parameters_is_named_not_placed() {
+    let mut r = run("r1", 1.0, true);
+    let no_pattern: Params = [("size".to_string(), serde_json::json!(4096))].into();
+    r.measurements
+        .push(figure("memory.latency", no_pattern, Unit::Nanoseconds, 1.0));
+    let page = render(&[r]).unwrap();
+    assert!(page.contains("Left out of the curve: R1: memory.latency size=4096: parameter pattern"));
+    assert!(!page.contains(">default<"), "no made-up pattern");
+}
