@@ -7,6 +7,14 @@
 use crate::results::model::CounterValues;
 use std::collections::BTreeMap;
 
+/// Whether an event is one of the machine's CPU times, read from /proc/stat in clock ticks (10 ms
+/// at the usual USER_HZ of 100). A sample shorter than a tick reads none or a whole one, so over
+/// samples and rounds these are averaged, never taken at the median: the median of 0, 0, 0, 10 ms
+/// and 0 is 0, where the mean says a fifth of a tick fell in that state.
+pub fn tick_counted(event: &str) -> bool {
+    event.starts_with("machine-") && event.ends_with("-ns")
+}
+
 /// Cumulative time of all CPUs together, in USER_HZ ticks, by state.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuTimes {

@@ -103,7 +103,8 @@ fn interference(records: &[RoundRecord]) -> Interference {
     total
 }
 
-/// Each counter's median over the rounds that counted it.
+/// Each counter's median over the rounds that counted it (the machine's tick-counted CPU times: the
+/// mean, see [`crate::apps::machine::tick_counted`]).
 fn median_over_rounds(records: &[RoundRecord]) -> CounterScopes {
     fn per_map(
         records: &[RoundRecord],
@@ -117,7 +118,14 @@ fn median_over_rounds(records: &[RoundRecord]) -> CounterScopes {
         }
         by_event
             .into_iter()
-            .map(|(name, vs)| (name.to_string(), rounds::round_value(&vs)))
+            .map(|(name, vs)| {
+                let v = if crate::apps::machine::tick_counted(name) {
+                    crate::stats::summary::mean(&vs)
+                } else {
+                    rounds::round_value(&vs)
+                };
+                (name.to_string(), v)
+            })
             .collect()
     }
     CounterScopes {

@@ -278,8 +278,13 @@ pub(crate) fn median_counters(
         by_event
             .into_iter()
             .map(|(name, mut vs)| {
-                vs.sort_by(f64::total_cmp);
-                (name.to_string(), stats::median(&vs))
+                let v = if crate::apps::machine::tick_counted(name) {
+                    stats::mean(&vs)
+                } else {
+                    vs.sort_by(f64::total_cmp);
+                    stats::median(&vs)
+                };
+                (name.to_string(), v)
             })
             .collect()
     }

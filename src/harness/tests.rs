@@ -560,3 +560,26 @@ fn calibration_counts_as_the_first_warm_up_sample() {
     assert_eq!(runs_with(1), calibration + kept + counting);
     assert_eq!(runs_with(4), calibration + 3 + kept + counting);
 }
+
+/// The machine's CPU times come in whole ticks: of five samples of 100 operations, one saw a 10 ms
+/// tick of kernel time. Per operation that is 20 us on average, where the median of the samples
+/// would say 0; counters of the workload itself keep their median.
+#[test]
+fn tick_counted_machine_times_are_averaged_over_samples() {
+    let sample = |kernel_ns: f64, faults: f64| {
+        let mut c = CounterScopes::default();
+        c.software.insert("machine-kernel-ns".into(), kernel_ns);
+        c.software.insert("page-faults".into(), faults);
+        c
+    };
+    let samples = [
+        sample(0.0, 1.0),
+        sample(0.0, 1.0),
+        sample(10e6, 900.0),
+        sample(0.0, 1.0),
+        sample(0.0, 1.0),
+    ];
+    let per_op = median_counters(&samples, 100.0, &CounterScopes::default());
+    assert_eq!(per_op.software["machine-kernel-ns"], 20_000.0);
+    assert_eq!(per_op.software["page-faults"], 0.01);
+}
