@@ -60,6 +60,26 @@ fn runs_are_kept_listed_shown_and_removed() {
         .stderr(predicate::str::contains("no run"));
 }
 
+/// A store nothing was kept in yet says so, instead of pointing at `osmeter runs`, and reading it
+/// does not create it.
+#[test]
+fn a_run_asked_of_an_empty_store_says_the_store_is_empty_and_creates_nothing() {
+    let env = TestEnv::new();
+    let out = env.dir.path().join("r.html");
+    let report = format!("report --output {}", out.display());
+    for command in ["show", "export --format csv", report.as_str()] {
+        let mut args: Vec<&str> = command.split(' ').collect();
+        args.push("6b09");
+        env.osmeter()
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("holds no run yet"));
+        assert!(!env.store().exists(), "{command} created the store");
+        assert!(!out.exists(), "{command} wrote a report of nothing");
+    }
+}
+
 #[test]
 fn unknown_run_suggests_the_closest() {
     let env = TestEnv::new();

@@ -296,7 +296,11 @@ pub fn resolve_id(store: &mut dyn Store, wanted: &str) -> Result<String> {
                 .take(3)
                 .map(String::as_str)
                 .collect();
-            let hint = if near.is_empty() {
+            let hint = if ids.is_empty() {
+                "the store holds no run yet (give --store for another one, or keep one with \
+                 `osmeter run`)"
+                    .to_string()
+            } else if near.is_empty() {
                 "`osmeter runs` lists what is stored".to_string()
             } else {
                 format!("did you mean {}?", near.join(", "))
