@@ -90,3 +90,66 @@ fn the_catalogue_round_trips() {
     let back: Vec<Listing> = serde_json::from_str(&text).unwrap();
     assert_eq!(back, listed);
 }
+
+/// Tables 4-4 and 4-5 take the kernel's block copies and clears from memsim's attribution: their
+/// MCPI, its share of the machine's, and (4-5) their data reads in thousands; the columns memsim
+/// does not keep per routine stay empty.
+#[test]
+fn block_operations_fill_tables_4_4_and_4_5_from_the_attribution() {
+    use crate::memsim::document::{
+        AttributionDoc, CategoryRow, CategoryTable, IdleDropped, Mcpi, StallCycles,
+    };
+    let mut run = memsim_run();
+    let doc = run.sections.memsim.as_mut().unwrap();
+    let machine = doc.machines[0].name.clone();
+    let total_mcpi = doc.machines[0].mcpi.total.total;
+    assert!(total_mcpi > 0.0);
+    let block_mcpi = total_mcpi / 4.0;
+    doc.attribution = Some(AttributionDoc {
+        symbols: "made up".into(),
+        idle_excluded: false,
+        idle_dropped: IdleDropped {
+            instructions: 0,
+            reads: 0,
+            writes: 0,
+        },
+        machines: vec![CategoryTable {
+            name: machine,
+            non_idle_instructions: 1_000_000,
+            categories: vec![CategoryRow {
+                name: "block-copy".into(),
+                instructions: 50_000,
+                reads: 57_000,
+                writes: 40_000,
+                instruction_share: 0.05,
+                stall_cycles: StallCycles::of(&[0, 1000, 0, 0, 0]),
+                mcpi: Mcpi {
+                    total: block_mcpi,
+                    ..Default::default()
+                },
+                own_mcpi: 0.02,
+            }],
+        }],
+    });
+    let id = PaperId::ChenBershad93;
+    let paper = Paper::load(id).unwrap();
+    let view = build(&paper, spec(id), &[run], &Here::default()).unwrap();
+    let cell = |table: &str, column: &str| {
+        view.cells
+            .iter()
+            .find(|c| c.table == table && c.column == column && c.now_value.is_some())
+            .unwrap_or_else(|| panic!("no figure of today in {table} {column}"))
+            .now_value
+            .unwrap()
+    };
+    for table in ["4-4", "4-5"] {
+        assert!((cell(table, "u_mcpi") - block_mcpi).abs() < 1e-12);
+        assert!((cell(table, "u_share") - 25.0).abs() < 1e-9);
+    }
+    assert_eq!(cell("4-5", "u_cacheable"), 57.0);
+    assert!(view
+        .cells
+        .iter()
+        .filter(|c| c.table == "4-5" && c.column == "u_memory")
+        .all(|c| c.now_value.is_none()));
+}
