@@ -716,6 +716,21 @@ fn block_mcpi(d: &MemsimDoc, m: &MachineDoc) -> Option<f64> {
     block(d, m).map(|c| c.mcpi.total)
 }
 
+/// A figure behind the verdict on Chen and Bershad's third assertion (user/system competition),
+/// judged on this machine: memsim runs the trace's user and kernel references each alone beside
+/// the mixed trace, and the stalls the mixed one adds are the competition's.
+fn competition(d: &MemsimDoc, m: &MachineDoc, figure: &str) -> Option<f64> {
+    let judged = d.assertions.as_ref().filter(|a| a.machine == m.name)?;
+    judged
+        .assertions
+        .iter()
+        .find(|a| a.number == 3)?
+        .figures
+        .get(figure)
+        .copied()
+        .flatten()
+}
+
 /// The block operations' share of the machine's MCPI, percent.
 fn block_share(d: &MemsimDoc, m: &MachineDoc) -> Option<f64> {
     let total = m.mcpi.total.total;
@@ -785,6 +800,15 @@ static CHEN_BERSHAD: Spec = Spec {
             tlb(m, |m| Some(m.mcpi.system.tlb))
         }),
         memsim("4-4", Cells::Column("u_mcpi"), TRACE, block_mcpi),
+        memsim("4-2", Cells::Column("u_inst"), TRACE, |d, m| {
+            competition(d, m, "competition_mcpi_icache")
+        }),
+        memsim("4-2", Cells::Column("u_data"), TRACE, |d, m| {
+            competition(d, m, "competition_mcpi_dcache")
+        }),
+        memsim("4-2", Cells::Column("u_total"), TRACE, |d, m| {
+            competition(d, m, "competition_mcpi_cache")
+        }),
         memsim("4-4", Cells::Column("u_share"), TRACE, block_share),
         memsim("4-5", Cells::Column("u_mcpi"), TRACE, block_mcpi),
         memsim("4-5", Cells::Column("u_share"), TRACE, block_share),
@@ -800,6 +824,7 @@ static CHEN_BERSHAD: Spec = Spec {
         ("2-4", "today: stall cycles per instruction of each mode's own instructions"),
         ("4-1", "today: the same stalls over all non-idle instructions, so user and system add up"),
         ("4-3", "today: the trace's TLB references and misses per mode on the ds5000-200 preset; memsim does not split the kernel's misses by the address they miss on, so every system-mode miss stands under KTLB (Ultrix); the MCPI are over all non-idle instructions"),
+        ("4-2", "today: the stalls of the mixed trace less those of its user and kernel references each simulated alone (memsim --assertions, assertion 3), over all instructions"),
         ("4-4", "today: the kernel's block copy and clear routines (needs kernel symbols)"),
         ("4-5", "today: the same routines' MCPI, share and data reads (every read of theirs: memsim does not keep, per routine, which reads were uncacheable or went to memory, so those columns stay the paper's)"),
     ],

@@ -153,3 +153,53 @@ fn block_operations_fill_tables_4_4_and_4_5_from_the_attribution() {
         .filter(|c| c.table == "4-5" && c.column == "u_memory")
         .all(|c| c.now_value.is_none()));
 }
+
+/// Table 4-2 is assertion 3's competition figures: the instruction and data stalls the mixed trace
+/// adds over its user and kernel references simulated apart, for the machine that was judged.
+#[test]
+fn competition_fills_table_4_2_from_the_third_assertion() {
+    use crate::memsim::document::{AssertionDoc, AssertionVerdict};
+    let mut run = memsim_run();
+    let doc = run.sections.memsim.as_mut().unwrap();
+    doc.assertions
+        .as_mut()
+        .unwrap()
+        .assertions
+        .push(AssertionDoc {
+            number: 3,
+            assertion: "made up".into(),
+            implication: "none".into(),
+            verdict: AssertionVerdict::DoesNotHold,
+            detail: "made up".into(),
+            figures: [
+                ("competition_mcpi_icache".to_string(), Some(0.01)),
+                ("competition_mcpi_dcache".to_string(), Some(0.003)),
+                ("competition_mcpi_cache".to_string(), Some(0.013)),
+            ]
+            .into(),
+        });
+    let id = PaperId::ChenBershad93;
+    let paper = Paper::load(id).unwrap();
+    let view = build(&paper, spec(id), &[run.clone()], &Here::default()).unwrap();
+    let today = |view: &PaperDoc, column: &str| {
+        view.cells
+            .iter()
+            .find(|c| c.table == "4-2" && c.column == column)
+            .and_then(|c| c.now_value)
+    };
+    assert_eq!(today(&view, "u_inst"), Some(0.01));
+    assert_eq!(today(&view, "u_data"), Some(0.003));
+    assert_eq!(today(&view, "u_total"), Some(0.013));
+    assert_eq!(today(&view, "m_total"), None);
+    // Judged on another machine: not this one's figures.
+    run.sections
+        .memsim
+        .as_mut()
+        .unwrap()
+        .assertions
+        .as_mut()
+        .unwrap()
+        .machine = "other".into();
+    let view = build(&paper, spec(id), &[run], &Here::default()).unwrap();
+    assert_eq!(today(&view, "u_inst"), None);
+}
