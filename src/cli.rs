@@ -82,6 +82,15 @@ pub struct PaperArgs {
     /// paper's own point is not needed)
     #[arg(long, conflicts_with = "runs")]
     pub quick: bool,
+    /// Only for papers whose today's side is a latency run (cota-robles99): how long to measure,
+    /// e.g. 30s, 10min (at most 24h; the worst-case fit needs at least 10s) [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = crate::latency::values::duration, conflicts_with = "runs")]
+    pub duration: Option<u64>,
+    /// Only for papers whose today's side is a latency run (cota-robles99): the background load,
+    /// as `osmeter latency --load` takes it, or none [default: desktop, the interactive mix
+    /// nearest the paper's office, workstation and game workloads]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::papers::latency_side::load_choice, conflicts_with = "runs")]
+    pub load: Vec<crate::papers::latency_side::LoadChoice>,
     #[command(flatten)]
     pub measure: MeasureArgs,
     #[command(flatten)]

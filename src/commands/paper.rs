@@ -2,9 +2,10 @@
 //! measured now or taken from stored runs.
 
 use crate::cli::{JsonArg, PaperArgs};
+use crate::latency::session::Verdict;
 use crate::papers::data::Paper;
 use crate::papers::view::{self, Here};
-use crate::papers::{plan, render, spec};
+use crate::papers::{latency_side, plan, render, spec, PaperId};
 use crate::results::model::Run;
 use crate::results::store::{resolve_id, Location};
 use anyhow::Result;
@@ -25,13 +26,19 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
             ));
         }
     }
+    latency_side::check_flags(id, args)?;
     let mut failed = None;
+    let mut code = crate::error::EXIT_OK;
     let (runs, interrupted) = if !args.runs.is_empty() {
         let runs = load(args)?;
         for m in plan::check_runs(id, args.table.as_deref(), &runs)? {
             eprintln!("osmeter: warning: {m} is not in the given runs; its cells stay empty");
         }
         (runs, false)
+    } else if latency_side::wanted(id, args.table.as_deref()) {
+        let (run, verdict) = measure_latency(id, args)?;
+        code = super::latency::exit_code(verdict);
+        (vec![run], verdict == Verdict::Interrupted)
     } else if spec::spec(id).probes_of(args.table.as_deref()).is_empty() {
         (Vec::new(), false)
     } else {
@@ -59,7 +66,29 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
         );
         return Ok(crate::error::EXIT_RUNTIME);
     }
-    Ok(crate::error::EXIT_OK)
+    Ok(code)
+}
+
+/// Measures the paper's latency run and keeps it as `osmeter latency` keeps its own, saying on
+/// stderr which classes could not run here and why.
+fn measure_latency(id: PaperId, args: &PaperArgs) -> Result<(Run, Verdict)> {
+    let settings = latency_side::settings(id, args)?;
+    let keeper = super::keeper(&args.keep)?;
+    if let Some(w) = latency_side::short_warning(settings.duration_ns) {
+        eprintln!("{w}");
+    }
+    let (run, verdict) = super::latency::measure_run(&settings, &keeper, id.key())?;
+    if let Some(doc) = &run.sections.latency {
+        for s in &doc.skipped {
+            eprintln!(
+                "osmeter: warning: the {} class was not measured: {}",
+                s.class.as_str(),
+                s.reason
+            );
+        }
+    }
+    keeper.save(&run)?;
+    Ok((run, verdict))
 }
 
 fn load(args: &PaperArgs) -> Result<Vec<Run>> {
