@@ -27,6 +27,12 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
         }
     }
     latency_side::check_flags(id, args)?;
+    if args.workload.is_some() && !traced(id, args) {
+        return Err(crate::usage!(
+            "--workload applies only to chen-bershad93 (the tables memsim fills), whose today's \
+             side is a full-system trace of that workload"
+        ));
+    }
     let mut failed = None;
     let mut code = crate::error::EXIT_OK;
     let (runs, interrupted) = if !args.runs.is_empty() {
@@ -39,6 +45,11 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
         let (run, verdict) = measure_latency(id, args)?;
         code = super::latency::exit_code(verdict);
         (vec![run], verdict == Verdict::Interrupted)
+    } else if traced(id, args) {
+        match super::paper_memsim::measure(args, id.key())? {
+            super::paper_memsim::Outcome::Kept(run) => (vec![*run], false),
+            super::paper_memsim::Outcome::CaptureFailed(code) => return Ok(code),
+        }
     } else if spec::spec(id).probes_of(args.table.as_deref()).is_empty() {
         (Vec::new(), false)
     } else {
@@ -67,6 +78,16 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
         return Ok(crate::error::EXIT_RUNTIME);
     }
     Ok(code)
+}
+
+/// Whether `osmeter paper` traces the whole system for this paper and table: Chen and Bershad's
+/// tables that memsim fills (not the paper-only ones such as its workloads' list).
+fn traced(id: PaperId, args: &PaperArgs) -> bool {
+    let s = spec::spec(id);
+    s.today() == spec::Today::Memsim
+        && s.comparisons
+            .iter()
+            .any(|c| args.table.as_deref().is_none_or(|t| t == c.table))
 }
 
 /// Measures the paper's latency run and keeps it as `osmeter latency` keeps its own, saying on

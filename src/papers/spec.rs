@@ -818,9 +818,11 @@ static CHEN_BERSHAD: Spec = Spec {
         ("4-4", "today: the kernel's block copy and clear routines (needs kernel symbols)"),
     ],
     elsewhere: Some(
-        "today's side is a stored memsim run of a full-system trace: `osmeter trace --system \
-         --workload NAME -o T.osmt`, then `osmeter memsim T.osmt --preset ds5000-200 --assertions`, \
-         then `osmeter paper chen-bershad93 --run ID`",
+        "today's side is a memsim run of a full-system trace: `osmeter paper chen-bershad93` makes \
+         one (the grep workload traced under QEMU, simulated on ds5000-200 with the assertions; \
+         --workload and --install change it), or `--run ID` reuses a stored one, made by `osmeter \
+         trace --system --workload NAME --install -o T.osmt`, then `osmeter memsim T.osmt --preset \
+         ds5000-200 --assertions`",
     ),
     cpu_relative: false,
 };
