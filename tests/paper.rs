@@ -237,12 +237,12 @@ fn a_run_without_the_papers_figures_is_refused_clearly() {
 fn papers_without_probes_print_their_tables() {
     let env = TestEnv::new();
     env.osmeter()
-        .args(["paper", "chen-bershad93", "--table", "4-1"])
+        .args(["paper", "chen-bershad93", "--table", "4-2"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("Table 4-1."))
-        .stdout(predicate::str::contains("tomcatv"))
-        .stdout(predicate::str::contains("0.634"))
+        .stdout(predicate::str::contains("Table 4-2."))
+        .stdout(predicate::str::contains("egrep"))
+        .stdout(predicate::str::contains("0.013"))
         .stdout(predicate::str::contains("osmeter memsim"));
     // Table 1 (the applications' buffering) sets nothing of today's beside it: nothing is
     // measured for it.
@@ -922,4 +922,57 @@ fn cota_robles_without_real_time_classes_says_why() {
             "{c}"
         );
     }
+}
+
+/// Without --run Chen and Bershad's tables get a full-system trace of a guest workload (QEMU TCG,
+/// about ten seconds) simulated on the DECstation 5000/200 preset with the assertions judged,
+/// kept as a memsim run under the paper's name; the guest's output stays off stdout.
+#[test]
+fn chen_bershad_traces_and_simulates_its_own_run() {
+    if which("qemu-system-x86_64").is_none() || which("busybox").is_none() {
+        eprintln!("skipped: needs qemu-system-x86_64 and busybox (`--install` brings them)");
+        return;
+    }
+    let env = TestEnv::new();
+    let out = env
+        .osmeter()
+        .args(["paper", "chen-bershad93", "--table", "4-1", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("(memsim) saved to"), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is only the JSON");
+    let id = doc["runs"][0].as_str().unwrap().to_string();
+    assert!(
+        doc["today_source"]
+            .as_str()
+            .unwrap()
+            .contains("workload grep"),
+        "{}",
+        doc["today_source"]
+    );
+    let cells: Vec<&Value> = cells(&doc, "4-1").collect();
+    assert!(!cells.is_empty());
+    for c in cells.iter().filter(|c| c["now_label"].is_string()) {
+        assert!(c["now_value"].is_number(), "{c}");
+    }
+    assert_eq!(doc["assertions"].as_array().unwrap().len(), 7, "{doc}");
+    let runs = env.json(&["runs", "--json"]);
+    assert_eq!(runs[0]["id"], id.as_str());
+    assert_eq!(runs[0]["kind"], "memsim");
+    assert_eq!(
+        env.json(&["show", &id, "--json"])["suite"],
+        "chen-bershad93"
+    );
+    // A workload the guest does not have is refused before anything boots.
+    env.osmeter()
+        .args(["paper", "chen-bershad93", "--workload", "nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("grep"));
+    env.osmeter()
+        .args(["paper", "cota-robles99", "--workload", "grep"])
+        .assert()
+        .code(2);
 }
