@@ -976,3 +976,34 @@ fn chen_bershad_traces_and_simulates_its_own_run() {
         .assert()
         .code(2);
 }
+
+/// Ctrl-C during the paper's latency run stops it, shows the tables from what was measured, keeps
+/// the run marked interrupted and exits 130, as `osmeter latency` does.
+#[test]
+fn ctrl_c_stops_the_latency_run_and_keeps_it() {
+    let env = TestEnv::new();
+    let (out, took) = common::interrupt_after(
+        env.osmeter_std().args([
+            "paper",
+            "cota-robles99",
+            "--duration",
+            "60s",
+            "--load",
+            "none",
+        ]),
+        std::time::Duration::from_millis(2000),
+        || {},
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Table 3.") && text.contains("no figure today"),
+        "{text}"
+    );
+    let runs = env.json(&["runs", "--json"]);
+    let run = env.json(&["show", runs[0]["id"].as_str().unwrap(), "--json"]);
+    assert_eq!(run["interrupted"], true);
+    assert_eq!(runs[0]["kind"], "latency");
+}

@@ -111,7 +111,7 @@ pub fn short_warning(duration_ns: u64) -> Option<String> {
             "osmeter: warning: --duration {} holds {windows} whole one-second windows; the worst \
              cases and times between underruns come from a fit of at least {MIN_WINDOWS_FOR_FIT}, \
              so their cells stay empty (give {MIN_WINDOWS_FOR_FIT}s or more)",
-            crate::units::format(duration_ns as f64, crate::units::Unit::Nanoseconds)
+            crate::units::compact(duration_ns as f64 / 1e9) + "s"
         )
     })
 }
