@@ -870,12 +870,21 @@ fn cota_robles_measures_and_keeps_its_latency_run() {
     // The stored run is set beside the paper again with --run.
     let again = env.json(&["paper", "cota-robles99", "--run", &id, "--json"]);
     assert_eq!(again["runs"][0], id.as_str());
-    // The latency flags belong to latency papers only.
+    // The latency flags belong to latency papers only, and the probes' sampling flags to
+    // papers measured by probes.
     env.osmeter()
         .args(["paper", "ousterhout89", "--duration", "3s"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("apply only to papers"));
+    env.osmeter()
+        .args(["paper", "cota-robles99", "--quick", "--repeat", "3"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--quick, --repeat set how probes are sampled",
+        ))
+        .stderr(predicate::str::contains("--duration, --load"));
 }
 
 /// Without SCHED_FIFO (nobody, no CAP_SYS_NICE) the run measures the normal class instead, as

@@ -27,6 +27,30 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
         }
     }
     latency_side::check_flags(id, args)?;
+    let measures_probes = args.runs.is_empty()
+        && !latency_side::wanted(id, args.table.as_deref())
+        && !traced(id, args);
+    let given = probe_flags(args);
+    if !measures_probes && args.runs.is_empty() && !given.is_empty() {
+        return Err(crate::usage!(
+            "{} set how probes are sampled, and {}{} measures no probes: {}",
+            given.join(", "),
+            id.name(),
+            args.table
+                .as_deref()
+                .map(|t| format!(" table {t}"))
+                .unwrap_or_default(),
+            match spec::spec(id).today() {
+                spec::Today::Latency => {
+                    "its today's side is a latency run, set by --duration, --load, --cpu and --dir"
+                }
+                spec::Today::Memsim => {
+                    "its today's side is a traced memsim run, set by --workload, --install and --dir"
+                }
+                spec::Today::Probes => "that table has nothing of today's beside it",
+            }
+        ));
+    }
     if args.workload.is_some() && !traced(id, args) {
         return Err(crate::usage!(
             "--workload applies only to chen-bershad93 (the tables memsim fills), whose today's \
@@ -78,6 +102,25 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
         return Ok(crate::error::EXIT_RUNTIME);
     }
     Ok(code)
+}
+
+/// The sampling flags of `run` given on the command line, which only papers measured by probes
+/// use.
+fn probe_flags(args: &PaperArgs) -> Vec<&'static str> {
+    let m = &args.measure;
+    [
+        ("--quick", args.quick),
+        ("--repeat", m.repeat.is_some()),
+        ("--rounds", m.rounds.is_some()),
+        ("--seed", m.seed.is_some()),
+        ("--min-time", m.min_time.is_some()),
+        ("--fifo", m.fifo.is_some()),
+        ("--no-counters", m.no_counters),
+        ("--fs", m.fs.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, given)| given.then_some(name))
+    .collect()
 }
 
 /// Whether `osmeter paper` traces the whole system for this paper and table: Chen and Bershad's
