@@ -82,6 +82,20 @@ pub struct PaperArgs {
     /// paper's own point is not needed)
     #[arg(long, conflicts_with = "runs")]
     pub quick: bool,
+    /// Only for papers whose today's side is a latency run (cota-robles99): how long to measure,
+    /// e.g. 30s, 10min (at most 24h; the worst-case fit needs at least 10s) [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = crate::latency::values::duration, conflicts_with = "runs")]
+    pub duration: Option<u64>,
+    /// Only for papers whose today's side is a latency run (cota-robles99): the background load,
+    /// as `osmeter latency --load` takes it, or none [default: desktop, the interactive mix
+    /// nearest the paper's office, workstation and game workloads]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::papers::latency_side::load_choice, conflicts_with = "runs")]
+    pub load: Vec<crate::papers::latency_side::LoadChoice>,
+    /// Only for chen-bershad93: the guest workload whose full-system trace (QEMU TCG, minutes) is
+    /// simulated on the ds5000-200 preset with the assertions judged (`osmeter trace workloads`
+    /// lists them) [default: grep]
+    #[arg(long, value_name = "NAME", conflicts_with = "runs")]
+    pub workload: Option<String>,
     #[command(flatten)]
     pub measure: MeasureArgs,
     #[command(flatten)]
@@ -618,7 +632,8 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub no_counters: bool,
     /// Install the Debian packages the selected app workloads need (apt-get; root) before
-    /// measuring; without it a workload whose package is missing is skipped, naming it
+    /// measuring; without it a workload whose package is missing is skipped, naming it (`paper
+    /// chen-bershad93`: QEMU and busybox for its full-system trace)
     #[arg(long)]
     pub install: bool,
     /// Put the scratch directory on a fresh ext4 image inside --dir, mounted by the kernel (ext4)

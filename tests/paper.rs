@@ -237,14 +237,15 @@ fn a_run_without_the_papers_figures_is_refused_clearly() {
 fn papers_without_probes_print_their_tables() {
     let env = TestEnv::new();
     env.osmeter()
-        .args(["paper", "chen-bershad93", "--table", "4-1"])
+        .args(["paper", "chen-bershad93", "--table", "2-1"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("Table 4-1."))
-        .stdout(predicate::str::contains("tomcatv"))
-        .stdout(predicate::str::contains("0.634"))
+        .stdout(predicate::str::contains("Table 2-1."))
+        .stdout(predicate::str::contains("instruction cache line"))
         .stdout(predicate::str::contains("osmeter memsim"));
-    let doc = env.json(&["paper", "cota-robles99", "--json"]);
+    // Table 1 (the applications' buffering) sets nothing of today's beside it: nothing is
+    // measured for it.
+    let doc = env.json(&["paper", "cota-robles99", "--table", "1", "--json"]);
     assert!(doc["runs"].as_array().unwrap().is_empty());
     assert!(doc["elsewhere"]
         .as_str()
@@ -796,4 +797,221 @@ fn run_show_and_compare_print_the_cpu_relative_figures() {
         text.contains("no CPU-relative figures: cpu.reference is not in the run"),
         "{text}"
     );
+}
+
+/// The cells of Table 3's worst cases and of the MTTF rows: each has today's value or says why not.
+fn latency_cells(doc: &Value) -> Vec<&Value> {
+    let cells: Vec<&Value> = doc["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["table"] == "3" || c["table"] == "mttf")
+        .collect();
+    // Four streams times four workloads times three horizons, and three MTTF rows.
+    assert_eq!(cells.len(), 51, "{doc}");
+    cells
+}
+
+/// Without --run the paper measures its own latency run: both SCHED_FIFO classes on the timer and
+/// futex paths, kept as a latency run under the paper's name. Three seconds are too few for the
+/// worst-case fit, which every cell says.
+#[test]
+fn cota_robles_measures_and_keeps_its_latency_run() {
+    if !common::is_root() {
+        eprintln!("skipped: SCHED_FIFO threads need root here");
+        return;
+    }
+    let env = TestEnv::new();
+    let out = env
+        .osmeter()
+        .args(["paper", "cota-robles99", "--duration", "3s", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("whole one-second windows"), "{stderr}");
+    assert!(stderr.contains("(latency) saved to"), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = doc["runs"][0].as_str().unwrap().to_string();
+    let source = doc["today_source"].as_str().unwrap();
+    assert!(
+        source.contains("latency, 3 s") && source.contains("cpu, memory, faults"),
+        "{source}"
+    );
+    for c in latency_cells(&doc) {
+        let why = c["missing"].as_str().unwrap_or_else(|| panic!("{c}"));
+        assert!(why.contains("the fit needs at least 10"), "{c}");
+    }
+    let runs = env.json(&["runs", "--json"]);
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["id"], id.as_str());
+    assert_eq!(runs[0]["kind"], "latency");
+    let stored = env.json(&["show", &id, "--json"]);
+    assert_eq!(stored["suite"], "cota-robles99");
+    let streams: Vec<String> = stored["sections"]["latency"]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            format!(
+                "{}/{}",
+                s["class"].as_str().unwrap(),
+                s["path"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        streams,
+        ["high/timer", "high/futex", "medium/timer", "medium/futex"],
+        "{streams:?}"
+    );
+    // The stored run is set beside the paper again with --run.
+    let again = env.json(&["paper", "cota-robles99", "--run", &id, "--json"]);
+    assert_eq!(again["runs"][0], id.as_str());
+    // The latency flags belong to latency papers only, and the probes' sampling flags to
+    // papers measured by probes.
+    env.osmeter()
+        .args(["paper", "ousterhout89", "--duration", "3s"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("apply only to papers"));
+    env.osmeter()
+        .args(["paper", "cota-robles99", "--quick", "--repeat", "3"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--quick, --repeat set how probes are sampled",
+        ))
+        .stderr(predicate::str::contains("--duration, --load"));
+}
+
+/// Without SCHED_FIFO (nobody, no CAP_SYS_NICE) the run measures the normal class instead, as
+/// `osmeter latency` does, and every cell of the real-time classes gives the reason.
+#[test]
+fn cota_robles_without_real_time_classes_says_why() {
+    if !common::is_root() || which("setpriv").is_none() {
+        eprintln!("skipped: needs root and setpriv to run as another user");
+        return;
+    }
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(assert_cmd::cargo::cargo_bin("osmeter"))
+        .args([
+            "paper",
+            "cota-robles99",
+            "--duration",
+            "2s",
+            "--load",
+            "none",
+            "--dir",
+            "/tmp",
+            "--no-store",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("the high class was not measured") && stderr.contains("CAP_SYS_NICE"),
+        "{stderr}"
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for c in latency_cells(&doc) {
+        let why = c["missing"].as_str().unwrap_or_else(|| panic!("{c}"));
+        assert!(
+            why.contains("the class could not run") && why.contains("CAP_SYS_NICE"),
+            "{c}"
+        );
+    }
+}
+
+/// Without --run Chen and Bershad's tables get a full-system trace of a guest workload (QEMU TCG,
+/// about ten seconds) simulated on the DECstation 5000/200 preset with the assertions judged,
+/// kept as a memsim run under the paper's name; the guest's output stays off stdout.
+#[test]
+fn chen_bershad_traces_and_simulates_its_own_run() {
+    if which("qemu-system-x86_64").is_none() || which("busybox").is_none() {
+        eprintln!("skipped: needs qemu-system-x86_64 and busybox (`--install` brings them)");
+        return;
+    }
+    let env = TestEnv::new();
+    let out = env
+        .osmeter()
+        .args(["paper", "chen-bershad93", "--table", "4-1", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("(memsim) saved to"), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is only the JSON");
+    let id = doc["runs"][0].as_str().unwrap().to_string();
+    assert!(
+        doc["today_source"]
+            .as_str()
+            .unwrap()
+            .contains("workload grep"),
+        "{}",
+        doc["today_source"]
+    );
+    let cells: Vec<&Value> = cells(&doc, "4-1").collect();
+    assert!(!cells.is_empty());
+    for c in cells.iter().filter(|c| c["now_label"].is_string()) {
+        assert!(c["now_value"].is_number(), "{c}");
+    }
+    assert_eq!(doc["assertions"].as_array().unwrap().len(), 7, "{doc}");
+    let runs = env.json(&["runs", "--json"]);
+    assert_eq!(runs[0]["id"], id.as_str());
+    assert_eq!(runs[0]["kind"], "memsim");
+    assert_eq!(
+        env.json(&["show", &id, "--json"])["suite"],
+        "chen-bershad93"
+    );
+    // A workload the guest does not have is refused before anything boots.
+    env.osmeter()
+        .args(["paper", "chen-bershad93", "--workload", "nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("grep"));
+    env.osmeter()
+        .args(["paper", "cota-robles99", "--workload", "grep"])
+        .assert()
+        .code(2);
+}
+
+/// Ctrl-C during the paper's latency run stops it, shows the tables from what was measured, keeps
+/// the run marked interrupted and exits 130, as `osmeter latency` does.
+#[test]
+fn ctrl_c_stops_the_latency_run_and_keeps_it() {
+    let env = TestEnv::new();
+    let (out, took) = common::interrupt_after(
+        env.osmeter_std().args([
+            "paper",
+            "cota-robles99",
+            "--duration",
+            "60s",
+            "--load",
+            "none",
+        ]),
+        std::time::Duration::from_millis(2000),
+        || {},
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Table 3.") && text.contains("no figure today"),
+        "{text}"
+    );
+    let runs = env.json(&["runs", "--json"]);
+    let run = env.json(&["show", runs[0]["id"].as_str().unwrap(), "--json"]);
+    assert_eq!(run["interrupted"], true);
+    assert_eq!(runs[0]["kind"], "latency");
 }

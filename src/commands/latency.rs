@@ -7,6 +7,7 @@ use crate::latency::buffer::BufferConfig;
 use crate::latency::report;
 use crate::latency::session::{self, CauseSettings, Settings, Verdict};
 use crate::latency::threads::{Class, ClassName};
+use crate::results::keep::Keeper;
 use crate::results::model::{Run, RunOptions, Sections};
 use anyhow::Result;
 
@@ -47,12 +48,31 @@ fn settings(args: &LatencyArgs) -> Result<Settings> {
 pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let settings = settings(args)?;
     let keeper = super::keeper(&args.keep)?;
+    let (run, verdict) = measure_run(&settings, &keeper, "latency")?;
+    let doc = run
+        .sections
+        .latency
+        .as_ref()
+        .expect("a latency run holds its document");
+    if args.output.json {
+        super::emit_json(&run)?;
+    } else {
+        super::emit(&report::render(doc))?;
+    }
+    keeper.save(&run)?;
+    Ok(exit_code(verdict))
+}
+
+/// Measures with checked settings (progress on stderr, Ctrl-C watched) and makes the run the
+/// keeper will keep, under `suite`: the one way a latency measurement becomes a run, for `latency`
+/// and for `paper` (whose latency runs carry the paper's name as their suite).
+pub fn measure_run(settings: &Settings, keeper: &Keeper, suite: &str) -> Result<(Run, Verdict)> {
     crate::latency::tracefs::sweep_stale_instances();
     interrupt::install();
-    let outcome = session::measure(&settings)?;
+    let outcome = session::measure(settings)?;
     let verdict = outcome.verdict();
     let run = Run {
-        suite: Some("latency".to_string()),
+        suite: Some(suite.to_string()),
         options: RunOptions {
             cpu: settings.cpus.first().copied(),
             fifo_priority: outcome.fifo_priority,
@@ -60,20 +80,20 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         },
         ..keeper.run_of(
             Sections {
-                latency: Some(outcome.doc.clone()),
+                latency: Some(outcome.doc),
                 ..Default::default()
             },
             outcome.started_at,
             verdict == Verdict::Interrupted,
         )
     };
-    if args.output.json {
-        super::emit_json(&run)?;
-    } else {
-        super::emit(&report::render(&outcome.doc))?;
-    }
-    keeper.save(&run)?;
-    Ok(match verdict {
+    Ok((run, verdict))
+}
+
+/// The exit code of a latency measurement's verdict (saying on stderr when --fail-over was
+/// crossed).
+pub fn exit_code(verdict: Verdict) -> i32 {
+    match verdict {
         Verdict::Interrupted => crate::error::EXIT_INTERRUPTED,
         Verdict::Over { worst_ns, limit_ns } => {
             eprintln!(
@@ -85,5 +105,5 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         }
         Verdict::StreamFailed => crate::error::EXIT_RUNTIME,
         Verdict::Ok => crate::error::EXIT_OK,
-    })
+    }
 }

@@ -10,6 +10,7 @@ pub mod list;
 pub mod man;
 pub mod memsim;
 pub mod paper;
+pub mod paper_memsim;
 pub mod push;
 pub mod report;
 pub mod run;

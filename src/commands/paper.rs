@@ -2,9 +2,10 @@
 //! measured now or taken from stored runs.
 
 use crate::cli::{JsonArg, PaperArgs};
+use crate::latency::session::Verdict;
 use crate::papers::data::Paper;
 use crate::papers::view::{self, Here};
-use crate::papers::{plan, render, spec};
+use crate::papers::{latency_side, plan, render, spec, PaperId};
 use crate::results::model::Run;
 use crate::results::store::{resolve_id, Location};
 use anyhow::Result;
@@ -25,13 +26,54 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
             ));
         }
     }
+    latency_side::check_flags(id, args)?;
+    let measures_probes = args.runs.is_empty()
+        && !latency_side::wanted(id, args.table.as_deref())
+        && !traced(id, args);
+    let given = probe_flags(args);
+    if !measures_probes && args.runs.is_empty() && !given.is_empty() {
+        return Err(crate::usage!(
+            "{} set how probes are sampled, and {}{} measures no probes: {}",
+            given.join(", "),
+            id.name(),
+            args.table
+                .as_deref()
+                .map(|t| format!(" table {t}"))
+                .unwrap_or_default(),
+            match spec::spec(id).today() {
+                spec::Today::Latency => {
+                    "its today's side is a latency run, set by --duration, --load, --cpu and --dir"
+                }
+                spec::Today::Memsim => {
+                    "its today's side is a traced memsim run, set by --workload, --install and --dir"
+                }
+                spec::Today::Probes => "that table has nothing of today's beside it",
+            }
+        ));
+    }
+    if args.workload.is_some() && !traced(id, args) {
+        return Err(crate::usage!(
+            "--workload applies only to chen-bershad93 (the tables memsim fills), whose today's \
+             side is a full-system trace of that workload"
+        ));
+    }
     let mut failed = None;
+    let mut code = crate::error::EXIT_OK;
     let (runs, interrupted) = if !args.runs.is_empty() {
         let runs = load(args)?;
         for m in plan::check_runs(id, args.table.as_deref(), &runs)? {
             eprintln!("osmeter: warning: {m} is not in the given runs; its cells stay empty");
         }
         (runs, false)
+    } else if latency_side::wanted(id, args.table.as_deref()) {
+        let (run, verdict) = measure_latency(id, args)?;
+        code = super::latency::exit_code(verdict);
+        (vec![run], verdict == Verdict::Interrupted)
+    } else if traced(id, args) {
+        match super::paper_memsim::measure(args, id.key())? {
+            super::paper_memsim::Outcome::Kept(run) => (vec![*run], false),
+            super::paper_memsim::Outcome::CaptureFailed(code) => return Ok(code),
+        }
     } else if spec::spec(id).probes_of(args.table.as_deref()).is_empty() {
         (Vec::new(), false)
     } else {
@@ -59,7 +101,58 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
         );
         return Ok(crate::error::EXIT_RUNTIME);
     }
-    Ok(crate::error::EXIT_OK)
+    Ok(code)
+}
+
+/// The sampling flags of `run` given on the command line, which only papers measured by probes
+/// use.
+fn probe_flags(args: &PaperArgs) -> Vec<&'static str> {
+    let m = &args.measure;
+    [
+        ("--quick", args.quick),
+        ("--repeat", m.repeat.is_some()),
+        ("--rounds", m.rounds.is_some()),
+        ("--seed", m.seed.is_some()),
+        ("--min-time", m.min_time.is_some()),
+        ("--fifo", m.fifo.is_some()),
+        ("--no-counters", m.no_counters),
+        ("--fs", m.fs.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, given)| given.then_some(name))
+    .collect()
+}
+
+/// Whether `osmeter paper` traces the whole system for this paper and table: Chen and Bershad's
+/// tables that memsim fills (not the paper-only ones such as its workloads' list).
+fn traced(id: PaperId, args: &PaperArgs) -> bool {
+    let s = spec::spec(id);
+    s.today() == spec::Today::Memsim
+        && s.comparisons
+            .iter()
+            .any(|c| args.table.as_deref().is_none_or(|t| t == c.table))
+}
+
+/// Measures the paper's latency run and keeps it as `osmeter latency` keeps its own, saying on
+/// stderr which classes could not run here and why.
+fn measure_latency(id: PaperId, args: &PaperArgs) -> Result<(Run, Verdict)> {
+    let settings = latency_side::settings(id, args)?;
+    let keeper = super::keeper(&args.keep)?;
+    if let Some(w) = latency_side::short_warning(settings.duration_ns) {
+        eprintln!("{w}");
+    }
+    let (run, verdict) = super::latency::measure_run(&settings, &keeper, id.key())?;
+    if let Some(doc) = &run.sections.latency {
+        for s in &doc.skipped {
+            eprintln!(
+                "osmeter: warning: the {} class was not measured: {}",
+                s.class.as_str(),
+                s.reason
+            );
+        }
+    }
+    keeper.save(&run)?;
+    Ok((run, verdict))
 }
 
 fn load(args: &PaperArgs) -> Result<Vec<Run>> {

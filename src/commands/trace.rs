@@ -94,6 +94,7 @@ fn system_capture(args: &TraceArgs, out: &Path) -> Result<i32> {
         memory_mib: args.memory,
         timeout: std::time::Duration::from_nanos(args.timeout),
         install: args.install,
+        guest_output_on_stderr: false,
     })
 }
 

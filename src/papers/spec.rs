@@ -98,7 +98,8 @@ pub enum Today {
     Probes,
     /// An `osmeter memsim` run, passed with `--run`.
     Memsim,
-    /// An `osmeter latency` run, passed with `--run`.
+    /// A latency run: measured by `osmeter paper NAME` itself, or an `osmeter latency` run passed
+    /// with `--run`.
     Latency,
 }
 
@@ -270,6 +271,31 @@ impl Spec {
 
     pub fn probes(&self) -> Vec<&'static str> {
         self.probes_of(None)
+    }
+
+    /// The classes and wake paths of a latency run that the comparisons (of one table, or all)
+    /// read, each once in the order the comparisons name them; empty when none reads a latency
+    /// run.
+    pub fn latency_streams_of(&self, table: Option<&str>) -> (Vec<ClassName>, Vec<Path>) {
+        let (mut classes, mut paths) = (Vec::new(), Vec::new());
+        for c in self
+            .comparisons
+            .iter()
+            .filter(|c| table.is_none_or(|t| t == c.table))
+        {
+            let (class, path) = match c.now {
+                Now::Latency(f) => (f.class, f.path),
+                Now::Underruns(f) => (f.class, f.path),
+                _ => continue,
+            };
+            if !classes.contains(&class) {
+                classes.push(class);
+            }
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+        (classes, paths)
     }
 
     /// Where today's side comes from.
@@ -829,9 +855,11 @@ static CHEN_BERSHAD: Spec = Spec {
         ("4-5", "today: the same routines' MCPI, share and data reads (every read of theirs: memsim does not keep, per routine, which reads were uncacheable or went to memory, so those columns stay the paper's)"),
     ],
     elsewhere: Some(
-        "today's side is a stored memsim run of a full-system trace: `osmeter trace --system \
-         --workload NAME -o T.osmt`, then `osmeter memsim T.osmt --preset ds5000-200 --assertions`, \
-         then `osmeter paper chen-bershad93 --run ID`",
+        "today's side is a memsim run of a full-system trace: `osmeter paper chen-bershad93` makes \
+         one (the grep workload traced under QEMU, simulated on ds5000-200 with the assertions; \
+         --workload and --install change it), or `--run ID` reuses a stored one, made by `osmeter \
+         trace --system --workload NAME --install -o T.osmt`, then `osmeter memsim T.osmt --preset \
+         ds5000-200 --assertions`",
     ),
     cpu_relative: false,
 };
@@ -915,22 +943,23 @@ static COTA_ROBLES: Spec = Spec {
         (
             "3",
             "today: the median worst case expected over an hour, a day and a week of continuous \
-             running, from a Gumbel fit of the per-second maxima of a stored latency run, under the \
-             load that run had; timer path for interrupt-to-thread, futex wake for DPC-to-thread",
+             running, from a Gumbel fit of the per-second maxima of the latency run, under the load \
+             that run had; timer path for interrupt-to-thread, futex wake for DPC-to-thread",
         ),
         (
             "mttf",
             "today: the buffer model (an underrun whenever a wake is later than the buffering \
              absorbs) over the Gumbel fit of the per-second maxima of the high-priority class's \
-             timer path in a stored latency run, under that run's load: the mean time between \
+             timer path in the latency run, under that run's load: the mean time between \
              underruns is a window's width over the chance its maximum exceeds the buffering; a \
              Linux real-time thread stands for both of the paper's datapumps; measured underruns \
              of a computing thread are `osmeter latency --compute`",
         ),
     ],
     elsewhere: Some(
-        "today's side is a stored latency run: `osmeter latency --load ... --duration 10min`, then \
-         `osmeter paper cota-robles99 --run ID`",
+        "today's side is a latency run of the high and medium SCHED_FIFO classes on the timer \
+         and futex paths: `osmeter paper cota-robles99` measures one (60 s under the desktop load; \
+         --duration and --load change them), or `--run ID` reuses a stored `osmeter latency` run",
     ),
     cpu_relative: false,
 };

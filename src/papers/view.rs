@@ -177,7 +177,13 @@ fn latency_fit(
         .streams
         .iter()
         .find(|s| s.class == class && s.path == path && s.error.is_none())
-        .ok_or_else(|| format!("the latency run measured no {name}"))?;
+        .ok_or_else(|| match doc.skipped.iter().find(|k| k.class == class) {
+            Some(k) => format!(
+                "the latency run measured no {name}: the class could not run ({})",
+                k.reason
+            ),
+            None => format!("the latency run measured no {name}"),
+        })?;
     let fit = match &stream.estimate {
         Estimate::Fitted { fit, .. } => fit,
         Estimate::Unavailable { unavailable } => {

@@ -203,3 +203,43 @@ fn competition_fills_table_4_2_from_the_third_assertion() {
     let view = build(&paper, spec(id), &[run], &Here::default()).unwrap();
     assert_eq!(today(&view, "u_inst"), None);
 }
+
+/// A class the latency run could not measure here (no SCHED_FIFO without privileges) leaves its
+/// cells empty with the reason the run recorded, not only that it is absent.
+#[test]
+fn a_skipped_class_gives_its_reason_in_each_cell() {
+    use crate::latency::document::SkippedClass;
+    use crate::latency::threads::ClassName;
+    let mut run = latency_run(5e6);
+    let doc = run.sections.latency.as_mut().unwrap();
+    doc.streams.retain(|s| s.class != ClassName::Medium);
+    doc.skipped.push(SkippedClass {
+        class: ClassName::Medium,
+        reason: "SCHED_FIFO needs root here".into(),
+    });
+    let paper = Paper::load(PaperId::CotaRobles99).unwrap();
+    let view = build(
+        &paper,
+        spec(PaperId::CotaRobles99),
+        &[run],
+        &Here::default(),
+    )
+    .unwrap();
+    let medium: Vec<_> = view
+        .cells
+        .iter()
+        .filter(|c| c.row.contains("medium-priority"))
+        .collect();
+    assert!(!medium.is_empty());
+    for c in medium {
+        let why = c.missing.as_deref().unwrap();
+        assert!(
+            why.contains("measured no medium class") && why.contains("needs root here"),
+            "{why}"
+        );
+    }
+    assert!(view
+        .cells
+        .iter()
+        .any(|c| c.row.contains("high-priority") && c.now_value.is_some()));
+}

@@ -28,6 +28,9 @@ pub struct SystemCapture {
     pub timeout: Duration,
     /// Install missing Debian packages (root only).
     pub install: bool,
+    /// Print what the guest's command wrote on stderr rather than stdout (for a caller whose
+    /// stdout holds its own output, such as `osmeter paper --json`).
+    pub guest_output_on_stderr: bool,
 }
 
 pub enum Target {
@@ -480,8 +483,10 @@ fn finish(
 
 fn print_summary(opts: &SystemCapture, c: &Captured) {
     let output = guest_output(&c.console);
-    if !output.is_empty() {
-        println!("{output}");
+    match (output.is_empty(), opts.guest_output_on_stderr) {
+        (true, _) => {}
+        (false, true) => eprintln!("{output}"),
+        (false, false) => println!("{output}"),
     }
     let s = &c.summary;
     let rate = c.references as f64 / s.window_seconds.max(1e-9) / 1e6;

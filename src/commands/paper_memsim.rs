@@ -1,0 +1,114 @@
+//! What `osmeter paper chen-bershad93` measures without `--run`: a full-system trace of one
+//! built-in workload under QEMU (as `osmeter trace --system --workload`), simulated on the
+//! DECstation 5000/200 preset with the seven assertions judged (as `osmeter memsim --preset
+//! ds5000-200 --assertions`), kept as a memsim run under the paper's name.
+
+use crate::capture::system::capture::{self as system, SystemCapture, Target};
+use crate::capture::system::{kernel as guest_kernel, workloads};
+use crate::cli::PaperArgs;
+use crate::memsim::config::PresetName;
+use crate::memsim::document::{MemsimDoc, TraceRef};
+use crate::memsim::{kernel, sweep, trace};
+use crate::results::model::{Run, Sections};
+use anyhow::{Context, Result};
+
+/// The paper's workloads were Unix utilities and compilers; `grep` over a generated tree is
+/// the shortest of osmeter's guest workloads that still spends a large share in the kernel
+/// (file system calls), so the trace and its simulation take minutes, not tens of them.
+pub const DEFAULT_WORKLOAD: &str = "grep";
+
+/// The guest's memory and how long the guest may take, as `osmeter trace --system` defaults.
+const GUEST_MIB: u32 = 512;
+const GUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// How the trace and simulation ended: a run to show, or the capture's exit code when it failed
+/// (it has said why on stderr).
+pub enum Outcome {
+    Kept(Box<Run>),
+    CaptureFailed(i32),
+}
+
+/// Traces, simulates and keeps. The trace lives in a scratch directory under `--dir` and is
+/// removed afterwards: the run keeps the simulation, not the references.
+pub fn measure(args: &PaperArgs, suite: &str) -> Result<Outcome> {
+    let name = args.workload.as_deref().unwrap_or(DEFAULT_WORKLOAD);
+    let workload = workloads::find(name).ok_or_else(|| {
+        crate::usage!(
+            "--workload {name}: no such guest workload; use one of {}",
+            workloads::names().join(", ")
+        )
+    })?;
+    let keeper = super::keeper(&args.keep)?;
+    let parent = args.measure.dir.clone().unwrap_or_else(std::env::temp_dir);
+    let scratch = crate::scratch::ScratchDir::create(&parent, "paper-trace")?;
+    let trace_path = scratch.path().join(format!("{name}.osmt"));
+    let started_at = crate::clock::now_rfc3339();
+    let code = system::run(&SystemCapture {
+        output: trace_path.clone(),
+        zstd: false,
+        target: Target::Workload(workload),
+        kernel: None,
+        system_map: None,
+        kernel_package: guest_kernel::DEFAULT_PACKAGE.to_string(),
+        include: Vec::new(),
+        memory_mib: GUEST_MIB,
+        timeout: GUEST_TIMEOUT,
+        install: args.measure.install,
+        guest_output_on_stderr: true,
+    })?;
+    if code != crate::error::EXIT_OK || !trace_path.is_file() {
+        return Ok(Outcome::CaptureFailed(code.max(crate::error::EXIT_RUNTIME)));
+    }
+    let doc = simulate(&trace_path, name)?;
+    let mut run = keeper.run_of(
+        Sections {
+            memsim: Some(doc),
+            ..Default::default()
+        },
+        started_at,
+        false,
+    );
+    run.suite = Some(suite.to_string());
+    keeper.save(&run)?;
+    Ok(Outcome::Kept(Box::new(run)))
+}
+
+/// The simulation `osmeter memsim TRACE --preset ds5000-200 --assertions` makes, with the
+/// kernel symbols the capture left beside the trace.
+fn simulate(trace_path: &std::path::Path, workload: &str) -> Result<MemsimDoc> {
+    let presets = [PresetName("ds5000-200")];
+    let cfgs = crate::memsim::choice::machines(&crate::memsim::choice::MachineChoice {
+        presets: &presets,
+        configs: &[],
+        l1d: None,
+        l1i: None,
+        l2: None,
+        tlb: None,
+        no_3c: false,
+        curves: &[],
+    })?;
+    let symbols = kernel::find_symbols(trace_path, None)?;
+    let mut src = trace::open_counted(trace_path, None, None)?;
+    eprintln!("osmeter: simulating the trace on ds5000-200 and judging the seven assertions");
+    let opts = kernel::analysis::Options {
+        symbols,
+        exclude_idle: true,
+        assertions: true,
+        threads: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        extras: sweep::Extras {
+            curves: Vec::new(),
+            interval: None,
+        },
+    };
+    let (result, extra) = kernel::analysis::simulate(src.as_mut(), &cfgs, opts)
+        .with_context(|| format!("simulating {}", trace_path.display()))?;
+    let trace = TraceRef {
+        path: format!("the system trace of workload {workload} (removed after simulation)"),
+        format: None,
+    };
+    let mut doc = MemsimDoc::new(trace, &cfgs, &result);
+    extra.insert_into(&mut doc);
+    Ok(doc)
+}

@@ -1,0 +1,206 @@
+//! What `osmeter paper NAME` measures when the paper's today's side is a latency run (Cota-Robles
+//! and Held): the classes and wake paths its comparisons read, for long enough that the
+//! worst-case fit has its one-second windows, under a load near the paper's workloads.
+
+use super::spec::spec;
+use super::PaperId;
+use crate::cli::PaperArgs;
+use crate::latency::accounting::MIN_WINDOWS_FOR_FIT;
+use crate::latency::buffer::BufferConfig;
+use crate::latency::load::{self, Load};
+use crate::latency::session::Settings;
+use crate::latency::threads::{Class, ClassName};
+use crate::meter::placement;
+use anyhow::Result;
+
+/// A minute: sixty one-second windows, six times what the Gumbel fit needs at least.
+pub const DEFAULT_DURATION_NS: u64 = 60_000_000_000;
+
+/// The paper measured under office, workstation, 3D-game and web use: interactive desktop work,
+/// which osmeter's `desktop` mix (computation, memory traffic, fresh pages) stands for.
+pub const DEFAULT_LOAD: Load = Load::Desktop;
+
+/// The latency command's priorities and period, so that a paper run and an `osmeter latency` run
+/// with the same load are alike.
+const PRIO_HIGH: i32 = 90;
+const PRIO_MEDIUM: i32 = 50;
+const PERIOD_NS: u64 = 1_000_000;
+const COMPUTE_FRACTION: f64 = 0.5;
+
+/// One name of `paper --load`: a load of `osmeter latency --load`, or `none`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadChoice(pub Option<Load>);
+
+/// The value parser of `paper --load`.
+pub fn load_choice(text: &str) -> Result<LoadChoice, String> {
+    if text.trim() == "none" {
+        return Ok(LoadChoice(None));
+    }
+    Load::parse(text)
+        .map(|l| LoadChoice(Some(l)))
+        .map_err(|e| format!("{e}, or none"))
+}
+
+/// Whether `osmeter paper` measures a latency run for this paper (and table).
+pub fn wanted(id: PaperId, table: Option<&str>) -> bool {
+    !spec(id).latency_streams_of(table).0.is_empty()
+}
+
+/// Refuses `--duration` and `--load` for a paper that `osmeter paper` does not take a latency
+/// run for, rather than ignore them.
+pub fn check_flags(id: PaperId, args: &PaperArgs) -> Result<()> {
+    if (args.duration.is_some() || !args.load.is_empty()) && !wanted(id, args.table.as_deref()) {
+        return Err(crate::usage!(
+            "--duration and --load apply only to papers whose today's side is a latency run \
+             (cota-robles99, tables 3 and mttf); {}{} has none",
+            id.name(),
+            args.table
+                .as_deref()
+                .map(|t| format!(" table {t}"))
+                .unwrap_or_default()
+        ));
+    }
+    Ok(())
+}
+
+/// The latency settings of the paper's run: the classes and paths its comparisons read, the
+/// latency command's period, priorities and buffer table, `--cpu` and `--dir` of the measuring
+/// flags. When no real-time class may run here the normal class is measured instead, as
+/// `osmeter latency` does by default, so the run says what an unprivileged thread gets and the
+/// paper's cells say why theirs are missing.
+pub fn settings(id: PaperId, args: &PaperArgs) -> Result<Settings> {
+    let (names, paths) = spec(id).latency_streams_of(args.table.as_deref());
+    let mut classes: Vec<Class> = names.iter().map(|&n| class(n)).collect();
+    let fifo_allowed = classes.iter().any(|c| {
+        c.fifo
+            .is_none_or(|p| placement::check_fifo_priority(p).is_ok())
+    });
+    if !fifo_allowed {
+        classes.push(class(ClassName::Normal));
+    }
+    let loads: Vec<Load> = if args.load.is_empty() {
+        vec![DEFAULT_LOAD]
+    } else {
+        args.load.iter().filter_map(|c| c.0).collect()
+    };
+    let duration_ns = args.duration.unwrap_or(DEFAULT_DURATION_NS);
+    Settings {
+        period_ns: PERIOD_NS,
+        duration_ns,
+        cpus: args.measure.cpu.into_iter().collect(),
+        classes,
+        paths,
+        buffers: BufferConfig::default_table(COMPUTE_FRACTION),
+        fail_over_ns: None,
+        loads: load::kinds_of(&loads),
+        load_command: None,
+        dir: args.measure.dir.clone().unwrap_or_else(std::env::temp_dir),
+        compute_ns: None,
+        causes: None,
+        stages: false,
+        cpu_dma_latency_us: None,
+    }
+    .check()
+}
+
+/// What to say before measuring when the run is too short for the worst-case fit.
+pub fn short_warning(duration_ns: u64) -> Option<String> {
+    let windows = duration_ns / 1_000_000_000;
+    (windows < MIN_WINDOWS_FOR_FIT as u64).then(|| {
+        format!(
+            "osmeter: warning: --duration {} holds {windows} whole one-second windows; the worst \
+             cases and times between underruns come from a fit of at least {MIN_WINDOWS_FOR_FIT}, \
+             so their cells stay empty (give {MIN_WINDOWS_FOR_FIT}s or more)",
+            crate::units::compact(duration_ns as f64 / 1e9) + "s"
+        )
+    })
+}
+
+fn class(name: ClassName) -> Class {
+    Class {
+        name,
+        fifo: match name {
+            ClassName::High => Some(PRIO_HIGH),
+            ClassName::Medium => Some(PRIO_MEDIUM),
+            ClassName::Normal => None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::latency::threads::Path;
+
+    fn paper_args(argv: &[&str]) -> Result<PaperArgs, clap::Error> {
+        use clap::Parser;
+        let cli =
+            crate::cli::Cli::try_parse_from(["osmeter", "paper"].iter().chain(argv).copied())?;
+        match cli.command {
+            crate::cli::Command::Paper(a) => Ok(a),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_paper_reads_both_real_time_classes_on_both_paths() {
+        let (classes, paths) = spec(PaperId::CotaRobles99).latency_streams_of(None);
+        assert_eq!(classes, vec![ClassName::High, ClassName::Medium]);
+        assert_eq!(paths, vec![Path::Timer, Path::Futex]);
+        // The MTTF table reads only the high class's timer path.
+        let (classes, paths) = spec(PaperId::CotaRobles99).latency_streams_of(Some("mttf"));
+        assert_eq!((classes, paths), (vec![ClassName::High], vec![Path::Timer]));
+        assert!(wanted(PaperId::CotaRobles99, None));
+        assert!(!wanted(PaperId::CotaRobles99, Some("1")));
+        assert!(!wanted(PaperId::Ousterhout89, None));
+        assert!(!wanted(PaperId::ChenBershad93, None));
+    }
+
+    #[test]
+    fn defaults_are_a_minute_under_the_desktop_mix() {
+        let args = paper_args(&["cota-robles99"]).unwrap();
+        let s = settings(PaperId::CotaRobles99, &args).unwrap();
+        assert_eq!(s.duration_ns, DEFAULT_DURATION_NS);
+        assert_eq!(s.loads, load::kinds_of(&[Load::Desktop]));
+        assert_eq!(s.period_ns, PERIOD_NS);
+        assert!(s.classes.iter().any(|c| c.name == ClassName::High));
+        let args = paper_args(&[
+            "cota-robles99",
+            "--duration",
+            "3s",
+            "--load",
+            "none",
+            "--cpu",
+            "0",
+        ])
+        .unwrap();
+        let s = settings(PaperId::CotaRobles99, &args).unwrap();
+        assert_eq!(s.duration_ns, 3_000_000_000);
+        assert!(s.loads.is_empty());
+        assert_eq!(s.cpus, vec![0]);
+        let args = paper_args(&["cota-robles99", "--load", "server,io"]).unwrap();
+        let s = settings(PaperId::CotaRobles99, &args).unwrap();
+        assert_eq!(s.loads, load::kinds_of(&[Load::Server]));
+    }
+
+    #[test]
+    fn latency_flags_are_refused_where_they_do_not_apply() {
+        assert!(paper_args(&["cota-robles99", "--load", "bogus"]).is_err());
+        assert!(paper_args(&["cota-robles99", "--duration", "25h"]).is_err());
+        assert!(paper_args(&["cota-robles99", "--duration", "3s", "--run", "x"]).is_err());
+        let args = paper_args(&["ousterhout89", "--duration", "3s"]).unwrap();
+        let err = check_flags(PaperId::Ousterhout89, &args).unwrap_err();
+        assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_USAGE);
+        assert!(err.to_string().contains("cota-robles99"), "{err}");
+        let args = paper_args(&["cota-robles99", "--table", "1", "--load", "cpu"]).unwrap();
+        assert!(check_flags(PaperId::CotaRobles99, &args).is_err());
+        let args = paper_args(&["cota-robles99", "--load", "cpu"]).unwrap();
+        assert!(check_flags(PaperId::CotaRobles99, &args).is_ok());
+    }
+
+    #[test]
+    fn a_short_run_is_warned_about() {
+        assert!(short_warning(3_000_000_000).unwrap().contains("3 whole"));
+        assert_eq!(short_warning(10_000_000_000), None);
+    }
+}
