@@ -3,7 +3,7 @@
 //! general path would (tested in `fast_path_tests.rs`).
 
 use super::Machine;
-use crate::memsim::cache::{HitView, Level};
+use crate::memsim::cache::{HitView, Level, EMPTY};
 use crate::memsim::trace::{Kind, Mode, Ref, CLASS_KERNEL, CLASS_UNCACHED, CLASS_WRITE};
 
 impl Machine {
@@ -126,6 +126,36 @@ impl Machine {
     }
 }
 
+/// The line a view's previous reference touched (the most recent line of its set, present),
+/// and the same line when it is also known to be dirty. A reference to it again within one line
+/// is a hit that changes no state (a write only when the line is dirty already): under LRU
+/// touching the most recent way moves nothing, and under FIFO or random a hit moves nothing at
+/// all. `EMPTY` is the free-way marker and never a line a reference reaches here.
+#[derive(Clone, Copy)]
+struct Recent {
+    line: u64,
+    dirty: u64,
+}
+
+impl Recent {
+    const EMPTY: Recent = Recent {
+        line: EMPTY,
+        dirty: EMPTY,
+    };
+
+    /// After a hit on `line` through `touch` (a write marks it dirty: `hit_run` only takes
+    /// writes to levels that mark them).
+    #[inline(always)]
+    fn touched(&mut self, line: u64, write: bool) {
+        if write {
+            self.dirty = line;
+        } else if self.dirty != line {
+            self.dirty = EMPTY;
+        }
+        self.line = line;
+    }
+}
+
 /// References that `hit_run` took.
 #[derive(Default)]
 struct PlainHits {
@@ -172,6 +202,9 @@ fn hit_run<const N: usize>(
         } else {
             CLASS_WRITE
         };
+    // What each view was last touched at: within this run only its own references touch a
+    // view, so its previous line is still the most recent of its set.
+    let mut recent = [Recent::EMPTY; N];
     let mut taken = refs.len();
     for (i, r) in refs.iter().enumerate() {
         let class = r.class();
@@ -183,17 +216,25 @@ fn hit_run<const N: usize>(
         let d = usize::from(kind != 0);
         let write = class & CLASS_WRITE != 0;
         let k = ((class >> 8) & 1) as u64;
-        let v = &mut views[d.min(N - 1)];
+        let vi = d.min(N - 1);
+        let v = &mut views[vi];
         let addr = r.vaddr ^ key;
         let line = addr >> v.line_bits;
         let end = addr.wrapping_add(u64::from(r.size.max(1)) - 1) >> v.line_bits;
-        if line == end {
+        let known = if write { recent[vi].dirty } else { recent[vi].line };
+        if line == end && line == known {
+            // The most recent line of its set again: a hit that changes nothing.
+        } else if line == end {
             if !v.touch(line, write) {
                 taken = i;
                 break;
             }
+            recent[vi].touched(line, write);
         } else if end == line + 1 && v.touch(line, write) && v.touch(end, write) {
             hits.second_lines[k as usize][d] += 1;
+            // `end` was touched last, so it is the most recent of its set (`line` may share it).
+            recent[vi] = Recent::EMPTY;
+            recent[vi].touched(end, write);
         } else {
             taken = i;
             break;
