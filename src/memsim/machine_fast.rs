@@ -2,7 +2,7 @@
 //! first-level caches, and `access`'s hit path. Both must leave exactly the state and counts the
 //! general path would (tested in `fast_path_tests.rs`).
 
-use super::Machine;
+use super::{Machine, WBUF};
 use crate::memsim::cache::{HitView, Level, EMPTY};
 use crate::memsim::trace::{Kind, Mode, Ref, CLASS_KERNEL, CLASS_UNCACHED, CLASS_WRITE};
 
@@ -67,8 +67,8 @@ impl Machine {
     }
 
     /// The common case done quickly: a reference of the current address space that hits its
-    /// first-level cache within one line, needs nothing from a TLB or the write buffer and stalls
-    /// for no cycle. Returns false, having changed nothing that `access_general` would not
+    /// first-level cache within one line and needs nothing from a TLB; a write to a write-through
+    /// cache also goes to the write buffer, when nothing lies between them. Returns false, having changed nothing that `access_general` would not
     /// change in the same way, for everything else.
     #[inline(always)]
     pub(super) fn try_hit(&mut self, r: &Ref) -> bool {
@@ -88,8 +88,10 @@ impl Machine {
             let l = &self.l1[li];
             (l.cfg.physical, l.line_bits(), l.cfg.write_back)
         };
-        if write && !write_back {
-            // A write-through write always goes on to the write buffer or the next level.
+        // A write-through write always goes on: the hit path takes it only when it goes
+        // straight to the write buffer (no lower level to look up).
+        let through = write && !write_back;
+        if through && !(self.lower.is_empty() && self.wbuf.is_some()) {
             return false;
         }
         let addr = if physical || self.needs_paddr {
@@ -118,6 +120,15 @@ impl Machine {
             return false;
         }
         self.hits[r.mode as usize][r.kind as usize] += 1;
+        if through {
+            // As the general path's `write_down` and `charge` for a write hit: the write
+            // buffer's stall goes to the clock and to the write buffer's component.
+            let m = r.mode as usize;
+            let stall = self.write_down(m, addr);
+            self.stats.mode[m].stall[WBUF] += stall;
+            self.now += stall;
+            self.cur_space.stall += stall;
+        }
         let instr = u64::from(!data);
         self.now += instr;
         self.cur_space.instructions += instr;
