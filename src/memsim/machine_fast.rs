@@ -232,7 +232,11 @@ fn hit_run<const N: usize>(
         let addr = r.vaddr ^ key;
         let line = addr >> v.line_bits;
         let end = addr.wrapping_add(u64::from(r.size.max(1)) - 1) >> v.line_bits;
-        let known = if write { recent[vi].dirty } else { recent[vi].line };
+        let known = if write {
+            recent[vi].dirty
+        } else {
+            recent[vi].line
+        };
         if line == end && line == known {
             // The most recent line of its set again: a hit that changes nothing.
         } else if line == end {
