@@ -176,10 +176,10 @@ impl HitView<'_> {
         // SAFETY: `b` is a set number (at most `set_mask`) times the ways, inside both arrays,
         // which hold `set_mask + 1` sets of `1 << way_shift` ways (checked in `hit_view`).
         if unsafe { *self.tags.get_unchecked(b) } == !line {
-            if mark {
-                // SAFETY: as above.
-                unsafe { *self.dirty.get_unchecked_mut(b) = true };
-            }
+            // Stored whether or not it changes (a branch on the kind of reference would be
+            // mispredicted as often as reads and writes interleave).
+            // SAFETY: as above.
+            unsafe { *self.dirty.get_unchecked_mut(b) |= mark };
             true
         } else {
             self.touch_older(b, !line, mark)

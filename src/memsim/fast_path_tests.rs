@@ -242,3 +242,51 @@ fn random_machines_cover_every_shape() {
     assert!(seen.contains(&(true, false)), "{seen:?}");
     assert!(seen.contains(&(false, false)), "{seen:?}");
 }
+
+/// The plain loop's memory of each cache's previous line: runs of references to one line
+/// (instruction fetches within a line, reads then writes then reads of one data line, in user
+/// and kernel mode) between references that move the line or evict it, on a split and a unified
+/// write-back first level. Counts must agree by mode and kind with the general path.
+#[test]
+fn repeated_lines_in_the_plain_loop_match_the_general_path() {
+    let mut refs = Vec::new();
+    for i in 0..4000u64 {
+        let mode = if i % 7 < 2 { Mode::Kernel } else { Mode::User };
+        refs.push(Ref::new(Kind::Instr, mode, 1, 4, 0x1000 + (i % 48) * 4));
+        let kind = [Kind::Read, Kind::Write, Kind::Read, Kind::Instr][(i % 4) as usize];
+        // Mostly the same data line; now and then two other lines of its set, which evict it
+        // (it comes back clean, so the next write must mark it again), or a reference that
+        // straddles two lines.
+        let addr = match i % 13 {
+            0 => 0x9000 + (i % 5) * 0x1000,
+            1 => 0x2_0000 + (i % 3) * 0x1000,
+            2 => 0x4000 + 62,
+            _ => 0x4000 + (i % 16) * 4,
+        };
+        refs.push(Ref::new(kind, mode, 1, 4, addr));
+    }
+    for split in [true, false] {
+        let mut c = CacheConfig::new(1024, 2, 64);
+        c.physical = false;
+        let cfg = MachineConfig {
+            name: "plain".into(),
+            l1i: split.then(|| c.clone()),
+            l1d: c,
+            lower: vec![],
+            memory_cycles: 15,
+            uncached_cycles: 20,
+            write_cycles: 2,
+            write_buffer: None,
+            tlb: None,
+            mapping: Mapping::Identity,
+            page_size: 4096,
+            kernel_unmapped: vec![],
+            kernel_uncached: vec![],
+            three_c: false,
+        };
+        assert_eq!(Machine::new(&cfg).fast_paths(), (true, true));
+        for chunk in [1, 17, 4096, refs.len()] {
+            check_agree(&cfg, &refs, chunk).unwrap();
+        }
+    }
+}

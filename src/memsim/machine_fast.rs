@@ -2,8 +2,8 @@
 //! first-level caches, and `access`'s hit path. Both must leave exactly the state and counts the
 //! general path would (tested in `fast_path_tests.rs`).
 
-use super::Machine;
-use crate::memsim::cache::{HitView, Level};
+use super::{Machine, WBUF};
+use crate::memsim::cache::{HitView, Level, EMPTY};
 use crate::memsim::trace::{Kind, Mode, Ref, CLASS_KERNEL, CLASS_UNCACHED, CLASS_WRITE};
 
 impl Machine {
@@ -67,8 +67,8 @@ impl Machine {
     }
 
     /// The common case done quickly: a reference of the current address space that hits its
-    /// first-level cache within one line, needs nothing from a TLB or the write buffer and stalls
-    /// for no cycle. Returns false, having changed nothing that `access_general` would not
+    /// first-level cache within one line and needs nothing from a TLB; a write to a write-through
+    /// cache also goes to the write buffer, when nothing lies between them. Returns false, having changed nothing that `access_general` would not
     /// change in the same way, for everything else.
     #[inline(always)]
     pub(super) fn try_hit(&mut self, r: &Ref) -> bool {
@@ -88,8 +88,10 @@ impl Machine {
             let l = &self.l1[li];
             (l.cfg.physical, l.line_bits(), l.cfg.write_back)
         };
-        if write && !write_back {
-            // A write-through write always goes on to the write buffer or the next level.
+        // A write-through write always goes on: the hit path takes it only when it goes
+        // straight to the write buffer (no lower level to look up).
+        let through = write && !write_back;
+        if through && !(self.lower.is_empty() && self.wbuf.is_some()) {
             return false;
         }
         let addr = if physical || self.needs_paddr {
@@ -118,11 +120,50 @@ impl Machine {
             return false;
         }
         self.hits[r.mode as usize][r.kind as usize] += 1;
+        if through {
+            // As the general path's `write_down` and `charge` for a write hit: the write
+            // buffer's stall goes to the clock and to the write buffer's component.
+            let m = r.mode as usize;
+            let stall = self.write_down(m, addr);
+            self.stats.mode[m].stall[WBUF] += stall;
+            self.now += stall;
+            self.cur_space.stall += stall;
+        }
         let instr = u64::from(!data);
         self.now += instr;
         self.cur_space.instructions += instr;
         self.stats.refs += 1;
         true
+    }
+}
+
+/// The line a view's previous reference touched (the most recent line of its set, present),
+/// and the same line when it is also known to be dirty. A reference to it again within one line
+/// is a hit that changes no state (a write only when the line is dirty already): under LRU
+/// touching the most recent way moves nothing, and under FIFO or random a hit moves nothing at
+/// all. `EMPTY` is the free-way marker and never a line a reference reaches here.
+#[derive(Clone, Copy)]
+struct Recent {
+    line: u64,
+    dirty: u64,
+}
+
+impl Recent {
+    const EMPTY: Recent = Recent {
+        line: EMPTY,
+        dirty: EMPTY,
+    };
+
+    /// After a hit on `line` through `touch` (a write marks it dirty: `hit_run` only takes
+    /// writes to levels that mark them).
+    #[inline(always)]
+    fn touched(&mut self, line: u64, write: bool) {
+        if write {
+            self.dirty = line;
+        } else if self.dirty != line {
+            self.dirty = EMPTY;
+        }
+        self.line = line;
     }
 }
 
@@ -172,6 +213,9 @@ fn hit_run<const N: usize>(
         } else {
             CLASS_WRITE
         };
+    // What each view was last touched at: within this run only its own references touch a
+    // view, so its previous line is still the most recent of its set.
+    let mut recent = [Recent::EMPTY; N];
     let mut taken = refs.len();
     for (i, r) in refs.iter().enumerate() {
         let class = r.class();
@@ -183,17 +227,29 @@ fn hit_run<const N: usize>(
         let d = usize::from(kind != 0);
         let write = class & CLASS_WRITE != 0;
         let k = ((class >> 8) & 1) as u64;
-        let v = &mut views[d.min(N - 1)];
+        let vi = d.min(N - 1);
+        let v = &mut views[vi];
         let addr = r.vaddr ^ key;
         let line = addr >> v.line_bits;
         let end = addr.wrapping_add(u64::from(r.size.max(1)) - 1) >> v.line_bits;
-        if line == end {
+        let known = if write {
+            recent[vi].dirty
+        } else {
+            recent[vi].line
+        };
+        if line == end && line == known {
+            // The most recent line of its set again: a hit that changes nothing.
+        } else if line == end {
             if !v.touch(line, write) {
                 taken = i;
                 break;
             }
+            recent[vi].touched(line, write);
         } else if end == line + 1 && v.touch(line, write) && v.touch(end, write) {
             hits.second_lines[k as usize][d] += 1;
+            // `end` was touched last, so it is the most recent of its set (`line` may share it).
+            recent[vi] = Recent::EMPTY;
+            recent[vi].touched(end, write);
         } else {
             taken = i;
             break;
