@@ -245,18 +245,10 @@ fn fifo_run_as_root_or_clear_refusal_otherwise() {
 #[test]
 fn non_root_fifo_request_is_refused_with_the_reason() {
     // Drop to nobody when we are root and setpriv exists; otherwise the test above covers it.
-    if !is_root() || which("setpriv").is_none() {
+    let Some(mut nobody) = common::osmeter_as_nobody() else {
         return;
-    }
-    let bin = assert_cmd::cargo::cargo_bin("osmeter");
-    let out = std::process::Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-        ])
-        .arg(&bin)
+    };
+    let out = nobody
         .args([
             "run",
             "syscall.null",

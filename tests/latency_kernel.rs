@@ -67,22 +67,37 @@ fn latency_doc(out: &std::process::Output) -> LatencyDoc {
 const TRACED: &[&str] = &["--trace", "--threshold", "15ms"];
 
 /// `osmeter latency --json` of the normal class's timer path on `cpu` for two seconds, with
-/// `args`, while the `hogs` (started before it) take the CPU away; waits for the hogs and returns
-/// the run printed.
-fn normal_timer_run(
+/// `args`, while the hogs that `start_hogs` starts take the CPU away; waits for the hogs and
+/// returns the run printed. With `--trace` the hogs start once osmeter has made its trace
+/// instance, so their delays count from its set-up, not from its start (a busy machine can stretch
+/// the start past the first hog's delay, and the hog then runs before anything is measured).
+fn normal_timer_run<H: IntoIterator<Item = std::thread::JoinHandle<()>>>(
     env: &TestEnv,
     cpu: usize,
     args: &[&str],
-    hogs: impl IntoIterator<Item = std::thread::JoinHandle<()>>,
+    start_hogs: impl FnOnce() -> H,
 ) -> Run {
     let cpu = cpu.to_string();
-    let out = env
-        .osmeter()
+    let mut child = env
+        .osmeter_std()
         .args(["latency", "--classes", "normal", "--paths", "timer"])
         .args(["--duration", "2s", "--cpus", &cpu, "--json"])
         .args(args)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    if args.contains(&"--trace") {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while instances_of(child.id()).is_empty()
+            && std::time::Instant::now() < deadline
+            && child.try_wait().unwrap().is_none()
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    let hogs = start_hogs();
+    let out = child.wait_with_output().unwrap();
     for h in hogs {
         h.join().unwrap();
     }
@@ -192,7 +207,7 @@ fn causes_name_the_function_of_what_ran_instead_across_episodes() {
         return;
     }
     let cpu = last_cpu();
-    let hogs = [hog(cpu, 600, 30), hog(cpu, 1300, 30)];
+    let hogs = || [hog(cpu, 600, 30), hog(cpu, 1300, 30)];
     let args = [TRACED, &["--episodes", "2", "--no-store"]].concat();
     let run = normal_timer_run(&TestEnv::new(), cpu, &args, hogs);
     let doc = run.sections.latency.expect("a latency section");
@@ -255,7 +270,7 @@ fn user_stacks_name_the_function_of_a_user_space_hog() {
         return;
     }
     let cpu = last_cpu();
-    let hogs = [user_hog(cpu, 600, 30), user_hog(cpu, 1300, 30)];
+    let hogs = || [user_hog(cpu, 600, 30), user_hog(cpu, 1300, 30)];
     let args = [
         TRACED,
         &["--stacks", "all", "--episodes", "2", "--no-store"],
@@ -289,9 +304,9 @@ fn compute_counts_real_underruns_beside_the_model() {
     let _cpu = exclusive();
     let cpu = last_cpu();
     let hogging = is_root();
-    let h = hogging.then(|| hog(cpu, 700, 20));
+    let hogs = || hogging.then(|| hog(cpu, 700, 20));
     let compute = ["--compute", "500us", "--period", "2ms", "--no-store"];
-    let run = normal_timer_run(&TestEnv::new(), cpu, &compute, h);
+    let run = normal_timer_run(&TestEnv::new(), cpu, &compute, hogs);
     let doc = run.sections.latency.expect("a latency section");
     let s = &doc.streams[0];
     let c = s.compute.as_ref().expect("a compute result");
@@ -459,7 +474,7 @@ fn the_report_of_a_run_with_cause_capture_draws_its_episodes() {
     let cpu = last_cpu();
     let env = TestEnv::new();
     // Stored this time: the report reads the run from the store.
-    let run = normal_timer_run(&env, cpu, TRACED, [hog(cpu, 600, 30)]);
+    let run = normal_timer_run(&env, cpu, TRACED, || [hog(cpu, 600, 30)]);
     let eps = run.sections.latency.as_ref().unwrap().episodes.as_ref();
     assert!(
         !eps.expect("episodes").is_empty(),

@@ -890,18 +890,11 @@ fn cota_robles_measures_and_keeps_its_latency_run() {
 /// `osmeter latency` does, and every cell of the real-time classes gives the reason.
 #[test]
 fn cota_robles_without_real_time_classes_says_why() {
-    if !common::is_root() || which("setpriv").is_none() {
+    let Some(mut nobody) = common::osmeter_as_nobody() else {
         eprintln!("skipped: needs root and setpriv to run as another user");
         return;
-    }
-    let out = std::process::Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-        ])
-        .arg(assert_cmd::cargo::cargo_bin("osmeter"))
+    };
+    let out = nobody
         .args([
             "paper",
             "cota-robles99",

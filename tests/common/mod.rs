@@ -156,6 +156,24 @@ pub fn which(cmd: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// osmeter started as nobody, without capabilities (through setpriv), for the paths an
+/// unprivileged user takes; None unless the tests run as root and setpriv exists.
+pub fn osmeter_as_nobody() -> Option<std::process::Command> {
+    if !is_root() {
+        return None;
+    }
+    let setpriv = which("setpriv")?;
+    let mut c = std::process::Command::new(setpriv);
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+    ])
+    .arg(assert_cmd::cargo::cargo_bin("osmeter"));
+    Some(c)
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
