@@ -19,6 +19,14 @@ const BY_PROBE: &[(&str, f64)] = &[
     ("cpu.null", 0.085),
     ("memory.latency", 0.065),
     ("ipc.futex_roundtrip", 0.05),
+    // Whole programs (one full `run apps` of the idle VM, 3 to 8 rounds a figure): file-system
+    // phases of a few milliseconds, a web server under many clients and an X server move far
+    // more between processes than a system call does.
+    ("app.andrew", 0.20),
+    ("app.web", 0.20),
+    ("app.ghostscript", 0.16),
+    ("app.bitblt", 0.11),
+    ("app.wish", 0.095),
 ];
 
 /// Per group, for the probes not named above (the median of the group's probes).
@@ -33,7 +41,7 @@ const BY_GROUP: &[(&str, f64)] = &[
     ("process", 0.04),
     ("thread", 0.045),
     ("fs", 0.045),
-    ("app", 0.035),
+    ("app", 0.045),
 ];
 
 /// For a probe unknown to both tables.
