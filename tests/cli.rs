@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{entries, interrupt_after, is_root, which, TestEnv, FAST};
+use common::{entries, interrupt_after, is_root, TestEnv, FAST};
 use predicates::prelude::*;
 
 /// For tests that must fail before anything is stored: a store path no one can create, so a test that
