@@ -174,22 +174,39 @@ fn by_rows(paper: &Paper, t: &Table, doc: &PaperDoc) -> Vec<Grid> {
     grids
 }
 
-/// The speed-ups of today's first row against each paper row, and relative to the CPU's.
+/// The speed-ups of today's first row against each paper row, and relative to the CPU's; a paper
+/// row that today's first row does not stand beside (Table VII's Wish against today's Wish, its
+/// web server against today's) takes the first of today's rows that does.
 fn speedups(t: &Table, doc: &PaperDoc) -> Option<Grid> {
-    let label = now_labels(doc, &t.id).first().copied()?;
+    let labels = now_labels(doc, &t.id);
+    let first = labels.first().copied()?;
+    let label_of = |row: &str| {
+        labels.iter().copied().find(|l| {
+            pairs(doc, &t.id).any(|p| p.now_label == *l && p.row == row && p.speedup.is_some())
+        })
+    };
+    let row_labels: Vec<Option<&str>> = t.rows.iter().map(|r| label_of(&r.id)).collect();
     let cols: Vec<&super::data::Column> = t
         .columns
         .iter()
         .filter(|c| {
-            pairs(doc, &t.id)
-                .any(|p| p.now_label == label && p.column == c.id && p.speedup.is_some())
+            pairs(doc, &t.id).any(|p| {
+                row_labels.contains(&Some(p.now_label.as_str()))
+                    && p.column == c.id
+                    && p.speedup.is_some()
+            })
         })
         .collect();
     if cols.is_empty() {
         return None;
     }
     let relative = pairs(doc, &t.id).any(|p| p.speedup_relative_to_cpu.is_some());
-    let mut head = vec![format!("speed-up to {label}")];
+    let one_label = row_labels.iter().flatten().all(|l| *l == first);
+    let mut head = vec![if one_label {
+        format!("speed-up to {first}")
+    } else {
+        "speed-up to today's row of the same workload".to_string()
+    }];
     if relative {
         head.push("CPU".into());
     }
@@ -200,7 +217,8 @@ fn speedups(t: &Table, doc: &PaperDoc) -> Option<Grid> {
         }
     }
     let mut g = Grid::new(head);
-    for r in &t.rows {
+    for (r, label) in t.rows.iter().zip(&row_labels) {
+        let label = label.unwrap_or(first);
         let find = |c: &str| {
             pairs(doc, &t.id).find(|p| p.now_label == label && p.row == r.id && p.column == c)
         };

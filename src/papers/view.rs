@@ -805,7 +805,23 @@ mod tests {
             assert!((p.now_value.unwrap() - 500.0).abs() < 1e-9, "{p:?}");
         }
         let text = crate::papers::render::render(&paper, &doc, Some("VII"));
-        assert!(text.contains("this machine"), "{text}");
+        assert!(text.contains("this machine, web server"), "{text}");
+        // Each paper row's speed-up is against today's row of the same workload.
+        let speedups = text
+            .split("speed-up to today's row of the same workload")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{text}"));
+        for (row, x) in [
+            ("Wish", "14.1x"),
+            ("Ghostscript", "8.46x"),
+            ("Web Server", "22.2x"),
+        ] {
+            let line = speedups
+                .lines()
+                .find(|l| l.trim_start().starts_with(row))
+                .unwrap();
+            assert!(line.contains(x), "{row}: {line}");
+        }
         // No figure: the cells say why, and the text says it was not measured.
         let empty = crate::results::model::tests::empty_run();
         let doc = build(&paper, spec, &[empty], &Here::default()).unwrap();
