@@ -147,7 +147,7 @@ pub struct ManArgs {
 #[derive(Args, Debug, Clone)]
 pub struct LatencyArgs {
     /// Period of the measuring threads, e.g. 1ms, 500us (50us to 1s)
-    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = crate::latency::values::period)]
+    #[arg(long, value_name = "DURATION", default_value = crate::latency::values::DEFAULT_PERIOD, value_parser = crate::latency::values::period)]
     pub period: u64,
     /// Length of the measurement, e.g. 10s, 30min (at most 24h)
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::latency::values::duration)]
@@ -174,17 +174,17 @@ pub struct LatencyArgs {
     )]
     pub paths: Vec<crate::latency::threads::Path>,
     /// SCHED_FIFO priority of the high class (1-98; 99 is left to the kernel)
-    #[arg(long, value_name = "PRIO", default_value_t = 90, value_parser = clap::value_parser!(i32).range(1..=98))]
+    #[arg(long, value_name = "PRIO", default_value_t = crate::latency::threads::DEFAULT_PRIO_HIGH, value_parser = clap::value_parser!(i32).range(1..=98))]
     pub prio_high: i32,
     /// SCHED_FIFO priority of the medium class (1-98; 99 is left to the kernel)
-    #[arg(long, value_name = "PRIO", default_value_t = 50, value_parser = clap::value_parser!(i32).range(1..=98))]
+    #[arg(long, value_name = "PRIO", default_value_t = crate::latency::threads::DEFAULT_PRIO_MEDIUM, value_parser = clap::value_parser!(i32).range(1..=98))]
     pub prio_medium: i32,
     /// A pipeline to evaluate: period t, n buffers, compute c (a time, or a fraction of t), e.g.
     /// 5ms,3,2ms (repeatable; added to the default table)
     #[arg(long = "buffer", value_name = "T,N,C", value_parser = crate::latency::values::buffer)]
     pub buffers: Vec<crate::latency::buffer::BufferConfig>,
     /// Compute time of the default buffer table, as a fraction of t (0 to below 1)
-    #[arg(long, value_name = "FRACTION", default_value = "0.5", value_parser = crate::latency::values::fraction)]
+    #[arg(long, value_name = "FRACTION", default_value_t = crate::latency::values::DEFAULT_COMPUTE_FRACTION, value_parser = crate::latency::values::fraction)]
     pub compute_fraction: f64,
     /// Background load at normal priority: cpu, memory, io, net, fork, faults, the mixes desktop
     /// and server, or the application workloads app.web, app.wish, app.bitblt (comma-separated)
@@ -271,7 +271,7 @@ pub struct TraceArgs {
     #[arg(long, value_name = "PATH", requires = "system")]
     pub include: Vec<PathBuf>,
     /// With --system: guest memory in MiB (64-2048: the guest's RAM stays below the PCI hole)
-    #[arg(long, value_name = "MIB", requires = "system", default_value_t = 512,
+    #[arg(long, value_name = "MIB", requires = "system", default_value_t = crate::capture::system::capture::DEFAULT_MEMORY_MIB,
           value_parser = clap::value_parser!(u32).range(64..=2048))]
     pub memory: u32,
     /// With --system: give up when the guest has not finished after this long
@@ -279,7 +279,7 @@ pub struct TraceArgs {
         long,
         value_name = "DURATION",
         requires = "system",
-        default_value = "10min",
+        default_value = crate::capture::system::capture::DEFAULT_TIMEOUT,
         value_parser = crate::units::duration_arg
     )]
     pub timeout: u64,

@@ -136,15 +136,14 @@ pub trait App {
 }
 
 /// Runs `app` over and over until `stop` or Ctrl-C, one operation per sample, as the load of
-/// `osmeter latency`; `count` receives the operations done. Not counted whole: the load is
-/// background, not a figure.
+/// `osmeter latency` (which has checked the app's packages before starting); `count` receives the
+/// operations done. Not counted whole: the load is background, not a figure.
 pub fn repeat_until<A: App>(
     mut app: A,
     stop: &std::sync::atomic::AtomicBool,
     count: &std::sync::atomic::AtomicU64,
 ) -> Result<()> {
     use std::sync::atomic::Ordering::Relaxed;
-    packages::require(app.needs())?;
     app.start()?;
     while !stop.load(Relaxed) && !crate::interrupt::requested() {
         app.prepare(1)?;

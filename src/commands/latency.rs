@@ -6,20 +6,13 @@ use crate::interrupt;
 use crate::latency::buffer::BufferConfig;
 use crate::latency::report;
 use crate::latency::session::{self, CauseSettings, Settings, Verdict};
-use crate::latency::threads::{Class, ClassName};
+use crate::latency::threads::Class;
 use crate::results::keep::Keeper;
 use crate::results::model::{Run, RunOptions, Sections};
 use anyhow::Result;
 
 fn settings(args: &LatencyArgs) -> Result<Settings> {
-    let class = |name| Class {
-        name,
-        fifo: match name {
-            ClassName::High => Some(args.prio_high),
-            ClassName::Medium => Some(args.prio_medium),
-            ClassName::Normal => None,
-        },
-    };
+    let class = |name| Class::with_priorities(name, args.prio_high, args.prio_medium);
     let mut buffers = BufferConfig::default_table(args.compute_fraction);
     buffers.extend(args.buffers.iter().cloned());
     Settings {

@@ -17,10 +17,6 @@ use anyhow::{Context, Result};
 /// (file system calls), so the trace and its simulation take minutes, not tens of them.
 pub const DEFAULT_WORKLOAD: &str = "grep";
 
-/// The guest's memory and how long the guest may take, as `osmeter trace --system` defaults.
-const GUEST_MIB: u32 = 512;
-const GUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
-
 /// How the trace and simulation ended: a run to show, or the capture's exit code when it failed
 /// (it has said why on stderr).
 pub enum Outcome {
@@ -51,8 +47,12 @@ pub fn measure(args: &PaperArgs, suite: &str) -> Result<Outcome> {
         system_map: None,
         kernel_package: guest_kernel::DEFAULT_PACKAGE.to_string(),
         include: Vec::new(),
-        memory_mib: GUEST_MIB,
-        timeout: GUEST_TIMEOUT,
+        // As `osmeter trace --system` has them by default.
+        memory_mib: system::DEFAULT_MEMORY_MIB,
+        timeout: std::time::Duration::from_nanos(
+            crate::units::duration_arg(system::DEFAULT_TIMEOUT)
+                .expect("the default timeout is valid"),
+        ),
         install: args.measure.install,
         guest_output_on_stderr: true,
     })?;

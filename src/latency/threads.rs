@@ -75,6 +75,25 @@ pub struct Class {
     pub fifo: Option<i32>,
 }
 
+/// SCHED_FIFO priorities of the high and medium classes unless `--prio-high`/`--prio-medium` say
+/// otherwise (99 is left to the kernel's own threads).
+pub const DEFAULT_PRIO_HIGH: i32 = 90;
+pub const DEFAULT_PRIO_MEDIUM: i32 = 50;
+
+impl Class {
+    /// The class of `name` with these priorities for the two real-time classes.
+    pub fn with_priorities(name: ClassName, high: i32, medium: i32) -> Class {
+        Class {
+            name,
+            fifo: match name {
+                ClassName::High => Some(high),
+                ClassName::Medium => Some(medium),
+                ClassName::Normal => None,
+            },
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct StreamSpec {
     pub class: Class,

@@ -9,6 +9,10 @@ use crate::meter::placement;
 use crate::units::duration_arg;
 
 pub const MAX_DURATION_NS: u64 = 24 * 3600 * 1_000_000_000;
+/// `--period` unless given (in its own syntax, so that `--help` shows it as written).
+pub const DEFAULT_PERIOD: &str = "1ms";
+/// `--compute-fraction` unless given.
+pub const DEFAULT_COMPUTE_FRACTION: f64 = 0.5;
 pub const MIN_PERIOD_NS: u64 = 50_000;
 pub const MAX_PERIOD_NS: u64 = 1_000_000_000;
 

@@ -9,7 +9,8 @@ use crate::latency::accounting::MIN_WINDOWS_FOR_FIT;
 use crate::latency::buffer::BufferConfig;
 use crate::latency::load::{self, Load};
 use crate::latency::session::Settings;
-use crate::latency::threads::{Class, ClassName};
+use crate::latency::threads::{Class, ClassName, DEFAULT_PRIO_HIGH, DEFAULT_PRIO_MEDIUM};
+use crate::latency::values::{self, DEFAULT_COMPUTE_FRACTION, DEFAULT_PERIOD};
 use crate::meter::placement;
 use anyhow::Result;
 
@@ -19,13 +20,6 @@ pub const DEFAULT_DURATION_NS: u64 = 60_000_000_000;
 /// The paper measured under office, workstation, 3D-game and web use: interactive desktop work,
 /// which osmeter's `desktop` mix (computation, memory traffic, fresh pages) stands for.
 pub const DEFAULT_LOAD: Load = Load::Desktop;
-
-/// The latency command's priorities and period, so that a paper run and an `osmeter latency` run
-/// with the same load are alike.
-const PRIO_HIGH: i32 = 90;
-const PRIO_MEDIUM: i32 = 50;
-const PERIOD_NS: u64 = 1_000_000;
-const COMPUTE_FRACTION: f64 = 0.5;
 
 /// One name of `paper --load`: a load of `osmeter latency --load`, or `none`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,13 +78,15 @@ pub fn settings(id: PaperId, args: &PaperArgs) -> Result<Settings> {
         args.load.iter().filter_map(|c| c.0).collect()
     };
     let duration_ns = args.duration.unwrap_or(DEFAULT_DURATION_NS);
+    // The latency command's defaults, so that a paper run and an `osmeter latency` run with the
+    // same load are alike.
     Settings {
-        period_ns: PERIOD_NS,
+        period_ns: default_period_ns(),
         duration_ns,
         cpus: args.measure.cpu.into_iter().collect(),
         classes,
         paths,
-        buffers: BufferConfig::default_table(COMPUTE_FRACTION),
+        buffers: BufferConfig::default_table(DEFAULT_COMPUTE_FRACTION),
         fail_over_ns: None,
         loads: load::kinds_of(&loads),
         load_command: None,
@@ -117,14 +113,11 @@ pub fn short_warning(duration_ns: u64) -> Option<String> {
 }
 
 fn class(name: ClassName) -> Class {
-    Class {
-        name,
-        fifo: match name {
-            ClassName::High => Some(PRIO_HIGH),
-            ClassName::Medium => Some(PRIO_MEDIUM),
-            ClassName::Normal => None,
-        },
-    }
+    Class::with_priorities(name, DEFAULT_PRIO_HIGH, DEFAULT_PRIO_MEDIUM)
+}
+
+fn default_period_ns() -> u64 {
+    values::period(DEFAULT_PERIOD).expect("the default period is valid")
 }
 
 #[cfg(test)]
@@ -162,7 +155,7 @@ mod tests {
         let s = settings(PaperId::CotaRobles99, &args).unwrap();
         assert_eq!(s.duration_ns, DEFAULT_DURATION_NS);
         assert_eq!(s.loads, load::kinds_of(&[Load::Desktop]));
-        assert_eq!(s.period_ns, PERIOD_NS);
+        assert_eq!(s.period_ns, 1_000_000);
         assert!(s.classes.iter().any(|c| c.name == ClassName::High));
         let args = paper_args(&[
             "cota-robles99",

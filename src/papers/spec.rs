@@ -628,7 +628,6 @@ static CHEN96: Spec = Spec {
                 rows: Sel::Is("Wish"),
                 columns: Sel::StartsWith("time_"),
             },
-            // One row of today's per workload: the three share the table's time columns.
             label: "this machine, Wish",
             now: Now::Figure(WISH),
         },
@@ -638,7 +637,6 @@ static CHEN96: Spec = Spec {
                 rows: Sel::Is("Web Server"),
                 columns: Sel::StartsWith("time_"),
             },
-            // One row of today's per workload: the three share the table's time columns.
             label: "this machine, web server",
             now: Now::Scaled(WEB, WEB_TRACE_REQUESTS),
         },

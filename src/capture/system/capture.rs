@@ -39,6 +39,11 @@ pub enum Target {
 }
 
 /// Debian packages the capture needs, by the program that tells they are there.
+/// The guest's memory in MiB and how long it may run, unless `trace --memory` and `--timeout` say
+/// otherwise (the timeout in its own syntax, so that `--help` shows it as written).
+pub const DEFAULT_MEMORY_MIB: u32 = 512;
+pub const DEFAULT_TIMEOUT: &str = "10min";
+
 const PACKAGES: &[(&str, &str)] = &[
     (qemu::QEMU, "qemu-system-x86"),
     ("busybox", "busybox-static"),
