@@ -345,24 +345,35 @@ fn app_load(
     use crate::apps::{andrew::Andrew, ghostscript::Ghostscript, interp::Interp, repeat_until};
     use crate::params;
     let ctx = Context::new(dir, Scale::Quick, 1);
-    // The probes' quick variants.
-    let env = crate::probes::ProbeEnv {
-        scratch: dir,
-        cpu: 0,
-        scale: crate::probes::Scale::Quick,
-    };
     let result = match app {
         AppLoad::Web => crate::apps::web::serve_until(&ctx, stop, count),
         AppLoad::Wish => crate::apps::x11::wish_until(&ctx, stop, count),
         AppLoad::Bitblt => crate::apps::x11::bitblt_until(&ctx, stop, count),
-        AppLoad::Andrew => {
-            let p = params![("phase", "total"), ("fs", "dir"), ("sources", 4)];
-            Andrew::new(&env, &p).and_then(|a| repeat_until(a, stop, count))
+        // The probes' quick variants, in a scratch directory of their own that the next run
+        // sweeps if this one is killed.
+        AppLoad::Andrew | AppLoad::Ghostscript | AppLoad::Interp => {
+            crate::scratch::ScratchDir::create(dir, "load").and_then(|scratch| {
+                let env = crate::probes::ProbeEnv {
+                    scratch: scratch.path(),
+                    cpu: 0,
+                    scale: crate::probes::Scale::Quick,
+                };
+                match app {
+                    AppLoad::Andrew => {
+                        let p = params![("phase", "total"), ("fs", "dir"), ("sources", 4)];
+                        repeat_until(Andrew::new(&env, &p)?, stop, count)
+                    }
+                    AppLoad::Ghostscript => {
+                        repeat_until(Ghostscript::new(&env, &params![("pages", 2)])?, stop, count)
+                    }
+                    _ => repeat_until(
+                        Interp::new(&env, &params![("interp", INTERP_LOAD)])?,
+                        stop,
+                        count,
+                    ),
+                }
+            })
         }
-        AppLoad::Ghostscript => Ghostscript::new(&env, &params![("pages", 2)])
-            .and_then(|g| repeat_until(g, stop, count)),
-        AppLoad::Interp => Interp::new(&env, &params![("interp", INTERP_LOAD)])
-            .and_then(|i| repeat_until(i, stop, count)),
     };
     match result {
         // Ctrl-C ends a load the way the end of the run does.
