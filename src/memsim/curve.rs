@@ -19,7 +19,8 @@
 use super::cache::{Replacement, Store};
 use super::machine::space_key;
 use super::sweep::Simulator;
-use super::trace::{Kind, Mode, Ref};
+use super::trace::packed::Refs;
+use super::trace::{Kind, Mode};
 use crate::units;
 use serde::{Deserialize, Serialize};
 
@@ -293,8 +294,8 @@ impl CurveSim {
 impl Simulator for CurveSim {
     type Output = CurveResult;
 
-    fn run(&mut self, batch: &[Ref]) {
-        for r in batch {
+    fn run(&mut self, batch: Refs<'_>) {
+        for r in batch.iter() {
             if r.uncached || !self.spec.cache.sees(r.kind) {
                 continue;
             }

@@ -2,11 +2,13 @@ use super::*;
 use crate::memsim::cache::CacheConfig;
 use crate::memsim::machine::{Machine, MachineConfig};
 use crate::memsim::mapping::Mapping;
+use crate::memsim::trace::packed::Batch;
+use crate::memsim::trace::Ref;
 use proptest::prelude::*;
 
 fn curve(spec: &str, refs: &[Ref]) -> CurveResult {
     let mut c = CurveSim::new(&CurveSpec::parse(spec).unwrap());
-    c.run(refs);
+    c.run(Batch::from_refs(refs).view());
     c.finish()
 }
 
@@ -173,7 +175,7 @@ proptest! {
         let mut sim = CurveSim::new(&spec);
         // Batches of any size give the same curve.
         for chunk in refs.chunks(97) {
-            sim.run(chunk);
+            sim.run(Batch::from_refs(chunk).view());
         }
         let c = sim.finish();
         // Physical when a reference this cache looks up carried one (not any reference at all).

@@ -8,7 +8,7 @@
 
 use super::machine::{ModeStats, Stats};
 use super::sweep::Simulator;
-use super::trace::Ref;
+use super::trace::packed::Refs;
 use serde::{Deserialize, Serialize};
 
 /// The shortest interval: shorter ones would make the result larger than the trace is useful.
@@ -119,7 +119,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 impl<S: Observed> Simulator for Intervals<S> {
     type Output = (S::Output, Option<IntervalResult>);
 
-    fn run(&mut self, mut batch: &[Ref]) {
+    fn run(&mut self, mut batch: Refs<'_>) {
         let Some(every) = self.every else {
             return self.inner.run(batch);
         };
@@ -127,8 +127,9 @@ impl<S: Observed> Simulator for Intervals<S> {
             let n = batch
                 .len()
                 .min(usize::try_from(self.left).unwrap_or(usize::MAX));
-            self.inner.run(&batch[..n]);
-            batch = &batch[n..];
+            let (now, rest) = batch.split_at(n);
+            self.inner.run(now);
+            batch = rest;
             self.left -= n as u64;
             self.seen += n as u64;
             if self.left == 0 {
@@ -181,8 +182,10 @@ mod tests {
     use super::*;
     use crate::memsim::config::preset;
     use crate::memsim::machine::Machine;
+    use crate::memsim::trace::packed::Batch;
     use crate::memsim::trace::read_all;
     use crate::memsim::trace::synth::Synth;
+    use crate::memsim::trace::Ref;
 
     #[test]
     fn intervals_add_up_to_the_whole_run_at_any_batching() {
@@ -194,7 +197,7 @@ mod tests {
         for (every, batch) in [(1000u64, 4096usize), (3000, 1000), (7777, 25_000)] {
             let mut sim = Intervals::new(Machine::new(&cfg), Some(every));
             for b in refs.chunks(batch) {
-                sim.run(b);
+                sim.run(Batch::from_refs(b).view());
             }
             let (stats, intervals) = sim.finish();
             assert_eq!(stats, whole, "the wrapper changes nothing");
@@ -248,7 +251,7 @@ mod tests {
             refs.push(Ref::new(Kind::Read, Mode::User, 1, 4, a));
         }
         let mut sim = Intervals::new(Machine::new(&preset("ds5000-200").unwrap()), Some(10_000));
-        sim.run(&refs);
+        sim.run(Batch::from_refs(&refs).view());
         let iv = sim.finish().1.unwrap();
         let rates: Vec<f64> = iv.intervals.iter().map(|p| p.l1d_miss_rate).collect();
         assert_eq!(rates.len(), 4);
@@ -260,7 +263,7 @@ mod tests {
     fn without_an_interval_nothing_is_taken() {
         let refs = read_all(&mut Synth::new(5_000, 2)).unwrap();
         let mut sim = Intervals::new(Machine::new(&preset("pentium").unwrap()), None);
-        sim.run(&refs);
+        sim.run(Batch::from_refs(&refs).view());
         assert!(sim.finish().1.is_none());
     }
 }

@@ -4,44 +4,59 @@
 
 use super::{Machine, WBUF};
 use crate::memsim::cache::{HitView, Level, EMPTY};
-use crate::memsim::trace::{Kind, Mode, Ref, CLASS_KERNEL, CLASS_UNCACHED, CLASS_WRITE};
+use crate::memsim::trace::packed::{
+    self, Batch, Refs, CLASS_KERNEL, CLASS_SIDE, CLASS_UNCACHED, CLASS_WRITE,
+};
+use crate::memsim::trace::{Kind, Mode, Ref};
 
 impl Machine {
     /// Simulates references in order; the same as `access` on each, faster.
     pub fn run(&mut self, refs: &[Ref]) {
+        self.run_packed(Batch::from_refs(refs).view());
+    }
+
+    /// `run` on packed references, as a pass hands them over.
+    pub fn run_packed(&mut self, refs: Refs<'_>) {
         if self.plain {
-            self.run_plain(refs);
+            for (asid, run) in refs.by_space() {
+                self.run_plain(asid, run);
+            }
         } else {
-            for r in refs {
-                self.access(r);
+            for r in refs.iter() {
+                self.access(&r);
             }
         }
     }
 
-    /// `run` for the plain shape: `hit_run` takes references while they hit the first level,
-    /// and `access_general` takes the one that stopped it.
-    fn run_plain(&mut self, refs: &[Ref]) {
+    /// `run` for the plain shape over references of one address space: `hit_run` takes
+    /// references while they hit the first level, and `access_general` takes the one that
+    /// stopped it (and switches to the address space first, if need be).
+    fn run_plain(&mut self, asid: u32, refs: Refs<'_>) {
+        let words = refs.words();
         let mut at = 0;
-        while at < refs.len() {
-            let (asid, key) = (self.cur_asid, self.space_key);
-            let (taken, hits) = match self.l1.as_mut_slice() {
-                [one] => hit_run(&mut [view(one)], &refs[at..], asid, key, self.kernel_ranges),
-                [i, d] => hit_run(
-                    &mut [view(i), view(d)],
-                    &refs[at..],
-                    asid,
-                    key,
-                    self.kernel_ranges,
-                ),
-                _ => unreachable!("one or two first-level caches"),
+        while at < words.len() {
+            let (taken, hits) = if asid != self.cur_asid {
+                (0, PlainHits::default())
+            } else {
+                let key = self.space_key;
+                match self.l1.as_mut_slice() {
+                    [one] => hit_run(&mut [view(one)], &words[at..], key, self.kernel_ranges),
+                    [i, d] => hit_run(
+                        &mut [view(i), view(d)],
+                        &words[at..],
+                        key,
+                        self.kernel_ranges,
+                    ),
+                    _ => unreachable!("one or two first-level caches"),
+                }
             };
             self.add_hits(&hits);
             at += taken;
-            if let Some(r) = refs.get(at) {
+            if at < words.len() {
                 for l in &mut self.l1 {
                     l.forget_last();
                 }
-                self.access_general(r);
+                self.access_general(&refs.get(at));
                 at += 1;
             }
         }
@@ -194,8 +209,7 @@ fn view(l: &mut Level) -> HitView<'_> {
 #[inline(always)]
 fn hit_run<const N: usize>(
     views: &mut [HitView<'_>; N],
-    refs: &[Ref],
-    asid: u32,
+    words: &[u64],
     key: u64,
     kernel_ranges: bool,
 ) -> (usize, PlainHits) {
@@ -207,6 +221,7 @@ fn hit_run<const N: usize>(
     // Class bits that send a reference to the general path. Only data references write, and a
     // write-through data cache sends every write on.
     let stop = CLASS_UNCACHED
+        | CLASS_SIDE
         | if kernel_ranges { CLASS_KERNEL } else { 0 }
         | if views[N - 1].mark_writes() {
             0
@@ -216,22 +231,22 @@ fn hit_run<const N: usize>(
     // What each view was last touched at: within this run only its own references touch a
     // view, so its previous line is still the most recent of its set.
     let mut recent = [Recent::EMPTY; N];
-    let mut taken = refs.len();
-    for (i, r) in refs.iter().enumerate() {
-        let class = r.class();
-        if (r.asid != asid) | (class & stop != 0) {
+    let mut taken = words.len();
+    for (i, &w) in words.iter().enumerate() {
+        let class = packed::class(w);
+        if class & stop != 0 {
             taken = i;
             break;
         }
         let kind = class & 3;
         let d = usize::from(kind != 0);
         let write = class & CLASS_WRITE != 0;
-        let k = ((class >> 8) & 1) as u64;
+        let k = (class >> 2) & 1;
         let vi = d.min(N - 1);
         let v = &mut views[vi];
-        let addr = r.vaddr ^ key;
+        let addr = packed::vaddr(w) ^ key;
         let line = addr >> v.line_bits;
-        let end = addr.wrapping_add(u64::from(r.size.max(1)) - 1) >> v.line_bits;
+        let end = addr.wrapping_add(u64::from(packed::size(w).max(1)) - 1) >> v.line_bits;
         let known = if write {
             recent[vi].dirty
         } else {

@@ -5,15 +5,15 @@
 use super::curve::{CurveResult, CurveSim, CurveSpec};
 use super::interval::{IntervalResult, Intervals, Observed};
 use super::machine::{Machine, MachineConfig, Stats};
-use super::trace::{Ref, RefSource, TraceMeta};
+use super::trace::packed::{Batch, Refs};
+use super::trace::{RefSource, TraceMeta};
 use anyhow::Result;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 
-/// References per batch: small enough that the batches in flight (160 KB each at 40 bytes a
-/// reference) stay in the second-level caches of the core that decoded them and of the one that
-/// reads them, big enough that handing one over is rare (on a 2-core VM with 2 MB second-level
-/// caches, 16 K references a batch were slower).
+/// References per batch: small enough that the batches in flight (32 KB each at 8 bytes a
+/// packed reference) stay in the second-level caches of the core that decoded them and of the one
+/// that reads them, big enough that handing one over is rare.
 const BATCH: usize = 1 << 12;
 /// Batches in flight between the reader and the workers; the reader waits when all are out.
 const IN_FLIGHT: usize = 8;
@@ -41,14 +41,14 @@ pub struct Extras {
 /// with attribution around it. Sweeps hand out any number of them over the threads.
 pub(crate) trait Simulator: Send {
     type Output: Send;
-    fn run(&mut self, batch: &[Ref]);
+    fn run(&mut self, batch: Refs<'_>);
     fn finish(self) -> Self::Output;
 }
 
 impl Simulator for Machine {
     type Output = Stats;
-    fn run(&mut self, batch: &[Ref]) {
-        Machine::run(self, batch)
+    fn run(&mut self, batch: Refs<'_>) {
+        Machine::run_packed(self, batch)
     }
     fn finish(mut self) -> Stats {
         self.stats()
@@ -72,7 +72,7 @@ pub(crate) enum Either<A, B> {
 
 impl<A: Simulator, B: Simulator> Simulator for Either<A, B> {
     type Output = Either<A::Output, B::Output>;
-    fn run(&mut self, batch: &[Ref]) {
+    fn run(&mut self, batch: Refs<'_>) {
         match self {
             Either::Left(a) => a.run(batch),
             Either::Right(b) => b.run(batch),
@@ -164,16 +164,16 @@ fn one_thread<S: Simulator>(
     src: &mut dyn RefSource,
     mut sims: Vec<S>,
 ) -> Result<(Vec<S::Output>, u64)> {
-    let mut batch = Vec::with_capacity(BATCH);
+    let mut batch = Batch::with_capacity(BATCH);
     let mut refs = 0u64;
     loop {
         batch.clear();
-        if src.next_batch(&mut batch, BATCH)? == 0 {
+        if src.next_packed(&mut batch, BATCH)? == 0 {
             break;
         }
         refs += batch.len() as u64;
         for s in &mut sims {
-            s.run(&batch);
+            s.run(batch.view());
         }
     }
     Ok((sims.into_iter().map(S::finish).collect(), refs))
@@ -192,17 +192,17 @@ fn pipelined<S: Simulator>(
     let mut refs = 0u64;
     let outputs = std::thread::scope(|scope| -> Result<Vec<S::Output>> {
         // Every worker hands each batch back when done; the last hand-back frees it for reuse.
-        let (give_back, returned) = channel::<Arc<Vec<Ref>>>();
+        let (give_back, returned) = channel::<Arc<Batch>>();
         let mut senders = Vec::new();
         let mut handles = Vec::new();
         for mut mine in groups {
-            let (tx, rx) = channel::<Arc<Vec<Ref>>>();
+            let (tx, rx) = channel::<Arc<Batch>>();
             senders.push(tx);
             let give_back = give_back.clone();
             handles.push(scope.spawn(move || {
                 while let Ok(batch) = rx.recv() {
                     for (_, s) in &mut mine {
-                        s.run(&batch);
+                        s.run(batch.view());
                     }
                     // The reader may be gone after an error; then nothing is reused.
                     let _ = give_back.send(batch);
@@ -232,15 +232,15 @@ fn pipelined<S: Simulator>(
 /// Decodes batches and sends each to every worker, reusing batches the workers are done with.
 fn read_into(
     src: &mut dyn RefSource,
-    senders: &[std::sync::mpsc::Sender<Arc<Vec<Ref>>>],
-    returned: &Receiver<Arc<Vec<Ref>>>,
+    senders: &[std::sync::mpsc::Sender<Arc<Batch>>],
+    returned: &Receiver<Arc<Batch>>,
     refs: &mut u64,
 ) -> Result<()> {
     let mut made = 0;
     loop {
         let mut batch = if made < IN_FLIGHT {
             made += 1;
-            Vec::with_capacity(BATCH)
+            Batch::with_capacity(BATCH)
         } else {
             loop {
                 // Each worker returns its handle; only the last one unwraps.
@@ -254,7 +254,7 @@ fn read_into(
             }
         };
         batch.clear();
-        if src.next_batch(&mut batch, BATCH)? == 0 {
+        if src.next_packed(&mut batch, BATCH)? == 0 {
             return Ok(());
         }
         *refs += batch.len() as u64;

@@ -17,6 +17,7 @@ use crate::memsim::interval::{IntervalResult, Intervals, Observed};
 use crate::memsim::machine::{Machine, MachineConfig, Stats, COMPONENTS};
 use crate::memsim::mapping::Mapper;
 use crate::memsim::sweep::{self, Extras, Simulator, SweepResult};
+use crate::memsim::trace::packed::Refs;
 use crate::memsim::trace::{Kind, Mode, Ref, RefSource};
 use anyhow::Result;
 
@@ -132,8 +133,9 @@ impl Runner {
 impl Simulator for Runner {
     type Output = JobResult;
 
-    fn run(&mut self, batch: &[Ref]) {
-        for r in batch {
+    fn run(&mut self, batch: Refs<'_>) {
+        for r in batch.iter() {
+            let r = &r;
             match (self.job.stream, r.mode) {
                 (Stream::KernelOnly, Mode::User) | (Stream::UserOnly, Mode::Kernel) => continue,
                 _ => {}

@@ -1,5 +1,6 @@
 //! Streaming writer and reader of the osmeter binary trace format (described in the parent module).
 
+use super::packed::{self, Batch};
 use super::{Kind, Mode, Ref, RefSource, TraceMeta, FLAG_PHYSICAL, MAX_ACCESS_BYTES};
 use anyhow::{bail, Result};
 use std::io::{Read, Write};
@@ -380,43 +381,40 @@ impl<R: Read> TraceReader<R> {
     /// Decodes common records straight from the buffer: a tag with no new address-space id, a
     /// size in the tag or in one byte after it, and address deltas of at most 8 bytes each, read
     /// with one 8-byte load per number. Stops at the first other record (left to the general
-    /// decoder), when `out` is full, or when fewer than MAX_RECORD bytes remain (so a refill can
-    /// come first).
+    /// decoder), when `out` is full or refuses a reference, or when fewer than MAX_RECORD bytes
+    /// remain (so a refill can come first).
     #[inline]
-    fn decode_common(&mut self, out: &mut [std::mem::MaybeUninit<Ref>]) -> usize {
+    fn decode_common<E: Emit>(&mut self, out: &mut E) -> usize {
         let physical = self.meta.physical();
         if self.pext {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `pext` is set only where `fast_pext` found BMI2.
             return unsafe {
                 if physical {
-                    self.decode_common_pext::<true>(out)
+                    self.decode_common_pext::<true, E>(out)
                 } else {
-                    self.decode_common_pext::<false>(out)
+                    self.decode_common_pext::<false, E>(out)
                 }
             };
         }
         if physical {
-            self.decode_common_with::<true>(out, fold_groups)
+            self.decode_common_with::<true, E>(out, fold_groups)
         } else {
-            self.decode_common_with::<false>(out, fold_groups)
+            self.decode_common_with::<false, E>(out, fold_groups)
         }
     }
 
     /// `decode_common` folding varints with BMI2's `pext`.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "bmi2")]
-    fn decode_common_pext<const PHYSICAL: bool>(
-        &mut self,
-        out: &mut [std::mem::MaybeUninit<Ref>],
-    ) -> usize {
-        self.decode_common_with::<PHYSICAL>(out, |x| std::arch::x86_64::_pext_u64(x, GROUPS))
+    fn decode_common_pext<const PHYSICAL: bool, E: Emit>(&mut self, out: &mut E) -> usize {
+        self.decode_common_with::<PHYSICAL, E>(out, |x| std::arch::x86_64::_pext_u64(x, GROUPS))
     }
 
     #[inline(always)]
-    fn decode_common_with<const PHYSICAL: bool>(
+    fn decode_common_with<const PHYSICAL: bool, E: Emit>(
         &mut self,
-        out: &mut [std::mem::MaybeUninit<Ref>],
+        out: &mut E,
         fold: impl Fn(u64) -> u64 + Copy,
     ) -> usize {
         let buf = &self.buf[..self.end];
@@ -428,7 +426,8 @@ impl<R: Read> TraceReader<R> {
         let mut n = 0;
         // SAFETY (every `load8` below): a record starts before `stop_at`, MAX_RECORD bytes
         // before the end, and its loads end at most 1 + 1 + 8 + 8 bytes after its start.
-        while n < out.len() && pos < stop_at {
+        let room = out.room();
+        while n < room && pos < stop_at {
             let head = unsafe { load8(buf, pos) };
             let tag = head as u8;
             let t = &TEMPLATES[usize::from(tag)];
@@ -468,23 +467,17 @@ impl<R: Read> TraceReader<R> {
                     break;
                 };
                 next += len_p;
-                let p = last_p[s].wrapping_add(unzigzag(dp) as u64);
-                last_p[s] = p;
-                Some(p)
+                Some(last_p[s].wrapping_add(unzigzag(dp) as u64))
             } else {
                 None
             };
+            if !out.emit(n, t, asid, size, vaddr, paddr) {
+                break;
+            }
             last_v[s] = vaddr;
-            out[n].write(Ref {
-                kind: t.kind,
-                mode: t.mode,
-                uncached: t.uncached,
-                asid,
-                size,
-                vaddr,
-                paddr,
-                tag: 0,
-            });
+            if let Some(p) = paddr {
+                last_p[s] = p;
+            }
             n += 1;
             pos = next;
         }
@@ -573,7 +566,7 @@ impl<R: Read> RefSource for TraceReader<R> {
                 self.refill()?;
             }
             let room = max - (out.len() - before);
-            let got = self.decode_common(&mut out.spare_capacity_mut()[..room]);
+            let got = self.decode_common(&mut RefSlots(&mut out.spare_capacity_mut()[..room]));
             // SAFETY: decode_common initialised the first `got` elements of the spare capacity.
             unsafe { out.set_len(out.len() + got) };
             if got > 0 {
@@ -588,6 +581,127 @@ impl<R: Read> RefSource for TraceReader<R> {
 
     fn meta(&self) -> TraceMeta {
         self.meta
+    }
+
+    fn next_packed(&mut self, out: &mut Batch, max: usize) -> Result<usize> {
+        let before = out.len();
+        out.words.reserve(max);
+        if self.meta.physical() {
+            out.paddrs.reserve(max);
+        }
+        while out.len() - before < max && !self.done {
+            if self.end - self.pos < MAX_RECORD && !self.eof {
+                self.refill()?;
+            }
+            out.space(self.asid);
+            let room = max - (out.len() - before);
+            let words = out.words.len();
+            let got = self.decode_common(&mut WordSlots {
+                words: &mut out.words.spare_capacity_mut()[..room],
+                paddrs: &mut out.paddrs,
+            });
+            // SAFETY: decode_common initialised the first `got` words of the spare capacity.
+            unsafe { out.words.set_len(words + got) };
+            if got > 0 {
+                continue;
+            }
+            // Anything else (a new address space, a long number, an address that does not
+            // pack, the trailer) goes through the general decoder.
+            let mut one = std::mem::take(&mut out.scratch);
+            one.clear();
+            let more = self.decode_one(&mut one)?;
+            for r in &one {
+                out.push(r);
+            }
+            out.scratch = one;
+            if !more {
+                break;
+            }
+        }
+        Ok(out.len() - before)
+    }
+}
+
+/// Where `decode_common` puts the references it decodes.
+trait Emit {
+    /// How many references fit.
+    fn room(&self) -> usize;
+    /// Puts reference `n`; false if it does not fit this form (nothing is kept then).
+    fn emit(
+        &mut self,
+        n: usize,
+        t: &Template,
+        asid: u32,
+        size: u32,
+        vaddr: u64,
+        paddr: Option<u64>,
+    ) -> bool;
+}
+
+/// Whole references.
+struct RefSlots<'a>(&'a mut [std::mem::MaybeUninit<Ref>]);
+
+impl Emit for RefSlots<'_> {
+    #[inline(always)]
+    fn room(&self) -> usize {
+        self.0.len()
+    }
+
+    #[inline(always)]
+    fn emit(
+        &mut self,
+        n: usize,
+        t: &Template,
+        asid: u32,
+        size: u32,
+        vaddr: u64,
+        paddr: Option<u64>,
+    ) -> bool {
+        self.0[n].write(Ref {
+            kind: t.kind,
+            mode: t.mode,
+            uncached: t.uncached,
+            asid,
+            size,
+            vaddr,
+            paddr,
+            tag: 0,
+        });
+        true
+    }
+}
+
+/// Packed words (sizes here are below 256 by construction; an address must be canonical), and
+/// the physical addresses beside them.
+struct WordSlots<'a> {
+    words: &'a mut [std::mem::MaybeUninit<u64>],
+    paddrs: &'a mut Vec<u64>,
+}
+
+impl Emit for WordSlots<'_> {
+    #[inline(always)]
+    fn room(&self) -> usize {
+        self.words.len()
+    }
+
+    #[inline(always)]
+    fn emit(
+        &mut self,
+        n: usize,
+        t: &Template,
+        _asid: u32,
+        size: u32,
+        vaddr: u64,
+        paddr: Option<u64>,
+    ) -> bool {
+        if packed::vaddr(vaddr) != vaddr {
+            return false;
+        }
+        self.words[n].write(packed::word(t.kind, t.mode, t.uncached, size, vaddr));
+        if let Some(p) = paddr {
+            self.paddrs.push(p);
+        }
+        true
     }
 }
 

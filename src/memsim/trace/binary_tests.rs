@@ -117,6 +117,25 @@ fn dribbled(bytes: &[u8], chunk: usize, max: usize, pext: bool) -> Vec<Ref> {
     got
 }
 
+/// The same, decoded straight into packed batches of at most `max`, unpacked again.
+fn dribbled_packed(bytes: &[u8], chunk: usize, max: usize, pext: bool) -> Vec<Ref> {
+    let mut r = TraceReader::new(Dribble { bytes, chunk }).unwrap();
+    if !pext {
+        r = r.without_pext();
+    }
+    let mut got = Vec::new();
+    let mut batch = Batch::default();
+    loop {
+        batch.clear();
+        let n = r.next_packed(&mut batch, max).unwrap();
+        assert!(n <= max && n == batch.len());
+        if n == 0 {
+            return got;
+        }
+        got.extend(batch.view().iter());
+    }
+}
+
 proptest! {
     #[test]
     fn round_trip(refs in prop::collection::vec(arb_ref(false), 0..400)) {
@@ -134,6 +153,8 @@ proptest! {
         let bytes = encode(&refs, if physical { FLAG_PHYSICAL } else { 0 });
         prop_assert_eq!(&dribbled(&bytes, chunk, max, true), &refs);
         prop_assert_eq!(&dribbled(&bytes, chunk, max, false), &refs);
+        prop_assert_eq!(&dribbled_packed(&bytes, chunk, max, true), &refs);
+        prop_assert_eq!(&dribbled_packed(&bytes, chunk, max, false), &refs);
     }
 
     /// `pext` (where this CPU has it fast) and the portable fold give the same number for every

@@ -39,6 +39,7 @@ pub mod binary;
 pub mod champsim;
 pub mod drmem;
 pub mod file;
+pub mod packed;
 pub mod summary;
 pub mod synth;
 pub mod text;
@@ -80,10 +81,9 @@ pub enum Mode {
 
 /// One memory reference.
 ///
-/// The fields are laid out in this order (`repr(C)`, 40 bytes) so that the four one-byte fields sit
-/// together: `class` reads them as one word, and the simulator's hit loop tests them with one mask.
+/// Whole, as sources produce it and the general path simulates it; a pass hands references
+/// between threads packed (`packed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(C)]
 pub struct Ref {
     pub vaddr: u64,
     /// Present only in traces whose header says so.
@@ -98,24 +98,7 @@ pub struct Ref {
     pub tag: u8,
 }
 
-/// Bits of `Ref::class`.
-pub(crate) const CLASS_WRITE: u32 = 2;
-pub(crate) const CLASS_KERNEL: u32 = 1 << 8;
-pub(crate) const CLASS_UNCACHED: u32 = 1 << 16;
-
 impl Ref {
-    /// Kind, mode and the uncached flag in one word: the kind in bits 0-1 (`Kind`'s values),
-    /// the mode at bit 8, uncached at bit 16; the attribution tag in bits 24-31.
-    #[inline(always)]
-    pub(crate) fn class(&self) -> u32 {
-        u32::from_le_bytes([
-            self.kind as u8,
-            self.mode as u8,
-            u8::from(self.uncached),
-            self.tag,
-        ])
-    }
-
     pub fn new(kind: Kind, mode: Mode, asid: u32, size: u32, vaddr: u64) -> Ref {
         Ref {
             kind,
@@ -159,6 +142,18 @@ pub trait RefSource {
     fn next_batch(&mut self, out: &mut Vec<Ref>, max: usize) -> Result<usize>;
     /// Flags known so far (a trailer can add some at the end).
     fn meta(&self) -> TraceMeta;
+    /// Appends up to `max` references to `out` packed; returns how many. Zero means the end.
+    /// Sources that decode straight into words override it; the others decode and pack.
+    fn next_packed(&mut self, out: &mut packed::Batch, max: usize) -> Result<usize> {
+        let mut refs = std::mem::take(&mut out.scratch);
+        refs.clear();
+        let n = self.next_batch(&mut refs, max)?;
+        for r in &refs {
+            out.push(r);
+        }
+        out.scratch = refs;
+        Ok(n)
+    }
 }
 
 /// Input formats.
