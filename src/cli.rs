@@ -304,7 +304,8 @@ pub enum TraceAction {
         /// Output format
         #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
         to: crate::memsim::trace::ExportFormat,
-        /// Compress with zstd (also implied by an output name ending in .zst)
+        /// Compress with zstd (also implied by an output name ending in .zst; one ending in .gz
+        /// is gzip-compressed)
         #[arg(long)]
         zstd: bool,
     },
