@@ -39,6 +39,7 @@
 pub mod binary;
 pub mod champsim;
 pub mod drmem;
+pub mod drmem_dir;
 pub mod file;
 pub mod summary;
 pub mod synth;
@@ -178,7 +179,7 @@ pub enum Format {
     #[serde(alias = "dinero")]
     #[value(alias = "dinero")]
     Din,
-    /// DynamoRIO drmemtrace's trace entries (plain, gzip or zstd)
+    /// DynamoRIO drmemtrace's trace entries (plain, gzip or zstd), or a drmemtrace run directory
     #[serde(alias = "drmem")]
     #[value(alias = "drmem")]
     Drmemtrace,
@@ -253,6 +254,9 @@ pub fn open_counted(
     format: Option<Format>,
     read: Option<Counter>,
 ) -> Result<Box<dyn RefSource + Send>> {
+    if path.is_dir() {
+        return drmem_dir::open(path, format, read);
+    }
     let mut raw = open_raw(path, read)?;
     let head = raw.fill_buf()?.to_vec();
     let format = match format {
