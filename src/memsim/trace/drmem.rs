@@ -1,7 +1,7 @@
 //! DynamoRIO drmemtrace's final trace format, written and read: a stream of 12-byte entries,
 //! little-endian and packed: a 2-byte type, a 2-byte size (access size, instruction length, or
 //! a marker's sub-type) and an 8-byte address or value. (drmemtrace keeps one such file per
-//! thread, usually gzip-compressed; its readers take the plain stream as well.)
+//! thread, compressed; `drmem_dir` reads a run's directory of them as one trace.)
 //!
 //! Written: a header entry (trace version 3), thread and process entries, markers for the
 //! version, the file type (x86-64), the line and page sizes, a timestamp and the CPU; then one

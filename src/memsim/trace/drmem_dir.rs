@@ -198,19 +198,19 @@ impl ZipChunks {
             }
             let name = m.name().to_string();
             if m.encrypted() {
-                bail!("{}: member {name} is encrypted", path.display());
+                bail!("{}: member {name:?} is encrypted", path.display());
             }
             let deflated = match m.compression() {
                 zip::CompressionMethod::Stored => false,
                 zip::CompressionMethod::Deflated => true,
                 other => bail!(
-                    "{}: member {name} is compressed with {other}; osmeter reads stored and deflated members (re-zip it with `zip`)",
+                    "{}: member {name:?} is compressed with {other}; osmeter reads stored and deflated members (re-zip it with `zip`)",
                     path.display()
                 ),
             };
-            let start = m
-                .data_start()
-                .with_context(|| format!("{}: member {name} has no data offset", path.display()))?;
+            let start = m.data_start().with_context(|| {
+                format!("{}: member {name:?} has no data offset", path.display())
+            })?;
             members.push(Member {
                 name,
                 start,
@@ -263,7 +263,7 @@ impl Read for ZipChunks {
             let member = self.open_member(&m).map_err(|e| {
                 std::io::Error::new(
                     e.kind(),
-                    format!("{} member {}: {e}", self.path.display(), m.name),
+                    format!("{} member {:?}: {e}", self.path.display(), m.name),
                 )
             })?;
             self.current = Some(member);
