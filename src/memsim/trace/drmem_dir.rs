@@ -139,12 +139,19 @@ impl RefSource for DrmemDir {
             };
             self.current = Some(i);
             let t = &mut self.threads[i];
-            let room = max - (out.len() - before);
-            match t
+            let (room, from) = (max - (out.len() - before), out.len());
+            let stop = t
                 .reader
                 .next_segment(out, room)
-                .with_context(|| format!("reading {}", t.path.display()))?
-            {
+                .with_context(|| format!("reading {}", t.path.display()))?;
+            if self.meta.physical() && !t.reader.meta().physical() {
+                // Another thread's file maps pages and this one does not: its addresses stand for
+                // themselves, as they do for a page no marker mapped.
+                for r in &mut out[from..] {
+                    r.paddr.get_or_insert(r.vaddr);
+                }
+            }
+            match stop {
                 Stop::Full => {}
                 Stop::Timestamp(stamp) => {
                     t.next = stamp;

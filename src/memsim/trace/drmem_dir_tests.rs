@@ -14,6 +14,8 @@ const FOOTER: u16 = 26;
 const MARKER: u16 = 28;
 const M_TIMESTAMP: u16 = 2;
 const M_CPU_ID: u16 = 3;
+const M_PHYSICAL_ADDRESS: u16 = 15;
+const M_VIRTUAL_ADDRESS: u16 = 17;
 
 /// What a thread does between timestamps.
 enum Step {
@@ -22,6 +24,8 @@ enum Step {
     Fetch(u64),
     /// A load at this address, 8 bytes.
     Load(u64),
+    /// The page at the first address is the frame at the second.
+    Map(u64, u64),
 }
 
 /// The entries of one thread's file: header, thread and process, the steps, exit and footer.
@@ -43,6 +47,10 @@ fn thread_bytes(tid: u64, pid: u64, steps: &[Step]) -> Vec<u8> {
             }
             Step::Fetch(a) => put(INSTR, 4, a),
             Step::Load(a) => put(READ, 8, a),
+            Step::Map(v, p) => {
+                put(MARKER, M_PHYSICAL_ADDRESS, p);
+                put(MARKER, M_VIRTUAL_ADDRESS, v);
+            }
         }
     }
     put(WRITE, 2, 0xdead); // after the last stamp: part of the last run
@@ -220,5 +228,31 @@ fn a_bad_thread_file_is_named() {
     assert!(
         e.contains("app.99.0000.trace") && e.contains("without its footer"),
         "{e}"
+    );
+}
+
+#[test]
+fn physical_addresses_from_one_thread_make_every_reference_physical() {
+    use Step::*;
+    let d = tempfile::tempdir().unwrap();
+    let mapped = thread_bytes(1, 7, &[Map(0x4000, 0x9000), Stamp(10), Load(0x4010)]);
+    let unmapped = thread_bytes(2, 7, &[Stamp(20), Load(0x5010)]);
+    std::fs::write(d.path().join("a.trace"), mapped).unwrap();
+    std::fs::write(d.path().join("b.trace"), unmapped).unwrap();
+    let mut src = open(d.path(), None).unwrap();
+    assert!(src.meta().physical());
+    let got: Vec<_> = read_all(src.as_mut())
+        .unwrap()
+        .iter()
+        .map(|r| (r.vaddr, r.paddr))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0x4010, Some(0x9010)),
+            (0xdead, Some(0xdead)),
+            (0x5010, Some(0x5010)),
+            (0xdead, Some(0xdead)),
+        ]
     );
 }
