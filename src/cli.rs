@@ -293,8 +293,8 @@ pub struct TraceArgs {
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum TraceAction {
-    /// Convert a trace (osmeter, lackey, din or drmemtrace; `-` for stdin) to the osmeter
-    /// format, or export it to ChampSim's or DynamoRIO drmemtrace's
+    /// Convert a trace (osmeter, lackey, din or drmemtrace, or a drmemtrace run directory; `-`
+    /// for stdin) to the osmeter format, or export it to ChampSim's or DynamoRIO drmemtrace's
     Convert {
         input: PathBuf,
         output: PathBuf,
@@ -304,7 +304,8 @@ pub enum TraceAction {
         /// Output format
         #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
         to: crate::memsim::trace::ExportFormat,
-        /// Compress with zstd (also implied by an output name ending in .zst)
+        /// Compress with zstd (also implied by an output name ending in .zst; one ending in .gz
+        /// is gzip-compressed)
         #[arg(long)]
         zstd: bool,
     },
@@ -343,7 +344,8 @@ pub enum TraceAction {
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct MemsimArgs {
-    /// Trace file (osmeter, lackey or din; `-` for stdin)
+    /// Trace file (osmeter, lackey, din or drmemtrace; `-` for stdin), or a drmemtrace run
+    /// directory
     pub trace: PathBuf,
     /// Input format [default: detected]
     #[arg(long, value_name = "FORMAT", value_enum)]

@@ -1,5 +1,6 @@
 //! Fuzzing of what osmeter reads from files it did not write: the trace readers (osmeter binary,
-//! valgrind lackey, Dinero din, and the format detection in front of them) and the machine
+//! valgrind lackey, Dinero din, drmemtrace run directories, and the format detection and
+//! decompression in front of them) and the machine
 //! configuration (`--config` JSON and the `SIZE:ASSOC:LINE` geometry strings), with proptest
 //! feeding arbitrary bytes, mutations of valid inputs and out-of-range numbers.
 //!
@@ -131,6 +132,29 @@ fn a_text_line() -> impl Strategy<Value = String> {
 
 /// A drmemtrace header entry (type 25, size 0, version 6), as its traces start.
 const DRMEM_HEADER: &[u8] = b"\x19\x00\x00\x00\x06\x00\x00\x00\x00\x00\x00\x00";
+/// The same, version 3, which the reader takes.
+const DRMEM_V3_HEADER: &[u8] = b"\x19\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00";
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut g = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    g.write_all(bytes).unwrap();
+    g.finish().unwrap()
+}
+
+/// A zip of `bytes` cut into two deflated members, as drmemtrace writes a thread's chunks.
+fn zip_of(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let (a, b) = bytes.split_at(bytes.len() / 2);
+    for (name, part) in [("chunk.0000", a), ("chunk.0001", b)] {
+        z.start_file(name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        z.write_all(part).unwrap();
+    }
+    z.finish().unwrap().into_inner()
+}
+
 /// The start of a ChampSim instruction record: ip 0x400000, not a branch, no registers.
 const CHAMPSIM_RECORD: &[u8] = b"\x00\x00\x40\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00";
 
@@ -192,7 +216,7 @@ proptest! {
     #[test]
     fn format_detection_on_any_file(bytes in prop::collection::vec(any::<u8>(), 0..1024),
                                     prefix in prop_oneof![Just(&b""[..]), Just(&b"OSMT"[..]),
-                                                          Just(&b"\x28\xb5\x2f\xfd"[..]),
+                                                          Just(&b"\x28\xb5\x2f\xfd"[..]), Just(&b"\x1f\x8b"[..]),
                                                           Just(&b"# c\n"[..]), Just(&b"I  "[..]),
                                                           Just(DRMEM_HEADER), Just(CHAMPSIM_RECORD)]) {
         let dir = tempfile::tempdir().unwrap();
@@ -201,6 +225,34 @@ proptest! {
         match trace::open(&path, None) {
             Ok(mut src) => {
                 if let Err(e) = drain(src.as_mut(), 2 * (bytes.len() + prefix.len())) {
+                    check_message(&e);
+                }
+            }
+            Err(e) => check_message(&format!("{e:#}")),
+        }
+    }
+
+    #[test]
+    fn drmemtrace_run_directory_of_any_files(
+        files in prop::collection::vec((0u8..4, prop::collection::vec(any::<u8>(), 0..512)), 1..4)
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut plain_bytes = 0;
+        for (i, (form, noise)) in files.iter().enumerate() {
+            // A version-3 header, so the noise reaches the entry decoder and the merge.
+            let plain = [DRMEM_V3_HEADER, noise].concat();
+            plain_bytes += plain.len();
+            let (name, bytes) = match form {
+                0 => ("trace", plain),
+                1 => ("trace.gz", gzip(&plain)),
+                2 => ("trace.zip", zip_of(&plain)),
+                _ => ("trace.zip", noise.clone()),
+            };
+            std::fs::write(dir.path().join(format!("t{i}.{name}")), bytes).unwrap();
+        }
+        match trace::open(dir.path(), None) {
+            Ok(mut src) => {
+                if let Err(e) = drain(src.as_mut(), 2 * plain_bytes) {
                     check_message(&e);
                 }
             }

@@ -729,3 +729,86 @@ fn capture_cut_short_by_ctrl_c_keeps_a_trace_marked_incomplete() {
             .stdout(predicate::str::contains("MCPI"));
     }
 }
+
+#[test]
+fn drmemtrace_run_directory_is_read_as_one_trace() {
+    let env = TestEnv::new();
+    let a = synth(&env, "a.osmt", 3000);
+    let b = synth(&env, "b.osmt", 5000);
+    // A run directory as drmemtrace lays it out, one thread gzip-compressed (written through the
+    // .gz name) and one plain; `a` is exported first, so its timestamp is the earlier although
+    // its name sorts last.
+    let run = env.dir.path().join("drmemtrace.app.1234.0000.dir");
+    let trace = run.join("trace");
+    std::fs::create_dir_all(&trace).unwrap();
+    std::fs::create_dir_all(run.join("raw")).unwrap();
+    for (src, name) in [
+        (&a, "drmemtrace.app.1234.5678.trace.gz"),
+        (&b, "drmemtrace.app.1234.1111.trace"),
+    ] {
+        env.osmeter()
+            .args(["trace", "convert", "--to", "drmemtrace"])
+            .arg(src)
+            .arg(trace.join(name))
+            .assert()
+            .success();
+    }
+    let gz = std::fs::read(trace.join("drmemtrace.app.1234.5678.trace.gz")).unwrap();
+    assert_eq!(gz[..2], [0x1f, 0x8b], "gzip by the name");
+
+    let (ia, ib) = (info(&env, &a), info(&env, &b));
+    let dir_info = info(&env, &run);
+    assert_eq!(dir_info["references"], 8000);
+    for side in ["user", "kernel"] {
+        let sum =
+            ia[side]["instructions"].as_u64().unwrap() + ib[side]["instructions"].as_u64().unwrap();
+        assert_eq!(dir_info[side]["instructions"], sum, "{side}");
+    }
+    assert_eq!(info(&env, &trace)["references"], 8000, "trace/ itself");
+
+    // memsim with a config file reads the directory as the trace it converts to.
+    let cfg_doc = env.json(&[
+        "memsim",
+        "--json",
+        "--no-store",
+        "--preset",
+        "pentium",
+        a.to_str().unwrap(),
+    ]);
+    let cfg = env.dir.path().join("pentium.json");
+    std::fs::write(&cfg, cfg_doc["machines"][0]["config"].to_string()).unwrap();
+    let merged = env.dir.path().join("merged.osmt");
+    env.osmeter()
+        .args(["trace", "convert"])
+        .arg(&run)
+        .arg(&merged)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("converted 8000 references"));
+    let sim = |p: &Path| {
+        let out = env
+            .osmeter()
+            .args(["memsim", "--json", "--no-store", "--config"])
+            .arg(&cfg)
+            .arg(p)
+            .assert()
+            .success();
+        let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        doc["machines"].clone()
+    };
+    let (from_dir, from_file) = (sim(&run), sim(&merged));
+    assert_eq!(from_dir, from_file);
+    assert_eq!(from_dir.as_array().unwrap().len(), 1);
+
+    // A directory without thread files says so, naming it.
+    let empty = env.dir.path().join("empty.dir");
+    std::fs::create_dir(&empty).unwrap();
+    env.osmeter()
+        .args(["trace", "info"])
+        .arg(&empty)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "empty.dir holds no drmemtrace thread files",
+        ));
+}

@@ -1,7 +1,7 @@
 //! DynamoRIO drmemtrace's final trace format, written and read: a stream of 12-byte entries,
 //! little-endian and packed: a 2-byte type, a 2-byte size (access size, instruction length, or
 //! a marker's sub-type) and an 8-byte address or value. (drmemtrace keeps one such file per
-//! thread, usually gzip-compressed; its readers take the plain stream as well.)
+//! thread, compressed; `drmem_dir` reads a run's directory of them as one trace.)
 //!
 //! Written: a header entry (trace version 3), thread and process entries, markers for the
 //! version, the file type (x86-64), the line and page sizes, a timestamp and the CPU; then one
@@ -183,6 +183,19 @@ pub struct DrmemReader<R: Read> {
     /// The last instruction's address and length, for bundles.
     last_pc: u64,
     last_len: u64,
+    /// The thread the trace belongs to, from its thread entry.
+    tid: Option<u64>,
+}
+
+/// Why `DrmemReader::next_segment` returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// `max` references were read.
+    Full,
+    /// A timestamp marker with this value was read: the references after it ran later.
+    Timestamp(u64),
+    /// The footer was read.
+    End,
 }
 
 impl<R: Read> DrmemReader<R> {
@@ -200,6 +213,7 @@ impl<R: Read> DrmemReader<R> {
             page: PAGE,
             last_pc: 0,
             last_len: 0,
+            tid: None,
         };
         let first = r
             .raw()?
@@ -216,16 +230,31 @@ impl<R: Read> DrmemReader<R> {
         loop {
             let at = r.offset;
             let Some(e) = r.raw()? else { break };
-            let (ty, size, _) = split(&e);
+            let (ty, size, v) = split(&e);
             r.ahead.push_back((at, e));
             if ty == MARKER && size == M_PHYSICAL_ADDRESS {
                 r.meta.flags |= FLAG_PHYSICAL;
+            }
+            if ty == THREAD && r.tid.is_none() {
+                r.tid = Some(v);
             }
             if ty != MARKER && ty != THREAD && ty != PID {
                 break;
             }
         }
         Ok(r)
+    }
+
+    /// The thread id of the trace's thread entry, if it has one.
+    pub fn thread(&self) -> Option<u64> {
+        self.tid
+    }
+
+    /// As `next_batch`, but also returns after each timestamp marker, with its value: drmemtrace
+    /// stamps each thread's stream every so often, and that is all there is to interleave the
+    /// threads of a run by (`drmem_dir`).
+    pub fn next_segment(&mut self, out: &mut Vec<Ref>, max: usize) -> Result<Stop> {
+        self.fill(out, max, true)
     }
 
     fn raw(&mut self) -> Result<Option<[u8; ENTRY]>> {
@@ -284,10 +313,14 @@ fn split(e: &[u8; ENTRY]) -> (u16, u16, u64) {
     )
 }
 
-impl<R: Read> RefSource for DrmemReader<R> {
-    fn next_batch(&mut self, out: &mut Vec<Ref>, max: usize) -> Result<usize> {
+impl<R: Read> DrmemReader<R> {
+    /// Appends up to `max` references; with `at_stamps`, also stops after a timestamp marker.
+    fn fill(&mut self, out: &mut Vec<Ref>, max: usize, at_stamps: bool) -> Result<Stop> {
         let before = out.len();
-        while out.len() - before < max && !self.done {
+        while out.len() - before < max {
+            if self.done {
+                return Ok(Stop::End);
+            }
             let Some((at, e)) = self.next_entry()? else {
                 bail!(
                     "truncated drmemtrace trace: it ends at byte {} without its footer",
@@ -322,6 +355,7 @@ impl<R: Read> RefSource for DrmemReader<R> {
                 MARKER => match size {
                     M_SYSCALL_TRACE_START => self.kernel = true,
                     M_SYSCALL_TRACE_END => self.kernel = false,
+                    M_TIMESTAMP if at_stamps => return Ok(Stop::Timestamp(v)),
                     M_PAGE_SIZE if v.is_power_of_two() => self.page = v,
                     M_PHYSICAL_ADDRESS => self.pending_frame = Some(v),
                     M_VIRTUAL_ADDRESS => {
@@ -333,10 +367,19 @@ impl<R: Read> RefSource for DrmemReader<R> {
                     }
                     _ => {}
                 },
+                THREAD => self.tid = Some(v),
                 t if t <= LAST_KNOWN => {}
                 t => bail!("corrupt drmemtrace trace: unknown entry type {t} at byte {at}"),
             }
         }
+        Ok(if self.done { Stop::End } else { Stop::Full })
+    }
+}
+
+impl<R: Read> RefSource for DrmemReader<R> {
+    fn next_batch(&mut self, out: &mut Vec<Ref>, max: usize) -> Result<usize> {
+        let before = out.len();
+        self.fill(out, max, false)?;
         Ok(out.len() - before)
     }
 

@@ -153,5 +153,43 @@ fn bad_traces_name_the_entry() {
     b.extend_from_slice(&[1, 2, 3]);
     let e = import(&b).unwrap_err().to_string();
     assert!(e.contains("cut short"), "{e}");
-    let _ = FLAG_PHYSICAL;
+}
+
+#[test]
+fn gzip_round_trip_through_the_exporters() {
+    use super::super::file::{write_trace, Sink, ZSTD_LEVEL};
+    use super::super::open;
+    let refs = synth(true);
+    let d = tempfile::tempdir().unwrap();
+    // drmemtrace entries, gzip-compressed because of the name, as `trace convert` writes them.
+    let out = d.path().join("t.trace.gz");
+    let file = crate::files::AtomicFile::create(&out).unwrap();
+    let mut sink = Sink::create(&file, &out, false, ZSTD_LEVEL).unwrap();
+    assert!(matches!(sink, Sink::Gzip(_)));
+    let c = export(&mut Refs(refs.clone(), TraceMeta::default()), &mut sink).unwrap();
+    sink.finish().unwrap();
+    file.commit().unwrap();
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(bytes[..2], [0x1f, 0x8b]);
+    assert!(
+        (bytes.len() as u64) < c.entries * ENTRY as u64 / 4,
+        "compressed"
+    );
+    let mut src = open(&out, None).unwrap();
+    assert!(src.meta().physical());
+    assert_eq!(read_all(src.as_mut()).unwrap(), refs);
+    // osmeter's own format the same way.
+    let osmt = d.path().join("t.osmt.gz");
+    let meta = TraceMeta {
+        flags: FLAG_PHYSICAL,
+    };
+    let n = write_trace(&mut Refs(refs.clone(), meta), &osmt, false, 0).unwrap();
+    assert_eq!(n, refs.len() as u64);
+    assert_eq!(std::fs::read(&osmt).unwrap()[..2], [0x1f, 0x8b]);
+    assert_eq!(read_all(open(&osmt, None).unwrap().as_mut()).unwrap(), refs);
+    // A .gz name and --zstd contradict each other.
+    let e = write_trace(&mut Refs(refs, meta), &osmt, true, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ends in .gz but --zstd"), "{e}");
 }

@@ -1,4 +1,4 @@
-//! Writing trace files: plain or zstd-compressed, atomically (nothing appears under the name
+//! Writing trace files: plain, zstd- or gzip-compressed, atomically (nothing appears under the name
 //! unless the whole trace was written), for conversions and for live captures alike.
 
 use super::binary::TraceWriter;
@@ -8,10 +8,12 @@ use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::Path;
 
-/// Plain or zstd-compressed output.
+/// Plain or compressed output.
 pub enum Sink {
     Plain(std::fs::File),
     Zstd(zstd::stream::write::Encoder<'static, std::fs::File>),
+    /// For tools that read gzip and not zstd (drmemtrace's older releases).
+    Gzip(flate2::write::GzEncoder<std::fs::File>),
 }
 
 impl Write for Sink {
@@ -19,12 +21,14 @@ impl Write for Sink {
         match self {
             Sink::Plain(f) => f.write(b),
             Sink::Zstd(z) => z.write(b),
+            Sink::Gzip(g) => g.write(b),
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {
         match self {
             Sink::Plain(f) => f.flush(),
             Sink::Zstd(z) => z.flush(),
+            Sink::Gzip(g) => g.flush(),
         }
     }
 }
@@ -33,15 +37,30 @@ impl Write for Sink {
 pub const ZSTD_LEVEL: i32 = 3;
 
 impl Sink {
-    /// Writes into `file` (the atomic file that will be `path`), compressed when `zstd` is set or
-    /// the name ends in `.zst`.
+    /// Writes into `file` (the atomic file that will be `path`), zstd-compressed when `zstd` is
+    /// set or the name ends in `.zst`, gzip-compressed when the name ends in `.gz`.
     pub fn create(
         file: &crate::files::AtomicFile,
         path: &Path,
         zstd: bool,
         level: i32,
     ) -> Result<Sink> {
-        Ok(if wants_zstd(path, zstd) {
+        let gzip = path.extension().is_some_and(|e| e == "gz");
+        if gzip && zstd {
+            anyhow::bail!(
+                "{} ends in .gz but --zstd asks for zstd: name it .zst, or leave --zstd out for gzip",
+                path.display()
+            );
+        }
+        Ok(if gzip {
+            // zstd level 1 is what a live capture asks for, to keep up: gzip's fastest then too.
+            let gz_level = if level <= 1 {
+                flate2::Compression::fast()
+            } else {
+                flate2::Compression::default()
+            };
+            Sink::Gzip(flate2::write::GzEncoder::new(file.reopen()?, gz_level))
+        } else if wants_zstd(path, zstd) {
             Sink::Zstd(zstd::stream::write::Encoder::new(file.reopen()?, level)?)
         } else {
             Sink::Plain(file.reopen()?)
@@ -53,6 +72,10 @@ impl Sink {
             Sink::Plain(_) => Ok(()),
             Sink::Zstd(z) => {
                 z.finish().context("finishing zstd compression")?;
+                Ok(())
+            }
+            Sink::Gzip(g) => {
+                g.finish().context("finishing gzip compression")?;
                 Ok(())
             }
         }

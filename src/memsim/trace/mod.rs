@@ -3,7 +3,8 @@
 //! # The osmeter trace format, version 1
 //!
 //! A file is an 8-byte header followed by records and one trailer record. The whole stream may be
-//! wrapped in a zstd frame; readers recognise the zstd magic (`28 b5 2f fd`) and decompress.
+//! wrapped in a zstd frame or in gzip; readers recognise the zstd magic (`28 b5 2f fd`) and gzip's
+//! (`1f 8b`) and decompress. (So do the other formats' readers.)
 //!
 //! Header:
 //!
@@ -38,6 +39,7 @@
 pub mod binary;
 pub mod champsim;
 pub mod drmem;
+pub mod drmem_dir;
 pub mod file;
 pub mod packed;
 pub mod summary;
@@ -172,7 +174,7 @@ pub enum Format {
     #[serde(alias = "dinero")]
     #[value(alias = "dinero")]
     Din,
-    /// DynamoRIO drmemtrace's trace entries (uncompressed or zstd)
+    /// DynamoRIO drmemtrace's trace entries (plain, gzip or zstd), or a drmemtrace run directory
     #[serde(alias = "drmem")]
     #[value(alias = "drmem")]
     Drmemtrace,
@@ -201,10 +203,11 @@ impl std::fmt::Display for ExportFormat {
 }
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const BUF: usize = 1 << 18;
 
-/// Opens `path` (`-` for stdin), undoing zstd compression if present. Returns the stream and its
-/// first bytes so the caller can tell the format.
+/// Opens `path` (`-` for stdin), undoing zstd or gzip compression if present. Returns the stream
+/// and its first bytes so the caller can tell the format.
 fn open_raw(path: &Path, read: Option<Counter>) -> Result<Box<dyn BufRead + Send>> {
     let inner: Box<dyn Read + Send> = if path.as_os_str() == "-" {
         Box::new(std::io::stdin())
@@ -225,6 +228,10 @@ fn open_raw(path: &Path, read: Option<Counter>) -> Result<Box<dyn BufRead + Send
         let dec = zstd::stream::read::Decoder::with_buffer(buffered)
             .context("cannot start zstd decompression")?;
         Ok(Box::new(BufReader::with_capacity(BUF, dec)))
+    } else if head.starts_with(&GZIP_MAGIC) {
+        // Multi-member: `cat a.gz b.gz` is a valid gzip file of both, as gunzip reads it.
+        let dec = flate2::bufread::MultiGzDecoder::new(buffered);
+        Ok(Box::new(BufReader::with_capacity(BUF, dec)))
     } else {
         Ok(Box::new(buffered))
     }
@@ -242,6 +249,9 @@ pub fn open_counted(
     format: Option<Format>,
     read: Option<Counter>,
 ) -> Result<Box<dyn RefSource + Send>> {
+    if path.is_dir() {
+        return drmem_dir::open(path, format, read);
+    }
     let mut raw = open_raw(path, read)?;
     let head = raw.fill_buf()?.to_vec();
     let format = match format {
