@@ -14,8 +14,28 @@
 //! - a change of address space (kernel references carry their own, 0 on system traces) is a
 //!   process entry with the address-space id.
 //!
-//! Read: the same, and drmemtrace's other entries that matter here (branch instruction types,
-//! instruction bundles); prefetches, flushes, encodings and other markers are skipped.
+//! Read: the same, from trace versions 2 to 7, and drmemtrace's other entries that matter here
+//! (branch instruction types, instruction bundles, kernel context-switch sequences); prefetches,
+//! flushes, encodings and other markers are skipped. The versions, as DynamoRIO's
+//! `clients/drcachesim/common/trace_entry.h` (`trace_version_t`) names them, differ in what the
+//! entries carry, not in how an entry is laid out, so one reader takes them all:
+//! - 2: kernel-event markers hold a module offset; 3: they hold the absolute interrupted PC;
+//! - 4: instruction encodings may be embedded (encoding entries, type 47, when the file type says
+//!   so);
+//! - 5: branch information up front: conditional branches are "taken jump" (48) or "untaken jump"
+//!   (49) rather than "conditional jump" (13), and an indirect branch is preceded by a
+//!   branch-target marker;
+//! - 6: a timestamp and CPU marker pair before and after every system call and at each buffer's
+//!   end (DynamoRIO issue 6289);
+//! - 7: instructions that did not retire (cut short by a signal or a fault) are left out, with an
+//!   "uncompleted instruction" marker in their place (DynamoRIO issue 7050), the newest.
+//!
+//! An encoding entry carries up to 8 of an instruction's bytes (its size field says how many);
+//! a longer instruction takes several in a row, and they all come before that instruction's own
+//! entry (a marker, such as the branch target, may sit between). They describe the instruction,
+//! so they are neither references nor instructions of their own. Marker sub-types this reader
+//! does not know (drmemtrace adds new ones now and then, always after the old) are skipped;
+//! an entry type beyond the last one drmemtrace defines (49) is refused as corrupt.
 
 use super::{Kind, Mode, Ref, RefSource, TraceMeta, FLAG_PHYSICAL, MAX_ACCESS_BYTES};
 use anyhow::{bail, Result};
@@ -24,23 +44,39 @@ use std::io::{Read, Write};
 
 pub const ENTRY: usize = 12;
 
-// Entry types (drmemtrace's trace_type_t).
+// Entry types (drmemtrace's trace_type_t). Types 2 to 9 and 32 to 46 are prefetches, 18 to 21
+// cache flushes: not references a cache simulation replays, so skipped.
 const READ: u16 = 0;
 const WRITE: u16 = 1;
+const PREFETCH_FIRST: u16 = 2;
+const PREFETCH_LAST: u16 = 9;
+/// An instruction that is none of the kinds below; 11 to 15 are direct jump, indirect jump,
+/// conditional jump (versions before 5), direct call and indirect call.
 const INSTR: u16 = 10;
 const INSTR_RETURN: u16 = 16;
 const INSTR_BUNDLE: u16 = 17;
+const FLUSH_FIRST: u16 = 18;
+const FLUSH_LAST: u16 = 21;
 const THREAD: u16 = 22;
 const THREAD_EXIT: u16 = 23;
 const PID: u16 = 24;
 const HEADER: u16 = 25;
 const FOOTER: u16 = 26;
+const HARDWARE_PREFETCH: u16 = 27;
 const MARKER: u16 = 28;
+/// An instruction executed without a fetch (a repeated string instruction's later iterations).
+const INSTR_NO_FETCH: u16 = 29;
+/// Online traces only: the reader there decides between a fetch and no fetch. Not in files.
+const INSTR_MAYBE_FETCH: u16 = 30;
 const INSTR_SYSENTER: u16 = 31;
+const PREFETCH2_FIRST: u16 = 32;
+const PREFETCH2_LAST: u16 = 46;
+/// Up to 8 bytes of the encoding of the instruction entry that follows.
+const ENCODING: u16 = 47;
 const INSTR_TAKEN_JUMP: u16 = 48;
 const INSTR_UNTAKEN_JUMP: u16 = 49;
-/// The last type value this reader knows to skip safely.
-const LAST_KNOWN: u16 = 49;
+/// The most bytes one encoding entry carries (its value field).
+const ENCODING_BYTES: u16 = 8;
 
 // Marker sub-types (trace_marker_type_t).
 const M_TIMESTAMP: u16 = 2;
@@ -53,9 +89,19 @@ const M_VIRTUAL_ADDRESS: u16 = 17;
 const M_PAGE_SIZE: u16 = 18;
 const M_SYSCALL_TRACE_START: u16 = 27;
 const M_SYSCALL_TRACE_END: u16 = 28;
+/// A kernel context-switch sequence (as drmemtrace's scheduler splices in) starts and ends.
+const M_CONTEXT_SWITCH_START: u16 = 34;
+const M_CONTEXT_SWITCH_END: u16 = 35;
 
-/// Trace version written: kernel-event markers hold absolute addresses; no encodings and no
-/// branch information are promised.
+/// The trace versions read: 2 (kernel-event markers with module offsets) to 7 (retired
+/// instructions only), the newest DynamoRIO writes.
+const VERSIONS_READ: std::ops::RangeInclusive<u64> = 2..=7;
+
+/// Trace version written: 3, kernel-event markers hold absolute addresses. Nothing newer is
+/// needed: version 4 promises encodings and 5 taken/untaken branches and branch targets, which a
+/// reference trace does not have; 6 promises timestamps around every system call, and 7 that
+/// only retired instructions appear, neither of which osmeter can vouch for. Readers of newer
+/// versions (DynamoRIO's own included) take version 3.
 const VERSION: u64 = 3;
 const FILETYPE_X86_64: u64 = 0x40;
 const PAGE: u64 = 4096;
@@ -222,8 +268,12 @@ impl<R: Read> DrmemReader<R> {
         if ty != HEADER {
             bail!("not a drmemtrace trace: the first entry has type {ty}, not the header (25)");
         }
-        if !(2..=5).contains(&v) {
-            bail!("drmemtrace trace version {v} is not supported (this osmeter reads 2 to 5)");
+        if !VERSIONS_READ.contains(&v) {
+            bail!(
+                "drmemtrace trace version {v} is not supported (this osmeter reads {} to {})",
+                VERSIONS_READ.start(),
+                VERSIONS_READ.end()
+            );
         }
         // Look ahead to the first reference: a physical-address marker before it says the trace
         // carries physical addresses.
@@ -352,9 +402,15 @@ impl<R: Read> DrmemReader<R> {
                 PID => self.asid = v as u32,
                 FOOTER => self.done = true,
                 HEADER => bail!("corrupt drmemtrace trace: a second header at byte {at}"),
+                ENCODING => {
+                    // The bytes are the next instruction's; its entry has its length.
+                    if size > ENCODING_BYTES {
+                        bail!("corrupt drmemtrace trace: the encoding entry at byte {at} declares {size} bytes; one carries at most {ENCODING_BYTES}");
+                    }
+                }
                 MARKER => match size {
-                    M_SYSCALL_TRACE_START => self.kernel = true,
-                    M_SYSCALL_TRACE_END => self.kernel = false,
+                    M_SYSCALL_TRACE_START | M_CONTEXT_SWITCH_START => self.kernel = true,
+                    M_SYSCALL_TRACE_END | M_CONTEXT_SWITCH_END => self.kernel = false,
                     M_TIMESTAMP if at_stamps => return Ok(Stop::Timestamp(v)),
                     M_PAGE_SIZE if v.is_power_of_two() => self.page = v,
                     M_PHYSICAL_ADDRESS => self.pending_frame = Some(v),
@@ -368,8 +424,14 @@ impl<R: Read> DrmemReader<R> {
                     _ => {}
                 },
                 THREAD => self.tid = Some(v),
-                t if t <= LAST_KNOWN => {}
-                t => bail!("corrupt drmemtrace trace: unknown entry type {t} at byte {at}"),
+                PREFETCH_FIRST..=PREFETCH_LAST
+                | PREFETCH2_FIRST..=PREFETCH2_LAST
+                | HARDWARE_PREFETCH
+                | FLUSH_FIRST..=FLUSH_LAST
+                | THREAD_EXIT
+                | INSTR_NO_FETCH
+                | INSTR_MAYBE_FETCH => {}
+                t => bail!("corrupt drmemtrace trace: unknown entry type {t} at byte {at} (drmemtrace defines 0 to {INSTR_UNTAKEN_JUMP})"),
             }
         }
         Ok(if self.done { Stop::End } else { Stop::Full })
