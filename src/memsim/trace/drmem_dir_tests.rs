@@ -16,6 +16,9 @@ const M_TIMESTAMP: u16 = 2;
 const M_CPU_ID: u16 = 3;
 const M_PHYSICAL_ADDRESS: u16 = 15;
 const M_VIRTUAL_ADDRESS: u16 = 17;
+const ENCODING: u16 = 47;
+const M_VERSION: u16 = 12;
+const M_SYSCALL: u16 = 25;
 
 /// What a thread does between timestamps.
 enum Step {
@@ -26,31 +29,46 @@ enum Step {
     Load(u64),
     /// The page at the first address is the frame at the second.
     Map(u64, u64),
+    /// A system call marker with this number.
+    Syscall(u64),
 }
 
 /// The entries of one thread's file: header, thread and process, the steps, exit and footer.
 fn thread_bytes(tid: u64, pid: u64, steps: &[Step]) -> Vec<u8> {
+    thread_bytes_at(3, tid, pid, steps)
+}
+
+/// As `thread_bytes`, at trace `version`: from version 4 on, each fetch comes after an encoding
+/// entry with its 4 bytes, as drmemtrace writes them.
+fn thread_bytes_at(version: u64, tid: u64, pid: u64, steps: &[Step]) -> Vec<u8> {
     let mut b = Vec::new();
     let mut put = |t: u16, s: u16, v: u64| {
         b.extend_from_slice(&t.to_le_bytes());
         b.extend_from_slice(&s.to_le_bytes());
         b.extend_from_slice(&v.to_le_bytes());
     };
-    put(HEADER, 0, 3);
+    put(HEADER, 0, version);
     put(THREAD, 4, tid);
     put(PID, 4, pid);
+    put(MARKER, M_VERSION, version);
     for s in steps {
         match *s {
             Step::Stamp(t) => {
                 put(MARKER, M_TIMESTAMP, t);
                 put(MARKER, M_CPU_ID, 1);
             }
-            Step::Fetch(a) => put(INSTR, 4, a),
+            Step::Fetch(a) => {
+                if version >= 4 {
+                    put(ENCODING, 4, 0x9090_9090);
+                }
+                put(INSTR, 4, a)
+            }
             Step::Load(a) => put(READ, 8, a),
             Step::Map(v, p) => {
                 put(MARKER, M_PHYSICAL_ADDRESS, p);
                 put(MARKER, M_VIRTUAL_ADDRESS, v);
             }
+            Step::Syscall(n) => put(MARKER, M_SYSCALL, n),
         }
     }
     put(WRITE, 2, 0xdead); // after the last stamp: part of the last run
@@ -255,4 +273,42 @@ fn physical_addresses_from_one_thread_make_every_reference_physical() {
             (0xdead, Some(0xdead)),
         ]
     );
+}
+
+#[test]
+fn threads_of_current_versions_merge_by_their_frequent_timestamps() {
+    use Step::*;
+    // Version 6 and 7 threads, as current drmemtrace writes them: encodings before fetches,
+    // and timestamps around each system call, which is where the other thread gets in.
+    let d = tempfile::tempdir().unwrap();
+    let a = thread_bytes_at(
+        7,
+        1,
+        9,
+        &[Stamp(100), Fetch(0xa1), Stamp(150), Fetch(0xa2), Stamp(400)],
+    );
+    let b = thread_bytes_at(
+        6,
+        2,
+        9,
+        &[
+            Stamp(120),
+            Fetch(0xb1),
+            Load(0xb2),
+            Syscall(1),
+            Stamp(300),
+            Fetch(0xb3),
+        ],
+    );
+    std::fs::write(d.path().join("drmemtrace.app.1.0000.trace"), a).unwrap();
+    std::fs::write(d.path().join("drmemtrace.app.2.0000.trace.gz"), gzip(&b)).unwrap();
+    let refs = read_all(open(d.path(), None).unwrap().as_mut()).unwrap();
+    let addrs: Vec<u64> = refs.iter().map(|r| r.vaddr).collect();
+    assert_eq!(
+        addrs,
+        [0xa1, 0xb1, 0xb2, 0xa2, 0xb3, 0xdead, 0xdead],
+        "100 a, 120 b, 150 a, 300 b to its end, 400 a to its end"
+    );
+    // Encodings are not instructions: one fetch each.
+    assert_eq!(refs.iter().filter(|r| r.kind == Kind::Instr).count(), 4);
 }
