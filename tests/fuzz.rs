@@ -132,8 +132,10 @@ fn a_text_line() -> impl Strategy<Value = String> {
 
 /// A drmemtrace header entry (type 25, size 0, version 6), as its traces start.
 const DRMEM_HEADER: &[u8] = b"\x19\x00\x00\x00\x06\x00\x00\x00\x00\x00\x00\x00";
-/// The same, version 3, which the reader takes.
+/// The same, version 3, which osmeter writes.
 const DRMEM_V3_HEADER: &[u8] = b"\x19\x00\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00";
+/// The same, version 7, the newest the reader takes.
+const DRMEM_V7_HEADER: &[u8] = b"\x19\x00\x00\x00\x07\x00\x00\x00\x00\x00\x00\x00";
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     use std::io::Write;
@@ -239,8 +241,10 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let mut plain_bytes = 0;
         for (i, (form, noise)) in files.iter().enumerate() {
-            // A version-3 header, so the noise reaches the entry decoder and the merge.
-            let plain = [DRMEM_V3_HEADER, noise].concat();
+            // A header the reader takes (version 3 or 7, by turns), so the noise reaches the
+            // entry decoder and the merge.
+            let head = if i % 2 == 0 { DRMEM_V3_HEADER } else { DRMEM_V7_HEADER };
+            let plain = [head, noise].concat();
             plain_bytes += plain.len();
             let (name, bytes) = match form {
                 0 => ("trace", plain),
