@@ -94,14 +94,14 @@ const M_CONTEXT_SWITCH_START: u16 = 34;
 const M_CONTEXT_SWITCH_END: u16 = 35;
 
 /// The trace versions read: 2 (kernel-event markers with module offsets) to 7 (retired
-/// instructions only), the newest DynamoRIO writes.
+/// instructions only), the newest DynamoRIO defines.
 const VERSIONS_READ: std::ops::RangeInclusive<u64> = 2..=7;
 
 /// Trace version written: 3, kernel-event markers hold absolute addresses. Nothing newer is
-/// needed: version 4 promises encodings and 5 taken/untaken branches and branch targets, which a
-/// reference trace does not have; 6 promises timestamps around every system call, and 7 that
-/// only retired instructions appear, neither of which osmeter can vouch for. Readers of newer
-/// versions (DynamoRIO's own included) take version 3.
+/// needed: version 4 only allows encodings (which a reference trace does not have); 5 promises
+/// taken/untaken conditional branches and indirect-branch targets, 6 timestamps around every
+/// system call, and 7 that only retired instructions appear, none of which osmeter can vouch
+/// for. Readers of newer versions (DynamoRIO's own included) still take version 3.
 const VERSION: u64 = 3;
 const FILETYPE_X86_64: u64 = 0x40;
 const PAGE: u64 = 4096;
