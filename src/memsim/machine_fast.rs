@@ -152,34 +152,127 @@ impl Machine {
     }
 }
 
-/// The line a view's previous reference touched (the most recent line of its set, present),
-/// and the same line when it is also known to be dirty. A reference to it again within one line
-/// is a hit that changes no state (a write only when the line is dirty already): under LRU
-/// touching the most recent way moves nothing, and under FIFO or random a hit moves nothing at
-/// all. `EMPTY` is the free-way marker and never a line a reference reaches here.
-#[derive(Clone, Copy)]
-struct Recent {
-    line: u64,
-    dirty: u64,
+/// Takes words from the front of `words` while each is a first-level hit that the general path
+/// would count and change in the same way: cached, outside the kernel's special ranges, not a
+/// write that goes on to the next level, not kept aside, and one or two lines that are present.
+/// Returns how many it took and what they were. `views` holds the instruction then the data
+/// cache, or the unified one alone; all are of the current address space.
+///
+/// The reference that stops it may have been touched in its first line already (when its second
+/// missed); that is harmless, because a touch that hits is idempotent: the general path touches
+/// the same line again first and finds it as the first touch left it.
+#[inline(always)]
+fn hit_run<const N: usize>(
+    views: &mut [HitView<'_>; N],
+    words: &[u64],
+    key: u64,
+    kernel_ranges: bool,
+) -> (usize, PlainHits) {
+    if views.iter().any(|v| v.line_bits != views[0].line_bits) {
+        return hit_run_with(views, words, key, kernel_ranges, |v| v.line_bits);
+    }
+    // One line size for all: a constant of the loop, kept in a register.
+    let shift = views[0].line_bits;
+    hit_run_with(views, words, key, kernel_ranges, move |_| shift)
 }
 
-impl Recent {
-    const EMPTY: Recent = Recent {
-        line: EMPTY,
-        dirty: EMPTY,
-    };
+/// What `hit_run` remembers of the lines the views touched last, by slot: the instruction (or
+/// unified) view's line, the data view's line, and the line known dirty in the view that takes
+/// writes. Each is the most recent line of its set, present: a reference to it again within one
+/// line is a hit that changes no state (a write only when the line is dirty already), since under
+/// LRU touching the most recent way moves nothing, and under FIFO or random a hit moves nothing
+/// at all. `EMPTY` is the free-way marker and never a line a reference reaches here.
+const SLOT_LINE_I: usize = 0;
+const SLOT_LINE_D: usize = 1;
+const SLOT_DIRTY: usize = 2;
 
-    /// After a hit on `line` through `touch` (a write marks it dirty: `hit_run` only takes
-    /// writes to levels that mark them).
-    #[inline(always)]
-    fn touched(&mut self, line: u64, write: bool) {
-        if write {
-            self.dirty = line;
-        } else if self.dirty != line {
-            self.dirty = EMPTY;
+/// The slot a reference of each kind (instruction, read, write) is known by, with two views and
+/// with one.
+const KNOWN_SLOT: [[usize; 4]; 2] = [
+    [SLOT_LINE_I, SLOT_LINE_I, SLOT_DIRTY, SLOT_DIRTY],
+    [SLOT_LINE_I, SLOT_LINE_D, SLOT_DIRTY, SLOT_DIRTY],
+];
+
+/// References counted in eight 8-bit lanes of one word, one lane per class (kind, and the mode
+/// in bit 2): one register instead of a counter per class. Emptied every `LANE_MAX` references.
+const LANE_MAX: usize = 255;
+
+#[inline(always)]
+fn hit_run_with<const N: usize>(
+    views: &mut [HitView<'_>; N],
+    words: &[u64],
+    key: u64,
+    kernel_ranges: bool,
+    line_bits: impl Fn(&HitView<'_>) -> u32,
+) -> (usize, PlainHits) {
+    let mut hits = PlainHits::default();
+    // Class bits that send a reference to the general path. Only data references write, and a
+    // write-through data cache sends every write on.
+    let stop = CLASS_UNCACHED
+        | CLASS_SIDE
+        | if kernel_ranges { CLASS_KERNEL } else { 0 }
+        | if views[N - 1].mark_writes() {
+            0
+        } else {
+            CLASS_WRITE
+        };
+    let known_slot = &KNOWN_SLOT[N - 1];
+    // Within this run only its own references touch a view, so what a slot holds stays the most
+    // recent line of its set.
+    let mut recent = [EMPTY; 3];
+    let mut taken = words.len();
+    'chunks: for (c, chunk) in words.chunks(LANE_MAX).enumerate() {
+        let mut lanes = 0u64;
+        for (j, &w) in chunk.iter().enumerate() {
+            let class = packed::class(w);
+            if class & stop != 0 {
+                taken = c * LANE_MAX + j;
+                hits.add_lanes(lanes);
+                break 'chunks;
+            }
+            let kind = (class & 3) as usize;
+            let d = usize::from(kind != 0);
+            let vi = d.min(N - 1);
+            let bits = line_bits(&views[vi]);
+            let addr = packed::vaddr(w) ^ key;
+            let line = addr >> bits;
+            let end = addr.wrapping_add(u64::from(packed::size(w).max(1)) - 1) >> bits;
+            if line != end || line != recent[known_slot[kind]] {
+                let write = kind == 2;
+                let v = &mut views[vi];
+                let last = if line == end {
+                    if !v.touch(line, write) {
+                        taken = c * LANE_MAX + j;
+                        hits.add_lanes(lanes);
+                        break 'chunks;
+                    }
+                    line
+                } else if end == line + 1 && v.touch(line, write) && v.touch(end, write) {
+                    hits.second_lines[((class >> 2) & 1) as usize][d] += 1;
+                    // `end` was touched last, so it is the most recent of its set (`line` may
+                    // share it); nothing is known of `line` any more.
+                    if recent[SLOT_DIRTY] == line && (N == 1 || d == 1) {
+                        recent[SLOT_DIRTY] = EMPTY;
+                    }
+                    end
+                } else {
+                    taken = c * LANE_MAX + j;
+                    hits.add_lanes(lanes);
+                    break 'chunks;
+                };
+                // The slot of the view's line, and the dirty slot when this view has it.
+                if write {
+                    recent[SLOT_DIRTY] = last;
+                } else if (N == 1 || d == 1) && recent[SLOT_DIRTY] != last {
+                    recent[SLOT_DIRTY] = EMPTY;
+                }
+                recent[if N == 1 { SLOT_LINE_I } else { vi }] = last;
+            }
+            lanes += 1 << ((class & 7) << 3);
         }
-        self.line = line;
+        hits.add_lanes(lanes);
     }
+    (taken, hits)
 }
 
 /// References that `hit_run` took.
@@ -192,98 +285,18 @@ struct PlainHits {
     second_lines: [[u64; 2]; 2],
 }
 
+impl PlainHits {
+    /// Adds counts kept in lanes (see `LANE_MAX`).
+    fn add_lanes(&mut self, lanes: u64) {
+        for (mode, counts) in self.by_class.iter_mut().enumerate() {
+            for (kind, n) in counts.iter_mut().enumerate() {
+                *n += (lanes >> ((mode * 4 + kind) * 8)) & 0xff;
+            }
+        }
+    }
+}
+
 fn view(l: &mut Level) -> HitView<'_> {
     l.hit_view()
         .expect("the plain shape has power-of-two first levels")
-}
-
-/// Takes references from the front of `refs` while each is a first-level hit that the general
-/// path would count and change in the same way: the current address space, cached, outside the
-/// kernel's special ranges, not a write that goes on to the next level, and one or two lines that
-/// are present. Returns how many it took and what they were. `views` holds the instruction then
-/// the data cache, or the unified one alone.
-///
-/// The reference that stops it may have been touched in its first line already (when its second
-/// missed); that is harmless, because a touch that hits is idempotent: the general path touches
-/// the same line again first and finds it as the first touch left it.
-#[inline(always)]
-fn hit_run<const N: usize>(
-    views: &mut [HitView<'_>; N],
-    words: &[u64],
-    key: u64,
-    kernel_ranges: bool,
-) -> (usize, PlainHits) {
-    let mut hits = PlainHits::default();
-    // Counted in registers as sums of class bits (a counter array indexed by class would chain
-    // every reference to the previous one's store): kernel, data, write, kernel data and kernel
-    // write references; `taken` is the total.
-    let (mut kernel, mut data, mut writes, mut kernel_data, mut kernel_writes) = (0, 0, 0, 0, 0);
-    // Class bits that send a reference to the general path. Only data references write, and a
-    // write-through data cache sends every write on.
-    let stop = CLASS_UNCACHED
-        | CLASS_SIDE
-        | if kernel_ranges { CLASS_KERNEL } else { 0 }
-        | if views[N - 1].mark_writes() {
-            0
-        } else {
-            CLASS_WRITE
-        };
-    // What each view was last touched at: within this run only its own references touch a
-    // view, so its previous line is still the most recent of its set.
-    let mut recent = [Recent::EMPTY; N];
-    let mut taken = words.len();
-    for (i, &w) in words.iter().enumerate() {
-        let class = packed::class(w);
-        if class & stop != 0 {
-            taken = i;
-            break;
-        }
-        let kind = class & 3;
-        let d = usize::from(kind != 0);
-        let write = class & CLASS_WRITE != 0;
-        let k = (class >> 2) & 1;
-        let vi = d.min(N - 1);
-        let v = &mut views[vi];
-        let addr = packed::vaddr(w) ^ key;
-        let line = addr >> v.line_bits;
-        let end = addr.wrapping_add(u64::from(packed::size(w).max(1)) - 1) >> v.line_bits;
-        let known = if write {
-            recent[vi].dirty
-        } else {
-            recent[vi].line
-        };
-        if line == end && line == known {
-            // The most recent line of its set again: a hit that changes nothing.
-        } else if line == end {
-            if !v.touch(line, write) {
-                taken = i;
-                break;
-            }
-            recent[vi].touched(line, write);
-        } else if end == line + 1 && v.touch(line, write) && v.touch(end, write) {
-            hits.second_lines[k as usize][d] += 1;
-            // `end` was touched last, so it is the most recent of its set (`line` may share it).
-            recent[vi] = Recent::EMPTY;
-            recent[vi].touched(end, write);
-        } else {
-            taken = i;
-            break;
-        }
-        let (dd, ww) = (d as u64, u64::from(write));
-        kernel += k;
-        data += dd;
-        writes += ww;
-        kernel_data += k & dd;
-        kernel_writes += k & ww;
-    }
-    let total = taken as u64;
-    hits.by_class[1] = [
-        kernel - kernel_data,
-        kernel_data - kernel_writes,
-        kernel_writes,
-    ];
-    let (user, user_data, user_writes) =
-        (total - kernel, data - kernel_data, writes - kernel_writes);
-    hits.by_class[0] = [user - user_data, user_data - user_writes, user_writes];
-    (taken, hits)
 }

@@ -200,7 +200,7 @@ fn pipelined<S: Simulator>(
             senders.push(tx);
             let give_back = give_back.clone();
             handles.push(scope.spawn(move || {
-                while let Ok(batch) = rx.recv() {
+                while let Ok(batch) = recv_soon(&rx) {
                     for (_, s) in &mut mine {
                         s.run(batch.view());
                     }
@@ -244,7 +244,7 @@ fn read_into(
         } else {
             loop {
                 // Each worker returns its handle; only the last one unwraps.
-                let Ok(handle) = returned.recv() else {
+                let Ok(handle) = recv_soon(returned) else {
                     // Every worker is gone: one panicked, and its join says so.
                     return Ok(());
                 };
@@ -262,6 +262,33 @@ fn read_into(
         for tx in senders {
             // A worker that is gone panicked; its join reports it.
             let _ = tx.send(Arc::clone(&batch));
+        }
+    }
+}
+
+/// How long a thread of a pass polls for the next batch before it sleeps. A batch takes tens of
+/// microseconds to decode or simulate, so the other thread usually has one ready within that;
+/// sleeping and being woken for every batch cost a twentieth of the pass's CPU time in the kernel
+/// (on a 2-core VM, 0.29 s of system time against 0.08 s polling, for 172 M references).
+const POLL: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// `rx.recv()`, polling for up to [`POLL`] first.
+fn recv_soon<T>(rx: &Receiver<T>) -> Result<T, std::sync::mpsc::RecvError> {
+    let start = std::time::Instant::now();
+    loop {
+        for _ in 0..64 {
+            match rx.try_recv() {
+                Ok(v) => return Ok(v),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    return Err(std::sync::mpsc::RecvError)
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+            }
+        }
+        // Not sched_yield: beside other busy processes, a thread that yields gives up its share of
+        // the CPU again and again (the pass took 3.5 times as long beside two CPU hogs).
+        if start.elapsed() > POLL {
+            return rx.recv();
         }
     }
 }

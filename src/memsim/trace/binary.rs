@@ -290,6 +290,8 @@ struct Template {
     size: u32,
     stream: u8,
     common: bool,
+    /// Kind, mode and uncached as a packed word has them.
+    class_bits: u64,
 }
 
 const fn templates() -> [Template; 256] {
@@ -300,6 +302,7 @@ const fn templates() -> [Template; 256] {
         size: 0,
         stream: 0,
         common: false,
+        class_bits: 0,
     };
     let mut t = [empty; 256];
     let mut tag = 0;
@@ -311,6 +314,7 @@ const fn templates() -> [Template; 256] {
         t[tag].size = SIZE_CODES[tag >> 5];
         t[tag].stream = (((k != 0) as u8) << 1) | m as u8;
         t[tag].common = k != 3 && tag & 0x10 == 0;
+        t[tag].class_bits = packed::class_bits(t[tag].kind, t[tag].mode, t[tag].uncached);
         tag += 1;
     }
     t
@@ -697,7 +701,7 @@ impl Emit for WordSlots<'_> {
         if packed::vaddr(vaddr) != vaddr {
             return false;
         }
-        self.words[n].write(packed::word(t.kind, t.mode, t.uncached, size, vaddr));
+        self.words[n].write(packed::word_with(t.class_bits, size, vaddr));
         if let Some(p) = paddr {
             self.paddrs.push(p);
         }

@@ -41,8 +41,18 @@ pub(crate) fn pack(r: &Ref) -> Option<u64> {
 /// The word of a reference known to fit (a canonical address, a size below 256).
 #[inline(always)]
 pub(crate) fn word(kind: Kind, mode: Mode, uncached: bool, size: u32, vaddr: u64) -> u64 {
-    let class = kind as u64 | (mode as u64) << 2 | u64::from(uncached) << 3;
-    (vaddr & ADDR_MASK) | u64::from(size) << SIZE_SHIFT | class << CLASS_SHIFT
+    word_with(class_bits(kind, mode, uncached), size, vaddr)
+}
+
+/// The class of a reference, in place in its word.
+pub(crate) const fn class_bits(kind: Kind, mode: Mode, uncached: bool) -> u64 {
+    (kind as u64 | (mode as u64) << 2 | (uncached as u64) << 3) << CLASS_SHIFT
+}
+
+/// `word`, with the class already in place (a decoder keeps it per record tag).
+#[inline(always)]
+pub(crate) fn word_with(class_bits: u64, size: u32, vaddr: u64) -> u64 {
+    (vaddr & ADDR_MASK) | u64::from(size) << SIZE_SHIFT | class_bits
 }
 
 /// The virtual address of a word that is not a side reference.
