@@ -20,7 +20,7 @@ fn arb_repl() -> impl Strategy<Value = Replacement> {
 /// every write policy, fetch blocks of one to four lines, virtual or physical.
 fn arb_cache(scale: u64) -> impl Strategy<Value = CacheConfig> {
     (
-        prop::sample::select(vec![4u32, 16, 64]),
+        prop::sample::select(vec![4u32, 16, 64, 128]),
         prop::sample::select(vec![0u32, 1, 1, 2, 3, 4, 8]),
         prop::sample::select(vec![1u64, 2, 3, 4, 8, 16]),
         0u32..3,
@@ -135,7 +135,10 @@ fn arb_trace() -> impl Strategy<Value = Vec<Ref>> {
     );
     (prop::collection::vec(step, 1..700), any::<bool>()).prop_map(|(steps, physical)| {
         let mut at = [0x1000u64, 0x4000, 0x9000];
-        let mut asid = 1;
+        // The third space's key (see `space_key`) moves addresses within a line.
+        const SPACES: [u32; 3] = [1, 2, 0x5_0021];
+        let mut space = 0;
+        let mut asid = SPACES[0];
         steps
             .into_iter()
             .map(|(k, kernel, new_space, uncached, size, jump, region)| {
@@ -143,7 +146,8 @@ fn arb_trace() -> impl Strategy<Value = Vec<Ref>> {
                 let s = (k as usize).min(2);
                 at[s] = (at[s] + jump * 4) % 0x6000;
                 if new_space {
-                    asid = asid % 3 + 1;
+                    space = (space + 1) % SPACES.len();
+                    asid = SPACES[space];
                 }
                 let (mode, vaddr) = if kernel {
                     let base = [0x1000_0000u64, 0x8000_0000, 0xa000_0000][region as usize];

@@ -5,7 +5,8 @@
 use super::{Machine, WBUF};
 use crate::memsim::cache::{HitView, Level, EMPTY};
 use crate::memsim::trace::packed::{
-    self, Batch, Refs, CLASS_KERNEL, CLASS_SIDE, CLASS_UNCACHED, CLASS_WRITE,
+    self, Batch, Refs, BLOCK_BITS, CLASS_IN_BLOCK, CLASS_KERNEL, CLASS_SIDE, CLASS_UNCACHED,
+    CLASS_WRITE,
 };
 use crate::memsim::trace::{Kind, Mode, Ref};
 
@@ -169,11 +170,17 @@ fn hit_run<const N: usize>(
     kernel_ranges: bool,
 ) -> (usize, PlainHits) {
     if views.iter().any(|v| v.line_bits != views[0].line_bits) {
-        return hit_run_with(views, words, key, kernel_ranges, |v| v.line_bits);
+        return hit_run_with::<N, false>(views, words, key, kernel_ranges, |v| v.line_bits);
     }
     // One line size for all: a constant of the loop, kept in a register.
     let shift = views[0].line_bits;
-    hit_run_with(views, words, key, kernel_ranges, move |_| shift)
+    // A reference inside one aligned block is inside one line when lines are no shorter than
+    // blocks and the address space's key leaves the offset in a block as it is.
+    if shift >= BLOCK_BITS && key & ((1 << BLOCK_BITS) - 1) == 0 {
+        hit_run_with::<N, true>(views, words, key, kernel_ranges, move |_| shift)
+    } else {
+        hit_run_with::<N, false>(views, words, key, kernel_ranges, move |_| shift)
+    }
 }
 
 /// What `hit_run` remembers of the lines the views touched last, by slot: the instruction (or
@@ -198,7 +205,7 @@ const KNOWN_SLOT: [[usize; 4]; 2] = [
 const LANE_MAX: usize = 255;
 
 #[inline(always)]
-fn hit_run_with<const N: usize>(
+fn hit_run_with<const N: usize, const BLOCKS_IN_LINES: bool>(
     views: &mut [HitView<'_>; N],
     words: &[u64],
     key: u64,
@@ -231,48 +238,69 @@ fn hit_run_with<const N: usize>(
                 break 'chunks;
             }
             let kind = (class & 3) as usize;
-            let d = usize::from(kind != 0);
-            let vi = d.min(N - 1);
-            let bits = line_bits(&views[vi]);
+            let bits = line_bits(&views[usize::from(kind != 0).min(N - 1)]);
             let addr = packed::vaddr(w) ^ key;
             let line = addr >> bits;
-            let end = addr.wrapping_add(u64::from(packed::size(w).max(1)) - 1) >> bits;
-            if line != end || line != recent[known_slot[kind]] {
-                let write = kind == 2;
-                let v = &mut views[vi];
-                let last = if line == end {
-                    if !v.touch(line, write) {
-                        taken = c * LANE_MAX + j;
-                        hits.add_lanes(lanes);
-                        break 'chunks;
-                    }
-                    line
-                } else if end == line + 1 && v.touch(line, write) && v.touch(end, write) {
-                    hits.second_lines[((class >> 2) & 1) as usize][d] += 1;
-                    // `end` was touched last, so it is the most recent of its set (`line` may
-                    // share it); nothing is known of `line` any more.
-                    if recent[SLOT_DIRTY] == line && (N == 1 || d == 1) {
-                        recent[SLOT_DIRTY] = EMPTY;
-                    }
-                    end
-                } else {
-                    taken = c * LANE_MAX + j;
-                    hits.add_lanes(lanes);
-                    break 'chunks;
-                };
-                // The slot of the view's line, and the dirty slot when this view has it.
-                if write {
-                    recent[SLOT_DIRTY] = last;
-                } else if (N == 1 || d == 1) && recent[SLOT_DIRTY] != last {
-                    recent[SLOT_DIRTY] = EMPTY;
-                }
-                recent[if N == 1 { SLOT_LINE_I } else { vi }] = last;
+            let end = if BLOCKS_IN_LINES && class & CLASS_IN_BLOCK != 0 {
+                line
+            } else {
+                addr.wrapping_add(u64::from(packed::size(w).max(1)) - 1) >> bits
+            };
+            if (line != end || line != recent[known_slot[kind]])
+                && !touch_and_remember(views, &mut recent, &mut hits, class, line, end)
+            {
+                taken = c * LANE_MAX + j;
+                hits.add_lanes(lanes);
+                break 'chunks;
             }
             lanes += 1 << ((class & 7) << 3);
         }
         hits.add_lanes(lanes);
     }
     (taken, hits)
+}
+
+/// The part of `hit_run` for a reference that is not the line its view touched last: touches
+/// its line or two (false, for the general path, when one is absent) and remembers them. Kept out
+/// of line, so that the loop around it keeps its own values in registers.
+#[inline(never)]
+fn touch_and_remember<const N: usize>(
+    views: &mut [HitView<'_>; N],
+    recent: &mut [u64; 3],
+    hits: &mut PlainHits,
+    class: u64,
+    line: u64,
+    end: u64,
+) -> bool {
+    let kind = class & 3;
+    let d = usize::from(kind != 0);
+    let vi = d.min(N - 1);
+    let write = kind == 2;
+    let v = &mut views[vi];
+    let last = if line == end {
+        if !v.touch(line, write) {
+            return false;
+        }
+        line
+    } else if end == line + 1 && v.touch(line, write) && v.touch(end, write) {
+        hits.second_lines[((class >> 2) & 1) as usize][d] += 1;
+        // `end` was touched last, so it is the most recent of its set (`line` may share it);
+        // nothing is known of `line` any more.
+        if recent[SLOT_DIRTY] == line && (N == 1 || d == 1) {
+            recent[SLOT_DIRTY] = EMPTY;
+        }
+        end
+    } else {
+        return false;
+    };
+    // The slot of the view's line, and the dirty slot when this view has it.
+    if write {
+        recent[SLOT_DIRTY] = last;
+    } else if (N == 1 || d == 1) && recent[SLOT_DIRTY] != last {
+        recent[SLOT_DIRTY] = EMPTY;
+    }
+    recent[if N == 1 { SLOT_LINE_I } else { vi }] = last;
+    true
 }
 
 /// References that `hit_run` took.

@@ -17,7 +17,7 @@ const ADDR_BITS: u32 = 48;
 const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
 /// Bits 48-55: the size in bytes.
 const SIZE_SHIFT: u32 = 48;
-/// Bits 56-63: the class, `CLASS_*` below.
+/// Bits 56-63: the class, `CLASS_*` below (bits 0-2 of it count references by kind and mode).
 pub(crate) const CLASS_SHIFT: u32 = 56;
 /// The kind is the class's low two bits (`Kind`'s values); a write is kind 2.
 pub(crate) const CLASS_WRITE: u64 = 2;
@@ -25,6 +25,10 @@ pub(crate) const CLASS_KERNEL: u64 = 4;
 pub(crate) const CLASS_UNCACHED: u64 = 8;
 /// The reference is kept whole in the batch's side list; the word's low 32 bits index it.
 pub(crate) const CLASS_SIDE: u64 = 16;
+/// The reference lies within one aligned block of `1 << BLOCK_BITS` bytes, so within one line of
+/// any cache whose lines are that long or longer: a simulator need not work out where it ends.
+pub(crate) const CLASS_IN_BLOCK: u64 = 32;
+pub(crate) const BLOCK_BITS: u32 = 6;
 
 const KINDS: [Kind; 3] = [Kind::Instr, Kind::Read, Kind::Write];
 
@@ -52,7 +56,12 @@ pub(crate) const fn class_bits(kind: Kind, mode: Mode, uncached: bool) -> u64 {
 /// `word`, with the class already in place (a decoder keeps it per record tag).
 #[inline(always)]
 pub(crate) fn word_with(class_bits: u64, size: u32, vaddr: u64) -> u64 {
-    (vaddr & ADDR_MASK) | u64::from(size) << SIZE_SHIFT | class_bits
+    let offset = vaddr & ((1 << BLOCK_BITS) - 1);
+    let in_block = offset + u64::from(size.max(1)) <= 1 << BLOCK_BITS;
+    (vaddr & ADDR_MASK)
+        | u64::from(size) << SIZE_SHIFT
+        | class_bits
+        | u64::from(in_block) * (CLASS_IN_BLOCK << CLASS_SHIFT)
 }
 
 /// The virtual address of a word that is not a side reference.

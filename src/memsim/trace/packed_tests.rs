@@ -48,11 +48,11 @@ fn common_references_fit_one_word_and_the_rest_go_aside() {
     let user = Ref::new(Kind::Write, Mode::User, 3, 8, 0x7fff_ffff_f000);
     let w = pack(&user).unwrap();
     assert_eq!(vaddr(w), 0x7fff_ffff_f000);
-    assert_eq!((size(w), class(w)), (8, CLASS_WRITE));
+    assert_eq!((size(w), class(w)), (8, CLASS_WRITE | CLASS_IN_BLOCK));
     let kernel = Ref::new(Kind::Instr, Mode::Kernel, 0, 4, 0xffff_ffff_8100_0000);
     let w = pack(&kernel).unwrap();
     assert_eq!(vaddr(w), 0xffff_ffff_8100_0000);
-    assert_eq!(class(w), CLASS_KERNEL);
+    assert_eq!(class(w), CLASS_KERNEL | CLASS_IN_BLOCK);
     // Not canonical, too long, or attributed: kept whole.
     assert_eq!(pack(&Ref::new(Kind::Read, Mode::User, 0, 4, 1 << 50)), None);
     assert_eq!(pack(&Ref::new(Kind::Read, Mode::User, 0, 512, 64)), None);
@@ -103,5 +103,27 @@ proptest! {
             }
         }
         prop_assert_eq!(&seen, &refs[mid..].to_vec());
+    }
+}
+
+#[test]
+fn a_reference_inside_one_block_says_so() {
+    let at = |vaddr: u64, size: u32| {
+        class(pack(&Ref::new(Kind::Read, Mode::User, 0, size, vaddr)).unwrap()) & CLASS_IN_BLOCK
+            != 0
+    };
+    assert!(at(0x1000, 64) && at(0x103c, 4) && at(0x103f, 0) && at(0x103f, 1));
+    assert!(!at(0x103d, 4) && !at(0x1001, 64) && !at(0x103f, 2));
+}
+
+proptest! {
+    /// The in-block mark is exactly "the first and last byte share a block".
+    #[test]
+    fn the_in_block_mark_is_exact(r in arb_ref()) {
+        if let Some(w) = pack(&r) {
+            let last = r.vaddr.wrapping_add(u64::from(r.size.max(1)) - 1);
+            let same = r.vaddr >> BLOCK_BITS == last >> BLOCK_BITS;
+            prop_assert_eq!(class(w) & CLASS_IN_BLOCK != 0, same);
+        }
     }
 }
