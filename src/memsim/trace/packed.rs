@@ -61,7 +61,7 @@ pub(crate) fn word_with(class_bits: u64, size: u32, vaddr: u64) -> u64 {
     (vaddr & ADDR_MASK)
         | u64::from(size) << SIZE_SHIFT
         | class_bits
-        | u64::from(in_block) * (CLASS_IN_BLOCK << CLASS_SHIFT)
+        | (u64::from(in_block) * (CLASS_IN_BLOCK << CLASS_SHIFT))
 }
 
 /// The virtual address of a word that is not a side reference.
