@@ -12,13 +12,14 @@ use osmeter::memsim::mapping::Mapping;
 use osmeter::memsim::sweep::{simulate, simulate_with, Extras};
 use osmeter::memsim::trace::binary::{TraceReader, TraceWriter};
 use osmeter::memsim::trace::drmem;
+use osmeter::memsim::trace::packed::{Batch, Refs};
 use osmeter::memsim::trace::synth::Synth;
-use osmeter::memsim::trace::{read_all, Ref, RefSource};
+use osmeter::memsim::trace::{read_all, RefSource};
 use std::io::Read;
 use std::time::Duration;
 
-/// References per batch, as the simulator reads them.
-const BATCH: usize = 1 << 14;
+/// References per packed batch, as a pass hands them over.
+const PASS_BATCH: usize = 1 << 12;
 
 const REFS: u64 = 2_000_000;
 
@@ -105,23 +106,40 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
-/// Decodes `bytes` batch by batch into `each`, timing decode and `each` apart (thread CPU time).
-fn timed_pass(bytes: &[u8], mut each: impl FnMut(&[Ref])) -> (Duration, Duration) {
+/// Decodes `bytes` packed, batch by batch, into `each` (as a pass hands batches to its
+/// simulators), timing decode and `each` apart (thread CPU time).
+fn timed_pass(bytes: &[u8], mut each: impl FnMut(Refs<'_>)) -> (Duration, Duration) {
     let mut r = TraceReader::new(bytes).unwrap();
-    let mut v: Vec<Ref> = Vec::with_capacity(BATCH);
+    let mut batch = Batch::with_capacity(PASS_BATCH);
     let (mut decode, mut work) = (Duration::ZERO, Duration::ZERO);
     loop {
-        v.clear();
+        batch.clear();
         let t0 = thread_cpu();
-        let k = r.next_batch(&mut v, BATCH).unwrap();
+        let k = r.next_packed(&mut batch, PASS_BATCH).unwrap();
         let t1 = thread_cpu();
         decode += t1 - t0;
         if k == 0 {
             return (decode, work);
         }
-        each(&v);
+        each(batch.view());
         work += thread_cpu() - t1;
     }
+}
+
+/// `decode_all`, packed.
+fn decode_packed(bytes: &[u8], batch: usize) -> usize {
+    let mut r = TraceReader::new(bytes).unwrap();
+    let mut b = Batch::with_capacity(batch);
+    let mut n = 0;
+    loop {
+        b.clear();
+        let k = r.next_packed(&mut b, batch).unwrap();
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    n
 }
 
 fn bench(c: &mut Criterion) {
@@ -130,6 +148,9 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(Throughput::Elements(REFS));
     g.bench_function("decode", |b| b.iter(|| decode_all(&bytes, 1 << 12)));
+    g.bench_function("decode-packed", |b| {
+        b.iter(|| decode_packed(&bytes, PASS_BATCH))
+    });
     let cases: Vec<(&str, Vec<MachineConfig>, usize)> = vec![
         ("l1-split-32K", vec![l1_only()], 1),
         ("l1-split-32K-2-threads", vec![l1_only()], 2),
@@ -224,7 +245,7 @@ fn bench(c: &mut Criterion) {
                 (0..iters)
                     .map(|_| {
                         let mut m = Machine::new(&cfg);
-                        timed_pass(&real, |v| m.run(v)).1
+                        timed_pass(&real, |v| m.run_packed(v)).1
                     })
                     .sum()
             })
