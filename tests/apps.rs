@@ -125,30 +125,12 @@ fn suites_hold_the_app_workloads_they_should() {
     );
 }
 
-const ONE_SHORT_ROUND: &[&str] = &[
-    "--rounds",
-    "1",
-    "--repeat",
-    "1",
-    "--warmup",
-    "0",
-    "--min-time",
-    "1ms",
-];
+const ONE_SHORT_ROUND: &[&str] = &common::one_round("1ms");
 
 /// One round whose samples are long enough to span several timer ticks, so that the machine
 /// certainly raises interrupts during them (a 1 ms sample of a busy loopback server often sees
 /// none: loopback traffic raises no device interrupt).
-const ONE_TICKED_ROUND: &[&str] = &[
-    "--rounds",
-    "1",
-    "--repeat",
-    "1",
-    "--warmup",
-    "0",
-    "--min-time",
-    "200ms",
-];
+const ONE_TICKED_ROUND: &[&str] = &common::one_round("200ms");
 
 #[test]
 fn ghostscript_renders_the_generated_document_counted_whole() {

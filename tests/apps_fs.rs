@@ -11,16 +11,7 @@ use predicates::prelude::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-const ONE_SHORT_ROUND: &[&str] = &[
-    "--rounds",
-    "1",
-    "--repeat",
-    "1",
-    "--warmup",
-    "0",
-    "--min-time",
-    "1ms",
-];
+const ONE_SHORT_ROUND: &[&str] = &common::one_round("1ms");
 
 fn root_or_skip() -> bool {
     if !is_root() {

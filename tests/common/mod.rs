@@ -200,3 +200,18 @@ pub fn interrupt_after(
     let out = child.wait_with_output().unwrap();
     (out, signalled.elapsed())
 }
+
+/// One round of one sample a figure, no warm-up, samples of at least `min_time`: the quickest run
+/// that still measures.
+pub const fn one_round(min_time: &'static str) -> [&'static str; 8] {
+    [
+        "--rounds",
+        "1",
+        "--repeat",
+        "1",
+        "--warmup",
+        "0",
+        "--min-time",
+        min_time,
+    ]
+}

@@ -475,7 +475,14 @@ impl<R: Read> TraceReader<R> {
             } else {
                 None
             };
-            if !out.emit(n, t, asid, size, vaddr, paddr) {
+            let decoded = Decoded {
+                t,
+                asid,
+                size,
+                vaddr,
+                paddr,
+            };
+            if !out.emit(n, &decoded) {
                 break;
             }
             last_v[s] = vaddr;
@@ -626,20 +633,21 @@ impl<R: Read> RefSource for TraceReader<R> {
     }
 }
 
+/// One common record, decoded.
+struct Decoded<'t> {
+    t: &'t Template,
+    asid: u32,
+    size: u32,
+    vaddr: u64,
+    paddr: Option<u64>,
+}
+
 /// Where `decode_common` puts the references it decodes.
 trait Emit {
     /// How many references fit.
     fn room(&self) -> usize;
     /// Puts reference `n`; false if it does not fit this form (nothing is kept then).
-    fn emit(
-        &mut self,
-        n: usize,
-        t: &Template,
-        asid: u32,
-        size: u32,
-        vaddr: u64,
-        paddr: Option<u64>,
-    ) -> bool;
+    fn emit(&mut self, n: usize, d: &Decoded<'_>) -> bool;
 }
 
 /// Whole references.
@@ -652,23 +660,15 @@ impl Emit for RefSlots<'_> {
     }
 
     #[inline(always)]
-    fn emit(
-        &mut self,
-        n: usize,
-        t: &Template,
-        asid: u32,
-        size: u32,
-        vaddr: u64,
-        paddr: Option<u64>,
-    ) -> bool {
+    fn emit(&mut self, n: usize, d: &Decoded<'_>) -> bool {
         self.0[n].write(Ref {
-            kind: t.kind,
-            mode: t.mode,
-            uncached: t.uncached,
-            asid,
-            size,
-            vaddr,
-            paddr,
+            kind: d.t.kind,
+            mode: d.t.mode,
+            uncached: d.t.uncached,
+            asid: d.asid,
+            size: d.size,
+            vaddr: d.vaddr,
+            paddr: d.paddr,
             tag: 0,
         });
         true
@@ -689,20 +689,12 @@ impl Emit for WordSlots<'_> {
     }
 
     #[inline(always)]
-    fn emit(
-        &mut self,
-        n: usize,
-        t: &Template,
-        _asid: u32,
-        size: u32,
-        vaddr: u64,
-        paddr: Option<u64>,
-    ) -> bool {
-        if packed::vaddr(vaddr) != vaddr {
+    fn emit(&mut self, n: usize, d: &Decoded<'_>) -> bool {
+        if packed::vaddr(d.vaddr) != d.vaddr {
             return false;
         }
-        self.words[n].write(packed::word_with(t.class_bits, size, vaddr));
-        if let Some(p) = paddr {
+        self.words[n].write(packed::word_with(d.t.class_bits, d.size, d.vaddr));
+        if let Some(p) = d.paddr {
             self.paddrs.push(p);
         }
         true
