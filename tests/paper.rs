@@ -582,24 +582,18 @@ fn table_7_measures_andrew_on_ext4_and_fuse() {
     let env = TestEnv::new();
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().to_string_lossy().into_owned();
-    let doc = env.json(&[
+    let mut args = vec![
         "paper",
         "ousterhout89",
         "--table",
         "7",
         "--json",
         "--quick",
-        "--rounds",
-        "1",
-        "--repeat",
-        "1",
-        "--warmup",
-        "0",
-        "--min-time",
-        "1ms",
         "--dir",
         &dir,
-    ]);
+    ];
+    args.extend(common::one_round("1ms"));
+    let doc = env.json(&args);
     let cell = |table: &str, column: &str, label: &str| -> Value {
         cells(&doc, table)
             .find(|c| c["column"] == column && c["now_label"] == label)
