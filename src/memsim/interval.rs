@@ -119,6 +119,10 @@ fn ratio(a: u64, b: u64) -> f64 {
 impl<S: Observed> Simulator for Intervals<S> {
     type Output = (S::Output, Option<IntervalResult>);
 
+    fn reads_words(&self) -> bool {
+        self.inner.reads_words()
+    }
+
     fn run(&mut self, mut batch: Refs<'_>) {
         let Some(every) = self.every else {
             return self.inner.run(batch);

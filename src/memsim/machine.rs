@@ -451,6 +451,11 @@ impl Machine {
         self.access_general(r);
     }
 
+    /// Whether `run` takes this machine's references as packed words (the plain shape).
+    pub(crate) fn is_plain(&self) -> bool {
+        self.plain
+    }
+
     /// Which fast paths this machine's shape takes (for tests that must cover each).
     #[cfg(test)]
     pub(crate) fn fast_paths(&self) -> (bool, bool) {

@@ -22,6 +22,10 @@ impl Machine {
             for (asid, run) in refs.by_space() {
                 self.run_plain(asid, run);
             }
+        } else if let Some(whole) = refs.whole() {
+            for r in whole {
+                self.access(r);
+            }
         } else {
             for r in refs.iter() {
                 self.access(&r);

@@ -6,7 +6,7 @@ use super::curve::{CurveResult, CurveSim, CurveSpec};
 use super::interval::{IntervalResult, Intervals, Observed};
 use super::machine::{Machine, MachineConfig, Stats};
 use super::trace::packed::{Batch, Refs};
-use super::trace::{RefSource, TraceMeta};
+use super::trace::{Ref, RefSource, TraceMeta};
 use anyhow::Result;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
@@ -43,12 +43,20 @@ pub(crate) trait Simulator: Send {
     type Output: Send;
     fn run(&mut self, batch: Refs<'_>);
     fn finish(self) -> Self::Output;
+    /// Whether it reads the packed words themselves; the others take each reference whole, and
+    /// a thread feeding several of those unpacks a batch once for all of them.
+    fn reads_words(&self) -> bool {
+        false
+    }
 }
 
 impl Simulator for Machine {
     type Output = Stats;
     fn run(&mut self, batch: Refs<'_>) {
         Machine::run_packed(self, batch)
+    }
+    fn reads_words(&self) -> bool {
+        self.is_plain()
     }
     fn finish(mut self) -> Stats {
         self.stats()
@@ -76,6 +84,12 @@ impl<A: Simulator, B: Simulator> Simulator for Either<A, B> {
         match self {
             Either::Left(a) => a.run(batch),
             Either::Right(b) => b.run(batch),
+        }
+    }
+    fn reads_words(&self) -> bool {
+        match self {
+            Either::Left(a) => a.reads_words(),
+            Either::Right(b) => b.reads_words(),
         }
     }
     fn finish(self) -> Self::Output {
@@ -165,6 +179,7 @@ fn one_thread<S: Simulator>(
     mut sims: Vec<S>,
 ) -> Result<(Vec<S::Output>, u64)> {
     let mut batch = Batch::with_capacity(BATCH);
+    let mut whole = Vec::new();
     let mut refs = 0u64;
     loop {
         batch.clear();
@@ -172,9 +187,7 @@ fn one_thread<S: Simulator>(
             break;
         }
         refs += batch.len() as u64;
-        for s in &mut sims {
-            s.run(batch.view());
-        }
+        feed(&mut sims, &batch, &mut whole);
     }
     Ok((sims.into_iter().map(S::finish).collect(), refs))
 }
@@ -185,35 +198,47 @@ fn pipelined<S: Simulator>(
     sims: Vec<S>,
     workers: usize,
 ) -> Result<(Vec<S::Output>, u64)> {
-    let mut groups: Vec<Vec<(usize, S)>> = (0..workers).map(|_| Vec::new()).collect();
+    // Each worker's simulators and their places in `sims`.
+    let mut groups: Vec<(Vec<usize>, Vec<S>)> =
+        (0..workers).map(|_| (Vec::new(), Vec::new())).collect();
     for (i, s) in sims.into_iter().enumerate() {
-        groups[i % workers].push((i, s));
+        groups[i % workers].0.push(i);
+        groups[i % workers].1.push(s);
     }
     let mut refs = 0u64;
+    // Polling pays only while every thread of the pass has a core of its own: beside a thread
+    // that needs the core, it takes that thread's time (a 16-machine sweep on two workers and
+    // the reader ran a tenth slower).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let poll = if workers < cores {
+        POLL
+    } else {
+        std::time::Duration::ZERO
+    };
     let outputs = std::thread::scope(|scope| -> Result<Vec<S::Output>> {
         // Every worker hands each batch back when done; the last hand-back frees it for reuse.
         let (give_back, returned) = channel::<Arc<Batch>>();
         let mut senders = Vec::new();
         let mut handles = Vec::new();
-        for mut mine in groups {
+        for (places, mut mine) in groups {
             let (tx, rx) = channel::<Arc<Batch>>();
             senders.push(tx);
             let give_back = give_back.clone();
             handles.push(scope.spawn(move || {
-                while let Ok(batch) = recv_soon(&rx) {
-                    for (_, s) in &mut mine {
-                        s.run(batch.view());
-                    }
+                let mut whole = Vec::new();
+                while let Ok(batch) = recv_soon(&rx, poll) {
+                    feed(&mut mine, &batch, &mut whole);
                     // The reader may be gone after an error; then nothing is reused.
                     let _ = give_back.send(batch);
                 }
-                mine.into_iter()
-                    .map(|(i, s)| (i, s.finish()))
+                places
+                    .into_iter()
+                    .zip(mine.into_iter().map(S::finish))
                     .collect::<Vec<_>>()
             }));
         }
         drop(give_back);
-        let read = read_into(src, &senders, &returned, &mut refs);
+        let read = read_into(src, &senders, &returned, &mut refs, poll);
         drop(senders);
         let mut all = Vec::new();
         for h in handles {
@@ -229,12 +254,30 @@ fn pipelined<S: Simulator>(
     Ok((outputs, refs))
 }
 
+/// Runs every simulator on `batch`. When two or more take references whole, the batch is
+/// unpacked once into `whole` for all of them.
+fn feed<S: Simulator>(sims: &mut [S], batch: &Batch, whole: &mut Vec<Ref>) {
+    let view = batch.view();
+    let unpacking = sims.iter().filter(|s| !s.reads_words()).count() >= 2;
+    let view = if unpacking {
+        whole.clear();
+        view.unpack_into(whole);
+        view.with_whole(whole)
+    } else {
+        view
+    };
+    for s in sims {
+        s.run(view);
+    }
+}
+
 /// Decodes batches and sends each to every worker, reusing batches the workers are done with.
 fn read_into(
     src: &mut dyn RefSource,
     senders: &[std::sync::mpsc::Sender<Arc<Batch>>],
     returned: &Receiver<Arc<Batch>>,
     refs: &mut u64,
+    poll: std::time::Duration,
 ) -> Result<()> {
     let mut made = 0;
     loop {
@@ -244,7 +287,7 @@ fn read_into(
         } else {
             loop {
                 // Each worker returns its handle; only the last one unwraps.
-                let Ok(handle) = recv_soon(returned) else {
+                let Ok(handle) = recv_soon(returned, poll) else {
                     // Every worker is gone: one panicked, and its join says so.
                     return Ok(());
                 };
@@ -272,8 +315,14 @@ fn read_into(
 /// (on a 2-core VM, 0.29 s of system time against 0.08 s polling, for 172 M references).
 const POLL: std::time::Duration = std::time::Duration::from_micros(50);
 
-/// `rx.recv()`, polling for up to [`POLL`] first.
-fn recv_soon<T>(rx: &Receiver<T>) -> Result<T, std::sync::mpsc::RecvError> {
+/// `rx.recv()`, polling for up to `poll` first.
+fn recv_soon<T>(
+    rx: &Receiver<T>,
+    poll: std::time::Duration,
+) -> Result<T, std::sync::mpsc::RecvError> {
+    if poll.is_zero() {
+        return rx.recv();
+    }
     let start = std::time::Instant::now();
     loop {
         for _ in 0..64 {
@@ -287,7 +336,7 @@ fn recv_soon<T>(rx: &Receiver<T>) -> Result<T, std::sync::mpsc::RecvError> {
         }
         // Not sched_yield: beside other busy processes, a thread that yields gives up its share of
         // the CPU again and again (the pass took 3.5 times as long beside two CPU hogs).
-        if start.elapsed() > POLL {
+        if start.elapsed() > poll {
             return rx.recv();
         }
     }

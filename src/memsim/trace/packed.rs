@@ -169,6 +169,7 @@ impl Batch {
             side: &self.side,
             spaces: &self.spaces,
             offset: 0,
+            whole: None,
         }
     }
 }
@@ -182,6 +183,9 @@ pub struct Refs<'a> {
     spaces: &'a [(u32, u32)],
     /// Index of `words[0]` in the batch (the spaces list counts from the batch's start).
     offset: u32,
+    /// The same references unpacked, when a thread feeding several simulators has done that
+    /// once for all of them.
+    whole: Option<&'a [Ref]>,
 }
 
 impl<'a> Refs<'a> {
@@ -197,10 +201,33 @@ impl<'a> Refs<'a> {
         self.words
     }
 
+    /// The same view, with `whole` holding its references unpacked (`unpack_into`), so that
+    /// every simulator that wants them whole reads them there.
+    pub fn with_whole(self, whole: &'a [Ref]) -> Refs<'a> {
+        assert_eq!(whole.len(), self.len(), "one whole reference per word");
+        Refs {
+            whole: Some(whole),
+            ..self
+        }
+    }
+
+    /// The references unpacked beside the words, when they are (`with_whole`).
+    pub fn whole(&self) -> Option<&'a [Ref]> {
+        self.whole
+    }
+
+    /// Appends the references, whole, to `out`.
+    pub fn unpack_into(&self, out: &mut Vec<Ref>) {
+        out.extend(self.iter());
+    }
+
     /// The reference at `i`, whole.
     #[inline]
     pub fn get(&self, i: usize) -> Ref {
-        self.get_in(i, self.asid_at(i))
+        match self.whole {
+            Some(w) => w[i],
+            None => self.get_in(i, self.asid_at(i)),
+        }
     }
 
     /// The address space of the reference at `i`.
@@ -211,22 +238,14 @@ impl<'a> Refs<'a> {
     }
 
     /// The references in order, whole.
-    pub fn iter(&self) -> impl Iterator<Item = Ref> + 'a {
-        let this = *self;
-        let mut space = self
-            .spaces
-            .partition_point(|&(first, _)| first <= this.offset);
-        (0..self.len()).map(move |i| {
-            let at = this.offset + i as u32;
-            while this
+    pub fn iter(&self) -> Iter<'a> {
+        Iter {
+            refs: *self,
+            at: 0,
+            space: self
                 .spaces
-                .get(space)
-                .is_some_and(|&(first, _)| first <= at)
-            {
-                space += 1;
-            }
-            this.get_in(i, this.spaces[space.saturating_sub(1)].1)
-        })
+                .partition_point(|&(first, _)| first <= self.offset),
+        }
     }
 
     /// `get` with the address space already known.
@@ -261,16 +280,25 @@ impl<'a> Refs<'a> {
         } else {
             self.paddrs.split_at(mid)
         };
+        let (wa, wb) = match self.whole {
+            Some(w) => {
+                let (x, y) = w.split_at(mid);
+                (Some(x), Some(y))
+            }
+            None => (None, None),
+        };
         (
             Refs {
                 words: a,
                 paddrs: pa,
+                whole: wa,
                 ..*self
             },
             Refs {
                 words: b,
                 paddrs: pb,
                 offset: self.offset + mid as u32,
+                whole: wb,
                 ..*self
             },
         )
@@ -297,6 +325,44 @@ impl<'a> Refs<'a> {
             at = end;
             Some((asid, run))
         })
+    }
+}
+
+/// The references of a view in order, whole.
+pub struct Iter<'a> {
+    refs: Refs<'a>,
+    at: usize,
+    /// The run of one address space `at` is in, plus one.
+    space: usize,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = Ref;
+
+    #[inline]
+    fn next(&mut self) -> Option<Ref> {
+        let i = self.at;
+        if i >= self.refs.len() {
+            return None;
+        }
+        self.at += 1;
+        if let Some(w) = self.refs.whole {
+            return Some(w[i]);
+        }
+        let at = self.refs.offset + i as u32;
+        let spaces = self.refs.spaces;
+        while spaces
+            .get(self.space)
+            .is_some_and(|&(first, _)| first <= at)
+        {
+            self.space += 1;
+        }
+        Some(self.refs.get_in(i, spaces[self.space.saturating_sub(1)].1))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.refs.len() - self.at;
+        (left, Some(left))
     }
 }
 

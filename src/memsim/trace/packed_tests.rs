@@ -76,11 +76,16 @@ proptest! {
             prop_assert_eq!(&v.get(i), r);
         }
         let mid = if refs.is_empty() { 0 } else { cut.index(refs.len() + 1) };
-        let (a, c) = v.split_at(mid);
-        let again: Vec<Ref> = a.iter().chain(c.iter()).collect();
-        prop_assert_eq!(&again, &refs);
-        for (i, r) in refs[mid..].iter().enumerate() {
-            prop_assert_eq!(&c.get(i), r);
+        let mut unpacked = Vec::new();
+        v.unpack_into(&mut unpacked);
+        // Read from the words, and from references unpacked once beside them: the same.
+        for v in [v, v.with_whole(&unpacked)] {
+            let (a, c) = v.split_at(mid);
+            let again: Vec<Ref> = a.iter().chain(c.iter()).collect();
+            prop_assert_eq!(&again, &refs);
+            for (i, r) in refs[mid..].iter().enumerate() {
+                prop_assert_eq!(&c.get(i), r);
+            }
         }
     }
 
