@@ -249,7 +249,7 @@ impl<'a> Refs<'a> {
     }
 
     /// `get` with the address space already known.
-    #[inline]
+    #[inline(always)]
     fn get_in(&self, i: usize, asid: u32) -> Ref {
         let w = self.words[i];
         if class(w) & CLASS_SIDE != 0 {
@@ -339,7 +339,7 @@ pub struct Iter<'a> {
 impl Iterator for Iter<'_> {
     type Item = Ref;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<Ref> {
         let i = self.at;
         if i >= self.refs.len() {
