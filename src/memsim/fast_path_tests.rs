@@ -294,3 +294,29 @@ fn repeated_lines_in_the_plain_loop_match_the_general_path() {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    /// A pass with a core to spare classifies a machine's misses on a twin (see
+    /// `sweep::classifier_twins`): every count, the 3C classes included, equals the machine
+    /// simulated alone.
+    #[test]
+    fn a_three_c_twin_gives_what_the_machine_gives_alone(
+        cfg in arb_machine(), refs in arb_trace(),
+    ) {
+        let mut cfg = cfg;
+        cfg.lower.clear();
+        cfg.three_c = true;
+        prop_assume!(cfg.validate().is_ok());
+        prop_assume!(cfg.tlb.is_some() || cfg.write_buffer.is_some());
+        let pass = |threads| {
+            let mut src = crate::memsim::kernel::testutil::VecSource::new(refs.clone());
+            crate::memsim::sweep::simulate(&mut src, std::slice::from_ref(&cfg), threads)
+                .unwrap()
+                .stats
+        };
+        let alone = pass(1);
+        prop_assert_eq!(&pass(2), &alone);
+    }
+}

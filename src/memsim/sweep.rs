@@ -118,12 +118,35 @@ pub fn simulate_with(
     threads: usize,
 ) -> Result<SweepResult> {
     let start = std::time::Instant::now();
-    let machines = cfgs
+    let twins = classifier_twins(cfgs, threads);
+    let mut machines: Vec<Intervals<Machine>> = cfgs
         .iter()
-        .map(|c| Intervals::new(Machine::new(c), extras.interval))
+        .enumerate()
+        .map(|(i, c)| {
+            let c = if twins.contains(&i) {
+                MachineConfig {
+                    three_c: false,
+                    ..c.clone()
+                }
+            } else {
+                c.clone()
+            };
+            Intervals::new(Machine::new(&c), extras.interval)
+        })
         .collect();
+    machines.extend(
+        twins
+            .iter()
+            .map(|&i| Intervals::new(Machine::new(&classifier(&cfgs[i])), None)),
+    );
     let (outputs, curves, refs) = drive_beside(src, machines, &extras.curves, threads)?;
-    let (stats, intervals): (Vec<Stats>, Vec<Option<IntervalResult>>) = outputs.into_iter().unzip();
+    let (mut stats, mut intervals): (Vec<Stats>, Vec<Option<IntervalResult>>) =
+        outputs.into_iter().unzip();
+    intervals.truncate(cfgs.len());
+    let classified = stats.split_off(cfgs.len());
+    for (&i, twin) in twins.iter().zip(&classified) {
+        take_classes(&mut stats[i], twin, &cfgs[i].name);
+    }
     Ok(SweepResult {
         stats,
         refs,
@@ -132,6 +155,51 @@ pub fn simulate_with(
         curves,
         intervals: intervals.into_iter().flatten().collect(),
     })
+}
+
+/// The machines whose 3C classification runs beside them as a twin simulator on a core of its
+/// own, when the pass has a core for every machine and twin. The classification's fully
+/// associative shadow is touched on every access and costs as much as the rest of a machine with
+/// a TLB and a write buffer; it depends only on the first-level caches' access sequence, which
+/// the TLB and the write buffer never change (they only add stalls), so a twin without them, and
+/// without lower levels (whose accesses the write buffer's timing can merge), sees the same
+/// accesses and misses and classifies them alike.
+fn classifier_twins(cfgs: &[MachineConfig], threads: usize) -> Vec<usize> {
+    let candidates: Vec<usize> = (0..cfgs.len())
+        .filter(|&i| {
+            let c = &cfgs[i];
+            c.three_c && c.lower.is_empty() && (c.tlb.is_some() || c.write_buffer.is_some())
+        })
+        .collect();
+    if candidates.is_empty() || cfgs.len() + candidates.len() > threads {
+        return Vec::new();
+    }
+    candidates
+}
+
+/// A machine's 3C twin: the same first level, mapping and kernel ranges, no TLB or write buffer.
+fn classifier(cfg: &MachineConfig) -> MachineConfig {
+    MachineConfig {
+        name: format!("{} (3C)", cfg.name),
+        tlb: None,
+        write_buffer: None,
+        ..cfg.clone()
+    }
+}
+
+/// Puts the twin's miss classes into the machine's counts. The two saw the same first-level
+/// accesses and misses, or the twin's premise is broken: that is a bug, said loudly.
+fn take_classes(stats: &mut Stats, twin: &Stats, name: &str) {
+    for (m, t) in stats.mode.iter_mut().zip(&twin.mode) {
+        for (mine, theirs) in [(&mut m.l1i, &t.l1i), (&mut m.l1d, &t.l1d)] {
+            assert_eq!(
+                (mine.accesses, mine.misses),
+                (theirs.accesses, theirs.misses),
+                "{name}: the 3C twin saw other first-level accesses or misses; this is a bug"
+            );
+            mine.classes = theirs.classes;
+        }
+    }
 }
 
 /// `drive` with the curves' simulations beside `sims` in the same pass.
