@@ -174,6 +174,8 @@ pub struct Machine {
     cur_space: SpaceStats,
     victims: Vec<u64>,
     needs_paddr: bool,
+    /// Only the first level's accesses and their 3C classes are simulated (`classify`).
+    classifying: bool,
     /// The shape admits the hit fast path (no TLB, or one whose hits can be known unchanged).
     fast: bool,
     /// Nothing but the first-level caches is on the hit path (no TLB, no translation, no 3C
@@ -228,6 +230,7 @@ impl Machine {
             cur_space: SpaceStats::default(),
             victims: Vec::new(),
             needs_paddr,
+            classifying: false,
             kernel_ranges: !cfg.kernel_unmapped.is_empty() || !cfg.kernel_uncached.is_empty(),
             cfg: cfg.clone(),
         }
@@ -314,14 +317,8 @@ impl Machine {
             Kind::Write => self.stats.mode[m].writes += 1,
         }
         let kernel = r.mode == Mode::Kernel;
-        let unmapped = if kernel {
-            Self::in_ranges(&self.cfg.kernel_unmapped, r.vaddr)
-        } else {
-            None
-        };
-        let paddr = if let Some(base) = unmapped {
-            r.vaddr - base
-        } else {
+        let unmapped = self.unmapped_base(r);
+        if unmapped.is_none() {
             if let Some(t) = &mut self.tlb {
                 self.stats.mode[m].tlb_refs += 1;
                 if !t.access_stream(r.asid, r.vaddr, kernel, usize::from(r.kind != Kind::Instr)) {
@@ -336,19 +333,9 @@ impl Machine {
                     stall[TLB] += u64::from(c);
                 }
             }
-            match r.paddr {
-                Some(p) => p,
-                None if self.needs_paddr => {
-                    let space = if kernel { u32::MAX } else { r.asid };
-                    self.mapper
-                        .translate_stream(space, r.vaddr, usize::from(r.kind != Kind::Instr))
-                }
-                None => r.vaddr,
-            }
-        };
-        let uncached =
-            r.uncached || (kernel && Self::in_ranges(&self.cfg.kernel_uncached, r.vaddr).is_some());
-        if uncached {
+        }
+        let paddr = self.physical_address(r, unmapped);
+        if self.is_uncached(r) {
             self.stats.mode[m].uncached += 1;
             if write {
                 let s = self.write_down(m, paddr);
@@ -366,30 +353,10 @@ impl Machine {
         }
         let instr = r.kind == Kind::Instr;
         let comp = if instr { ICACHE } else { DCACHE };
-        let li = self.route[usize::from(!instr)];
-        let (physical, line_bits, line_size, write_back) = {
-            let l = &self.l1[li];
-            (
-                l.cfg.physical,
-                l.line_bits(),
-                u64::from(l.cfg.line),
-                l.cfg.write_back,
-            )
-        };
-        let addr = if physical {
-            paddr
-        } else {
-            r.vaddr ^ self.space_key
-        };
-        // An access running past the top of the address space stops there.
-        let end = addr.saturating_add(u64::from(r.size.max(1)) - 1);
-        let first = addr >> line_bits;
-        let last = end >> line_bits;
+        let walk = self.first_level_walk(r, paddr);
+        let (li, line_bits, write_back) = (walk.level, walk.line_bits, walk.write_back);
         let mut victims = std::mem::take(&mut self.victims);
-        for line in first..=last {
-            let start = line << line_bits;
-            let lo = start.max(addr);
-            let whole = lo == start && end - start >= line_size - 1;
+        for (line, lo, whole) in walk.lines() {
             let level = &mut self.l1[li];
             let out = level.access(line, write, whole, &mut |v| victims.push(v));
             // A unified first level still reports instruction traffic as icache.
@@ -424,6 +391,109 @@ impl Machine {
         }
         self.victims = victims;
         self.charge(m, &stall);
+    }
+
+    /// The base of the kernel's unmapped range `r` falls in, if it is a kernel reference there.
+    #[inline]
+    fn unmapped_base(&self, r: &Ref) -> Option<u64> {
+        if r.mode == Mode::Kernel {
+            Self::in_ranges(&self.cfg.kernel_unmapped, r.vaddr)
+        } else {
+            None
+        }
+    }
+
+    /// The physical address of `r`: from the unmapped range's base, from the trace, or from the
+    /// mapping policy (whose first touches happen in reference order on every path).
+    #[inline]
+    fn physical_address(&mut self, r: &Ref, unmapped: Option<u64>) -> u64 {
+        if let Some(base) = unmapped {
+            return r.vaddr - base;
+        }
+        match r.paddr {
+            Some(p) => p,
+            None if self.needs_paddr => {
+                let space = if r.mode == Mode::Kernel {
+                    u32::MAX
+                } else {
+                    r.asid
+                };
+                self.mapper
+                    .translate_stream(space, r.vaddr, usize::from(r.kind != Kind::Instr))
+            }
+            None => r.vaddr,
+        }
+    }
+
+    /// Whether `r` bypasses the caches (marked so, or in the kernel's uncached range).
+    #[inline]
+    fn is_uncached(&self, r: &Ref) -> bool {
+        r.uncached
+            || (r.mode == Mode::Kernel
+                && Self::in_ranges(&self.cfg.kernel_uncached, r.vaddr).is_some())
+    }
+
+    /// The first-level cache `r` goes to and the lines it touches there.
+    #[inline]
+    fn first_level_walk(&self, r: &Ref, paddr: u64) -> Walk {
+        let level = self.route[usize::from(r.kind != Kind::Instr)];
+        let l = &self.l1[level];
+        let addr = if l.cfg.physical {
+            paddr
+        } else {
+            r.vaddr ^ self.space_key
+        };
+        Walk {
+            level,
+            line_bits: l.line_bits(),
+            line_size: u64::from(l.cfg.line),
+            write_back: l.cfg.write_back,
+            addr,
+            // An access running past the top of the address space stops there.
+            end: addr.saturating_add(u64::from(r.size.max(1)) - 1),
+        }
+    }
+
+    /// A machine that simulates only the first level's accesses and their 3C classes: a 3C
+    /// twin.
+    pub(crate) fn classifier(cfg: &MachineConfig) -> Machine {
+        Machine {
+            classifying: true,
+            ..Machine::new(cfg)
+        }
+    }
+
+    /// Whether this machine only classifies (`classifier`).
+    pub(crate) fn is_classifier(&self) -> bool {
+        self.classifying
+    }
+
+    /// Only the first level's accesses of `r`, counted with their 3C classes: what a 3C twin
+    /// (see `sweep::classifier_twins`) does in place of `access`. Stalls, the TLB, the write
+    /// buffer and lower levels are not simulated.
+    pub(crate) fn classify(&mut self, r: &Ref) {
+        if r.asid != self.cur_asid {
+            self.cur_asid = r.asid;
+            self.space_key = space_key(r.asid);
+        }
+        let unmapped = self.unmapped_base(r);
+        let paddr = self.physical_address(r, unmapped);
+        if self.is_uncached(r) {
+            return;
+        }
+        let m = r.mode as usize;
+        let write = r.kind == Kind::Write;
+        let walk = self.first_level_walk(r, paddr);
+        for (line, _, whole) in walk.lines() {
+            let level = &mut self.l1[walk.level];
+            let out = level.access(line, write, whole, &mut |_| {});
+            let counts = if r.kind == Kind::Instr {
+                &mut self.stats.mode[m].l1i
+            } else {
+                &mut self.stats.mode[m].l1d
+            };
+            counts.count(out, write, level, self.cfg.three_c);
+        }
     }
 
     /// Adds one reference's stalls to the totals. Every path that stalls comes through here,
@@ -497,6 +567,32 @@ impl Machine {
             }
         }
         out
+    }
+}
+
+/// Where one reference goes in the first level: the cache, its geometry, and the byte range.
+struct Walk {
+    level: usize,
+    line_bits: u32,
+    line_size: u64,
+    write_back: bool,
+    addr: u64,
+    end: u64,
+}
+
+impl Walk {
+    /// Each line touched: its number, the first byte touched in it, and whether the access
+    /// covers the whole line.
+    fn lines(&self) -> impl Iterator<Item = (u64, u64, bool)> + '_ {
+        (self.addr >> self.line_bits..=self.end >> self.line_bits).map(move |line| {
+            let start = line << self.line_bits;
+            let lo = start.max(self.addr);
+            (
+                line,
+                lo,
+                lo == start && self.end - start >= self.line_size - 1,
+            )
+        })
     }
 }
 

@@ -18,7 +18,11 @@ impl Machine {
 
     /// `run` on packed references, as a pass hands them over.
     pub fn run_packed(&mut self, refs: Refs<'_>) {
-        if self.plain {
+        if self.is_classifier() {
+            for r in refs.iter() {
+                self.classify(&r);
+            }
+        } else if self.plain {
             for (asid, run) in refs.by_space() {
                 self.run_plain(asid, run);
             }

@@ -137,7 +137,7 @@ pub fn simulate_with(
     machines.extend(
         twins
             .iter()
-            .map(|&i| Intervals::new(Machine::new(&classifier(&cfgs[i])), None)),
+            .map(|&i| Intervals::new(Machine::classifier(&classifier(&cfgs[i])), None)),
     );
     let (outputs, curves, refs) = drive_beside(src, machines, &extras.curves, threads)?;
     let (mut stats, mut intervals): (Vec<Stats>, Vec<Option<IntervalResult>>) =
