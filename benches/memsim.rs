@@ -57,16 +57,17 @@ fn no3c(name: &str) -> MachineConfig {
 fn decode_all(bytes: &[u8], batch: usize) -> usize {
     let mut r = TraceReader::new(bytes).unwrap();
     let mut v = Vec::with_capacity(batch);
-    let mut n = 0;
-    loop {
+    count_batches(|| {
         v.clear();
-        let k = r.next_batch(&mut v, batch).unwrap();
-        if k == 0 {
-            break;
-        }
-        n += k;
-    }
-    n
+        r.next_batch(&mut v, batch).unwrap()
+    })
+}
+
+/// Adds up what `next` returns until it returns 0.
+fn count_batches(mut next: impl FnMut() -> usize) -> usize {
+    std::iter::from_fn(|| Some(next()))
+        .take_while(|&k| k > 0)
+        .sum()
 }
 
 /// The first `limit` bytes' worth of whole records of a trace file, re-encoded with a trailer.
@@ -130,16 +131,10 @@ fn timed_pass(bytes: &[u8], mut each: impl FnMut(Refs<'_>)) -> (Duration, Durati
 fn decode_packed(bytes: &[u8], batch: usize) -> usize {
     let mut r = TraceReader::new(bytes).unwrap();
     let mut b = Batch::with_capacity(batch);
-    let mut n = 0;
-    loop {
+    count_batches(|| {
         b.clear();
-        let k = r.next_packed(&mut b, batch).unwrap();
-        if k == 0 {
-            break;
-        }
-        n += k;
-    }
-    n
+        r.next_packed(&mut b, batch).unwrap()
+    })
 }
 
 fn bench(c: &mut Criterion) {

@@ -309,7 +309,6 @@ proptest! {
         cfg.lower.clear();
         cfg.three_c = true;
         prop_assume!(cfg.validate().is_ok());
-        prop_assume!(cfg.tlb.is_some() || cfg.write_buffer.is_some());
         let pass = |threads| {
             let mut src = crate::memsim::kernel::testutil::VecSource::new(refs.clone());
             crate::memsim::sweep::simulate(&mut src, std::slice::from_ref(&cfg), threads)

@@ -280,10 +280,9 @@ fn touch_and_remember<const N: usize>(
     line: u64,
     end: u64,
 ) -> bool {
-    let kind = class & 3;
-    let d = usize::from(kind != 0);
+    let d = usize::from(class & 3 != 0);
     let vi = d.min(N - 1);
-    let write = kind == 2;
+    let write = class & CLASS_WRITE != 0;
     let v = &mut views[vi];
     let last = if line == end {
         if !v.touch(line, write) {

@@ -137,7 +137,7 @@ pub fn simulate_with(
     machines.extend(
         twins
             .iter()
-            .map(|&i| Intervals::new(Machine::classifier(&classifier(&cfgs[i])), None)),
+            .map(|&i| Intervals::new(Machine::classifier(&cfgs[i]), None)),
     );
     let (outputs, curves, refs) = drive_beside(src, machines, &extras.curves, threads)?;
     let (mut stats, mut intervals): (Vec<Stats>, Vec<Option<IntervalResult>>) =
@@ -157,34 +157,20 @@ pub fn simulate_with(
     })
 }
 
-/// The machines whose 3C classification runs beside them as a twin simulator on a core of its
-/// own, when the pass has a core for every machine and twin. The classification's fully
-/// associative shadow is touched on every access and costs as much as the rest of a machine with
-/// a TLB and a write buffer; it depends only on the first-level caches' access sequence, which
-/// the TLB and the write buffer never change (they only add stalls), so a twin without them, and
-/// without lower levels (whose accesses the write buffer's timing can merge), sees the same
-/// accesses and misses and classifies them alike.
+/// The machines whose 3C classification runs beside them on a twin (`Machine::classifier`) with
+/// a core of its own, when the pass has a core for every machine and twin. The classification's
+/// fully associative shadow is touched on every first-level access and costs a machine a fifth
+/// of its time or more; the first level's accesses and misses never depend on the TLB, the write
+/// buffer or the levels below, so a twin that simulates the first level alone classifies them
+/// alike. Machines with lower levels keep their own shadows: those levels are classified too.
 fn classifier_twins(cfgs: &[MachineConfig], threads: usize) -> Vec<usize> {
     let candidates: Vec<usize> = (0..cfgs.len())
-        .filter(|&i| {
-            let c = &cfgs[i];
-            c.three_c && c.lower.is_empty() && (c.tlb.is_some() || c.write_buffer.is_some())
-        })
+        .filter(|&i| cfgs[i].three_c && cfgs[i].lower.is_empty())
         .collect();
-    if candidates.is_empty() || cfgs.len() + candidates.len() > threads {
+    if cfgs.len() + candidates.len() > threads {
         return Vec::new();
     }
     candidates
-}
-
-/// A machine's 3C twin: the same first level, mapping and kernel ranges, no TLB or write buffer.
-fn classifier(cfg: &MachineConfig) -> MachineConfig {
-    MachineConfig {
-        name: format!("{} (3C)", cfg.name),
-        tlb: None,
-        write_buffer: None,
-        ..cfg.clone()
-    }
 }
 
 /// Puts the twin's miss classes into the machine's counts. The two saw the same first-level

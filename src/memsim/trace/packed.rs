@@ -35,8 +35,8 @@ const KINDS: [Kind; 3] = [Kind::Instr, Kind::Read, Kind::Write];
 /// The word of a reference, or None when it must be kept whole.
 #[inline(always)]
 pub(crate) fn pack(r: &Ref) -> Option<u64> {
-    let canonical = ((r.vaddr << (64 - ADDR_BITS)) as i64 >> (64 - ADDR_BITS)) as u64;
-    if canonical != r.vaddr || r.size > 0xff || r.tag != 0 {
+    // A canonical address is its own low bits sign-extended, as `vaddr` unpacks them.
+    if vaddr(r.vaddr) != r.vaddr || r.size > 0xff || r.tag != 0 {
         return None;
     }
     Some(word(r.kind, r.mode, r.uncached, r.size, r.vaddr))
