@@ -127,7 +127,8 @@ fn parts(m: &MachineConfig) -> Vec<(Part, u64, String, bool)> {
             c.line,
             c.lines()
         );
-        out.push((part, bytes, what, shadow * 2 > bytes));
+        // `bytes` saturates, so "more than half" is asked without doubling.
+        out.push((part, bytes, what, shadow > bytes - shadow));
     };
     if let Some(c) = &m.l1i {
         cache(Part::L1i, c);
@@ -298,6 +299,17 @@ mod tests {
         assert!(e
             .to_string()
             .contains("write_buffer (a write buffer of depth 4294967295)"));
+    }
+
+    /// A cache whose worst case does not fit 64 bits (the fuzz target found it): refused in
+    /// words, with the 3C shadow named as most of it, not an arithmetic overflow.
+    #[test]
+    fn a_cache_past_any_count_of_bytes_is_refused() {
+        let mut m = preset("ds5000-200").unwrap();
+        m.l1d = crate::memsim::cache::CacheConfig::new(3_025_031_451_285_317_296, 0, 1);
+        let (i, e) = check(&[m], 20 * GIB).unwrap_err();
+        assert_eq!((i, &e.part, e.three_c), (0, &Part::L1d, true));
+        assert_eq!(e.part_bytes, u64::MAX);
     }
 
     #[test]

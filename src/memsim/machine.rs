@@ -455,11 +455,17 @@ impl Machine {
     }
 
     /// A machine that simulates only the first level's accesses and their 3C classes: a 3C
-    /// twin.
+    /// twin. It never reads a TLB or write buffer, so it makes none (a big TLB would be memory
+    /// spent twice).
     pub(crate) fn classifier(cfg: &MachineConfig) -> Machine {
+        let first_level = MachineConfig {
+            tlb: None,
+            write_buffer: None,
+            ..cfg.clone()
+        };
         Machine {
             classifying: true,
-            ..Machine::new(cfg)
+            ..Machine::new(&first_level)
         }
     }
 
