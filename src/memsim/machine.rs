@@ -321,7 +321,7 @@ impl Machine {
         if unmapped.is_none() {
             if let Some(t) = &mut self.tlb {
                 self.stats.mode[m].tlb_refs += 1;
-                if !t.access_stream(r.asid, r.vaddr, kernel, usize::from(r.kind != Kind::Instr)) {
+                if !t.access(r.asid, r.vaddr, kernel) {
                     self.stats.mode[m].tlb_misses += 1;
                     let c = self.cfg.tlb.as_ref().map_or(0, |c| {
                         if kernel {
@@ -418,8 +418,7 @@ impl Machine {
                 } else {
                     r.asid
                 };
-                self.mapper
-                    .translate_stream(space, r.vaddr, usize::from(r.kind != Kind::Instr))
+                self.mapper.translate(space, r.vaddr)
             }
             None => r.vaddr,
         }

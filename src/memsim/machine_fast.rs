@@ -91,9 +91,10 @@ impl Machine {
     }
 
     /// The common case done quickly: a reference of the current address space that hits its
-    /// first-level cache within one line and needs nothing from a TLB; a write to a write-through
-    /// cache also goes to the write buffer, when nothing lies between them. Returns false, having changed nothing that `access_general` would not
-    /// change in the same way, for everything else.
+    /// first-level cache in one line or two and needs nothing from a TLB; a write to a
+    /// write-through cache also goes to the write buffer, when nothing lies between them.
+    /// Returns false, having changed nothing that `access_general` would not change in the same
+    /// way, for everything else.
     #[inline(always)]
     pub(super) fn try_hit(&mut self, r: &Ref) -> bool {
         let kernel = r.mode == Mode::Kernel;
@@ -102,7 +103,7 @@ impl Machine {
         }
         let data = r.kind != Kind::Instr;
         if let Some(t) = &self.tlb {
-            if !t.known_hit(r.asid, r.vaddr, kernel, usize::from(data)) {
+            if !t.known_hit(r.asid, r.vaddr, kernel) {
                 return false;
             }
         }
@@ -125,8 +126,7 @@ impl Machine {
                 Some(p) => p,
                 None if self.needs_paddr => {
                     let space = if kernel { u32::MAX } else { r.asid };
-                    self.mapper
-                        .translate_stream(space, r.vaddr, usize::from(data))
+                    self.mapper.translate(space, r.vaddr)
                 }
                 None => r.vaddr,
             };
@@ -139,19 +139,33 @@ impl Machine {
             r.vaddr ^ self.space_key
         };
         let line = addr >> line_bits;
-        let end = addr.wrapping_add(u64::from(r.size.max(1)) - 1) >> line_bits;
-        if line != end || !self.l1[li].try_hit(line, write) {
+        // As the general path's walk: an access running past the top stops there.
+        let end = addr.saturating_add(u64::from(r.size.max(1)) - 1) >> line_bits;
+        let two_lines = end == line + 1;
+        // Touching the first line and then finding the second absent is harmless: a touch that
+        // hits is idempotent, and the general path touches the first line again first.
+        let l1 = &mut self.l1[li];
+        if !(line == end || two_lines)
+            || !l1.try_hit(line, write)
+            || (two_lines && !l1.try_hit(end, write))
+        {
             return false;
         }
-        self.hits[r.mode as usize][r.kind as usize] += 1;
+        let m = r.mode as usize;
+        self.hits[m][r.kind as usize] += 1;
+        if two_lines {
+            self.second_lines[m][usize::from(data)] += 1;
+        }
         if through {
-            // As the general path's `write_down` and `charge` for a write hit: the write
-            // buffer's stall goes to the clock and to the write buffer's component.
-            let m = r.mode as usize;
-            let stall = self.write_down(m, addr);
-            self.stats.mode[m].stall[WBUF] += stall;
-            self.now += stall;
-            self.cur_space.stall += stall;
+            // As the general path's `write_down` and `charge` for a write hit, line by line:
+            // the write buffer's stall goes to the clock and to the write buffer's component.
+            let firsts = [addr, end << line_bits];
+            for &lo in &firsts[..1 + usize::from(two_lines)] {
+                let stall = self.write_down(m, lo);
+                self.stats.mode[m].stall[WBUF] += stall;
+                self.now += stall;
+                self.cur_space.stall += stall;
+            }
         }
         let instr = u64::from(!data);
         self.now += instr;

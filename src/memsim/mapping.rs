@@ -30,9 +30,13 @@ pub struct Mapper {
     page_shift: u32,
     table: FastMap<u64, u64>,
     next: Vec<u64>,
-    /// Last (key, frame) of the instruction and data streams: references mostly stay on a page.
-    memo: [(u64, u64); 2],
+    /// Recently translated (key, frame) pairs, each at the slot of its key's low bits: a frame,
+    /// once given, never changes, so an entry stays true. Slot `i` starts with a key that belongs
+    /// to another slot, so it matches nothing.
+    recent: Box<[(u64, u64); RECENT_SLOTS]>,
 }
+
+const RECENT_SLOTS: usize = 64;
 
 fn mix(mut x: u64) -> u64 {
     x ^= x >> 33;
@@ -53,7 +57,7 @@ impl Mapper {
             page_shift: page_size.trailing_zeros(),
             table: FastMap::default(),
             next: vec![0; colours],
-            memo: [(u64::MAX, 0); 2],
+            recent: Box::new(std::array::from_fn(|i| (!(i as u64), 0))),
         }
     }
 
@@ -105,21 +109,17 @@ impl Mapper {
         }
     }
 
+    /// The physical address of `vaddr` in address space `asid`.
     #[inline]
     pub fn translate(&mut self, asid: u32, vaddr: u64) -> u64 {
-        self.translate_stream(asid, vaddr, 1)
-    }
-
-    /// As `translate`, remembering the last page of stream 0 (instructions) or 1 (data).
-    #[inline]
-    pub fn translate_stream(&mut self, asid: u32, vaddr: u64, stream: usize) -> u64 {
         let vpn = vaddr >> self.page_shift;
         let key = Self::key(asid, vpn);
-        let frame = if self.memo[stream].0 == key {
-            self.memo[stream].1
+        let slot = key as usize % RECENT_SLOTS;
+        let frame = if self.recent[slot].0 == key {
+            self.recent[slot].1
         } else {
             let f = self.frame(asid, vpn);
-            self.memo[stream] = (key, f);
+            self.recent[slot] = (key, f);
             f
         };
         frame << self.page_shift | (vaddr & ((1 << self.page_shift) - 1))

@@ -123,10 +123,7 @@ impl Runner {
         if r.vaddr >= USER_TOP {
             return None;
         }
-        let stream = usize::from(r.kind != Kind::Instr);
-        Some(Some(
-            mapper.translate_stream(r.asid, r.vaddr, stream) | POLICY_BASE,
-        ))
+        Some(Some(mapper.translate(r.asid, r.vaddr) | POLICY_BASE))
     }
 }
 
