@@ -27,34 +27,68 @@ impl Hasher for FastHash {
 
 pub type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHash>>;
 
-/// Fully associative LRU over `capacity` keys: a hash map into an intrusive doubly linked list.
+/// Fully associative LRU over `capacity` keys: an open-addressed table (linear probing) whose
+/// slots are also the nodes of the recency list. A touch finds its key and relinks it inside the
+/// table, so it reaches three cache lines (its slot and its two neighbours in recency), where a
+/// map into a separate list reaches seven; this is most of the 3C shadow's cost.
 pub struct FullLru {
-    map: FastMap<u64, u32>,
-    key: Vec<u64>,
+    slots: Vec<Slot>,
+    /// Whether each slot's key is dirty; apart, because the shadow and TLBs never mark one.
     dirty: Vec<bool>,
-    /// (previous, next) of each node, side by side: relinking a node touches one cache line of
-    /// it instead of two.
-    links: Vec<[u32; 2]>,
+    /// `slots.len() - 1`; the table is a power of two at most half full.
+    mask: usize,
+    /// Leading bits of the hash that pick a group of `GROUP` slots (see `home`).
+    group_shift: u32,
+    len: usize,
     head: u32,
     tail: u32,
-    /// The key at the head (most recent), so touching it again needs no map lookup.
+    /// The key at the head (most recent), so touching it again needs no search.
     head_key: u64,
     capacity: usize,
 }
 
-const NIL: u32 = u32::MAX;
-const PREV: usize = 0;
-const NEXT: usize = 1;
+#[derive(Clone, Copy)]
+struct Slot {
+    key: u64,
+    /// The slot of the next more recent key (`NIL` at the head), or `VACANT`.
+    prev: u32,
+    /// The slot of the next less recent key (`NIL` at the tail).
+    next: u32,
+}
+
+const NIL: u32 = u32::MAX - 1;
+const VACANT: u32 = u32::MAX;
+const FREE: Slot = Slot {
+    key: 0,
+    prev: VACANT,
+    next: NIL,
+};
+/// Consecutive keys (neighbouring lines) share a group of slots, one cache line of the table,
+/// when nothing collides; groups are placed by a multiplicative hash.
+const GROUP_BITS: u32 = 2;
+const FIBONACCI: u64 = 0x9e37_79b9_7f4a_7c15;
 
 impl FullLru {
     pub fn new(capacity: usize) -> FullLru {
         // Room grows with use, so a huge store costs only what a trace fills.
-        let start = capacity.min(1 << 16);
+        let start = capacity.clamp(1, 1 << 16);
+        Self::with_slots(
+            capacity,
+            (2 * start).next_power_of_two().max(2 << GROUP_BITS),
+        )
+    }
+
+    fn with_slots(capacity: usize, slots: usize) -> FullLru {
+        assert!(
+            slots < NIL as usize,
+            "a fully associative store of {slots} slots"
+        );
         FullLru {
-            map: FastMap::with_capacity_and_hasher(start * 2, Default::default()),
-            key: Vec::with_capacity(start),
-            dirty: Vec::with_capacity(start),
-            links: Vec::with_capacity(start),
+            slots: vec![FREE; slots],
+            dirty: vec![false; slots],
+            mask: slots - 1,
+            group_shift: 64 - (slots.trailing_zeros() - GROUP_BITS),
+            len: 0,
             head: NIL,
             tail: NIL,
             head_key: EMPTY,
@@ -62,48 +96,90 @@ impl FullLru {
         }
     }
 
-    fn unlink(&mut self, i: u32) {
-        let [p, n] = self.links[i as usize];
-        if p == NIL {
-            self.head = n;
-        } else {
-            self.links[p as usize][NEXT] = n;
-        }
-        if n == NIL {
-            self.tail = p;
-        } else {
-            self.links[n as usize][PREV] = p;
+    /// The slot where the search for `k` starts.
+    #[inline(always)]
+    fn home(&self, k: u64) -> usize {
+        let group = (k >> GROUP_BITS).wrapping_mul(FIBONACCI) >> self.group_shift;
+        ((group as usize) << GROUP_BITS) | (k as usize & ((1 << GROUP_BITS) - 1))
+    }
+
+    #[inline(always)]
+    fn find(&self, k: u64) -> Option<usize> {
+        let mut i = self.home(k);
+        loop {
+            let s = &self.slots[i];
+            if s.prev == VACANT {
+                return None;
+            }
+            if s.key == k {
+                return Some(i);
+            }
+            i = (i + 1) & self.mask;
         }
     }
 
-    fn push_front(&mut self, i: u32) {
-        self.links[i as usize] = [NIL, self.head];
-        if self.head != NIL {
-            self.links[self.head as usize][PREV] = i;
+    /// The links of slot `i`'s neighbours (or head and tail) that point to it, set to `to`.
+    #[inline(always)]
+    fn point_neighbours(&mut self, i: usize, to: u32) {
+        let Slot { prev, next, .. } = self.slots[i];
+        if prev == NIL {
+            self.head = to;
+        } else {
+            self.slots[prev as usize].next = to;
         }
-        self.head = i;
-        self.head_key = self.key[i as usize];
-        if self.tail == NIL {
-            self.tail = i;
+        if next == NIL {
+            self.tail = to;
+        } else {
+            self.slots[next as usize].prev = to;
         }
+    }
+
+    #[inline(always)]
+    fn unlink(&mut self, i: usize) {
+        let Slot { prev, next, .. } = self.slots[i];
+        if prev == NIL {
+            self.head = next;
+        } else {
+            self.slots[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.slots[next as usize].prev = prev;
+        }
+    }
+
+    #[inline(always)]
+    fn push_front(&mut self, i: usize) {
+        let old = self.head;
+        self.slots[i].prev = NIL;
+        self.slots[i].next = old;
+        if old == NIL {
+            self.tail = i as u32;
+        } else {
+            self.slots[old as usize].prev = i as u32;
+        }
+        self.head = i as u32;
+        self.head_key = self.slots[i].key;
     }
 
     /// Hit: moves the key to the front and ORs in `dirty`.
     #[inline]
     pub fn touch(&mut self, k: u64, dirty: bool) -> bool {
-        if k == self.head_key && self.head != NIL {
-            self.dirty[self.head as usize] |= dirty;
-            return true;
+        let i = if k == self.head_key && self.head != NIL {
+            self.head as usize
+        } else {
+            let Some(i) = self.find(k) else {
+                return false;
+            };
+            self.unlink(i);
+            self.push_front(i);
+            i
+        };
+        if dirty {
+            self.dirty[i] = true;
         }
-        match self.map.get(&k) {
-            Some(&i) => {
-                self.unlink(i);
-                self.push_front(i);
-                self.dirty[i as usize] |= dirty;
-                true
-            }
-            None => false,
-        }
+        true
     }
 
     /// Whether `k` is the most recent key.
@@ -113,29 +189,70 @@ impl FullLru {
     }
 
     pub fn contains(&self, k: u64) -> bool {
-        self.map.contains_key(&k)
+        self.find(k).is_some()
     }
 
     /// Inserts an absent key; returns the evicted key and whether it was dirty.
     pub fn insert(&mut self, k: u64, dirty: bool) -> Option<(u64, bool)> {
-        if self.key.len() < self.capacity {
-            let i = self.key.len() as u32;
-            self.key.push(k);
-            self.dirty.push(dirty);
-            self.links.push([NIL, NIL]);
-            self.push_front(i);
-            self.map.insert(k, i);
-            return None;
+        let evicted = (self.len >= self.capacity && self.tail != NIL).then(|| {
+            let t = self.tail as usize;
+            let old = (self.slots[t].key, self.dirty[t]);
+            self.unlink(t);
+            self.vacate(t);
+            old
+        });
+        if 2 * (self.len + 1) > self.slots.len() {
+            self.grow();
         }
-        let i = self.tail;
-        let old = (self.key[i as usize], self.dirty[i as usize]);
-        self.map.remove(&old.0);
-        self.unlink(i);
-        self.key[i as usize] = k;
-        self.dirty[i as usize] = dirty;
+        let mut i = self.home(k);
+        while self.slots[i].prev != VACANT {
+            i = (i + 1) & self.mask;
+        }
+        self.slots[i].key = k;
+        self.dirty[i] = dirty;
         self.push_front(i);
-        self.map.insert(k, i);
-        Some(old)
+        self.len += 1;
+        evicted
+    }
+
+    /// Empties slot `i` (already out of the list), moving later keys of its probe run back so
+    /// that every key stays reachable from its home slot.
+    fn vacate(&mut self, mut hole: usize) {
+        let mut j = hole;
+        loop {
+            j = (j + 1) & self.mask;
+            if self.slots[j].prev == VACANT {
+                break;
+            }
+            let home = self.home(self.slots[j].key);
+            // The key at j may fill the hole unless its home lies cyclically in (hole, j].
+            let stays = if hole < j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
+            if !stays {
+                self.point_neighbours(j, hole as u32);
+                self.slots[hole] = self.slots[j];
+                self.dirty[hole] = self.dirty[j];
+                hole = j;
+            }
+        }
+        self.slots[hole] = FREE;
+        self.dirty[hole] = false;
+        self.len -= 1;
+    }
+
+    /// Twice the room, the keys placed again from least to most recent.
+    fn grow(&mut self) {
+        let mut bigger = Self::with_slots(self.capacity, 2 * self.slots.len());
+        let mut at = self.tail;
+        while at != NIL {
+            let s = self.slots[at as usize];
+            bigger.insert(s.key, self.dirty[at as usize]);
+            at = s.prev;
+        }
+        *self = bigger;
     }
 }
 
@@ -173,3 +290,7 @@ impl SeenLines {
         new
     }
 }
+
+#[cfg(test)]
+#[path = "full_lru_tests.rs"]
+mod tests;
