@@ -226,13 +226,43 @@ proptest! {
             cfg.l1i = None;
         }
         prop_assume!(cfg.validate().is_ok());
-        prop_assert_eq!(Machine::new(&cfg).fast_paths(), (true, true));
+        prop_assert_eq!(Machine::new(&cfg).fast_paths(), (true, true, true));
+        check_agree(&cfg, &refs, chunk)?;
+    }
+
+    /// The word loop that looks pages up (in a TLB without LRU order, through the mapping for
+    /// physical caches), as the ds5000-200 takes it, with write-through and write-back first
+    /// levels, lower levels and write buffers as they come.
+    #[test]
+    fn word_loop_with_lookups_matches_the_general_path(
+        mut cfg in arb_machine(), refs in arb_trace(), chunk in 1usize..300,
+        ways_log in 0u32..4, sets_log in 0u32..4, physical in any::<(bool, bool)>(),
+        tlb in arb_tlb(),
+    ) {
+        cfg.three_c = false;
+        cfg.tlb = tlb.map(|mut t| {
+            t.replacement = Replacement::Random;
+            t
+        });
+        for (c, physical) in [(Some(&mut cfg.l1d), physical.0), (cfg.l1i.as_mut(), physical.1)] {
+            if let Some(c) = c {
+                c.assoc = 1 << ways_log;
+                c.size = u64::from(c.line) << (ways_log + sets_log);
+                c.fetch = c.fetch.min(c.size as u32);
+                c.physical = physical;
+            }
+        }
+        prop_assume!(cfg.validate().is_ok());
+        let (fast, words, plain) = Machine::new(&cfg).fast_paths();
+        prop_assert!(fast && words);
+        prop_assume!(!plain);
         check_agree(&cfg, &refs, chunk)?;
     }
 }
 
-/// The random machines do reach every path: the plain loop, the hit path with a TLB whose hits
-/// are known, and the general path alone (an LRU TLB).
+/// The random machines do reach every path: the word loop with a TLB or a mapping to look up,
+/// the hit path alone (a first level with no word loop), and the general path alone (an LRU
+/// TLB). The plain loop has its own test.
 #[test]
 fn random_machines_cover_every_shape() {
     let mut runner = proptest::test_runner::TestRunner::deterministic();
@@ -243,8 +273,34 @@ fn random_machines_cover_every_shape() {
             seen.insert(Machine::new(&cfg).fast_paths());
         }
     }
-    assert!(seen.contains(&(true, false)), "{seen:?}");
-    assert!(seen.contains(&(false, false)), "{seen:?}");
+    assert!(seen.contains(&(true, true, false)), "{seen:?}");
+    assert!(seen.contains(&(true, false, false)), "{seen:?}");
+    assert!(seen.contains(&(false, false, false)), "{seen:?}");
+}
+
+/// The word loop takes the ds5000-200's hits itself, through its physical caches, its mapping
+/// and its TLB: warmed up once, a loop of fetches and (two-line) reads is taken whole. An
+/// address the loop got wrong would only stop it, which the agreement tests cannot see.
+#[test]
+fn the_word_loop_takes_a_warm_loop_whole_on_the_ds5000() {
+    let mut cfg = crate::memsim::config::preset("ds5000-200").unwrap();
+    cfg.three_c = false;
+    let mut m = Machine::new(&cfg);
+    assert_eq!(m.fast_paths(), (true, true, false));
+    let refs: Vec<Ref> = (0..2000u64)
+        .flat_map(|i| {
+            [
+                Ref::new(Kind::Instr, Mode::User, 1, 4, 0x40_0000 + (i % 256) * 4),
+                Ref::new(Kind::Read, Mode::User, 1, 8, 0x7fff_0000 + (i % 64) * 8),
+            ]
+        })
+        .collect();
+    m.run(&refs);
+    let batch = crate::memsim::trace::packed::Batch::from_refs(&refs);
+    let (taken, hits) = m.take_hits(1, batch.view().words());
+    assert_eq!(taken, refs.len());
+    assert_eq!(hits.by_class[0], [2000, 2000, 0]);
+    assert_eq!(hits.second_lines[0], [0, 2000]);
 }
 
 /// The plain loop's memory of each cache's previous line: runs of references to one line
@@ -288,7 +344,7 @@ fn repeated_lines_in_the_plain_loop_match_the_general_path() {
             kernel_uncached: vec![],
             three_c: false,
         };
-        assert_eq!(Machine::new(&cfg).fast_paths(), (true, true));
+        assert_eq!(Machine::new(&cfg).fast_paths(), (true, true, true));
         for chunk in [1, 17, 4096, refs.len()] {
             check_agree(&cfg, &refs, chunk).unwrap();
         }

@@ -178,9 +178,11 @@ pub struct Machine {
     classifying: bool,
     /// The shape admits the hit fast path (no TLB, or one whose hits can be known unchanged).
     fast: bool,
-    /// Nothing but the first-level caches is on the hit path (no TLB, no translation, no 3C
-    /// shadow) and they are set-associative with power-of-two sets and ways: `run` takes its
-    /// specialised loop.
+    /// The first-level caches are set-associative with power-of-two sets and ways and have no
+    /// 3C shadow, and a TLB, if any, can know its hits: `run` takes its loop over packed words.
+    words: bool,
+    /// Besides, nothing but the first-level caches is on the hit path (no TLB, no translation):
+    /// that loop looks nothing up.
     plain: bool,
     /// Some kernel addresses bypass translation or the caches: kernel references take the
     /// general path.
@@ -210,20 +212,22 @@ impl Machine {
         l1.push(Level::new(&cfg.l1d, three_c));
         let route = if l1.len() == 2 { [0, 1] } else { [0, 0] };
         let tlb = cfg.tlb.as_ref().map(Tlb::new);
-        let tlb_free = tlb.is_none();
-        let plain = tlb_free && !needs_paddr && l1.iter().all(Level::has_pow2_sets);
+        let fast = tlb.as_ref().is_none_or(Tlb::has_known_hits);
+        let words = fast && l1.iter().all(Level::has_pow2_sets);
+        let plain = words && tlb.is_none() && !needs_paddr;
         Machine {
             l1,
             route,
             lower: cfg.lower.iter().map(|c| Level::new(c, three_c)).collect(),
             wbuf: cfg.write_buffer.as_ref().map(WriteBuffer::new),
-            fast: tlb.as_ref().is_none_or(Tlb::has_known_hits),
+            fast,
             tlb,
             mapper: Mapper::new(&cfg.mapping, cfg.page_size),
             now: 0,
             stats,
             hits: HitCounts::default(),
             second_lines: Default::default(),
+            words,
             plain,
             cur_asid: 0,
             space_key: space_key(0),
@@ -526,15 +530,16 @@ impl Machine {
         self.access_general(r);
     }
 
-    /// Whether `run` takes this machine's references as packed words (the plain shape).
-    pub(crate) fn is_plain(&self) -> bool {
-        self.plain
+    /// Whether `run` takes this machine's references as packed words.
+    pub(crate) fn reads_words(&self) -> bool {
+        self.words
     }
 
-    /// Which fast paths this machine's shape takes (for tests that must cover each).
+    /// Which fast paths this machine's shape takes (for tests that must cover each): the hit
+    /// path, the word loop, and the word loop without lookups.
     #[cfg(test)]
-    pub(crate) fn fast_paths(&self) -> (bool, bool) {
-        (self.fast, self.plain)
+    pub(crate) fn fast_paths(&self) -> (bool, bool, bool) {
+        (self.fast, self.words, self.plain)
     }
 
     /// Stall cycles so far by mode (user, kernel) and component (in the order of `COMPONENTS`).

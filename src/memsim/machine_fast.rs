@@ -22,9 +22,9 @@ impl Machine {
             for r in refs.iter() {
                 self.classify(&r);
             }
-        } else if self.plain {
+        } else if self.plain || (self.words && !refs.has_paddrs()) {
             for (asid, run) in refs.by_space() {
-                self.run_plain(asid, run);
+                self.run_words(asid, run);
             }
         } else if let Some(whole) = refs.whole() {
             for r in whole {
@@ -37,27 +37,17 @@ impl Machine {
         }
     }
 
-    /// `run` for the plain shape over references of one address space: `hit_run` takes
-    /// references while they hit the first level, and `access_general` takes the one that
-    /// stopped it (and switches to the address space first, if need be).
-    fn run_plain(&mut self, asid: u32, refs: Refs<'_>) {
+    /// `run` over packed references of one address space: `hit_run` takes references while
+    /// they hit the first level (and a TLB knows their pages present), and `access` takes the
+    /// one that stopped it (and switches to the address space first, if need be).
+    fn run_words(&mut self, asid: u32, refs: Refs<'_>) {
         let words = refs.words();
         let mut at = 0;
         while at < words.len() {
             let (taken, hits) = if asid != self.cur_asid {
                 (0, PlainHits::default())
             } else {
-                let key = self.space_key;
-                match self.l1.as_mut_slice() {
-                    [one] => hit_run(&mut [view(one)], &words[at..], key, self.kernel_ranges),
-                    [i, d] => hit_run(
-                        &mut [view(i), view(d)],
-                        &words[at..],
-                        key,
-                        self.kernel_ranges,
-                    ),
-                    _ => unreachable!("one or two first-level caches"),
-                }
+                self.take_hits(asid, &words[at..])
             };
             self.add_hits(&hits);
             at += taken;
@@ -65,10 +55,45 @@ impl Machine {
                 for l in &mut self.l1 {
                     l.forget_last();
                 }
-                self.access_general(&refs.get(at));
+                self.access(&refs.get(at));
                 at += 1;
             }
         }
+    }
+
+    /// `hit_run` over this machine's first level, with the address each cache is indexed by:
+    /// the virtual one keyed by address space (the plain shape), or the mapping's physical one
+    /// when a view is physical. A TLB must know the page present.
+    pub(super) fn take_hits(&mut self, asid: u32, words: &[u64]) -> (usize, PlainHits) {
+        let key = self.space_key;
+        let kernel_ranges = self.kernel_ranges;
+        if self.plain {
+            return first_level_run(&mut self.l1, words, key, kernel_ranges, move |w| {
+                Some(packed::vaddr(w) ^ key)
+            });
+        }
+        let physical = self.route.map(|l| self.l1[l].cfg.physical);
+        let needs_paddr = self.needs_paddr;
+        let tlb = self.tlb.as_ref();
+        let mapper = &mut self.mapper;
+        first_level_run(&mut self.l1, words, key, kernel_ranges, move |w| {
+            let class = packed::class(w);
+            let kernel = class & CLASS_KERNEL != 0;
+            let vaddr = packed::vaddr(w);
+            if tlb.is_some_and(|t| !t.known_hit(asid, vaddr, kernel)) {
+                return None;
+            }
+            if needs_paddr {
+                // Translating here too keeps first-touch mappings in reference order; the
+                // general path's translation of a reference stopped here changes nothing.
+                let space = if kernel { u32::MAX } else { asid };
+                let paddr = mapper.translate(space, vaddr);
+                if physical[usize::from(class & 3 != 0)] {
+                    return Some(paddr);
+                }
+            }
+            Some(vaddr ^ key)
+        })
     }
 
     /// Adds hits counted as `hit_run` counts them, and brings the clock up to date (the general
@@ -190,18 +215,36 @@ fn hit_run<const N: usize>(
     words: &[u64],
     key: u64,
     kernel_ranges: bool,
+    addr_of: impl FnMut(u64) -> Option<u64>,
 ) -> (usize, PlainHits) {
     if views.iter().any(|v| v.line_bits != views[0].line_bits) {
-        return hit_run_with::<N, false>(views, words, key, kernel_ranges, |v| v.line_bits);
+        return hit_run_with::<N, false>(views, words, kernel_ranges, |v| v.line_bits, addr_of);
     }
     // One line size for all: a constant of the loop, kept in a register.
     let shift = views[0].line_bits;
     // A reference inside one aligned block is inside one line when lines are no shorter than
-    // blocks and the address space's key leaves the offset in a block as it is.
+    // blocks and the address space's key leaves the offset in a block as it is (a physical
+    // address keeps the offset in its page).
     if shift >= BLOCK_BITS && key & ((1 << BLOCK_BITS) - 1) == 0 {
-        hit_run_with::<N, true>(views, words, key, kernel_ranges, move |_| shift)
+        hit_run_with::<N, true>(views, words, kernel_ranges, move |_| shift, addr_of)
     } else {
-        hit_run_with::<N, false>(views, words, key, kernel_ranges, move |_| shift)
+        hit_run_with::<N, false>(views, words, kernel_ranges, move |_| shift, addr_of)
+    }
+}
+
+/// `hit_run` over first-level caches `l1` (one unified, or instruction and data).
+#[inline(always)]
+fn first_level_run(
+    l1: &mut [Level],
+    words: &[u64],
+    key: u64,
+    kernel_ranges: bool,
+    addr_of: impl FnMut(u64) -> Option<u64>,
+) -> (usize, PlainHits) {
+    match l1 {
+        [one] => hit_run(&mut [view(one)], words, key, kernel_ranges, addr_of),
+        [i, d] => hit_run(&mut [view(i), view(d)], words, key, kernel_ranges, addr_of),
+        _ => unreachable!("one or two first-level caches"),
     }
 }
 
@@ -230,9 +273,9 @@ const LANE_MAX: usize = 255;
 fn hit_run_with<const N: usize, const BLOCKS_IN_LINES: bool>(
     views: &mut [HitView<'_>; N],
     words: &[u64],
-    key: u64,
     kernel_ranges: bool,
     line_bits: impl Fn(&HitView<'_>) -> u32,
+    mut addr_of: impl FnMut(u64) -> Option<u64>,
 ) -> (usize, PlainHits) {
     let mut hits = PlainHits::default();
     // Class bits that send a reference to the general path. Only data references write, and a
@@ -261,7 +304,11 @@ fn hit_run_with<const N: usize, const BLOCKS_IN_LINES: bool>(
             }
             let kind = (class & 3) as usize;
             let bits = line_bits(&views[usize::from(kind != 0).min(N - 1)]);
-            let addr = packed::vaddr(w) ^ key;
+            let Some(addr) = addr_of(w) else {
+                taken = c * LANE_MAX + j;
+                hits.add_lanes(lanes);
+                break 'chunks;
+            };
             let line = addr >> bits;
             let end = if BLOCKS_IN_LINES && class & CLASS_IN_BLOCK != 0 {
                 line
@@ -326,12 +373,12 @@ fn touch_and_remember<const N: usize>(
 
 /// References that `hit_run` took.
 #[derive(Default)]
-struct PlainHits {
+pub(super) struct PlainHits {
     /// By mode then kind (instruction, read, write).
-    by_class: [[u64; 3]; 2],
+    pub(super) by_class: [[u64; 3]; 2],
     /// References that touched two lines, by mode and cache (instruction, data): each was one
     /// more first-level access.
-    second_lines: [[u64; 2]; 2],
+    pub(super) second_lines: [[u64; 2]; 2],
 }
 
 impl PlainHits {

@@ -56,7 +56,7 @@ impl Simulator for Machine {
         Machine::run_packed(self, batch)
     }
     fn reads_words(&self) -> bool {
-        self.is_plain()
+        Machine::reads_words(self)
     }
     fn finish(mut self) -> Stats {
         self.stats()

@@ -230,6 +230,11 @@ impl<'a> Refs<'a> {
         }
     }
 
+    /// Whether some references carry a physical address from the trace.
+    pub(crate) fn has_paddrs(&self) -> bool {
+        !self.paddrs.is_empty()
+    }
+
     /// The address space of the reference at `i`.
     pub fn asid_at(&self, i: usize) -> u32 {
         let at = self.offset + i as u32;
