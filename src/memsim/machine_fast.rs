@@ -2,8 +2,9 @@
 //! first-level caches, and `access`'s hit path. Both must leave exactly the state and counts the
 //! general path would (tested in `fast_path_tests.rs`).
 
-use super::{Machine, WBUF};
+use super::{space_key, Machine, Walk, WBUF};
 use crate::memsim::cache::{HitView, Level, EMPTY};
+use crate::memsim::mapping::Mapper;
 use crate::memsim::trace::packed::{
     self, Batch, Refs, BLOCK_BITS, CLASS_IN_BLOCK, CLASS_KERNEL, CLASS_SIDE, CLASS_UNCACHED,
     CLASS_WRITE,
@@ -19,8 +20,14 @@ impl Machine {
     /// `run` on packed references, as a pass hands them over.
     pub fn run_packed(&mut self, refs: Refs<'_>) {
         if self.is_classifier() {
-            for r in refs.iter() {
-                self.classify(&r);
+            if refs.has_paddrs() {
+                for r in refs.iter() {
+                    self.classify(&r);
+                }
+            } else {
+                for (asid, run) in refs.by_space() {
+                    self.classify_words(asid, run);
+                }
             }
         } else if self.plain || (self.words && !refs.has_paddrs()) {
             for (asid, run) in refs.by_space() {
@@ -72,28 +79,83 @@ impl Machine {
                 Some(packed::vaddr(w) ^ key)
             });
         }
-        let physical = self.route.map(|l| self.l1[l].cfg.physical);
-        let needs_paddr = self.needs_paddr;
+        let at = self.addressing(asid);
         let tlb = self.tlb.as_ref();
         let mapper = &mut self.mapper;
         first_level_run(&mut self.l1, words, key, kernel_ranges, move |w| {
-            let class = packed::class(w);
-            let kernel = class & CLASS_KERNEL != 0;
             let vaddr = packed::vaddr(w);
+            let kernel = packed::class(w) & CLASS_KERNEL != 0;
             if tlb.is_some_and(|t| !t.known_hit(asid, vaddr, kernel)) {
                 return None;
             }
-            if needs_paddr {
-                // Translating here too keeps first-touch mappings in reference order; the
-                // general path's translation of a reference stopped here changes nothing.
-                let space = if kernel { u32::MAX } else { asid };
-                let paddr = mapper.translate(space, vaddr);
-                if physical[usize::from(class & 3 != 0)] {
-                    return Some(paddr);
-                }
-            }
-            Some(vaddr ^ key)
+            Some(at.address(mapper, w))
         })
+    }
+
+    /// How the first level of this machine addresses references of `asid`.
+    fn addressing(&self, asid: u32) -> Addressing {
+        Addressing {
+            asid,
+            key: self.space_key,
+            needs_paddr: self.needs_paddr,
+            physical: self.route.map(|l| self.l1[l].cfg.physical),
+        }
+    }
+
+    /// `classify` over packed references of one address space, with a reference to the line
+    /// its cache touched last counted at once: a hit that changes nothing, not even the 3C
+    /// shadow.
+    fn classify_words(&mut self, asid: u32, refs: Refs<'_>) {
+        if asid != self.cur_asid {
+            self.cur_asid = asid;
+            self.space_key = space_key(asid);
+        }
+        let at = self.addressing(asid);
+        let stop = CLASS_UNCACHED | CLASS_SIDE | if self.kernel_ranges { CLASS_KERNEL } else { 0 };
+        // By mode, then cache (instruction, data).
+        let mut last_line_hits = [[0u64; 2]; 2];
+        let three_c = self.cfg.three_c;
+        for (i, &w) in refs.words().iter().enumerate() {
+            let class = packed::class(w);
+            if class & stop != 0 {
+                self.classify(&refs.get(i));
+                continue;
+            }
+            let data = class & 3 != 0;
+            let write = class & CLASS_WRITE != 0;
+            let mode = ((class >> 2) & 1) as usize;
+            let li = self.route[usize::from(data)];
+            let level = &mut self.l1[li];
+            let addr = at.address(&mut self.mapper, w);
+            let walk = Walk {
+                level: li,
+                line_bits: level.line_bits(),
+                line_size: u64::from(level.cfg.line),
+                write_back: level.cfg.write_back,
+                addr,
+                end: addr.saturating_add(u64::from(packed::size(w).max(1)) - 1),
+            };
+            let line = addr >> walk.line_bits;
+            // With a 3C shadow, `try_hit` takes only the line touched last.
+            if line == walk.end >> walk.line_bits && level.try_hit(line, write) {
+                last_line_hits[mode][usize::from(data)] += 1;
+                continue;
+            }
+            // As `classify` does, without building the reference.
+            let counts = if data {
+                &mut self.stats.mode[mode].l1d
+            } else {
+                &mut self.stats.mode[mode].l1i
+            };
+            for (line, _, whole) in walk.lines() {
+                let out = level.access(line, write, whole, &mut |_| {});
+                counts.count(out, write, level, three_c);
+            }
+        }
+        for (mode, [i, d]) in self.stats.mode.iter_mut().zip(last_line_hits) {
+            mode.l1i.accesses += i;
+            mode.l1d.accesses += d;
+        }
     }
 
     /// Adds hits counted as `hit_run` counts them, and brings the clock up to date (the general
@@ -197,6 +259,40 @@ impl Machine {
         self.cur_space.instructions += instr;
         self.stats.refs += 1;
         true
+    }
+}
+
+/// How a machine's first level addresses the references of one address space: by the
+/// virtual address keyed by the space, or by the physical one its mapping gives.
+#[derive(Clone, Copy)]
+struct Addressing {
+    asid: u32,
+    key: u64,
+    needs_paddr: bool,
+    /// Whether the cache of instruction and of data references is physical.
+    physical: [bool; 2],
+}
+
+impl Addressing {
+    /// The address the first-level cache of word `w` is indexed by.
+    #[inline(always)]
+    fn address(&self, mapper: &mut Mapper, w: u64) -> u64 {
+        let class = packed::class(w);
+        let vaddr = packed::vaddr(w);
+        if self.needs_paddr {
+            // Translating here too keeps first-touch mappings in reference order; the general
+            // path's translation of a reference stopped here changes nothing.
+            let space = if class & CLASS_KERNEL != 0 {
+                u32::MAX
+            } else {
+                self.asid
+            };
+            let paddr = mapper.translate(space, vaddr);
+            if self.physical[usize::from(class & 3 != 0)] {
+                return paddr;
+            }
+        }
+        vaddr ^ self.key
     }
 }
 
