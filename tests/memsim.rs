@@ -413,7 +413,7 @@ fn absurd_sizes_are_usage_errors_naming_the_option_before_anything_is_allocated(
 
     // 64 GiB direct-mapped of 64-byte lines is 9 GiB of tags at worst: it either fits in what
     // this machine has (and then takes only what the small trace fills: it used to take 8.5 GB
-    // first) or is refused. With 3C its shadow alone would need 51 GiB more.
+    // first) or is refused. With 3C its shadow alone would need 68 GiB more.
     let out = env
         .osmeter()
         .args(["memsim", "--no-store", "--no-3c", "--l1d", "64G:1:64"])

@@ -15,9 +15,10 @@ use std::fmt;
 
 /// Bytes per entry of a set-associative store: the tag and its dirty flag.
 const SET_ENTRY: u64 = 9;
-/// Bytes per entry of a fully associative LRU store at its fullest: key, dirty flag, links and
-/// the hash map's share (a (u64, u32) slot and its control byte, at most half the table full).
-const FULL_ENTRY: u64 = 8 + 1 + 8 + 2 * 17;
+/// Bytes per entry of a fully associative LRU store at its fullest: a 16-byte slot (key and
+/// links) and a dirty flag, in a table that doubles when it would be more than half full, so
+/// that it is at worst a quarter full.
+const FULL_ENTRY: u64 = 4 * (16 + 1);
 /// Bytes per write-buffer slot (an entry of 24 bytes in a queue that may double when it grows).
 const WBUF_ENTRY: u64 = 48;
 
@@ -263,10 +264,10 @@ mod tests {
             let m = preset(name).unwrap();
             assert!(machine_bytes(&m) < 64 << 20, "{name}");
         }
-        // x86-modern with 3C: 8 MB LLC = 131072 lines in the store (9 B) and the shadow (51 B).
+        // x86-modern with 3C: 8 MB LLC = 131072 lines in the store (9 B) and the shadow (68 B).
         let m = preset("x86-modern").unwrap();
         let llc = cache_bytes(&m.lower[1], true);
-        assert_eq!(llc, (131072 * 60, 131072 * 51));
+        assert_eq!(llc, (131072 * 77, 131072 * 68));
     }
 
     #[test]

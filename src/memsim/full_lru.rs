@@ -118,35 +118,28 @@ impl FullLru {
         }
     }
 
-    /// The links of slot `i`'s neighbours (or head and tail) that point to it, set to `to`.
+    /// Sets what slot `i`'s neighbours in recency hold where they point to it: the more recent
+    /// one's `next` (or the head) to `next_of_prev`, the less recent one's `prev` (or the tail)
+    /// to `prev_of_next`.
     #[inline(always)]
-    fn point_neighbours(&mut self, i: usize, to: u32) {
+    fn repoint_neighbours(&mut self, i: usize, next_of_prev: u32, prev_of_next: u32) {
         let Slot { prev, next, .. } = self.slots[i];
         if prev == NIL {
-            self.head = to;
+            self.head = next_of_prev;
         } else {
-            self.slots[prev as usize].next = to;
+            self.slots[prev as usize].next = next_of_prev;
         }
         if next == NIL {
-            self.tail = to;
+            self.tail = prev_of_next;
         } else {
-            self.slots[next as usize].prev = to;
+            self.slots[next as usize].prev = prev_of_next;
         }
     }
 
     #[inline(always)]
     fn unlink(&mut self, i: usize) {
         let Slot { prev, next, .. } = self.slots[i];
-        if prev == NIL {
-            self.head = next;
-        } else {
-            self.slots[prev as usize].next = next;
-        }
-        if next == NIL {
-            self.tail = prev;
-        } else {
-            self.slots[next as usize].prev = prev;
-        }
+        self.repoint_neighbours(i, next, prev);
     }
 
     #[inline(always)]
@@ -232,7 +225,7 @@ impl FullLru {
                 hole < home || home <= j
             };
             if !stays {
-                self.point_neighbours(j, hole as u32);
+                self.repoint_neighbours(j, hole as u32, hole as u32);
                 self.slots[hole] = self.slots[j];
                 self.dirty[hole] = self.dirty[j];
                 hole = j;
