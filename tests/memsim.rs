@@ -346,7 +346,7 @@ fn absurd_sizes_are_usage_errors_naming_the_option_before_anything_is_allocated(
         &["--l1d", "1024G:8:64"],
         &[
             "--l1d 1024G:8:64",
-            "GiB of memory",
+            "of memory but",
             "is available",
             "--no-3c",
         ],
