@@ -279,8 +279,9 @@ fn random_machines_cover_every_shape() {
 }
 
 /// The word loop takes the ds5000-200's hits itself, through its physical caches, its mapping
-/// and its TLB: warmed up once, a loop of fetches and (two-line) reads is taken whole. An
-/// address the loop got wrong would only stop it, which the agreement tests cannot see.
+/// and its TLB, and its write-through writes to the write buffer: warmed up once, a loop of
+/// fetches, (two-line) reads and writes is taken whole. An address the loop got wrong would only
+/// stop it, which the agreement tests cannot see.
 #[test]
 fn the_word_loop_takes_a_warm_loop_whole_on_the_ds5000() {
     let mut cfg = crate::memsim::config::preset("ds5000-200").unwrap();
@@ -292,6 +293,7 @@ fn the_word_loop_takes_a_warm_loop_whole_on_the_ds5000() {
             [
                 Ref::new(Kind::Instr, Mode::User, 1, 4, 0x40_0000 + (i % 256) * 4),
                 Ref::new(Kind::Read, Mode::User, 1, 8, 0x7fff_0000 + (i % 64) * 8),
+                Ref::new(Kind::Write, Mode::User, 1, 4, 0x7fff_0800 + (i % 32) * 4),
             ]
         })
         .collect();
@@ -299,7 +301,13 @@ fn the_word_loop_takes_a_warm_loop_whole_on_the_ds5000() {
     let batch = crate::memsim::trace::packed::Batch::from_refs(&refs);
     let (taken, hits) = m.take_hits(1, batch.view().words());
     assert_eq!(taken, refs.len());
-    assert_eq!(hits.by_class[0], [2000, 2000, 0]);
+    assert_eq!(hits.by_class[0], [2000, 2000, 2000]);
+    let stats = m.stats();
+    assert_eq!(
+        stats.mode[0].wbuf_writes,
+        2 * 2000,
+        "each write, warming up and in the loop"
+    );
     assert_eq!(hits.second_lines[0], [0, 2000]);
 }
 

@@ -274,16 +274,7 @@ impl Machine {
             }
         }
         match &mut self.wbuf {
-            Some(w) => {
-                self.stats.mode[mode].wbuf_writes += 1;
-                let merges = w.merges;
-                let s = w.write(self.now, addr);
-                if s > 0 {
-                    self.stats.mode[mode].wbuf_full_stalls += 1;
-                }
-                self.stats.mode[mode].wbuf_merges += w.merges - merges;
-                s
-            }
+            Some(w) => buffer_write(w, &mut self.stats.mode[mode], self.now, addr),
             None => u64::from(self.cfg.write_cycles),
         }
     }
@@ -578,6 +569,18 @@ impl Machine {
         }
         out
     }
+}
+
+/// A write entering write buffer `w` at time `now`, counted in `counts`; returns its stall.
+fn buffer_write(w: &mut WriteBuffer, counts: &mut ModeStats, now: u64, addr: u64) -> u64 {
+    counts.wbuf_writes += 1;
+    let merges = w.merges;
+    let stall = w.write(now, addr);
+    if stall > 0 {
+        counts.wbuf_full_stalls += 1;
+    }
+    counts.wbuf_merges += w.merges - merges;
+    stall
 }
 
 /// Where one reference goes in the first level: the cache, its geometry, and the byte range.

@@ -3,7 +3,7 @@
 //! 3C twin's loop, and `access`'s hit path. All must leave exactly the state and counts the
 //! general path would (tested in `fast_path_tests.rs`).
 
-use super::{space_key, Machine, Walk, WBUF};
+use super::{buffer_write, space_key, Machine, Walk, WBUF};
 use crate::memsim::mapping::Mapper;
 use crate::memsim::trace::packed::{
     self, Batch, Refs, CLASS_KERNEL, CLASS_SIDE, CLASS_UNCACHED, CLASS_WRITE,
@@ -74,22 +74,36 @@ impl Machine {
     pub(super) fn take_hits(&mut self, asid: u32, words: &[u64]) -> (usize, PlainHits) {
         let key = self.space_key;
         let kernel_ranges = self.kernel_ranges;
-        if self.plain {
-            return first_level_run(&mut self.l1, words, key, kernel_ranges, move |w| {
-                Some(packed::vaddr(w) ^ key)
-            });
-        }
         let at = self.addressing(asid);
+        // A write through the first level goes straight to the write buffer when no level lies
+        // between them: as the general path's `write_down` and `charge` for a write hit, its
+        // stall goes to the clock and to the write buffer's component.
+        let (stats, now, space) = (&mut self.stats, &mut self.now, &mut self.cur_space);
+        let through = match &mut self.wbuf {
+            Some(w) if self.lower.is_empty() => Some(move |lo, m: usize, instructions| {
+                let counts = &mut stats.mode[m];
+                let stall = buffer_write(w, counts, *now + instructions, lo);
+                counts.stall[WBUF] += stall;
+                *now += stall;
+                space.stall += stall;
+            }),
+            _ => None,
+        };
+        if self.plain {
+            let addr_of = move |w| Some(packed::vaddr(w) ^ key);
+            return first_level_run(&mut self.l1, words, key, kernel_ranges, addr_of, through);
+        }
         let tlb = self.tlb.as_ref();
         let mapper = &mut self.mapper;
-        first_level_run(&mut self.l1, words, key, kernel_ranges, move |w| {
+        let addr_of = move |w| {
             let vaddr = packed::vaddr(w);
             let kernel = packed::class(w) & CLASS_KERNEL != 0;
             if tlb.is_some_and(|t| !t.known_hit(asid, vaddr, kernel)) {
                 return None;
             }
             Some(at.address(mapper, w))
-        })
+        };
+        first_level_run(&mut self.l1, words, key, kernel_ranges, addr_of, through)
     }
 
     /// How the first level of this machine addresses references of `asid`.

@@ -10,7 +10,12 @@ use crate::memsim::trace::packed::{
 /// would count and change in the same way: cached, outside the kernel's special ranges, not a
 /// write that goes on to the next level, not kept aside, and one or two lines that are present.
 /// Returns how many it took and what they were. `views` holds the instruction then the data
-/// cache, or the unified one alone; all are of the current address space.
+/// cache, or the unified one alone; all are of the current address space. `addr_of` gives the
+/// address a word's cache is indexed by, or None to stop at it.
+///
+/// With `through`, a write that hits a write-through data cache is taken too, and `through`
+/// gets each line it writes: the first byte written there, the mode, and the instructions taken
+/// before it in this run (the clock has not counted them yet).
 ///
 /// The reference that stops it may have been touched in its first line already (when its second
 /// missed); that is harmless, because a touch that hits is idempotent: the general path touches
@@ -22,9 +27,15 @@ fn hit_run<const N: usize>(
     key: u64,
     kernel_ranges: bool,
     addr_of: impl FnMut(u64) -> Option<u64>,
+    through: Option<impl FnMut(u64, usize, u64)>,
 ) -> (usize, PlainHits) {
+    let lookups = Lookups {
+        kernel_ranges,
+        addr_of,
+        through,
+    };
     if views.iter().any(|v| v.line_bits != views[0].line_bits) {
-        return hit_run_with::<N, false>(views, words, kernel_ranges, |v| v.line_bits, addr_of);
+        return hit_run_with::<N, false>(views, words, |v| v.line_bits, lookups);
     }
     // One line size for all: a constant of the loop, kept in a register.
     let shift = views[0].line_bits;
@@ -32,10 +43,17 @@ fn hit_run<const N: usize>(
     // blocks and the address space's key leaves the offset in a block as it is (a physical
     // address keeps the offset in its page).
     if shift >= BLOCK_BITS && key & ((1 << BLOCK_BITS) - 1) == 0 {
-        hit_run_with::<N, true>(views, words, kernel_ranges, move |_| shift, addr_of)
+        hit_run_with::<N, true>(views, words, move |_| shift, lookups)
     } else {
-        hit_run_with::<N, false>(views, words, kernel_ranges, move |_| shift, addr_of)
+        hit_run_with::<N, false>(views, words, move |_| shift, lookups)
     }
+}
+
+/// What `hit_run` asks of the machine around the first level (see there).
+struct Lookups<A, T> {
+    kernel_ranges: bool,
+    addr_of: A,
+    through: Option<T>,
 }
 
 /// `hit_run` over first-level caches `l1` (one unified, or instruction and data).
@@ -46,10 +64,25 @@ pub(super) fn first_level_run(
     key: u64,
     kernel_ranges: bool,
     addr_of: impl FnMut(u64) -> Option<u64>,
+    through: Option<impl FnMut(u64, usize, u64)>,
 ) -> (usize, PlainHits) {
     match l1 {
-        [one] => hit_run(&mut [view(one)], words, key, kernel_ranges, addr_of),
-        [i, d] => hit_run(&mut [view(i), view(d)], words, key, kernel_ranges, addr_of),
+        [one] => hit_run(
+            &mut [view(one)],
+            words,
+            key,
+            kernel_ranges,
+            addr_of,
+            through,
+        ),
+        [i, d] => hit_run(
+            &mut [view(i), view(d)],
+            words,
+            key,
+            kernel_ranges,
+            addr_of,
+            through,
+        ),
         _ => unreachable!("one or two first-level caches"),
     }
 }
@@ -79,17 +112,23 @@ const LANE_MAX: usize = 255;
 fn hit_run_with<const N: usize, const BLOCKS_IN_LINES: bool>(
     views: &mut [HitView<'_>; N],
     words: &[u64],
-    kernel_ranges: bool,
     line_bits: impl Fn(&HitView<'_>) -> u32,
-    mut addr_of: impl FnMut(u64) -> Option<u64>,
+    lookups: Lookups<impl FnMut(u64) -> Option<u64>, impl FnMut(u64, usize, u64)>,
 ) -> (usize, PlainHits) {
+    let Lookups {
+        kernel_ranges,
+        mut addr_of,
+        through,
+    } = lookups;
     let mut hits = PlainHits::default();
-    // Class bits that send a reference to the general path. Only data references write, and a
-    // write-through data cache sends every write on.
+    // Only data references write; a write-back data cache keeps them, and a write-through one
+    // sends each on, to `through` or else to the general path.
+    let mut through = through.filter(|_| !views[N - 1].mark_writes());
+    // Class bits that send a reference to the general path.
     let stop = CLASS_UNCACHED
         | CLASS_SIDE
         | if kernel_ranges { CLASS_KERNEL } else { 0 }
-        | if views[N - 1].mark_writes() {
+        | if views[N - 1].mark_writes() || through.is_some() {
             0
         } else {
             CLASS_WRITE
@@ -127,6 +166,18 @@ fn hit_run_with<const N: usize, const BLOCKS_IN_LINES: bool>(
                 taken = c * LANE_MAX + j;
                 hits.add_lanes(lanes);
                 break 'chunks;
+            }
+            if let Some(write_on) = through.as_mut().filter(|_| class & CLASS_WRITE != 0) {
+                // Instructions lie in lane 0 (user) and lane 4 (kernel).
+                let instructions = hits.by_class[0][0]
+                    + hits.by_class[1][0]
+                    + (lanes & 0xff)
+                    + ((lanes >> 32) & 0xff);
+                let mode = ((class >> 2) & 1) as usize;
+                write_on(addr, mode, instructions);
+                if end != line {
+                    write_on(end << bits, mode, instructions);
+                }
             }
             lanes += 1 << ((class & 7) << 3);
         }
