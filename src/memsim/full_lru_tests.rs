@@ -41,22 +41,10 @@ fn agree(mut lru: FullLru, capacity: usize, keys: &[(u64, bool)]) -> Result<(), 
             model.order.front().is_some_and(|e| e.0 == k)
         );
         let hit = lru.touch(k, dirty);
-        prop_assert_eq!(
-            hit,
-            model.touch(k, dirty),
-            "touch of {} at step {}",
-            k,
-            step
-        );
+        prop_assert_eq!(hit, model.touch(k, dirty), "touch at step {}", step);
         if !hit {
             let evicted = lru.insert(k, dirty);
-            prop_assert_eq!(
-                evicted,
-                model.insert(k, dirty),
-                "insert of {} at {}",
-                k,
-                step
-            );
+            prop_assert_eq!(evicted, model.insert(k, dirty), "insert at step {}", step);
         }
         prop_assert!(lru.contains(k));
         prop_assert_eq!(lru.len, model.order.len());

@@ -9,7 +9,7 @@ use crate::memsim::trace::packed::{
     self, Batch, Refs, CLASS_KERNEL, CLASS_SIDE, CLASS_UNCACHED, CLASS_WRITE,
 };
 use crate::memsim::trace::{Kind, Mode, Ref};
-use hit_run::{first_level_run, PlainHits};
+use hit_run::{first_level_run, Lookups, PlainHits};
 
 impl Machine {
     /// Simulates references in order; the same as `access` on each, faster.
@@ -90,8 +90,13 @@ impl Machine {
             _ => None,
         };
         if self.plain {
-            let addr_of = move |w| Some(packed::vaddr(w) ^ key);
-            return first_level_run(&mut self.l1, words, key, kernel_ranges, addr_of, through);
+            let lookups = Lookups {
+                key,
+                kernel_ranges,
+                addr_of: move |w| Some(packed::vaddr(w) ^ key),
+                through,
+            };
+            return first_level_run(&mut self.l1, words, lookups);
         }
         let tlb = self.tlb.as_ref();
         let mapper = &mut self.mapper;
@@ -103,7 +108,13 @@ impl Machine {
             }
             Some(at.address(mapper, w))
         };
-        first_level_run(&mut self.l1, words, key, kernel_ranges, addr_of, through)
+        let lookups = Lookups {
+            key,
+            kernel_ranges,
+            addr_of,
+            through,
+        };
+        first_level_run(&mut self.l1, words, lookups)
     }
 
     /// How the first level of this machine addresses references of `asid`.

@@ -6,16 +6,42 @@ use crate::memsim::trace::packed::{
     self, BLOCK_BITS, CLASS_IN_BLOCK, CLASS_KERNEL, CLASS_SIDE, CLASS_UNCACHED, CLASS_WRITE,
 };
 
+/// What `hit_run` asks of the machine around the first level.
+pub(super) struct Lookups<A, T> {
+    /// What keys the current address space in virtually indexed caches.
+    pub(super) key: u64,
+    /// Some kernel addresses bypass translation or the caches: kernel references stop the run.
+    pub(super) kernel_ranges: bool,
+    /// The address a word's cache is indexed by, or None to stop at it.
+    pub(super) addr_of: A,
+    /// Where a write that hits a write-through data cache goes on (see `hit_run`); without it,
+    /// such a write stops the run.
+    pub(super) through: Option<T>,
+}
+
+/// `hit_run` over first-level caches `l1` (one unified, or instruction and data).
+#[inline(always)]
+pub(super) fn first_level_run(
+    l1: &mut [Level],
+    words: &[u64],
+    lookups: Lookups<impl FnMut(u64) -> Option<u64>, impl FnMut(u64, usize, u64)>,
+) -> (usize, PlainHits) {
+    match l1 {
+        [one] => hit_run(&mut [view(one)], words, lookups),
+        [i, d] => hit_run(&mut [view(i), view(d)], words, lookups),
+        _ => unreachable!("one or two first-level caches"),
+    }
+}
+
 /// Takes words from the front of `words` while each is a first-level hit that the general path
 /// would count and change in the same way: cached, outside the kernel's special ranges, not a
 /// write that goes on to the next level, not kept aside, and one or two lines that are present.
 /// Returns how many it took and what they were. `views` holds the instruction then the data
-/// cache, or the unified one alone; all are of the current address space. `addr_of` gives the
-/// address a word's cache is indexed by, or None to stop at it.
+/// cache, or the unified one alone; all are of the current address space.
 ///
-/// With `through`, a write that hits a write-through data cache is taken too, and `through`
-/// gets each line it writes: the first byte written there, the mode, and the instructions taken
-/// before it in this run (the clock has not counted them yet).
+/// With `lookups.through`, a write that hits a write-through data cache is taken too, and
+/// `through` gets each line it writes: the first byte written there, the mode, and the
+/// instructions taken before it in this run (the clock has not counted them yet).
 ///
 /// The reference that stops it may have been touched in its first line already (when its second
 /// missed); that is harmless, because a touch that hits is idempotent: the general path touches
@@ -24,16 +50,8 @@ use crate::memsim::trace::packed::{
 fn hit_run<const N: usize>(
     views: &mut [HitView<'_>; N],
     words: &[u64],
-    key: u64,
-    kernel_ranges: bool,
-    addr_of: impl FnMut(u64) -> Option<u64>,
-    through: Option<impl FnMut(u64, usize, u64)>,
+    lookups: Lookups<impl FnMut(u64) -> Option<u64>, impl FnMut(u64, usize, u64)>,
 ) -> (usize, PlainHits) {
-    let lookups = Lookups {
-        kernel_ranges,
-        addr_of,
-        through,
-    };
     if views.iter().any(|v| v.line_bits != views[0].line_bits) {
         return hit_run_with::<N, false>(views, words, |v| v.line_bits, lookups);
     }
@@ -42,48 +60,10 @@ fn hit_run<const N: usize>(
     // A reference inside one aligned block is inside one line when lines are no shorter than
     // blocks and the address space's key leaves the offset in a block as it is (a physical
     // address keeps the offset in its page).
-    if shift >= BLOCK_BITS && key & ((1 << BLOCK_BITS) - 1) == 0 {
+    if shift >= BLOCK_BITS && lookups.key & ((1 << BLOCK_BITS) - 1) == 0 {
         hit_run_with::<N, true>(views, words, move |_| shift, lookups)
     } else {
         hit_run_with::<N, false>(views, words, move |_| shift, lookups)
-    }
-}
-
-/// What `hit_run` asks of the machine around the first level (see there).
-struct Lookups<A, T> {
-    kernel_ranges: bool,
-    addr_of: A,
-    through: Option<T>,
-}
-
-/// `hit_run` over first-level caches `l1` (one unified, or instruction and data).
-#[inline(always)]
-pub(super) fn first_level_run(
-    l1: &mut [Level],
-    words: &[u64],
-    key: u64,
-    kernel_ranges: bool,
-    addr_of: impl FnMut(u64) -> Option<u64>,
-    through: Option<impl FnMut(u64, usize, u64)>,
-) -> (usize, PlainHits) {
-    match l1 {
-        [one] => hit_run(
-            &mut [view(one)],
-            words,
-            key,
-            kernel_ranges,
-            addr_of,
-            through,
-        ),
-        [i, d] => hit_run(
-            &mut [view(i), view(d)],
-            words,
-            key,
-            kernel_ranges,
-            addr_of,
-            through,
-        ),
-        _ => unreachable!("one or two first-level caches"),
     }
 }
 
@@ -119,6 +99,7 @@ fn hit_run_with<const N: usize, const BLOCKS_IN_LINES: bool>(
         kernel_ranges,
         mut addr_of,
         through,
+        ..
     } = lookups;
     let mut hits = PlainHits::default();
     // Only data references write; a write-back data cache keeps them, and a write-through one
