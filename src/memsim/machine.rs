@@ -431,12 +431,19 @@ impl Machine {
     #[inline]
     fn first_level_walk(&self, r: &Ref, paddr: u64) -> Walk {
         let level = self.route[usize::from(r.kind != Kind::Instr)];
-        let l = &self.l1[level];
-        let addr = if l.cfg.physical {
+        let addr = if self.l1[level].cfg.physical {
             paddr
         } else {
             r.vaddr ^ self.space_key
         };
+        self.walk(level, addr, r.size)
+    }
+
+    /// The lines an access of `size` bytes at `addr` (as first-level cache `level` indexes it)
+    /// touches there.
+    #[inline]
+    fn walk(&self, level: usize, addr: u64, size: u32) -> Walk {
+        let l = &self.l1[level];
         Walk {
             level,
             line_bits: l.line_bits(),
@@ -444,7 +451,7 @@ impl Machine {
             write_back: l.cfg.write_back,
             addr,
             // An access running past the top of the address space stops there.
-            end: addr.saturating_add(u64::from(r.size.max(1)) - 1),
+            end: addr.saturating_add(u64::from(size.max(1)) - 1),
         }
     }
 
@@ -481,17 +488,27 @@ impl Machine {
         if self.is_uncached(r) {
             return;
         }
-        let m = r.mode as usize;
-        let write = r.kind == Kind::Write;
         let walk = self.first_level_walk(r, paddr);
+        self.classify_walk(
+            &walk,
+            r.mode as usize,
+            r.kind != Kind::Instr,
+            r.kind == Kind::Write,
+        );
+    }
+
+    /// The first-level accesses of `walk`, counted with their 3C classes under `mode` and the
+    /// instruction or data counts.
+    #[inline]
+    fn classify_walk(&mut self, walk: &Walk, mode: usize, data: bool, write: bool) {
+        let level = &mut self.l1[walk.level];
+        let counts = if data {
+            &mut self.stats.mode[mode].l1d
+        } else {
+            &mut self.stats.mode[mode].l1i
+        };
         for (line, _, whole) in walk.lines() {
-            let level = &mut self.l1[walk.level];
             let out = level.access(line, write, whole, &mut |_| {});
-            let counts = if r.kind == Kind::Instr {
-                &mut self.stats.mode[m].l1i
-            } else {
-                &mut self.stats.mode[m].l1d
-            };
             counts.count(out, write, level, self.cfg.three_c);
         }
     }
@@ -521,9 +538,10 @@ impl Machine {
         self.access_general(r);
     }
 
-    /// Whether `run` takes this machine's references as packed words.
+    /// Whether `run` takes this machine's references as packed words (a 3C twin reads them
+    /// too).
     pub(crate) fn reads_words(&self) -> bool {
-        self.words
+        self.words || self.classifying
     }
 
     /// Which fast paths this machine's shape takes (for tests that must cover each): the hit
@@ -569,6 +587,23 @@ impl Machine {
         }
         out
     }
+}
+
+/// A write that leaves a write-through first level straight for write buffer `w` (no level
+/// between them), `ahead` cycles after `now`: counted and charged as `write_down` and `charge`
+/// charge a write hit, its stall going to the clock and to the write buffer's component.
+fn write_through_to_buffer(
+    w: &mut WriteBuffer,
+    stats: &mut Stats,
+    now: &mut u64,
+    space: &mut SpaceStats,
+    (mode, lo, ahead): (usize, u64, u64),
+) {
+    let counts = &mut stats.mode[mode];
+    let stall = buffer_write(w, counts, *now + ahead, lo);
+    counts.stall[WBUF] += stall;
+    *now += stall;
+    space.stall += stall;
 }
 
 /// A write entering write buffer `w` at time `now`, counted in `counts`; returns its stall.

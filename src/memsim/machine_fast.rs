@@ -3,7 +3,7 @@
 //! 3C twin's loop, and `access`'s hit path. All must leave exactly the state and counts the
 //! general path would (tested in `fast_path_tests.rs`).
 
-use super::{buffer_write, space_key, Machine, Walk, WBUF};
+use super::{space_key, write_through_to_buffer, Machine};
 use crate::memsim::mapping::Mapper;
 use crate::memsim::trace::packed::{
     self, Batch, Refs, CLASS_KERNEL, CLASS_SIDE, CLASS_UNCACHED, CLASS_WRITE,
@@ -80,12 +80,8 @@ impl Machine {
         // stall goes to the clock and to the write buffer's component.
         let (stats, now, space) = (&mut self.stats, &mut self.now, &mut self.cur_space);
         let through = match &mut self.wbuf {
-            Some(w) if self.lower.is_empty() => Some(move |lo, m: usize, instructions| {
-                let counts = &mut stats.mode[m];
-                let stall = buffer_write(w, counts, *now + instructions, lo);
-                counts.stall[WBUF] += stall;
-                *now += stall;
-                space.stall += stall;
+            Some(w) if self.lower.is_empty() => Some(move |lo, m, instructions| {
+                write_through_to_buffer(w, stats, now, space, (m, lo, instructions));
             }),
             _ => None,
         };
@@ -139,7 +135,6 @@ impl Machine {
         let stop = CLASS_UNCACHED | CLASS_SIDE | if self.kernel_ranges { CLASS_KERNEL } else { 0 };
         // By mode, then cache (instruction, data).
         let mut last_line_hits = [[0u64; 2]; 2];
-        let three_c = self.cfg.three_c;
         for (i, &w) in refs.words().iter().enumerate() {
             let class = packed::class(w);
             if class & stop != 0 {
@@ -149,33 +144,16 @@ impl Machine {
             let data = class & 3 != 0;
             let write = class & CLASS_WRITE != 0;
             let mode = ((class >> 2) & 1) as usize;
-            let li = self.route[usize::from(data)];
-            let level = &mut self.l1[li];
             let addr = at.address(&mut self.mapper, w);
-            let walk = Walk {
-                level: li,
-                line_bits: level.line_bits(),
-                line_size: u64::from(level.cfg.line),
-                write_back: level.cfg.write_back,
-                addr,
-                end: addr.saturating_add(u64::from(packed::size(w).max(1)) - 1),
-            };
+            let walk = self.walk(self.route[usize::from(data)], addr, packed::size(w));
             let line = addr >> walk.line_bits;
             // With a 3C shadow, `try_hit` takes only the line touched last.
-            if line == walk.end >> walk.line_bits && level.try_hit(line, write) {
+            if line == walk.end >> walk.line_bits && self.l1[walk.level].try_hit(line, write) {
                 last_line_hits[mode][usize::from(data)] += 1;
                 continue;
             }
             // As `classify` does, without building the reference.
-            let counts = if data {
-                &mut self.stats.mode[mode].l1d
-            } else {
-                &mut self.stats.mode[mode].l1i
-            };
-            for (line, _, whole) in walk.lines() {
-                let out = level.access(line, write, whole, &mut |_| {});
-                counts.count(out, write, level, three_c);
-            }
+            self.classify_walk(&walk, mode, data, write);
         }
         for (mode, [i, d]) in self.stats.mode.iter_mut().zip(last_line_hits) {
             mode.l1i.accesses += i;
@@ -231,22 +209,16 @@ impl Machine {
         if through && !(self.lower.is_empty() && self.wbuf.is_some()) {
             return false;
         }
-        let addr = if physical || self.needs_paddr {
-            // Translating here too keeps first-touch mappings in reference order; a second
-            // translation of the same page (in `access_general`) changes nothing.
-            let paddr = match r.paddr {
-                Some(p) => p,
-                None if self.needs_paddr => {
-                    let space = if kernel { u32::MAX } else { r.asid };
-                    self.mapper.translate(space, r.vaddr)
-                }
-                None => r.vaddr,
-            };
-            if physical {
-                paddr
-            } else {
-                r.vaddr ^ self.space_key
-            }
+        // Translating here too keeps first-touch mappings in reference order; a second
+        // translation of the same page (in `access_general`) changes nothing. No kernel range
+        // reaches here, so nothing is unmapped.
+        let paddr = if physical || self.needs_paddr {
+            self.physical_address(r, None)
+        } else {
+            r.vaddr
+        };
+        let addr = if physical {
+            paddr
         } else {
             r.vaddr ^ self.space_key
         };
@@ -269,14 +241,15 @@ impl Machine {
             self.second_lines[m][usize::from(data)] += 1;
         }
         if through {
-            // As the general path's `write_down` and `charge` for a write hit, line by line:
-            // the write buffer's stall goes to the clock and to the write buffer's component.
+            // Line by line, as the general path writes them.
+            let w = self
+                .wbuf
+                .as_mut()
+                .expect("a write buffer takes write-through hits");
             let firsts = [addr, end << line_bits];
             for &lo in &firsts[..1 + usize::from(two_lines)] {
-                let stall = self.write_down(m, lo);
-                self.stats.mode[m].stall[WBUF] += stall;
-                self.now += stall;
-                self.cur_space.stall += stall;
+                let (stats, now, space) = (&mut self.stats, &mut self.now, &mut self.cur_space);
+                write_through_to_buffer(w, stats, now, space, (m, lo, 0));
             }
         }
         let instr = u64::from(!data);
