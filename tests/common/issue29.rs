@@ -1,0 +1,61 @@
+//! The index of issue 29's hostile cases (the third hardening round), and the line each of their
+//! tests prints at its end, so a run says how many hostile inputs were tried and held:
+//! `cargo test --test hostile_output --test hostile_stores -- --nocapture 2>&1 | grep '^issue 29:'`.
+//!
+//! Two lists, one per test file, so the two can grow apart: output paths, text and limits
+//! (items 1, 5, 9, 10) in tests/hostile_output.rs; stores, signals and leftovers (items 2, 3, 4, 6,
+//! 7, 8) in tests/hostile_stores.rs.
+#![allow(dead_code)]
+
+/// (issue 29 item, file under the crate root, test function, hostile inputs it tries).
+pub type Case = (u8, &'static str, &'static str, u32);
+
+/// Items 1, 5, 9 and 10.
+pub const OUTPUT_CASES: &[Case] = &[];
+
+/// Items 2, 3, 4, 6, 7 and 8.
+pub const STORE_CASES: &[Case] = &[];
+
+pub fn all() -> impl Iterator<Item = &'static Case> {
+    OUTPUT_CASES.iter().chain(STORE_CASES.iter())
+}
+
+pub fn count(test: &str) -> u32 {
+    all()
+        .find(|c| c.2 == test)
+        .unwrap_or_else(|| panic!("{test} is not in the issue 29 index"))
+        .3
+}
+
+/// Called by a test of the index once its `tried` hostile inputs all held: the number must be the
+/// index's, so the index cannot claim more than is tried.
+pub fn held(test: &str, tried: u32) {
+    assert_eq!(
+        tried,
+        count(test),
+        "{test} tried {tried} hostile inputs; the issue 29 index says {}",
+        count(test)
+    );
+    eprintln!("issue 29: {test}: {tried} tried, {tried} held");
+}
+
+/// Called by a test of the index that cannot run here: reported as skipped, never as held.
+pub fn skipped(test: &str, why: &str) {
+    eprintln!("issue 29: {test}: skipped ({why})");
+}
+
+/// Every test the index names exists in its file and reports to [`held`] or [`skipped`].
+pub fn check_index(root: &std::path::Path, cases: &[Case]) {
+    for (item, file, test, _) in cases {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let Some(at) = text.find(&format!("fn {test}()")) else {
+            panic!("issue 29 item {item}: {file} has no test {test}");
+        };
+        let body = &text[at..];
+        let body = &body[..body.find("\n}\n").unwrap_or(body.len())];
+        assert!(
+            body.contains("issue29::held(") || body.contains("issue29::skipped("),
+            "{file}: {test} does not report to issue29::held"
+        );
+    }
+}
