@@ -7,7 +7,7 @@
 //! Every value is a count over one sample; the harness divides by the operations in it.
 
 use super::cell::{cpu_stat_of, Cell, CpuStat};
-use super::machine::MachineReading;
+use crate::meter::machine::MachineReading;
 use crate::meter::perf::events::{self, EventDef};
 use crate::meter::perf::sys;
 use crate::meter::Scope;

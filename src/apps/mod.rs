@@ -31,7 +31,6 @@ pub mod count;
 pub mod ghostscript;
 pub mod image;
 pub mod interp;
-pub mod machine;
 pub mod packages;
 pub mod program;
 pub mod runfs;

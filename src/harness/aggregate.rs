@@ -104,7 +104,7 @@ fn interference(records: &[RoundRecord]) -> Interference {
 }
 
 /// Each counter's median over the rounds that counted it (the machine's tick-counted CPU times: the
-/// mean, see [`crate::apps::machine::tick_counted`]).
+/// mean, see [`crate::meter::machine::tick_counted`]).
 fn median_over_rounds(records: &[RoundRecord]) -> CounterScopes {
     fn per_map(
         records: &[RoundRecord],
@@ -119,7 +119,7 @@ fn median_over_rounds(records: &[RoundRecord]) -> CounterScopes {
         by_event
             .into_iter()
             .map(|(name, vs)| {
-                let v = if crate::apps::machine::tick_counted(name) {
+                let v = if crate::meter::machine::tick_counted(name) {
                     crate::stats::summary::mean(&vs)
                 } else {
                     rounds::round_value(&vs)

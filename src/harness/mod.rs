@@ -278,7 +278,7 @@ pub(crate) fn median_counters(
         by_event
             .into_iter()
             .map(|(name, mut vs)| {
-                let v = if crate::apps::machine::tick_counted(name) {
+                let v = if crate::meter::machine::tick_counted(name) {
                     stats::mean(&vs)
                 } else {
                     vs.sort_by(f64::total_cmp);

@@ -3,13 +3,15 @@
 //!
 //! The harness sees all of it through [`Sensors`], so its arithmetic can be tested with fakes.
 
+pub mod counts;
 pub mod interference;
+pub mod machine;
 pub mod perf;
 pub mod placement;
 pub mod realtime;
 pub mod rt_limit;
 
-use crate::results::model::CounterScopes;
+use counts::CounterScopes;
 use serde::Serialize;
 use std::time::Instant;
 
@@ -38,7 +40,7 @@ pub struct EventCount {
 pub struct CounterReading(pub Vec<EventCount>);
 
 /// Cumulative interference counters at one instant (and, as a delta, what one sample saw).
-pub use crate::results::model::SampleInterference as InterferenceReading;
+pub use counts::SampleInterference as InterferenceReading;
 
 /// What the harness reads around every sample.
 pub trait Sensors {

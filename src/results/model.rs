@@ -7,13 +7,12 @@ use std::collections::BTreeMap;
 
 pub const RUN_SCHEMA: &str = "osmeter.run/1";
 
+pub use crate::meter::counts::{CounterScopes, CounterValues, SampleInterference};
+pub use crate::stats::summary::Summary;
 pub use crate::units::Unit;
 
 /// Parameters of one measurement, e.g. `{"size": 16384, "placement": "cross"}`.
 pub type Params = BTreeMap<String, serde_json::Value>;
-
-/// Counter values per operation, by event name.
-pub type CounterValues = BTreeMap<String, f64>;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Run {
@@ -187,54 +186,6 @@ pub enum Status {
     Failed,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct CounterScopes {
-    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
-    pub user: CounterValues,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
-    pub kernel: CounterValues,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
-    pub software: CounterValues,
-    /// True when at least one count was extrapolated from time_enabled/time_running.
-    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
-    pub scaled: bool,
-}
-
-impl CounterScopes {
-    pub fn is_empty(&self) -> bool {
-        self.user.is_empty() && self.kernel.is_empty() && self.software.is_empty()
-    }
-}
-
-/// Interference counters: cumulative at an instant, or the delta over one sample.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-pub struct SampleInterference {
-    pub irq_timer: u64,
-    pub irq_other: u64,
-    pub csw_voluntary: u64,
-    pub csw_involuntary: u64,
-    pub steal_ms: f64,
-}
-
-impl SampleInterference {
-    pub fn delta(&self, before: &SampleInterference) -> SampleInterference {
-        SampleInterference {
-            irq_timer: self.irq_timer.saturating_sub(before.irq_timer),
-            irq_other: self.irq_other.saturating_sub(before.irq_other),
-            csw_voluntary: self.csw_voluntary.saturating_sub(before.csw_voluntary),
-            csw_involuntary: self.csw_involuntary.saturating_sub(before.csw_involuntary),
-            steal_ms: (self.steal_ms - before.steal_ms).max(0.0),
-        }
-    }
-
-    /// The hypervisor took time away. (Involuntary context switches are not counted as a
-    /// disturbance: in a same-CPU two-party probe the woken partner preempts the measuring thread by
-    /// design.)
-    pub fn disturbed(&self) -> bool {
-        self.steal_ms > 0.0
-    }
-}
-
 /// What else happened on the machine while the samples were taken: totals, and each sample's own.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Interference {
@@ -248,23 +199,6 @@ pub struct Interference {
     /// Per kept sample, in the order of `samples`.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub per_sample: Vec<SampleInterference>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Summary {
-    pub median: f64,
-    pub mean: f64,
-    pub stddev: f64,
-    pub min: f64,
-    pub max: f64,
-    /// Coefficient of variation, stddev / mean.
-    pub cv: f64,
-    /// Distribution-free 95 % confidence interval of the median (order statistics).
-    pub ci95: [f64; 2],
-    /// Confidence actually achieved by `ci95` (below 0.95 when there are too few samples).
-    pub ci_level: f64,
-    /// Indices of samples flagged as outliers (modified z-score above 3.5).
-    pub outliers: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

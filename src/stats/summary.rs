@@ -1,12 +1,30 @@
 //! Summary statistics that stay honest with few samples and with the outliers a shared VM produces.
 
-use crate::results::model::Summary;
+use serde::{Deserialize, Serialize};
 
 /// Modified z-score above which a sample is called an outlier (Iglewicz and Hoaglin's usual cut).
 const OUTLIER_Z: f64 = 3.5;
 /// Deviations smaller than this fraction of the median are clock-resolution noise, never outliers,
 /// however tight the other samples are.
 const OUTLIER_MIN_RELATIVE: f64 = 0.02;
+
+/// The summary of one figure's samples, as stored with it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Summary {
+    pub median: f64,
+    pub mean: f64,
+    pub stddev: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Coefficient of variation, stddev / mean.
+    pub cv: f64,
+    /// Distribution-free 95 % confidence interval of the median (order statistics).
+    pub ci95: [f64; 2],
+    /// Confidence actually achieved by `ci95` (below 0.95 when there are too few samples).
+    pub ci_level: f64,
+    /// Indices of samples flagged as outliers (modified z-score above 3.5).
+    pub outliers: Vec<usize>,
+}
 
 pub fn median(sorted: &[f64]) -> f64 {
     let n = sorted.len();

@@ -1,10 +1,10 @@
 //! What the whole machine did while a workload ran: where every CPU's time went (/proc/stat: user,
 //! kernel, interrupts, idle, steal) and how many interrupts each device raised (/proc/interrupts).
-//! The workload's own processes are counted through its cgroup ([`super::cell`]); these figures also
+//! A workload's own processes are counted apart, through their cgroup; these figures also
 //! take in kernel threads, interrupt handlers and other tenants, which is what the seeds meant by
 //! time in interrupts and idle.
 
-use crate::results::model::CounterValues;
+use super::counts::CounterValues;
 use std::collections::BTreeMap;
 
 /// Whether an event is one of the machine's CPU times, read from /proc/stat in clock ticks (10 ms
