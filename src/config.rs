@@ -39,7 +39,7 @@ pub struct RunConfig {
     pub rounds: usize,
     /// Rounds in all for figures whose rounds disagree (`rounds` when --rounds fixes them).
     pub max_rounds: usize,
-    /// Wall time the run's extra rounds must fit in (see [`crate::harness::suite::SuiteConfig`]).
+    /// Wall time the run's extra rounds must fit in (see [`crate::suite::SuiteConfig`]).
     pub budget: Option<std::time::Duration>,
     /// Seed of the rounds' shuffled order.
     pub seed: u64,

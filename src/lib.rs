@@ -29,4 +29,5 @@ pub mod shell_files;
 pub mod stat;
 pub mod stats;
 pub mod suggest;
+pub mod suite;
 pub mod units;

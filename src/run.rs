@@ -4,12 +4,12 @@
 
 use crate::config::RunConfig;
 use crate::harness;
-use crate::harness::suite::{SuiteConfig, Variant};
-use crate::harness::worker::WorkerCommand;
 use crate::interrupt;
 use crate::meter::perf;
 use crate::results::fingerprint;
 use crate::results::model::{Run, RunOptions, RUN_SCHEMA};
+use crate::suite::worker::WorkerCommand;
+use crate::suite::{SuiteConfig, Variant};
 use anyhow::Result;
 
 /// Measures the configured probes in rounds and returns the annotated run (marked interrupted
@@ -56,7 +56,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
 
     let started_at = crate::clock::now_rfc3339();
     let style = crate::progress::style();
-    let outcome = harness::suite::run(&suite, &mut |p| {
+    let outcome = crate::suite::run(&suite, &mut |p| {
         let what = p.label.unwrap_or("the harness's own cost");
         crate::progress::status(
             style,

@@ -21,7 +21,7 @@ fn synthetic(id: &str, null_ns: f64, tag: &str, kernel: &str) -> Run {
             String::new(),
         );
         m.reason = None;
-        m.summary = Some(osmeter::harness::stats::summarize(&samples));
+        m.summary = Some(osmeter::stats::summary::summarize(&samples));
         m.samples = samples;
         m
     };

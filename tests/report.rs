@@ -6,9 +6,9 @@
 mod common;
 
 use common::{which, TestEnv, FAST};
-use osmeter::harness::stats::summarize;
 use osmeter::results::model::{Measurement, Params, Run, RunOptions, Status, Unit};
 use osmeter::results::store::{sqlite::SqliteStore, Store};
+use osmeter::stats::summary::summarize;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

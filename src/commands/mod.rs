@@ -42,7 +42,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Latency(args) => latency::latency(&args),
         Command::Trace(args) => trace::trace(&args),
         Command::Memsim(args) => memsim::memsim(&args),
-        Command::MeasureWorker => crate::harness::worker::serve(),
+        Command::MeasureWorker => crate::suite::worker::serve(),
         Command::Paper(args) => paper::paper(&args),
         Command::CpuMix(args) => {
             crate::probes::cpu::run_counted_cycles(args.cycles);

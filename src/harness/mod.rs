@@ -1,21 +1,16 @@
 //! How a measurement is run: calibrate the iteration count to a minimum sample time, warm up, take
 //! repeated samples, subtract the harness's own cost, and summarise.
 
-/// The summary statistics moved to [`crate::stats::summary`]; this path stays for callers not yet
-/// moved over.
-pub use crate::stats::summary as stats;
-
 pub mod aggregate;
 pub mod round;
 pub mod schedule;
-pub mod suite;
 pub mod usual;
-pub mod worker;
 
 use crate::meter::{counter_delta, rt_limit, Cut, Sensors};
 use crate::results::model::{
     ClaimCheck, CounterScopes, CounterValues, Measurement, Overhead, Params, Unit,
 };
+use crate::stats::summary as stats;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -60,7 +55,7 @@ pub trait Workload {
         Vec::new()
     }
     /// Counts of everything the last sample ran, for workloads whose work happens in other
-    /// processes (application workloads count a cgroup of their own, see [`crate::apps`]): when
+    /// processes (application workloads count a cgroup of their own, as the apps do): when
     /// it returns Some, that is the sample's counters instead of the measuring thread's. Called
     /// after the timed region of every sample, before [`Workload::finish`].
     fn counted(&mut self) -> Option<CounterScopes> {
@@ -320,7 +315,7 @@ pub fn measure<S: Sensors, W: Workload + ?Sized>(
         &[record],
         config,
         usual::Usual::Probe {
-            cv: crate::probes::noise::expected_cv(probe),
+            cv: usual::DEFAULT_CV,
         },
         0,
     ))

@@ -23,6 +23,8 @@ pub const NOISIER: f64 = 3.0;
 /// Nor is a figure flagged below this spread between rounds, however steady it usually is: 1 % is
 /// less than any minimum effect a comparison uses.
 pub const FLOOR_CV: f64 = 0.01;
+/// The spread between rounds expected of a figure nothing more is known about.
+pub const DEFAULT_CV: f64 = 0.03;
 
 /// What a figure's spread between rounds is judged against.
 #[derive(Debug, Clone, Copy, PartialEq)]

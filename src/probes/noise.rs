@@ -45,7 +45,7 @@ const BY_GROUP: &[(&str, f64)] = &[
 ];
 
 /// For a probe unknown to both tables.
-const OTHERWISE: f64 = 0.03;
+const OTHERWISE: f64 = crate::harness::usual::DEFAULT_CV;
 
 /// The usual spread between rounds of `probe` (`group.name`).
 pub fn expected_cv(probe: &str) -> f64 {

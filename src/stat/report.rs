@@ -2,8 +2,8 @@
 
 use super::document::{FigureSummary, RunRecord, StatDoc, StatUnit, STAT_SCHEMA};
 use super::shown;
-use crate::harness::stats;
 use crate::results::model::{CounterScopes, CounterValues};
+use crate::stats::summary as stats;
 use crate::units::{number, Unit};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -230,7 +230,7 @@ fn gather(runs: &[&Run]) -> BTreeMap<String, Side> {
 fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
-    crate::harness::stats::median(&v)
+    crate::stats::summary::median(&v)
 }
 
 /// Mean over runs of each explaining quantity.

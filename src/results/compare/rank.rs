@@ -115,7 +115,7 @@ impl SplitMix {
 
 fn median_of(xs: &mut [f64]) -> f64 {
     xs.sort_by(f64::total_cmp);
-    crate::harness::stats::median(xs)
+    crate::stats::summary::median(xs)
 }
 
 /// 95 % percentile-bootstrap interval of median(b) / median(a).

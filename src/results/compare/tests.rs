@@ -12,7 +12,7 @@ use proptest::prelude::*;
 fn figure(probe: &str, unit: Unit, samples: Vec<f64>) -> Measurement {
     let mut m = Measurement::not_measured(probe, Params::new(), unit, Status::Ok, String::new());
     m.reason = None;
-    m.summary = Some(crate::harness::stats::summarize(&samples));
+    m.summary = Some(crate::stats::summary::summarize(&samples));
     m.samples = samples;
     m
 }

@@ -1,6 +1,6 @@
 use super::*;
-use crate::harness::stats::summarize;
 use crate::results::model::{Measurement, Params, Status, Unit};
+use crate::stats::summary::summarize;
 
 /// A figure measured in five rounds of three samples, as `osmeter run` measures: the verdicts of a
 /// comparison rest on the spread between rounds.

@@ -5,11 +5,12 @@
 //! figure is done after its first rounds). The caller gives the validated configuration and gets
 //! measurements back.
 
-use super::aggregate::{self, RoundRecord};
-use super::schedule::{self, Slot};
-use super::usual::Usual;
-use super::worker::{self, Job, Report, Task, WorkerCommand};
-use super::HarnessConfig;
+pub mod worker;
+
+use crate::harness::aggregate::{self, RoundRecord};
+use crate::harness::schedule::{self, Slot};
+use crate::harness::usual::Usual;
+use crate::harness::HarnessConfig;
 use crate::interrupt;
 use crate::probes::{claims, ProbeDef, Scale};
 use crate::results::model::{label, Measurement, Overhead, Params, Status};
@@ -18,6 +19,7 @@ use anyhow::{bail, Result};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use worker::{Job, Report, Task, WorkerCommand};
 
 /// A figure whose interval from rounds is about this wide (spread between rounds over the square
 /// root of their number, relative) or wider gets another round, if the budget holds it: about a
@@ -182,7 +184,7 @@ fn choose_extra(gathered: &[Gathered], left: Duration) -> Vec<usize> {
                 .iter()
                 .map(|r| crate::stats::rounds::round_value(&r.outcome.samples))
                 .collect();
-            let cv = super::usual::between_cv(&values)?;
+            let cv = crate::harness::usual::between_cv(&values)?;
             let width = cv / (values.len() as f64).sqrt();
             let cost = g.spent / g.records.len() as u32;
             (width > EXTRA_ROUND_SPREAD).then_some((i, width, cost))

@@ -12,8 +12,8 @@
 //! [`STOP_GRACE`] (it answers between two samples, and a sample may be long), kills the group: the
 //! rounds that finished are kept, the one cut off is lost.
 
-use super::round::{measure_round, RoundOutcome};
-use super::HarnessConfig;
+use crate::harness::round::{measure_round, RoundOutcome};
+use crate::harness::HarnessConfig;
 use crate::interrupt;
 use crate::meter::rt_limit::{self, OnLimit, RtTimeLimit};
 use crate::meter::{placement, SystemSensors};
@@ -344,7 +344,7 @@ fn measure(job: &Job) -> Result<Report> {
     }
     let mut sensors = SystemSensors::new(job.counters, Some(job.cpu));
     match &job.task {
-        Task::Overhead => Ok(Report::Overhead(super::measure_overhead(
+        Task::Overhead => Ok(Report::Overhead(crate::harness::measure_overhead(
             &mut sensors,
             &harness,
         )?)),
