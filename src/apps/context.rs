@@ -5,13 +5,8 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// How much work a workload does: `quick` fits the quick suite's budget, `full` is the size the
-/// figures in the apps suite are meant for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scale {
-    Quick,
-    Full,
-}
+/// figures in the apps suite are meant for (the same choice as a probe's parameter space).
+pub use crate::harness::env::Scale;
 
 /// The small context a workload runs in.
 #[derive(Debug, Clone)]

@@ -8,9 +8,9 @@
 use super::packages::{need, Need};
 use super::program::{version_line, Program};
 use super::App;
-use crate::probes::util::param_u64;
-use crate::probes::ProbeEnv;
+use crate::harness::env::ProbeEnv;
 use crate::results::model::Params;
+use crate::results::params::param_u64;
 use crate::stats::rng::Rng;
 use anyhow::{bail, Context, Result};
 use std::fmt::Write;

@@ -6,9 +6,9 @@
 use super::packages::{need, Need};
 use super::program::{version_line, Program};
 use super::App;
-use crate::probes::util::param_str;
-use crate::probes::ProbeEnv;
+use crate::harness::env::ProbeEnv;
 use crate::results::model::Params;
+use crate::results::params::param_str;
 use anyhow::{bail, Context, Result};
 use std::time::Duration;
 

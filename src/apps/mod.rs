@@ -38,8 +38,8 @@ pub mod summary;
 pub mod web;
 pub mod x11;
 
+use crate::harness::env::Built;
 use crate::harness::Workload;
-use crate::probes::Built;
 use crate::results::model::CounterScopes;
 use crate::results::model::Params;
 use anyhow::Result;

@@ -2,6 +2,7 @@
 //! repeated samples, subtract the harness's own cost, and summarise.
 
 pub mod aggregate;
+pub mod env;
 pub mod round;
 pub mod schedule;
 pub mod usual;

@@ -353,10 +353,10 @@ fn app_load(
         // sweeps if this one is killed.
         AppLoad::Andrew | AppLoad::Ghostscript | AppLoad::Interp => {
             crate::scratch::ScratchDir::create(dir, "load").and_then(|scratch| {
-                let env = crate::probes::ProbeEnv {
+                let env = crate::harness::env::ProbeEnv {
                     scratch: scratch.path(),
                     cpu: 0,
-                    scale: crate::probes::Scale::Quick,
+                    scale: crate::harness::env::Scale::Quick,
                 };
                 match app {
                     AppLoad::Andrew => {

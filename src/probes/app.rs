@@ -82,10 +82,6 @@ pub const PROBES: &[ProbeDef] = &[
 ];
 
 fn web_variants(scale: Scale) -> Vec<Params> {
-    let scale = match scale {
-        Scale::Quick => apps::context::Scale::Quick,
-        Scale::Full => apps::context::Scale::Full,
-    };
     let mut out = Vec::new();
     use apps::web::{app::Stat, Cache, Connection};
     for conn in [Connection::KeepAlive, Connection::Close] {

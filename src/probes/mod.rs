@@ -20,12 +20,11 @@ pub mod testing;
 pub mod thread;
 pub mod util;
 
-use crate::harness::Workload;
+pub use crate::harness::env::{Built, ProbeEnv, Scale};
 use crate::results::figure::Role;
 use crate::results::model::{Params, Unit};
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
-use std::path::Path;
+use serde::Serialize;
 
 /// Where a probe comes from: the paper or peer tool whose measurement it reproduces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -55,31 +54,6 @@ impl Origin {
             Origin::Osmeter => "osmeter",
         }
     }
-}
-
-/// How much of a probe's parameter space a suite covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scale {
-    /// Fewer parameter points and smaller workloads, for the one-minute suite.
-    Quick,
-    /// Every parameter point at the papers' sizes.
-    Full,
-}
-
-/// What a probe needs from the run to build its workload.
-pub struct ProbeEnv<'a> {
-    /// A fresh scratch directory, removed after the run.
-    pub scratch: &'a Path,
-    /// CPU the measuring thread is pinned to.
-    pub cpu: usize,
-    pub scale: Scale,
-}
-
-/// A built probe: a workload ready to time, or the reason this machine cannot run it.
-pub enum Built {
-    Ready(Box<dyn Workload>),
-    Skip(String),
 }
 
 pub struct ProbeDef {

@@ -1,6 +1,6 @@
 //! Small helpers shared by probes: reading parameters, checking system-call results.
 
-use crate::results::model::Params;
+pub use crate::results::params::{param_bool, param_str, param_u64};
 use anyhow::{anyhow, Result};
 
 /// `libc` return value to `Result`, with the call named in the error.
@@ -13,25 +13,4 @@ pub fn check(rc: libc::c_long, what: &str) -> Result<libc::c_long> {
     } else {
         Ok(rc)
     }
-}
-
-pub fn param_u64(params: &Params, key: &str) -> Result<u64> {
-    params
-        .get(key)
-        .and_then(|v| v.as_u64())
-        .ok_or_else(|| anyhow!("parameter {key} is missing or not a number"))
-}
-
-pub fn param_str<'a>(params: &'a Params, key: &str) -> Result<&'a str> {
-    params
-        .get(key)
-        .and_then(|v| v.as_str())
-        .ok_or_else(|| anyhow!("parameter {key} is missing or not a string"))
-}
-
-pub fn param_bool(params: &Params, key: &str) -> Result<bool> {
-    params
-        .get(key)
-        .and_then(|v| v.as_bool())
-        .ok_or_else(|| anyhow!("parameter {key} is missing or not a boolean"))
 }

@@ -8,6 +8,7 @@ pub mod fingerprint;
 pub mod history;
 pub mod keep;
 pub mod model;
+pub mod params;
 pub mod report;
 pub mod store;
 pub mod table;

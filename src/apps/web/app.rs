@@ -9,12 +9,12 @@
 //! byte sent (the connect, for a new connection) to the last byte of its body.
 
 use super::{client, percentiles, sizes, trace, tree, Cache, Connection, Site, NEEDS};
-use crate::apps::context::{Context, Scale};
+use crate::apps::context::Context;
 use crate::apps::packages::Need;
 use crate::apps::App;
-use crate::probes::util::{param_str, param_u64};
-use crate::probes::ProbeEnv;
+use crate::harness::env::ProbeEnv;
 use crate::results::model::Params;
+use crate::results::params::{param_str, param_u64};
 use anyhow::{bail, Context as _, Result};
 use std::sync::atomic::AtomicBool;
 
@@ -103,12 +103,8 @@ impl WebApp {
         if !(1..=1024).contains(&clients) {
             bail!("app.web: clients={clients}: give 1 to 1024 client threads");
         }
-        let scale = match env.scale {
-            crate::probes::Scale::Quick => Scale::Quick,
-            crate::probes::Scale::Full => Scale::Full,
-        };
         Ok(WebApp {
-            ctx: Context::new(env.scratch, scale, SEED),
+            ctx: Context::new(env.scratch, env.scale, SEED),
             connection,
             cache,
             clients: clients as usize,

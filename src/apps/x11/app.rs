@@ -9,23 +9,19 @@
 
 use super::bitblt::{BlitPath, Scroller};
 use super::{wish, Display, BITBLT_NEEDS, WISH, WISH_NEEDS};
-use crate::apps::context::{Context, Scale};
+use crate::apps::context::Context;
 use crate::apps::packages::Need;
 use crate::apps::App;
-use crate::probes::util::{param_str, param_u64};
-use crate::probes::ProbeEnv;
+use crate::harness::env::ProbeEnv;
 use crate::results::model::Params;
+use crate::results::params::{param_str, param_u64};
 use anyhow::{bail, Context as _, Result};
 use std::path::Path;
 
 const SEED: u64 = 0xB17B_1996;
 
 fn context(env: &ProbeEnv) -> Context {
-    let scale = match env.scale {
-        crate::probes::Scale::Quick => Scale::Quick,
-        crate::probes::Scale::Full => Scale::Full,
-    };
-    Context::new(env.scratch, scale, SEED)
+    Context::new(env.scratch, env.scale, SEED)
 }
 
 pub struct WishApp {

@@ -1,0 +1,32 @@
+//! What a workload is built with: the run's scratch directory, the measuring CPU and how much of
+//! a parameter space to cover; and what building gives back. Probes and application workloads
+//! both build against these.
+
+use super::Workload;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// How much of a probe's parameter space a suite covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scale {
+    /// Fewer parameter points and smaller workloads, for the one-minute suite.
+    Quick,
+    /// Every parameter point at the papers' sizes.
+    Full,
+}
+
+/// What a probe needs from the run to build its workload.
+pub struct ProbeEnv<'a> {
+    /// A fresh scratch directory, removed after the run.
+    pub scratch: &'a Path,
+    /// CPU the measuring thread is pinned to.
+    pub cpu: usize,
+    pub scale: Scale,
+}
+
+/// A built probe: a workload ready to time, or the reason this machine cannot run it.
+pub enum Built {
+    Ready(Box<dyn Workload>),
+    Skip(String),
+}
