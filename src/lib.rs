@@ -18,6 +18,7 @@ pub mod interrupt;
 pub mod latency;
 pub mod memsim;
 pub mod meter;
+pub mod mounts;
 pub mod papers;
 pub mod probes;
 pub mod programs;

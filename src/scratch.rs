@@ -78,17 +78,7 @@ impl Drop for ScratchDir {
 /// Lazily unmounts every mount point at or below `dir`, deepest first, so that removing `dir`
 /// neither fails on a busy mount point nor deletes files of a file system mounted inside.
 pub fn detach_mounts_below(dir: &Path) {
-    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return;
-    };
-    let mut points: Vec<PathBuf> = text
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(4))
-        .map(|m| PathBuf::from(unescape_mount_field(m)))
-        .filter(|m| m.starts_with(dir))
-        .collect();
-    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
-    for p in points {
+    for p in crate::mounts::points_below(&crate::mounts::table(), dir) {
         let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else {
             continue;
         };
@@ -100,27 +90,6 @@ pub fn detach_mounts_below(dir: &Path) {
             );
         }
     }
-}
-
-/// /proc/self/mountinfo writes spaces, tabs, newlines and backslashes in paths as octal escapes
-/// (`\040`); this undoes them.
-pub fn unescape_mount_field(field: &str) -> String {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 4 <= bytes.len() {
-            let digits = std::str::from_utf8(&bytes[i + 1..i + 4]).ok();
-            if let Some(v) = digits.and_then(|d| u8::from_str_radix(d, 8).ok()) {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Makes a private directory `parent/PREFIX-XXXXXX` (mode 0700, checked), removed on drop. For

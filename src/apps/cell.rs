@@ -8,7 +8,6 @@
 //! cannot remove it: the next cell made in the same place removes cgroups whose process is gone, and
 //! says so.
 
-use crate::scratch::unescape_mount_field;
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -149,8 +148,7 @@ fn kill_members(path: &Path) {
 
 /// The cgroup this process is in, where workload cgroups are made.
 fn home() -> Result<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
-        .context("cannot read /proc/self/mountinfo")?;
+    let mounts = crate::mounts::read().context("cannot read /proc/self/mountinfo")?;
     let root = cgroup2_mount(&mounts).ok_or_else(|| {
         anyhow!("no cgroup v2 hierarchy is mounted (mount -t cgroup2 none /sys/fs/cgroup)")
     })?;
@@ -205,14 +203,12 @@ fn sweep(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The mount point of the cgroup v2 hierarchy, from /proc/self/mountinfo.
-pub fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
-    mountinfo.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        let fstype = right.split_whitespace().next()?;
-        let mount_point = left.split_whitespace().nth(4)?;
-        (fstype == "cgroup2").then(|| PathBuf::from(unescape_mount_field(mount_point)))
-    })
+/// The mount point of the cgroup v2 hierarchy.
+pub fn cgroup2_mount(mounts: &[crate::mounts::Mount]) -> Option<PathBuf> {
+    mounts
+        .iter()
+        .find(|m| m.fs_type == "cgroup2")
+        .map(|m| m.path().to_path_buf())
 }
 
 /// The cgroup v2 path of /proc/self/cgroup (the `0::` line).
@@ -235,17 +231,18 @@ mod tests {
 32 30 0:28 / /sys/fs/cgroup/cpu rw shared:11 - cgroup cgroup rw,cpu
 ";
         assert_eq!(
-            cgroup2_mount(hybrid),
+            cgroup2_mount(&crate::mounts::parse(hybrid)),
             Some(PathBuf::from("/sys/fs/cgroup/unified"))
         );
         let unified = "35 24 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n";
         assert_eq!(
-            cgroup2_mount(unified),
+            cgroup2_mount(&crate::mounts::parse(unified)),
             Some(PathBuf::from("/sys/fs/cgroup"))
         );
-        assert_eq!(cgroup2_mount("1 0 0:1 / / rw - ext4 /dev/vda rw\n"), None);
-        assert_eq!(unescape_mount_field("/mnt/a\\040b"), "/mnt/a b");
-        assert_eq!(unescape_mount_field("/plain"), "/plain");
+        assert_eq!(
+            cgroup2_mount(&crate::mounts::parse("1 0 0:1 / / rw - ext4 /dev/vda rw\n")),
+            None
+        );
     }
 
     #[test]

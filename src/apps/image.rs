@@ -116,16 +116,9 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// True when `path` is a mount point now (from /proc/self/mountinfo).
+/// True when `path` is a mount point now.
 pub fn is_mounted(path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return false;
-    };
-    text.lines().any(|l| {
-        l.split_whitespace()
-            .nth(4)
-            .is_some_and(|m| Path::new(&crate::scratch::unescape_mount_field(m)) == path)
-    })
+    crate::mounts::mounted_at(path).is_some()
 }
 
 impl Mounted {
@@ -220,14 +213,7 @@ impl Mounted {
 
     /// The file system type the kernel shows for the mount (`ext4`, `fuse.fuse2fs`, `fuseblk`).
     pub fn fs_type(&self) -> Option<String> {
-        let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-        text.lines().find_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let point = left.split_whitespace().nth(4)?;
-            (Path::new(&crate::scratch::unescape_mount_field(point)) == self.mountpoint)
-                .then(|| right.split_whitespace().next().map(str::to_string))
-                .flatten()
-        })
+        crate::mounts::mounted_at(&self.mountpoint).map(|m| m.fs_type)
     }
 
     pub fn kind(&self) -> Kind {

@@ -84,12 +84,7 @@ fn private_mount() -> std::io::Result<OwnedFd> {
 
 /// Where tracefs is mounted in this process's mount table, the usual place first.
 pub fn mount_points() -> Vec<PathBuf> {
-    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let mut points: Vec<PathBuf> = crate::results::fingerprint::parse::parse_mountinfo(&text)
-        .into_iter()
-        .filter(|m| m.fs_type == "tracefs")
-        .map(|m| PathBuf::from(m.mount_point))
-        .collect();
+    let mut points = crate::mounts::points_of_type(&crate::mounts::table(), "tracefs");
     points.sort_by_key(|p| p != Path::new("/sys/kernel/tracing"));
     points
 }
@@ -416,11 +411,7 @@ mod tests {
     }
 
     fn mount_table_tracefs() -> usize {
-        std::fs::read_to_string("/proc/self/mountinfo")
-            .unwrap()
-            .lines()
-            .filter(|l| l.contains(" - tracefs "))
-            .count()
+        crate::mounts::points_of_type(&crate::mounts::read().unwrap(), "tracefs").len()
     }
 
     #[test]

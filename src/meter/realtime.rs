@@ -325,25 +325,19 @@ pub struct CgroupMount {
 }
 
 pub fn parse_cgroup_mounts(mountinfo: &str) -> Vec<CgroupMount> {
-    mountinfo
-        .lines()
-        .filter_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let left: Vec<&str> = left.split_whitespace().collect();
-            let mut right = right.split_whitespace();
-            let fstype = right.next()?;
-            let _source = right.next();
-            let options = right.next().unwrap_or("");
-            let v2 = match fstype {
+    crate::mounts::parse(mountinfo)
+        .into_iter()
+        .filter_map(|m| {
+            let v2 = match m.fs_type.as_str() {
                 "cgroup2" => true,
                 "cgroup" => false,
                 _ => return None,
             };
             Some(CgroupMount {
-                root: left.get(3)?.to_string(),
-                point: PathBuf::from(left.get(4)?),
+                point: PathBuf::from(&m.mount_point),
+                root: m.root,
                 v2,
-                controllers: options.split(',').map(str::to_string).collect(),
+                controllers: m.super_options.split(',').map(str::to_string).collect(),
             })
         })
         .collect()

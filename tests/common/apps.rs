@@ -43,8 +43,7 @@ pub fn software(m: &Measurement, name: &str) -> f64 {
 
 /// The cgroup v2 directory osmeter makes workload cgroups in (beside this process's own).
 pub fn cgroup_home() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let root = osmeter::apps::cell::cgroup2_mount(&mounts)?;
+    let root = osmeter::apps::cell::cgroup2_mount(&osmeter::mounts::read().ok()?)?;
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let rel = osmeter::apps::cell::v2_path(&own)?
         .trim_start_matches('/')
@@ -74,12 +73,9 @@ pub fn leaked_cgroups() -> Vec<String> {
 
 /// Mount points at or below `dir`.
 pub fn mounts_below(dir: &Path) -> Vec<String> {
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(4))
-        .map(osmeter::scratch::unescape_mount_field)
-        .filter(|m| Path::new(m).starts_with(dir))
+    osmeter::mounts::points_below(&osmeter::mounts::read().unwrap(), dir)
+        .into_iter()
+        .map(|p| p.display().to_string())
         .collect()
 }
 

@@ -324,8 +324,8 @@ impl Sources {
                 return;
             }
         };
-        let mounts = parse::parse_mountinfo(&self.read("/proc/self/mountinfo").unwrap_or_default());
-        match parse::mount_for(&mounts, &real) {
+        let mounts = crate::mounts::parse(&self.read("/proc/self/mountinfo").unwrap_or_default());
+        match crate::mounts::mount_for(&mounts, &real) {
             None => notes.push(format!(
                 "scratch directory {real}: no mount found in /proc/self/mountinfo"
             )),

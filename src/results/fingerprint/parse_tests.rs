@@ -159,54 +159,6 @@ fn cmdline_parameters() {
     assert_eq!(cmdline_param(c, "missing"), None);
 }
 
-// Several mounts, an optional field, a mount point with an escaped space, and a file system mounted
-// twice on the same point (the later one is on top).
-const MOUNTINFO: &str = "\
-22 27 0:21 / /proc rw,relatime - proc proc rw
-27 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,discard
-30 27 0:27 / /tmp rw,nosuid,nodev - tmpfs tmpfs rw,size=1024k
-31 27 8:17 / /mnt/my\\040disk rw,noatime master:3 - xfs /dev/sdb1 rw,attr2
-32 27 8:33 / /mnt/my rw - ext4 /dev/sdc1 rw
-33 30 0:40 / /tmp rw,relatime - tmpfs tmpfs rw,size=2048k
-";
-
-#[test]
-fn mountinfo_parses_fields_and_escapes() {
-    let m = parse_mountinfo(MOUNTINFO);
-    assert_eq!(m.len(), 6);
-    assert_eq!(m[1].mount_point, "/");
-    assert_eq!(m[1].fs_type, "ext4");
-    assert_eq!(m[1].source, "/dev/vda");
-    assert_eq!(m[1].device_number, "254:0");
-    assert_eq!(m[1].super_options, "rw,discard");
-    assert_eq!(m[3].mount_point, "/mnt/my disk");
-    assert_eq!(m[3].mount_options, "rw,noatime");
-    assert_eq!(m[3].fs_type, "xfs");
-    assert_eq!(parse_mountinfo("garbage line\n\n"), vec![]);
-}
-
-#[test]
-fn mount_for_picks_longest_covering_point() {
-    let m = parse_mountinfo(MOUNTINFO);
-    assert_eq!(mount_for(&m, "/home/u").unwrap().fs_type, "ext4");
-    assert_eq!(mount_for(&m, "/").unwrap().source, "/dev/vda");
-    assert_eq!(mount_for(&m, "/mnt/my disk/x").unwrap().fs_type, "xfs");
-    assert_eq!(mount_for(&m, "/mnt/my").unwrap().source, "/dev/sdc1");
-    // "/mnt/mystery" is not under "/mnt/my".
-    assert_eq!(mount_for(&m, "/mnt/mystery").unwrap().mount_point, "/");
-    let tmp = mount_for(&m, "/tmp/osmeter-1").unwrap();
-    assert_eq!(tmp.super_options, "rw,size=2048k");
-    assert_eq!(mount_for(&[], "/x"), None);
-}
-
-#[test]
-fn octal_unescape() {
-    assert_eq!(unescape_octal("a\\040b\\011c\\134d"), "a b\tc\\d");
-    assert_eq!(unescape_octal("trailing\\04"), "trailing\\04");
-    assert_eq!(unescape_octal("\\999"), "\\999");
-    assert_eq!(unescape_octal("plain"), "plain");
-}
-
 #[test]
 fn hypervisor_decisions() {
     let base = HypervisorEvidence {
