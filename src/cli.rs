@@ -115,7 +115,7 @@ pub struct CpuMixArgs {
 pub struct CompletionsArgs {
     /// The shell to complete for
     #[arg(value_enum)]
-    pub shell: crate::shell_files::Shell,
+    pub shell: clap_complete::Shell,
     /// Write the script to the shell's per-user completion directory instead of stdout
     #[arg(long)]
     pub install: bool,
@@ -690,9 +690,9 @@ fn samples_arg(text: &str) -> Result<usize, String> {
     }
 }
 
-/// Rounds per figure (`--rounds`): 1 to [`crate::config::MAX_ROUNDS`].
+/// Rounds per figure (`--rounds`): 1 to [`crate::suite::MAX_ROUNDS`].
 fn rounds_arg(text: &str) -> Result<usize, String> {
-    use crate::config::{DEFAULT_ROUNDS, MAX_ROUNDS};
+    use crate::suite::{DEFAULT_ROUNDS, MAX_ROUNDS};
     match whole(text)? {
         n @ 1..=MAX_ROUNDS => Ok(n),
         _ => Err(format!(

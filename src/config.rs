@@ -11,9 +11,7 @@ use crate::usage;
 use anyhow::Result;
 use std::path::PathBuf;
 
-/// Rounds of every figure unless --rounds says otherwise: enough for a spread between rounds, few
-/// enough for the quick suite to stay short.
-pub const DEFAULT_ROUNDS: usize = 3;
+pub use crate::suite::{DEFAULT_ROUNDS, MAX_ROUNDS};
 /// Without --rounds, figures whose rounds disagree get more, up to this many in all, within the
 /// run's time budget.
 pub const MAX_ADAPTIVE_ROUNDS: usize = 8;
@@ -25,8 +23,6 @@ pub const QUICK_SAMPLES: usize = 3;
 pub const FULL_SAMPLES: usize = 5;
 pub const QUICK_MIN_SAMPLE_NS: u64 = 10_000_000;
 pub const FULL_MIN_SAMPLE_NS: u64 = 20_000_000;
-/// More rounds than this is a typo: every round is a process per figure.
-pub const MAX_ROUNDS: usize = 1000;
 /// A longer --min-time is a typo: one sample would outlast any sensible run.
 pub const MAX_MIN_SAMPLE_NS: u64 = 60_000_000_000;
 

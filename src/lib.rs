@@ -2,6 +2,22 @@
 //!
 //! `meter` reads one figure, `harness` runs a measurement honestly, `probes` says what is measured,
 //! `results` holds and shows what came out, `commands` wires them to the command line.
+//!
+//! The modules stand in layers. A module imports from its own layer and the layers below, never
+//! from above, so a change reaches only what stands on it. tests/layers.rs reads this map and fails
+//! when an import points up (the few arrows that still do are listed there, each with the move
+//! that will take it away, and the list may only shrink).
+//!
+//! ```text
+//! 1 base      clock error files guard interrupt mounts programs progress scratch stats suggest units
+//! 2 meter     meter
+//! 3 results   results
+//! 4 engines   apps budget capture harness latency memsim stat
+//! 5 probes    probes run suite
+//! 6 papers    papers
+//! 7 cli       cli config shell_files
+//! 8 commands  commands
+//! ```
 
 pub mod apps;
 pub mod budget;

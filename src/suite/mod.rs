@@ -21,6 +21,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use worker::{Job, Report, Task, WorkerCommand};
 
+/// Rounds of every figure unless --rounds says otherwise: enough for a spread between rounds, few
+/// enough for the quick suite to stay short.
+pub const DEFAULT_ROUNDS: usize = 3;
+/// More rounds than this is a typo: every round is a process per figure.
+pub const MAX_ROUNDS: usize = 1000;
 /// A figure whose interval from rounds is about this wide (spread between rounds over the square
 /// root of their number, relative) or wider gets another round, if the budget holds it: about a
 /// third of the 3 % minimum effect a comparison uses.

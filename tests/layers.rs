@@ -1,0 +1,290 @@
+//! The layer map in src/lib.rs is kept true: every `crate::` path in src/ points to a module of the
+//! same layer or a lower one, except the arrows listed in [`STILL_UP`], and every arrow listed there
+//! is still needed (so the list only shrinks as modules move).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Imports that still point up: (file under src/, the module it reaches), and the move that will
+/// take the arrow away.
+const STILL_UP: &[(&str, &str, &str)] = &[
+    (
+        "apps/runfs.rs",
+        "probes",
+        "the run's file system belongs to suite/",
+    ),
+    (
+        "budget.rs",
+        "probes",
+        "the per-variant check moves to probes::footprint",
+    ),
+    (
+        "papers/latency_side.rs",
+        "cli",
+        "papers take a request of their own",
+    ),
+    (
+        "papers/plan.rs",
+        "cli",
+        "papers take a request of their own",
+    ),
+    (
+        "papers/plan.rs",
+        "config",
+        "papers take a request of their own",
+    ),
+    (
+        "results/report/apps.rs",
+        "apps",
+        "apps render their own section",
+    ),
+    (
+        "results/figure/latency.rs",
+        "latency",
+        "a Document trait: latency states its own figures",
+    ),
+    (
+        "results/figure/latency/inside.rs",
+        "latency",
+        "a Document trait: latency states its own figures",
+    ),
+    (
+        "results/figure/latency/tests.rs",
+        "latency",
+        "a Document trait: latency states its own figures",
+    ),
+    (
+        "results/fingerprint/capabilities.rs",
+        "latency",
+        "tracefs detection moves below results",
+    ),
+    (
+        "results/model.rs",
+        "latency",
+        "a Document trait: sections stored by kind",
+    ),
+    (
+        "results/report/latency.rs",
+        "latency",
+        "latency renders its own section",
+    ),
+    (
+        "results/report/latency/detail.rs",
+        "latency",
+        "latency renders its own section",
+    ),
+    (
+        "results/report/latency/detail/tests.rs",
+        "latency",
+        "latency renders its own section",
+    ),
+    (
+        "results/figure/memsim.rs",
+        "memsim",
+        "a Document trait: memsim states its own figures",
+    ),
+    (
+        "results/model.rs",
+        "memsim",
+        "a Document trait: sections stored by kind",
+    ),
+    (
+        "results/report/memsim.rs",
+        "memsim",
+        "memsim renders its own section",
+    ),
+    (
+        "results/report/memsim_curves.rs",
+        "memsim",
+        "memsim renders its own section",
+    ),
+    (
+        "results/report/mod.rs",
+        "papers",
+        "sections registered by the commands layer",
+    ),
+    (
+        "results/report/paper.rs",
+        "papers",
+        "papers render their own section",
+    ),
+    (
+        "results/compare/tests.rs",
+        "probes",
+        "tests build figures without the registry",
+    ),
+    (
+        "results/figure/bench.rs",
+        "probes",
+        "a figure's direction stored with it",
+    ),
+    (
+        "results/model.rs",
+        "probes",
+        "a Document trait: sections stored by kind",
+    ),
+    (
+        "results/figure/stat.rs",
+        "stat",
+        "a Document trait: stat states its own figures",
+    ),
+    (
+        "results/model.rs",
+        "stat",
+        "a Document trait: sections stored by kind",
+    ),
+    (
+        "results/report/runs.rs",
+        "stat",
+        "stat renders its own section",
+    ),
+    (
+        "results/report/stat.rs",
+        "stat",
+        "stat renders its own section",
+    ),
+    ("run.rs", "config", "the run request moves below cli"),
+];
+
+/// Layer of each top-level module, read from the map in src/lib.rs's documentation.
+fn layers(root: &Path) -> BTreeMap<String, u32> {
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let map = lib
+        .split("```text")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("src/lib.rs documents the layers in a ```text block");
+    let mut out = BTreeMap::new();
+    for line in map.lines() {
+        let mut words = line.trim_start_matches("//!").split_whitespace();
+        let Some(level) = words.next().and_then(|w| w.parse::<u32>().ok()) else {
+            continue;
+        };
+        words.next(); // the layer's name
+        for module in words {
+            assert!(
+                out.insert(module.to_string(), level).is_none(),
+                "{module} is in two layers of src/lib.rs's map"
+            );
+        }
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level modules a file names through `crate::` (in paths and in `use crate::{a, b}`),
+/// comments left out.
+fn reached(text: &str) -> BTreeSet<String> {
+    let code: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = BTreeSet::new();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            for item in group.split(',') {
+                let name = ident(item.trim());
+                if !name.is_empty() {
+                    out.insert(name);
+                }
+            }
+        } else {
+            let name = ident(rest);
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn imports_point_down_the_layers_of_the_map() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let layer = layers(root);
+    let src = root.join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut up = BTreeSet::new();
+    for file in &files {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        if rel == "lib.rs" || rel == "main.rs" {
+            continue;
+        }
+        let own = rel.split('/').next().unwrap().trim_end_matches(".rs");
+        let own_layer = *layer
+            .get(own)
+            .unwrap_or_else(|| panic!("src/{own} is in no layer of src/lib.rs's map"));
+        for target in reached(&std::fs::read_to_string(file).unwrap()) {
+            let Some(&target_layer) = layer.get(&target) else {
+                continue; // a crate:: macro or an item of lib.rs
+            };
+            if target_layer > own_layer {
+                up.insert((rel.clone(), target));
+            }
+        }
+    }
+    let listed: BTreeSet<(String, String)> = STILL_UP
+        .iter()
+        .map(|(f, m, _)| (f.to_string(), m.to_string()))
+        .collect();
+    let new: Vec<_> = up.difference(&listed).collect();
+    assert!(
+        new.is_empty(),
+        "imports from a higher layer (see the map in src/lib.rs; move the code down or the \
+         import's target up): {new:?}"
+    );
+    let gone: Vec<_> = listed.difference(&up).collect();
+    assert!(
+        gone.is_empty(),
+        "these arrows no longer point up: take them out of STILL_UP in tests/layers.rs: {gone:?}"
+    );
+}
+
+#[test]
+fn every_module_of_src_is_on_the_map() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let layer = layers(root);
+    for entry in std::fs::read_dir(root.join("src")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().to_string();
+        let module = name.trim_end_matches(".rs");
+        if matches!(module, "lib" | "main") || (!name.ends_with(".rs") && module.contains('.')) {
+            continue;
+        }
+        assert!(
+            layer.contains_key(module),
+            "src/{name} is in no layer of the map in src/lib.rs"
+        );
+    }
+}
+
+#[test]
+fn the_scanner_sees_paths_and_groups() {
+    let seen = reached("use crate::{a::b, c};\nlet x = crate::d::e(); // crate::f\n");
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        vec!["a".to_string(), "c".to_string(), "d".to_string()]
+    );
+}
