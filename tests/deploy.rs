@@ -187,6 +187,62 @@ fn kubernetes_manifests_parse_and_run_osmeter_with_the_store_from_a_secret() {
     }
 }
 
+/// The example Secret's URL asks for verify-full against a CA file, and every workload that runs
+/// osmeter mounts that file from the Secret.
+#[test]
+fn the_example_store_checks_the_servers_certificate_and_every_workload_has_the_ca() {
+    use osmeter::results::store::postgres::tls::{Roots, SslMode};
+    let docs = documents();
+    let (_, secret) = docs
+        .iter()
+        .find(|(_, d)| d["kind"].as_str() == Some("Secret"))
+        .expect("a Secret in deploy/");
+    let url = str_of(&secret["stringData"]["url"], "the Secret's url");
+    let target = osmeter::results::store::postgres::check_url(url).unwrap();
+    assert_eq!(target.tls.mode, SslMode::VerifyFull, "{url}");
+    let Roots::File(ca) = &target.tls.roots else {
+        panic!("the example URL names no sslrootcert file: {url}");
+    };
+    let key = ca.file_name().unwrap().to_str().unwrap();
+    assert!(
+        secret["stringData"][key].as_str().is_some(),
+        "the Secret has no {key} for sslrootcert={}",
+        ca.display()
+    );
+    let mut workloads = 0;
+    for (file, d) in &docs {
+        let Some(spec) = d["kind"].as_str().and_then(|k| pod_spec(k, d)) else {
+            continue;
+        };
+        workloads += 1;
+        let volume = spec["volumes"]
+            .as_vec()
+            .into_iter()
+            .flatten()
+            .find(|v| {
+                v["secret"]["secretName"] == secret["metadata"]["name"]
+                    && v["secret"]["items"]
+                        .as_vec()
+                        .into_iter()
+                        .flatten()
+                        .any(|i| i["key"].as_str() == Some(key) && i["path"].as_str() == Some(key))
+            })
+            .unwrap_or_else(|| panic!("{file}: no volume carries the Secret's {key}"));
+        let name = &volume["name"];
+        let mounted = spec["containers"].as_vec().into_iter().flatten().all(|c| {
+            c["volumeMounts"].as_vec().into_iter().flatten().any(|m| {
+                &m["name"] == name && m["mountPath"].as_str().map(Path::new) == ca.parent()
+            })
+        });
+        assert!(
+            mounted,
+            "{file}: {} is not mounted where the URL reads it",
+            ca.display()
+        );
+    }
+    assert!(workloads > 0, "no workload in deploy/");
+}
+
 fn is_playbook(d: &Yaml) -> bool {
     d.as_vec()
         .is_some_and(|plays| plays.iter().all(|p| !p["hosts"].is_badvalue()))

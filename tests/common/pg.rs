@@ -195,7 +195,13 @@ impl Cluster {
         c
     }
 
-    fn give_to_server_user(&self, path: &Path) -> Result<(), String> {
+    /// The server's data directory (its configuration and the files it reads).
+    pub fn data_dir(&self) -> PathBuf {
+        self.root.join("data")
+    }
+
+    /// Makes `path` the server user's, so the server can read a file the test wrote.
+    pub fn give_to_server_user(&self, path: &Path) -> Result<(), String> {
         if is_root() {
             std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY))
                 .map_err(|e| format!("chown {}: {e}", path.display()))?;

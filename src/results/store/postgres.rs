@@ -2,6 +2,7 @@
 //! store, with server-side locking so any number of hosts can write at once.
 
 mod target;
+pub mod tls;
 
 use super::schema::{self, APPLICATION};
 use super::{RunFilter, RunInfo, Store, StoredFigure};

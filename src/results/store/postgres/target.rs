@@ -1,6 +1,7 @@
 //! Which PostgreSQL server a `postgres://` URL names, how to connect to it, and what to tell the user
 //! when that fails. Nothing here ever prints the password.
 
+use super::tls::Tls;
 use anyhow::{anyhow, Result};
 use postgres::config::{Config, Host, SslMode};
 use postgres::error::SqlState;
@@ -16,10 +17,11 @@ pub struct Target {
     pub server: String,
     pub user: String,
     pub dbname: String,
+    pub tls: Tls,
 }
 
 impl Target {
-    fn of(config: &Config) -> Target {
+    fn of(config: &Config, tls: Tls) -> Target {
         let ports = config.get_ports();
         let servers: Vec<String> = config
             .get_hosts()
@@ -52,6 +54,7 @@ impl Target {
             },
             dbname: config.get_dbname().unwrap_or(&user).to_string(),
             user,
+            tls,
         }
     }
 
@@ -75,6 +78,7 @@ pub fn parse(url: &str) -> Result<(Config, Target)> {
              in the user name or password must be written %40"
         ));
     }
+    let (url, sslmode, sslrootcert) = super::tls::split_url(url)?;
     let mut config: Config = url.parse().map_err(|e: postgres::Error| {
         // The parser's own words name the option at fault, never its value.
         let why = std::error::Error::source(&e)
@@ -104,7 +108,13 @@ pub fn parse(url: &str) -> Result<(Config, Target)> {
     if config.get_application_name().is_none() {
         config.application_name("osmeter");
     }
-    let target = Target::of(&config);
+    let tls = Tls::of(&config, sslmode.as_deref(), sslrootcert.as_deref())?;
+    config.ssl_mode(match tls.mode {
+        super::tls::SslMode::Disable => SslMode::Disable,
+        super::tls::SslMode::Prefer => SslMode::Prefer,
+        _ => SslMode::Require,
+    });
+    let target = Target::of(&config, tls);
     Ok((config, target))
 }
 
@@ -115,11 +125,15 @@ pub fn connect(config: &Config, target: &Target) -> Result<postgres::Client> {
     let limit = *config.get_connect_timeout().unwrap_or(&CONNECT_TIMEOUT);
     let (tx, rx) = std::sync::mpsc::channel();
     let attempt = config.clone();
+    let tls = target.tls.client_config()?;
     // On time-out the thread is left behind, blocked; it ends with the process.
     std::thread::Builder::new()
         .name("pg-connect".into())
         .spawn(move || {
-            let _ = tx.send(attempt.connect(postgres::NoTls));
+            let _ = tx.send(match tls {
+                Some(tls) => attempt.connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls)),
+                None => attempt.connect(postgres::NoTls),
+            });
         })?;
     // A little over the limit, so the library's own time-out (with its cause) wins when it fires.
     match rx.recv_timeout(limit + Duration::from_secs(1)) {
@@ -175,16 +189,8 @@ fn explain_connect(err: &postgres::Error, config: &Config, target: &Target) -> a
     let cause = std::error::Error::source(err)
         .map(|s| s.to_string())
         .unwrap_or_else(|| text.clone());
-    if text.contains("TLS") {
-        return anyhow!(
-            "cannot connect to PostgreSQL at {server}: the connection asks for TLS \
-             ({}), which this osmeter build does not speak; use sslmode=disable on a \
-             trusted network, or reach the server through a tunnel (ssh -L, a VPN or a sidecar)",
-            match config.get_ssl_mode() {
-                SslMode::Require => "sslmode=require",
-                _ => "the server insists on it",
-            }
-        );
+    if let Some(why) = super::tls::explain(&format!("{text}: {cause}"), &target.tls, server) {
+        return anyhow!(why);
     }
     if text.contains("timeout") || cause.contains("timed out") {
         return anyhow!(
