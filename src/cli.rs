@@ -48,6 +48,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// A figure over the stored runs, with the points where it changed (E-Divisive means)
     History(HistoryArgs),
+    /// Which hosts of a shared store are off their class's median, on which figures, since when
+    Fleet(FleetArgs),
     /// Write a stored run as json, csv, markdown or openmetrics
     Export(ExportArgs),
     /// Write a self-contained HTML report of stored runs (the first is the baseline)
@@ -512,6 +514,39 @@ pub struct HistoryArgs {
     pub store: StoreArg,
     #[command(flatten)]
     pub output: JsonArg,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct FleetArgs {
+    /// Only these figures: a key, or a group such as syscall (repeatable)
+    #[arg(long = "figure", value_name = "FIGURE")]
+    pub figures: Vec<String>,
+    /// Only runs with this tag (repeatable; all must match)
+    #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = crate::results::keep::tag_arg)]
+    pub tags: Vec<crate::results::keep::Tag>,
+    /// Only runs started at or after this time (as `osmeter runs --since`)
+    #[arg(long, value_name = "DATE", value_parser = crate::clock::since_arg)]
+    pub since: Option<String>,
+    /// False-discovery rate of the hosts called off (0 to 1)
+    #[arg(long, value_name = "RATE", default_value_t = 0.05, value_parser = rate_arg)]
+    pub alpha: f64,
+    /// Smallest distance from the class median worth calling, in percent
+    #[arg(long, value_name = "PCT", default_value_t = 3.0, value_parser = percent_arg)]
+    pub min_effect: f64,
+    /// Exit with code 4 when a host is slower than its class on some figure
+    #[arg(long)]
+    pub fail_if_off: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+fn rate_arg(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 1.0 => Ok(v),
+        _ => Err("give a rate between 0 and 1, e.g. 0.05".into()),
+    }
 }
 
 /// How a measuring command's result is kept.

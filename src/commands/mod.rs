@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod completions;
 pub mod export;
+pub mod fleet;
 pub mod history;
 pub mod info;
 pub mod latency;
@@ -37,6 +38,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Compare(args) => compare::compare(&args),
         Command::Export(args) => export::export(&args),
         Command::History(args) => history::history(&args),
+        Command::Fleet(args) => fleet::fleet(&args),
         Command::Push(args) => push::push(&args),
         Command::Report(args) => report::report(&args),
         Command::Latency(args) => latency::latency(&args),

@@ -5,6 +5,7 @@ pub mod derive;
 pub mod export;
 pub mod figure;
 pub mod fingerprint;
+pub mod fleet;
 pub mod history;
 pub mod keep;
 pub mod model;

@@ -213,6 +213,24 @@ impl Cluster {
         format!("postgres://{user}:{password}@127.0.0.1:{}/{db}", self.port)
     }
 
+    /// The URL of `db` through the server's Unix socket, which processes in other network
+    /// namespaces reach as well.
+    pub fn socket_url(&self, user: &str, password: &str, db: &str) -> String {
+        let dir: String = self
+            .root
+            .display()
+            .to_string()
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                    (b as char).to_string()
+                }
+                other => format!("%{other:02X}"),
+            })
+            .collect();
+        format!("postgres://{user}:{password}@{dir}:{}/{db}", self.port)
+    }
+
     /// A connection as the superuser, for setting up and inspecting.
     pub fn admin(&self, db: &str) -> Result<postgres::Client, String> {
         postgres::Client::connect(&self.url(ADMIN, ADMIN_PASSWORD, db), postgres::NoTls)

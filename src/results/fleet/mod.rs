@@ -1,0 +1,488 @@
+//! Which hosts of a fleet are off, and since when. Hosts of one class (same CPU model and count,
+//! kernel release and preemption model, from each host's newest fingerprint) are set against the
+//! class's own median, figure by figure: a host's value is the median of its runs in the window,
+//! its distance from the class is judged on a log scale against the spread between hosts (a robust
+//! one, the median absolute deviation) and the host's own uncertainty, and the many host x figure
+//! tests are held to a false-discovery rate (Benjamini-Hochberg). For each host called off, the
+//! change points of its series say when it moved.
+//!
+//! Values come from the store's `figures` table, one row per run and figure; only each host's
+//! newest run document is read (for its fingerprint), so a fleet of many runs stays cheap.
+
+pub mod text;
+
+use crate::results::figure::Direction;
+use crate::results::model::Run;
+use crate::results::store::{RunFilter, RunInfo, Store};
+use crate::stats::changepoint::e_divisive;
+use crate::stats::segments::segments;
+use crate::stats::summary::{median, median_ci_ranks};
+use crate::units::Unit;
+use crate::usage;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Fewest hosts in a class for a median to set them against.
+pub const MIN_HOSTS: usize = 3;
+
+/// What to compare.
+#[derive(Debug, Clone)]
+pub struct FleetQuery {
+    pub filter: RunFilter,
+    /// Figure keys, or group prefixes such as `syscall`; empty: every figure.
+    pub figures: Vec<String>,
+    /// False-discovery rate of the outlier calls.
+    pub alpha: f64,
+    /// Smallest distance from the class median worth calling, as a fraction (0.03: 3 %).
+    pub min_effect: f64,
+}
+
+impl Default for FleetQuery {
+    fn default() -> FleetQuery {
+        FleetQuery {
+            filter: RunFilter::default(),
+            figures: Vec::new(),
+            alpha: 0.05,
+            min_effect: 0.03,
+        }
+    }
+}
+
+/// How hosts were judged; stated in every report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Method {
+    pub alpha: f64,
+    pub min_effect: f64,
+    pub min_hosts: usize,
+    pub class_of: String,
+}
+
+/// One host's standing on one figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    pub host: String,
+    /// Median of the host's runs in the window.
+    pub value: f64,
+    /// 95 % interval of that value (order statistics over its runs, or the run's own interval).
+    pub interval: [f64; 2],
+    pub runs: usize,
+    /// value / class median, and its interval.
+    pub ratio: f64,
+    pub ratio_interval: [f64; 2],
+    /// Distance from the class median in robust standard deviations (log scale).
+    pub z: f64,
+    pub p_value: f64,
+    /// p-value adjusted for the number of tests (Benjamini-Hochberg).
+    pub q_value: f64,
+    pub outlier: bool,
+    /// Worse than the class, in the figure's direction.
+    pub slower: bool,
+}
+
+/// One figure across the hosts of one class.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FigureRow {
+    pub figure: String,
+    pub unit: Unit,
+    pub direction: Direction,
+    /// Median of the hosts' values.
+    pub median: f64,
+    pub cells: Vec<Cell>,
+}
+
+/// Hosts that share CPU model, CPU count, kernel and preemption model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Class {
+    pub name: String,
+    pub hosts: Vec<String>,
+    pub figures: Vec<FigureRow>,
+    /// Why the class was not judged (fewer than [`MIN_HOSTS`] hosts), if it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<String>,
+}
+
+/// When a host that is off moved, from the change points of its series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostChange {
+    pub host: String,
+    pub figure: String,
+    pub run: String,
+    pub started_at: String,
+    pub before: f64,
+    pub after: f64,
+}
+
+/// One host in a line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostSummary {
+    pub host: String,
+    pub class: String,
+    pub runs: usize,
+    pub newest_run: String,
+    pub figures: usize,
+    pub slower: usize,
+    pub faster: usize,
+}
+
+/// `osmeter fleet`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetReport {
+    pub store: String,
+    pub method: Method,
+    pub classes: Vec<Class>,
+    pub hosts: Vec<HostSummary>,
+    pub changes: Vec<HostChange>,
+    /// Runs left out, and why (no host name, an unreadable document).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<(String, String)>,
+}
+
+impl FleetReport {
+    pub fn outliers(&self) -> impl Iterator<Item = (&FigureRow, &Cell)> {
+        self.classes
+            .iter()
+            .flat_map(|c| c.figures.iter())
+            .flat_map(|f| f.cells.iter().filter(|c| c.outlier).map(move |c| (f, c)))
+    }
+}
+
+/// The class a host belongs to, from its fingerprint.
+pub fn class_of(run: &Run) -> String {
+    let Some(f) = &run.fingerprint else {
+        return "unknown machine".to_string();
+    };
+    let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".to_string());
+    format!(
+        "{} x{} | {} | {}",
+        or(&f.cpu_model),
+        f.cpus_online.map_or("?".to_string(), |n| n.to_string()),
+        or(&f.kernel_release),
+        or(&f.preempt_model)
+    )
+}
+
+struct HostRuns<'a> {
+    /// Oldest first.
+    runs: Vec<&'a RunInfo>,
+    class: String,
+}
+
+pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
+    let mut runs = store.list(&query.filter)?;
+    if runs.is_empty() {
+        return Err(usage!(
+            "no run in {} matches the filters: `osmeter runs` with the same filters shows what \
+             there is",
+            store.describe()
+        ));
+    }
+    runs.reverse(); // oldest first
+    let mut left_out = Vec::new();
+    let mut by_host: BTreeMap<String, Vec<&RunInfo>> = BTreeMap::new();
+    for r in &runs {
+        match &r.host {
+            Some(h) => by_host.entry(h.clone()).or_default().push(r),
+            None => left_out.push((r.id.clone(), "its fingerprint names no host".to_string())),
+        }
+    }
+    let mut hosts: BTreeMap<String, HostRuns> = BTreeMap::new();
+    for (host, host_runs) in by_host {
+        let newest = host_runs.last().expect("a host has a run");
+        let class = match store.load(&newest.id)? {
+            Some(run) => class_of(&run),
+            None => "unknown machine".to_string(),
+        };
+        hosts.insert(
+            host,
+            HostRuns {
+                runs: host_runs,
+                class,
+            },
+        );
+    }
+    let run_host: BTreeMap<&str, &str> = hosts
+        .iter()
+        .flat_map(|(h, hr)| hr.runs.iter().map(move |r| (r.id.as_str(), h.as_str())))
+        .collect();
+    let keys: Vec<String> = store
+        .figure_keys()?
+        .into_iter()
+        .filter(|k| wanted(k, &query.figures))
+        .collect();
+    if keys.is_empty() {
+        return Err(usage!(
+            "no stored figure matches {}: `osmeter show RUN` lists a run's figures",
+            query.figures.join(", ")
+        ));
+    }
+    let mut classes: BTreeMap<String, Class> = BTreeMap::new();
+    for (host, hr) in &hosts {
+        classes
+            .entry(hr.class.clone())
+            .or_insert_with(|| Class {
+                name: hr.class.clone(),
+                hosts: Vec::new(),
+                figures: Vec::new(),
+                not_judged: None,
+            })
+            .hosts
+            .push(host.clone());
+    }
+    // Each host's series of each figure, oldest run first, by class and figure.
+    let order: BTreeMap<&str, usize> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.as_str(), i))
+        .collect();
+    let config = crate::results::history::method_config();
+    let mut changes = Vec::new();
+    for key in &keys {
+        let stored = store.figure_values(key)?;
+        let Some(first) = stored.first() else {
+            continue;
+        };
+        let mut values: BTreeMap<&str, Vec<(usize, &crate::results::store::StoredFigure)>> =
+            BTreeMap::new();
+        for s in &stored {
+            if let (Some(&host), Some(&at)) = (
+                run_host.get(s.run_id.as_str()),
+                order.get(s.run_id.as_str()),
+            ) {
+                if s.value.is_finite() && s.value > 0.0 {
+                    values.entry(host).or_default().push((at, s));
+                }
+            }
+        }
+        for class in classes.values_mut() {
+            let mut series = Vec::new();
+            for host in &class.hosts {
+                let Some(vs) = values.get_mut(host.as_str()) else {
+                    continue;
+                };
+                vs.sort_by_key(|(at, _)| *at);
+                let points: Vec<Point> = vs
+                    .iter()
+                    .map(|(at, s)| Point {
+                        run: s.run_id.clone(),
+                        started_at: runs[*at].started_at.clone(),
+                        value: s.value,
+                        interval: s.interval,
+                    })
+                    .collect();
+                series.push((host.clone(), points));
+            }
+            if series.is_empty() {
+                continue;
+            }
+            // Where a host's series looks off the class, its latest stretch (after its last
+            // change point) is what it is now; elsewhere all its runs in the window are.
+            let screen = median_of(
+                series
+                    .iter()
+                    .map(|(_, p)| median_of(p.iter().map(|x| x.value))),
+            );
+            let mut cells = Vec::new();
+            for (host, points) in &series {
+                let whole = median_of(points.iter().map(|p| p.value));
+                let newest = points.last().map_or(whole, |p| p.value);
+                let off = |v: f64| (v / screen - 1.0).abs() >= query.min_effect;
+                let mut current: &[Point] = points;
+                if points.len() >= 2 * config.min_segment && (off(whole) || off(newest)) {
+                    let values: Vec<f64> = points.iter().map(|p| p.value).collect();
+                    let cuts: Vec<usize> = e_divisive(&values, &config)
+                        .iter()
+                        .map(|c| c.index)
+                        .collect();
+                    if let Some(&last) = cuts.last() {
+                        let levels = segments(&values, &cuts);
+                        let (before, after) =
+                            (&levels[levels.len() - 2], &levels[levels.len() - 1]);
+                        changes.push(HostChange {
+                            host: host.clone(),
+                            figure: key.clone(),
+                            run: points[last].run.clone(),
+                            started_at: points[last].started_at.clone(),
+                            before: before.level,
+                            after: after.level,
+                        });
+                        current = &points[last..];
+                    }
+                }
+                cells.push(host_cell(host, current));
+            }
+            class.figures.push(FigureRow {
+                figure: key.clone(),
+                unit: first.unit,
+                direction: first.direction,
+                median: 0.0,
+                cells,
+            });
+        }
+    }
+    judge(&mut classes, query);
+    // Only the changes of hosts called off are news.
+    changes.retain(|c| {
+        classes.values().any(|cl| {
+            cl.figures.iter().any(|f| {
+                f.figure == c.figure && f.cells.iter().any(|x| x.host == c.host && x.outlier)
+            })
+        })
+    });
+    let summaries = hosts
+        .iter()
+        .map(|(host, hr)| summarise(host, hr, &classes))
+        .collect();
+    Ok(FleetReport {
+        store: store.describe(),
+        method: Method {
+            alpha: query.alpha,
+            min_effect: query.min_effect,
+            min_hosts: MIN_HOSTS,
+            class_of: "CPU model and count, kernel release, preemption model".to_string(),
+        },
+        classes: classes.into_values().collect(),
+        hosts: summaries,
+        changes,
+        left_out,
+    })
+}
+
+fn wanted(key: &str, figures: &[String]) -> bool {
+    figures.is_empty()
+        || figures.iter().any(|f| {
+            key == f
+                || key
+                    .strip_prefix(f.as_str())
+                    .is_some_and(|rest| rest.starts_with(['.', ' ']))
+        })
+}
+
+/// One run's value of a figure, in a host's series.
+struct Point {
+    run: String,
+    started_at: String,
+    value: f64,
+    interval: Option<[f64; 2]>,
+}
+
+fn median_of(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    median(&v)
+}
+
+/// A host's value now (median of the runs given) and its interval, not yet set against the class.
+fn host_cell(host: &str, points: &[Point]) -> Cell {
+    let mut sorted: Vec<f64> = points.iter().map(|p| p.value).collect();
+    sorted.sort_by(f64::total_cmp);
+    let value = median(&sorted);
+    let interval = if sorted.len() >= 3 {
+        let (lo, hi, _) = median_ci_ranks(sorted.len(), 0.95);
+        [sorted[lo], sorted[hi]]
+    } else {
+        points
+            .last()
+            .and_then(|p| p.interval)
+            .unwrap_or([value, value])
+    };
+    Cell {
+        host: host.to_string(),
+        value,
+        // An interval always holds its estimate, and a positive figure's never goes below zero.
+        interval: [interval[0].min(value).max(0.0), interval[1].max(value)],
+        runs: sorted.len(),
+        ratio: 1.0,
+        ratio_interval: [1.0, 1.0],
+        z: 0.0,
+        p_value: 1.0,
+        q_value: 1.0,
+        outlier: false,
+        slower: false,
+    }
+}
+
+/// Sets every host against its class's median and calls the outliers under one false-discovery
+/// rate over every test made.
+fn judge(classes: &mut BTreeMap<String, Class>, query: &FleetQuery) {
+    let mut tests: Vec<(String, usize, usize, f64)> = Vec::new();
+    for class in classes.values_mut() {
+        if class.hosts.len() < MIN_HOSTS {
+            class.not_judged = Some(format!(
+                "{} host(s) of this class: at least {MIN_HOSTS} are needed for a median to set \
+                 them against",
+                class.hosts.len()
+            ));
+        }
+        for (fi, row) in class.figures.iter_mut().enumerate() {
+            let mut values: Vec<f64> = row.cells.iter().map(|c| c.value).collect();
+            values.sort_by(f64::total_cmp);
+            row.median = median(&values);
+            if class.not_judged.is_some() || row.cells.len() < MIN_HOSTS {
+                continue;
+            }
+            let logs: Vec<f64> = row.cells.iter().map(|c| c.value.ln()).collect();
+            let mut sorted_logs = logs.clone();
+            sorted_logs.sort_by(f64::total_cmp);
+            let center = median(&sorted_logs);
+            let mut deviations: Vec<f64> = logs.iter().map(|l| (l - center).abs()).collect();
+            deviations.sort_by(f64::total_cmp);
+            let spread = 1.4826 * median(&deviations);
+            for (ci, cell) in row.cells.iter_mut().enumerate() {
+                cell.ratio = cell.value / row.median;
+                cell.ratio_interval =
+                    [cell.interval[0] / row.median, cell.interval[1] / row.median];
+                // The host's own uncertainty, as a standard deviation on the log scale, from the
+                // side of its interval that faces the class (intervals of few rounds are lopsided:
+                // a disturbed round stretches the far side, not the near one).
+                let toward = if logs[ci] > center {
+                    cell.interval[0]
+                } else {
+                    cell.interval[1]
+                };
+                let own = (logs[ci] - toward.max(f64::MIN_POSITIVE).ln()).abs() / 1.96;
+                let sigma = (spread * spread + own * own).sqrt().max(1e-9);
+                cell.z = (logs[ci] - center) / sigma;
+                cell.p_value = 2.0 * (1.0 - crate::stats::dist::normal_cdf(cell.z.abs()));
+                tests.push((class.name.clone(), fi, ci, cell.p_value));
+            }
+        }
+    }
+    let p: Vec<f64> = tests.iter().map(|t| t.3).collect();
+    let q = crate::stats::fdr::benjamini_hochberg(&p);
+    for ((class, fi, ci, _), q) in tests.into_iter().zip(q) {
+        let row = &mut classes.get_mut(&class).expect("judged class").figures[fi];
+        let direction = row.direction;
+        let cell = &mut row.cells[ci];
+        cell.q_value = q;
+        let far = (cell.ratio - 1.0).abs() >= query.min_effect;
+        let clear = cell.ratio_interval[0] > 1.0 || cell.ratio_interval[1] < 1.0;
+        cell.outlier = q < query.alpha && far && clear;
+        cell.slower = match direction {
+            Direction::Lower => cell.ratio > 1.0,
+            Direction::Higher => cell.ratio < 1.0,
+        };
+    }
+}
+
+fn summarise(host: &str, hr: &HostRuns, classes: &BTreeMap<String, Class>) -> HostSummary {
+    let class = &classes[&hr.class];
+    let cells: Vec<&Cell> = class
+        .figures
+        .iter()
+        .flat_map(|f| f.cells.iter())
+        .filter(|c| c.host == host)
+        .collect();
+    HostSummary {
+        host: host.to_string(),
+        class: hr.class.clone(),
+        runs: hr.runs.len(),
+        newest_run: hr.runs.last().map(|r| r.id.clone()).unwrap_or_default(),
+        figures: cells.len(),
+        slower: cells.iter().filter(|c| c.outlier && c.slower).count(),
+        faster: cells.iter().filter(|c| c.outlier && !c.slower).count(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
