@@ -3,6 +3,10 @@
 //! `meter` reads one figure, `harness` runs a measurement honestly, `probes` says what is measured,
 //! `results` holds and shows what came out, `commands` wires them to the command line.
 
+// First, so that its `eprintln!` (quiet when stderr is closed) is the one every module uses.
+#[macro_use]
+pub mod console;
+
 pub mod apps;
 pub mod budget;
 pub mod capture;

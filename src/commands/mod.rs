@@ -51,16 +51,9 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     }
 }
 
-/// Writes results to stdout. A reader that went away (`| head`) is not an error worth a panic.
+/// Writes results to stdout (see [`crate::console::print_bytes`]: a closed pipe is not an error).
 pub fn emit(text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(anyhow::anyhow!("cannot write the results to stdout: {e}"))
-        }
-        _ => Ok(()),
-    }
+    crate::console::print_bytes(text.as_bytes())
 }
 
 /// A JSON document on stdout, pretty-printed, with a final line feed.
