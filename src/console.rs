@@ -28,9 +28,9 @@ macro_rules! eprintln {
 pub fn print_bytes(bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(anyhow::anyhow!(
-            "cannot write the results to stdout: {e}"
-        )),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::anyhow!("cannot write the results to stdout: {e}"))
+        }
         _ => Ok(()),
     }
 }

@@ -125,20 +125,21 @@ fn export(
     let mut sink = Sink::create(&file, output, zstd, ZSTD_LEVEL)?;
     let what = if to == ExportFormat::Champsim {
         let c = trace::champsim::export(src.as_mut(), &mut sink)
-            .with_context(|| format!("exporting {}", input.display()))?;
+            .with_context(|| format!("exporting {} to {}", input.display(), output.display()))?;
         format!(
             "{} instructions ({} loads, {} stores; {} data references beyond the record's 4 loads and 2 stores left out)",
             c.instructions, c.loads, c.stores, c.dropped
         )
     } else {
         let c = trace::drmem::export(src.as_mut(), &mut sink)
-            .with_context(|| format!("exporting {}", input.display()))?;
+            .with_context(|| format!("exporting {} to {}", input.display(), output.display()))?;
         format!(
             "{} references in {} entries ({} kernel sections, {} physical-address pairs)",
             c.references, c.entries, c.kernel_sections, c.physical_pairs
         )
     };
-    sink.finish()?;
+    sink.finish()
+        .with_context(|| format!("cannot write {}", output.display()))?;
     file.commit()?;
     eprintln!("osmeter: wrote {what} to {} ({to})", output.display());
     Ok(crate::error::EXIT_OK)
