@@ -11,7 +11,20 @@
 pub type Case = (u8, &'static str, &'static str, u32);
 
 /// Items 1, 5, 9 and 10.
-pub const OUTPUT_CASES: &[Case] = &[];
+pub const OUTPUT_CASES: &[Case] = &[
+    (
+        1,
+        "tests/hostile_output.rs",
+        "every_writer_leaves_devices_fifos_and_links_as_they_are",
+        24,
+    ),
+    (
+        1,
+        "tests/hostile_output.rs",
+        "a_closed_stdout_or_stderr_ends_quietly",
+        14,
+    ),
+];
 
 /// Items 2, 3, 4, 6, 7 and 8.
 pub const STORE_CASES: &[Case] = &[];
