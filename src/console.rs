@@ -7,9 +7,15 @@ use std::io::Write;
 
 /// Writes a line to stderr; an error (a closed pipe, a full disk behind `2>file`) is dropped,
 /// because there is nowhere left to report it.
+/// Control characters other than line feeds and tabs are shown escaped: messages quote stored
+/// tags, names and reasons (see [`crate::text`]).
 pub fn note(args: std::fmt::Arguments<'_>) {
+    let line = args.to_string();
+    let line = crate::text::escape_controls_keep_lines(&line);
     let mut err = std::io::stderr().lock();
-    let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
+    let _ = err
+        .write_all(line.as_bytes())
+        .and_then(|()| err.write_all(b"\n"));
 }
 
 /// Shadows std's `eprintln!` in every module declared after this one (lib.rs declares it first),

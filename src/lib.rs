@@ -33,4 +33,5 @@ pub mod shell_files;
 pub mod stat;
 pub mod stats;
 pub mod suggest;
+pub mod text;
 pub mod units;

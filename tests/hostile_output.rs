@@ -207,3 +207,70 @@ fn a_closed_stdout_or_stderr_ends_quietly() {
     }
     issue29::held("a_closed_stdout_or_stderr_ends_quietly", tried);
 }
+
+// ---- item 5: hostile text --------------------------------------------------------------------
+
+/// A colour, a bell and a line feed, as another host of a shared store could write them.
+const HOSTILE: &str = "EVIL\x1b[31mred\x07bell\nafter";
+
+/// Whether `text` reaches a terminal harmless: no control character but line feeds and tabs, and
+/// the hostile string on one line, escaped.
+fn shown_escaped(what: &str, text: &str) {
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|c| c.is_control() && *c != '\n' && *c != '\t')
+        .collect();
+    assert!(bad.is_empty(), "{what} printed raw {bad:?}:\n{text}");
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("EVIL")).collect();
+    assert!(
+        !rows.is_empty(),
+        "{what} does not show the hostile string:\n{text}"
+    );
+    for row in rows {
+        assert!(
+            row.contains("EVIL\\x1b[31mred\\x07bell\\nafter"),
+            "{what}: not escaped on one row: {row}"
+        );
+    }
+    assert!(
+        !text.lines().any(|l| l.starts_with("after")),
+        "{what}: a forged row:\n{text}"
+    );
+}
+
+#[test]
+fn stored_control_characters_reach_no_terminal() {
+    use osmeter::results::store::sqlite::SqliteStore;
+    use osmeter::results::store::Store;
+    let env = TestEnv::new();
+    let tag = format!("note={HOSTILE}");
+    let a = env.run_id(&["syscall.null", "--tag", &tag]);
+    let b = env.run_id(&["syscall.null", "--tag", &tag]);
+    // Another host's run: its name and suite hostile too, as a push to a shared store brings it.
+    {
+        let mut store = SqliteStore::open(&env.store()).unwrap();
+        let mut run = store.load(&b).unwrap().unwrap();
+        store.remove(&b).unwrap();
+        run.suite = Some(HOSTILE.into());
+        if let Some(fp) = run.fingerprint.as_mut() {
+            fp.hostname = Some(HOSTILE.into());
+        }
+        store.save(&run).unwrap();
+    }
+    let text = |args: &[&str]| {
+        let out = env.osmeter().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let mut tried = 0;
+    for (what, args) in [
+        ("runs", vec!["runs"]),
+        ("show", vec!["show", &b]),
+        ("compare", vec!["compare", &a, &b]),
+        ("history", vec!["history", "syscall.null"]),
+    ] {
+        shown_escaped(what, &text(&args));
+        tried += 1;
+    }
+    issue29::held("stored_control_characters_reach_no_terminal", tried);
+}

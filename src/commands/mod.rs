@@ -51,9 +51,11 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     }
 }
 
-/// Writes results to stdout (see [`crate::console::print_bytes`]: a closed pipe is not an error).
+/// Writes text results to stdout (see [`crate::console::print_bytes`]: a closed pipe is not an
+/// error). Stored strings in them are escaped field by field where they are laid out; this is the
+/// net under that: no control character but a line feed or tab reaches the terminal.
 pub fn emit(text: &str) -> Result<()> {
-    crate::console::print_bytes(text.as_bytes())
+    crate::console::print_bytes(crate::text::escape_controls_keep_lines(text).as_bytes())
 }
 
 /// A JSON document on stdout, pretty-printed, with a final line feed.

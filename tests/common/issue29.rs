@@ -24,6 +24,12 @@ pub const OUTPUT_CASES: &[Case] = &[
         "a_closed_stdout_or_stderr_ends_quietly",
         14,
     ),
+    (
+        5,
+        "tests/hostile_output.rs",
+        "stored_control_characters_reach_no_terminal",
+        4,
+    ),
 ];
 
 /// Items 2, 3, 4, 6, 7 and 8.
