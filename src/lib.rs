@@ -20,6 +20,7 @@ pub mod guard;
 pub mod harness;
 pub mod interrupt;
 pub mod latency;
+pub mod memory_room;
 pub mod memsim;
 pub mod meter;
 pub mod papers;
