@@ -27,6 +27,11 @@ pub const QUICK_MIN_SAMPLE_NS: u64 = 10_000_000;
 pub const FULL_MIN_SAMPLE_NS: u64 = 20_000_000;
 /// More rounds than this is a typo: every round is a process per figure.
 pub const MAX_ROUNDS: usize = 1000;
+/// Most samples kept per round (`run --repeat`, `stat -r`): at the shortest samples a round of one
+/// figure already takes minutes, and a day-long run is what `latency --duration` allows too.
+pub const MAX_REPEAT: usize = 100_000;
+/// Most samples run and discarded before the kept ones (`--warmup`).
+pub const MAX_WARMUP: usize = 10_000;
 /// A longer --min-time is a typo: one sample would outlast any sensible run.
 pub const MAX_MIN_SAMPLE_NS: u64 = 60_000_000_000;
 
@@ -115,10 +120,15 @@ impl RunConfig {
         }
         let scratch_parent = args.measure.dir.clone().unwrap_or_else(std::env::temp_dir);
         crate::scratch::check_scratch_parent(&scratch_parent)?;
-        let variants = selected
-            .iter()
-            .flat_map(|s| s.variants.iter().map(move |v| (s.probe.id, v)));
-        crate::budget::check_run(variants, samples as u64, &scratch_parent)?;
+        let variants = || {
+            selected
+                .iter()
+                .flat_map(|s| s.variants.iter().map(move |v| (s.probe.id, v)))
+        };
+        for (probe, params) in variants() {
+            crate::probes::limits::check(probe, params)?;
+        }
+        crate::budget::check_run(variants(), samples as u64, &scratch_parent)?;
         Ok(RunConfig {
             suite,
             selected,

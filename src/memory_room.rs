@@ -158,7 +158,7 @@ mod tests {
         );
         let room = cgroup_room("0::/ci/job\n", r).unwrap();
         assert_eq!(room.bytes, 12 << 20);
-        assert!(room.what.contains("/ci has 12.0 MiB left"), "{}", room.what);
+        assert!(room.what.contains("/ci has 12 MiB left"), "{}", room.what);
     }
 
     #[test]
