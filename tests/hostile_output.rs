@@ -274,3 +274,136 @@ fn stored_control_characters_reach_no_terminal() {
     }
     issue29::held("stored_control_characters_reach_no_terminal", tried);
 }
+
+// ---- item 9: limits --------------------------------------------------------------------------
+
+#[test]
+fn absurd_counts_and_out_of_range_parameters_are_usage_errors_before_measuring() {
+    let env = TestEnv::new();
+    let mut tried = 0;
+    for (args, says) in [
+        (
+            vec!["run", "syscall.null", "--repeat", "17000000"],
+            "at most 100000",
+        ),
+        (
+            vec!["run", "syscall.null", "--warmup", "18446744073709551615"],
+            "0 to 10000",
+        ),
+        (
+            vec!["stat", "-r", "17000000", "--", "true"],
+            "at most 100000",
+        ),
+        (
+            vec!["run", "fs.open_close", "--set", "depth=100000"],
+            "from 1 to 26",
+        ),
+        (
+            vec!["run", "net.tcp_bandwidth", "--set", "rcvbuf=0"],
+            "from 1 to 2147483647, or \"default\"",
+        ),
+        (
+            vec!["run", "app.bitblt", "--set", "depth=8"],
+            "one of 1, 24",
+        ),
+    ] {
+        let out = env.osmeter().args(&args).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!env.store().exists(), "{args:?} measured and stored a run");
+        tried += 1;
+    }
+    issue29::held(
+        "absurd_counts_and_out_of_range_parameters_are_usage_errors_before_measuring",
+        tried,
+    );
+}
+
+/// A cgroup v1 memory cgroup of `limit` bytes, removed on drop (its processes have ended by then).
+struct MemoryCgroup(PathBuf);
+
+impl MemoryCgroup {
+    fn new(limit: u64) -> Option<MemoryCgroup> {
+        let base = Path::new("/sys/fs/cgroup/memory");
+        if !is_root() || !base.join("memory.limit_in_bytes").exists() {
+            return None;
+        }
+        let dir = base.join(format!("osmeter-test-{}", std::process::id()));
+        std::fs::create_dir(&dir).ok()?;
+        let cg = MemoryCgroup(dir);
+        std::fs::write(cg.0.join("memory.limit_in_bytes"), limit.to_string()).ok()?;
+        Some(cg)
+    }
+
+    /// `osmeter ARGS` started inside the cgroup (a shell moves itself in, then execs).
+    fn osmeter(&self, env: &TestEnv, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new("sh");
+        cmd.env("OSMETER_STORE", env.store())
+            .arg("-c")
+            .arg(format!(
+                // timeout: a check that lets the run through must not hang the test.
+                "echo $$ > {}/cgroup.procs && exec timeout 120 \"$0\" \"$@\"",
+                self.0.display()
+            ))
+            .arg(assert_cmd::cargo::cargo_bin("osmeter"))
+            .args(args);
+        cmd
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn the_memory_check_sees_a_memory_cgroup() {
+    let test = "the_memory_check_sees_a_memory_cgroup";
+    let Some(cgroup) = MemoryCgroup::new(256 << 20) else {
+        return issue29::skipped(test, "needs root and cgroup v1's memory controller");
+    };
+    let env = TestEnv::new();
+    let mut tried = 0;
+    // 200 MB copied needs two buffers: more than the cgroup allows, though the machine has more.
+    let out = cgroup
+        .osmeter(
+            &env,
+            &[
+                "run",
+                "memory.copy",
+                "--set",
+                "size=200000000",
+                "--no-store",
+            ],
+        )
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("memory cgroup") && err.contains("256 MiB limit"),
+        "{err}"
+    );
+    tried += 1;
+    // A second probe whose memory is near the limit: what fits in the machine may not fit here.
+    let out = cgroup
+        .osmeter(
+            &env,
+            &[
+                "run",
+                "memory.latency",
+                "--set",
+                "size=250000000",
+                "--no-store",
+            ],
+        )
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("memory cgroup"), "{err}");
+    tried += 1;
+    issue29::held(test, tried);
+}

@@ -30,6 +30,18 @@ pub const OUTPUT_CASES: &[Case] = &[
         "stored_control_characters_reach_no_terminal",
         4,
     ),
+    (
+        9,
+        "tests/hostile_output.rs",
+        "absurd_counts_and_out_of_range_parameters_are_usage_errors_before_measuring",
+        6,
+    ),
+    (
+        9,
+        "tests/hostile_output.rs",
+        "the_memory_check_sees_a_memory_cgroup",
+        2,
+    ),
 ];
 
 /// Items 2, 3, 4, 6, 7 and 8.
