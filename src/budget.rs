@@ -41,7 +41,8 @@ impl Have {
     }
 }
 
-fn free_space(dir: &Path) -> Option<u64> {
+/// Bytes this user may still write on the file system of `dir`.
+pub fn free_space(dir: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
     // SAFETY: statvfs fills the zeroed struct; c is NUL-terminated.

@@ -120,6 +120,9 @@ impl RunConfig {
         }
         let scratch_parent = args.measure.dir.clone().unwrap_or_else(std::env::temp_dir);
         crate::scratch::check_scratch_parent(&scratch_parent)?;
+        if selected.iter().any(|s| s.probe.id == "app.web") {
+            crate::apps::web::reach::check_dir(&scratch_parent, args.measure.install)?;
+        }
         let variants = || {
             selected
                 .iter()

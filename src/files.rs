@@ -3,7 +3,7 @@
 mod destination;
 
 use anyhow::Result;
-pub use destination::{Destination, FIFO_READER_WAIT};
+pub use destination::{classify, parent, Destination, FIFO_READER_WAIT};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

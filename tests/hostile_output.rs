@@ -407,3 +407,115 @@ fn the_memory_check_sees_a_memory_cgroup() {
     tried += 1;
     issue29::held(test, tried);
 }
+
+// ---- item 10: small things -------------------------------------------------------------------
+
+#[test]
+fn a_store_without_its_schema_version_is_named_and_left_untouched() {
+    let env = TestEnv::new();
+    env.saved(&["stat", "-r", "1", "--", "true"]);
+    let mut tried = 0;
+    for (sql, says) in [
+        (
+            "DELETE FROM osmeter_meta WHERE key = 'schema_version'",
+            "has no schema_version row",
+        ),
+        (
+            "INSERT INTO osmeter_meta VALUES ('schema_version', 'seven')",
+            "not a number",
+        ),
+    ] {
+        let conn = rusqlite::Connection::open(env.store()).unwrap();
+        conn.execute_batch(sql).unwrap();
+        drop(conn);
+        let before = std::fs::read(env.store()).unwrap();
+        let out = env.osmeter().arg("runs").output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(says) && err.contains("osmeter store") && err.contains("untouched"),
+            "{err}"
+        );
+        assert!(!err.contains("Query returned no rows"), "{err}");
+        assert_eq!(
+            std::fs::read(env.store()).unwrap(),
+            before,
+            "the store changed"
+        );
+        tried += 1;
+    }
+    issue29::held(
+        "a_store_without_its_schema_version_is_named_and_left_untouched",
+        tried,
+    );
+}
+
+#[test]
+fn a_web_dir_the_server_cannot_reach_fails_once_before_measuring() {
+    let test = "a_web_dir_the_server_cannot_reach_fails_once_before_measuring";
+    if !is_root() {
+        return issue29::skipped(
+            test,
+            "nginx's workers drop to nobody only when osmeter is root",
+        );
+    }
+    let env = TestEnv::new();
+    let private = env.dir.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    // --install: the check holds whether nginx is installed here or would be.
+    let out = env
+        .osmeter()
+        .args(["run", "app.web", "--install", "--no-store", "--dir"])
+        .arg(&private)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot pass through") && err.contains("mode 700"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("osmeter: error").count(),
+        1,
+        "failed once: {err}"
+    );
+    assert!(entries(&private).is_empty(), "nothing was made in --dir");
+    issue29::held(test, 1);
+}
+
+#[test]
+fn a_synthetic_trace_larger_than_the_disk_is_refused_before_writing() {
+    let env = TestEnv::new();
+    let mut tried = 0;
+    for name in ["huge.osmt", "huge.osmt.zst"] {
+        let out_path = env.dir.path().join(name);
+        let out = env
+            .osmeter()
+            .args(["trace", "synth", "--refs", "18446744073709551615", "-o"])
+            .arg(&out_path)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains("free") && err.contains("fewer --refs"),
+            "{err}"
+        );
+        let left: Vec<String> = entries(env.dir.path())
+            .into_iter()
+            .filter(|e| e.contains("huge") || e.starts_with(".osmeter-partial"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        tried += 1;
+    }
+    issue29::held(
+        "a_synthetic_trace_larger_than_the_disk_is_refused_before_writing",
+        tried,
+    );
+}

@@ -42,6 +42,24 @@ pub const OUTPUT_CASES: &[Case] = &[
         "the_memory_check_sees_a_memory_cgroup",
         2,
     ),
+    (
+        10,
+        "tests/hostile_output.rs",
+        "a_store_without_its_schema_version_is_named_and_left_untouched",
+        2,
+    ),
+    (
+        10,
+        "tests/hostile_output.rs",
+        "a_web_dir_the_server_cannot_reach_fails_once_before_measuring",
+        1,
+    ),
+    (
+        10,
+        "tests/hostile_output.rs",
+        "a_synthetic_trace_larger_than_the_disk_is_refused_before_writing",
+        2,
+    ),
 ];
 
 /// Items 2, 3, 4, 6, 7 and 8.
