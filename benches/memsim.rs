@@ -184,6 +184,7 @@ fn bench(c: &mut Criterion) {
     let curve = Extras {
         curves: vec![CurveSpec::parse("l1d:8K-1M:8:64").unwrap()],
         interval: None,
+        max_intervals: None,
     };
     g.bench_function("curve-l1d-8K-1M-8way", |b| {
         b.iter(|| {
@@ -194,6 +195,7 @@ fn bench(c: &mut Criterion) {
     let intervals = Extras {
         curves: vec![],
         interval: Some(100_000),
+        max_intervals: None,
     };
     g.bench_function("l1-split-32K-intervals-100K", |b| {
         b.iter(|| {

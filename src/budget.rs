@@ -15,11 +15,14 @@ const MEMORY_SHARE: f64 = 0.8;
 /// Share of the scratch file system's free space a probe may fill.
 const DISK_SHARE: f64 = 0.9;
 
-/// What the machine has for a run: available memory (MemAvailable) and the free space of the
-/// scratch directory's file system (for this user).
+/// What the machine has for a run: available memory (MemAvailable, or less when a memory cgroup
+/// limits osmeter: see [`crate::memory_room`]) and the free space of the scratch directory's file
+/// system (for this user).
 #[derive(Debug, Clone)]
 pub struct Have {
     pub memory: u64,
+    /// What limits `memory`, in words: "this machine has 20.9 GiB available".
+    pub memory_said: String,
     pub disk: u64,
     pub scratch: PathBuf,
 }
@@ -28,22 +31,18 @@ impl Have {
     /// Reads /proc/meminfo and statvfs of `scratch`. What cannot be read counts as unlimited:
     /// the check then lets the request through, as before.
     pub fn here(scratch: &Path) -> Have {
+        let room = crate::memory_room::now();
         Have {
-            memory: mem_available().unwrap_or(u64::MAX),
+            memory: room.as_ref().map_or(u64::MAX, |r| r.bytes),
+            memory_said: room.map_or_else(|| "no limit is known".into(), |r| r.what),
             disk: free_space(scratch).unwrap_or(u64::MAX),
             scratch: scratch.to_path_buf(),
         }
     }
 }
 
-fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
-}
-
-fn free_space(dir: &Path) -> Option<u64> {
+/// Bytes this user may still write on the file system of `dir`.
+pub fn free_space(dir: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
     // SAFETY: statvfs fills the zeroed struct; c is NUL-terminated.
@@ -88,10 +87,9 @@ pub fn check_variant(probe: &str, params: &Params, have: &Have) -> Result<()> {
     }
     if memory as f64 > have.memory as f64 * MEMORY_SHARE {
         return Err(usage!(
-            "{label} needs {} of memory and this machine has {} available: choose a smaller \
-             value with --set",
+            "{label} needs {} of memory and {}: choose a smaller value with --set",
             bytes(memory),
-            bytes(have.memory)
+            have.memory_said
         ));
     }
     Ok(())
@@ -103,10 +101,10 @@ pub fn check_samples(flag: &str, count: u64, bytes_each: u64, have: &Have) -> Re
     let room = (have.memory as f64 * MEMORY_SHARE) as u64;
     if need > room {
         return Err(usage!(
-            "{flag} {count}: keeping that many samples takes about {} of memory and this \
-             machine has {} available; at most {} fit",
+            "{flag} {count}: keeping that many samples takes about {} of memory and {}; at \
+             most {} fit",
             bytes(need),
-            bytes(have.memory),
+            have.memory_said,
             room / bytes_each.max(1)
         ));
     }
@@ -124,6 +122,7 @@ mod tests {
     fn machine(memory: u64, disk: u64) -> Have {
         Have {
             memory,
+            memory_said: format!("this machine has {} available", bytes(memory)),
             disk,
             scratch: PathBuf::from("/scratch"),
         }

@@ -654,7 +654,7 @@ pub struct MeasureArgs {
     pub min_time: Option<u64>,
     /// Samples run and discarded before the kept ones, in every round (calibration's last sample
     /// is the first)
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = warmup_arg)]
     pub warmup: usize,
     /// CPU the measuring thread is pinned to [default: the last usable CPU]
     #[arg(long, value_name = "CPU")]
@@ -683,7 +683,7 @@ pub struct MeasureArgs {
 #[derive(Args, Debug, Clone)]
 pub struct StatArgs {
     /// Number of runs of the command
-    #[arg(long, short = 'r', value_name = "N", default_value_t = 5)]
+    #[arg(long, short = 'r', value_name = "N", default_value_t = 5, value_parser = command_runs_arg)]
     pub repeat: usize,
     /// Write the results to this file; the command's own output then passes through to stdout
     /// (without it, the command's stdout goes to stderr so that stdout holds only the results)
@@ -717,11 +717,37 @@ fn whole(text: &str) -> Result<usize, String> {
         .map_err(|_| "not a whole number".to_string())
 }
 
-/// Samples per round (`run --repeat`): at least one.
+/// Samples per round (`run --repeat`): 1 to [`crate::suite::MAX_REPEAT`].
 fn samples_arg(text: &str) -> Result<usize, String> {
+    use crate::suite::MAX_REPEAT;
     match whole(text)? {
         0 => Err("at least one sample is needed (try --repeat 5)".into()),
-        n => Ok(n),
+        n @ 1..=MAX_REPEAT => Ok(n),
+        _ => Err(format!(
+            "give at most {MAX_REPEAT} samples a round (--rounds adds rounds, --min-time \
+             lengthens each sample)"
+        )),
+    }
+}
+
+/// Runs of the command (`stat -r`): 1 to [`crate::suite::MAX_REPEAT`].
+fn command_runs_arg(text: &str) -> Result<usize, String> {
+    use crate::suite::MAX_REPEAT;
+    match whole(text)? {
+        0 => Err("at least 1 run is needed (the number of times the command is run)".into()),
+        n @ 1..=MAX_REPEAT => Ok(n),
+        _ => Err(format!("give at most {MAX_REPEAT} runs of the command")),
+    }
+}
+
+/// Discarded samples per round (`--warmup`): 0 to [`crate::suite::MAX_WARMUP`].
+fn warmup_arg(text: &str) -> Result<usize, String> {
+    use crate::suite::MAX_WARMUP;
+    match whole(text)? {
+        n @ 0..=MAX_WARMUP => Ok(n),
+        _ => Err(format!(
+            "give 0 to {MAX_WARMUP} warm-up samples (they are run and thrown away in every round)"
+        )),
     }
 }
 

@@ -11,7 +11,7 @@ use crate::usage;
 use anyhow::Result;
 use std::path::PathBuf;
 
-pub use crate::suite::{DEFAULT_ROUNDS, MAX_ROUNDS};
+pub use crate::suite::{DEFAULT_ROUNDS, MAX_REPEAT, MAX_ROUNDS, MAX_WARMUP};
 /// Without --rounds, figures whose rounds disagree get more, up to this many in all, within the
 /// run's time budget.
 pub const MAX_ADAPTIVE_ROUNDS: usize = 8;
@@ -111,10 +111,18 @@ impl RunConfig {
         }
         let scratch_parent = args.measure.dir.clone().unwrap_or_else(std::env::temp_dir);
         crate::scratch::check_scratch_parent(&scratch_parent)?;
-        let variants = selected
-            .iter()
-            .flat_map(|s| s.variants.iter().map(move |v| (s.probe.id, v)));
-        crate::budget::check_run(variants, samples as u64, &scratch_parent)?;
+        if selected.iter().any(|s| s.probe.id == "app.web") {
+            crate::apps::web::reach::check_dir(&scratch_parent, args.measure.install)?;
+        }
+        let variants = || {
+            selected
+                .iter()
+                .flat_map(|s| s.variants.iter().map(move |v| (s.probe.id, v)))
+        };
+        for (probe, params) in variants() {
+            crate::probes::limits::check(probe, params)?;
+        }
+        crate::budget::check_run(variants(), samples as u64, &scratch_parent)?;
         Ok(RunConfig {
             suite,
             selected,

@@ -12,6 +12,9 @@ pub const EXIT_COMMAND_FAILED: i32 = 3;
 pub const EXIT_THRESHOLD: i32 = 4;
 /// `latency --fail-over LATENCY`: a wake was later than that.
 pub const EXIT_LATENCY_OVER: i32 = 5;
+/// `stat`'s command was killed by SIGPIPE: its output went to a reader that had gone (`| head`),
+/// and 128 + SIGPIPE is what a shell reports for a pipeline member that ended so.
+pub const EXIT_BROKEN_PIPE: i32 = 141;
 /// Stopped by Ctrl-C after printing what was measured (128 + SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: i32 = 130;
 

@@ -9,7 +9,8 @@
 //! that will take it away, and the list may only shrink).
 //!
 //! ```text
-//! 1 base      clock error files guard interrupt mounts programs progress scratch stats suggest units
+//! 1 base      clock console error files guard interrupt memory_room mounts programs progress
+//!             scratch stats suggest text units
 //! 2 meter     meter
 //! 3 results   results
 //! 4 engines   apps budget capture harness latency memsim stat
@@ -18,6 +19,10 @@
 //! 7 cli       cli config shell_files
 //! 8 commands  commands
 //! ```
+
+// First, so that its `eprintln!` (quiet when stderr is closed) is the one every module uses.
+#[macro_use]
+pub mod console;
 
 pub mod apps;
 pub mod budget;
@@ -32,6 +37,7 @@ pub mod guard;
 pub mod harness;
 pub mod interrupt;
 pub mod latency;
+pub mod memory_room;
 pub mod memsim;
 pub mod meter;
 pub mod mounts;
@@ -47,4 +53,5 @@ pub mod stat;
 pub mod stats;
 pub mod suggest;
 pub mod suite;
+pub mod text;
 pub mod units;

@@ -6,7 +6,7 @@ fn main() {
     let code = match commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("osmeter: error: {err:#}");
+            osmeter::console::note(format_args!("osmeter: error: {err:#}"));
             error::exit_code(&err)
         }
     };

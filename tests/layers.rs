@@ -155,13 +155,18 @@ fn layers(root: &Path) -> BTreeMap<String, u32> {
         .and_then(|rest| rest.split("```").next())
         .expect("src/lib.rs documents the layers in a ```text block");
     let mut out = BTreeMap::new();
+    let mut level = 0;
     for line in map.lines() {
-        let mut words = line.trim_start_matches("//!").split_whitespace();
-        let Some(level) = words.next().and_then(|w| w.parse::<u32>().ok()) else {
-            continue;
+        let words: Vec<&str> = line.trim_start_matches("//!").split_whitespace().collect();
+        // `N name module...`, or a line of more modules of the layer above it.
+        let modules = match words.first().and_then(|w| w.parse::<u32>().ok()) {
+            Some(n) => {
+                level = n;
+                words.get(2..).unwrap_or_default()
+            }
+            None => &words[..],
         };
-        words.next(); // the layer's name
-        for module in words {
+        for &module in modules {
             assert!(
                 out.insert(module.to_string(), level).is_none(),
                 "{module} is in two layers of src/lib.rs's map"

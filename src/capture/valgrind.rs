@@ -26,7 +26,8 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
     use std::os::unix::process::CommandExt;
     let file = crate::files::AtomicFile::create(out)?;
     let sink = Sink::create(&file, out, zstd, ZSTD_LEVEL)?;
-    let mut writer = TraceWriter::new(sink, FLAG_USER_ONLY)?;
+    let mut writer = TraceWriter::new(sink, FLAG_USER_ONLY)
+        .with_context(|| format!("cannot write {}", out.display()))?;
     let mut fds = [0; 2];
     // SAFETY: fds has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -73,7 +74,7 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
     let progress = super::progress(captured.clone(), "starting the command under valgrind");
     let copied = std::thread::scope(|scope| {
         let watcher = scope.spawn(|| stop_on_interrupt(pid, &done));
-        let copied = copy_refs(&mut src, &mut writer, &captured);
+        let copied = copy_refs(&mut src, &mut writer, &captured, out);
         done.store(true, std::sync::atomic::Ordering::SeqCst);
         // Joined before the child is reaped below, so its pid cannot be reused meanwhile.
         let _ = watcher.join();
@@ -92,8 +93,9 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
     let cut_short = interrupted || status.code().is_none();
     let references = writer.count();
     writer
-        .finish(if cut_short { FLAG_INCOMPLETE } else { 0 })?
-        .finish()?;
+        .finish(if cut_short { FLAG_INCOMPLETE } else { 0 })
+        .and_then(Sink::finish)
+        .with_context(|| format!("cannot write {}", out.display()))?;
     file.commit()?;
     Ok(UserCapture {
         references,
@@ -109,13 +111,15 @@ fn copy_refs(
     src: &mut dyn RefSource,
     w: &mut TraceWriter<Sink>,
     copied: &crate::progress::Counter,
+    out: &Path,
 ) -> Result<()> {
     let mut batch = Vec::with_capacity(1 << 16);
     loop {
         batch.clear();
         let got = src.next_batch(&mut batch, 1 << 16);
         for r in &batch {
-            w.write(r)?;
+            w.write(r)
+                .with_context(|| format!("cannot write {}", out.display()))?;
         }
         copied.add(batch.len() as u64);
         match got {

@@ -7,7 +7,7 @@ use anyhow::Result;
 pub fn completions(args: &CompletionsArgs) -> Result<i32> {
     let script = shell_files::completion(args.shell);
     if !args.install {
-        super::emit(&String::from_utf8_lossy(&script))?;
+        crate::console::print_bytes(&script)?;
         return Ok(0);
     }
     let path = shell_files::completion_install_path(args.shell)?;

@@ -4,7 +4,6 @@ use crate::cli::ExportArgs;
 use crate::results::export::ExportOptions;
 use crate::results::store::{resolve_id, Location};
 use anyhow::Result;
-use std::io::Write;
 
 pub fn export(args: &ExportArgs) -> Result<i32> {
     let exp = args.format.exporter();
@@ -23,7 +22,7 @@ pub fn export(args: &ExportArgs) -> Result<i32> {
     )?;
     match &args.output {
         Some(path) => crate::files::write_atomic(path, &buf)?,
-        None => std::io::stdout().write_all(&buf)?,
+        None => crate::console::print_bytes(&buf)?,
     }
     Ok(0)
 }

@@ -21,7 +21,7 @@ pub fn man(args: &ManArgs) -> Result<i32> {
                     args.command.join(" ")
                 ));
             };
-            super::emit(&String::from_utf8_lossy(page))?;
+            crate::console::print_bytes(page)?;
             return Ok(0);
         }
     };

@@ -64,9 +64,12 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
+    let room = crate::memory_room::now();
+    let max_intervals = room.as_ref().map(|r| most_intervals(r.bytes, cfgs.len()));
     let extras = sweep::Extras {
         curves: args.curves.clone(),
         interval: args.interval,
+        max_intervals,
     };
     let (result, extra) = if symbols.is_some() || args.assertions {
         let opts = kernel::analysis::Options {
@@ -85,6 +88,20 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
         (r, None)
     };
     drop(progress);
+    if let (Some(every), Some(room), Some(most)) = (args.interval, &room, max_intervals) {
+        if result.intervals.iter().any(|r| r.cut_short) {
+            // The smallest interval whose count fits, rounded up to two significant digits.
+            let fits = result.refs.div_ceil(most.max(1)).max(every + 1);
+            let step = 10u64.pow(fits.max(10).ilog10() - 1);
+            return Err(usage!(
+                "--interval {every}: {} references make more intervals than fit in memory (at most {most} of {} each per machine, as {}); give --interval {} or more",
+                result.refs,
+                crate::units::bytes(interval::INTERVAL_BYTES),
+                room.what,
+                fits.div_ceil(step) * step
+            ));
+        }
+    }
     if args.stats {
         eprintln!(
             "osmeter: {} references x {} configuration(s) in {:.3} s: {:.1} M refs/s, {:.1} M ref-configs/s",
@@ -122,4 +139,11 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
         false,
     )?;
     Ok(crate::error::EXIT_OK)
+}
+
+/// The most intervals each of `machines` may keep in `room` bytes (the share of memory a request
+/// may take, as the run budget allows).
+fn most_intervals(room: u64, machines: usize) -> u64 {
+    let share = room / 10 * 8;
+    (share / interval::INTERVAL_BYTES / machines.max(1) as u64).max(1)
 }

@@ -53,16 +53,11 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     }
 }
 
-/// Writes results to stdout. A reader that went away (`| head`) is not an error worth a panic.
+/// Writes text results to stdout (see [`crate::console::print_bytes`]: a closed pipe is not an
+/// error). Stored strings in them are escaped field by field where they are laid out; this is the
+/// net under that: no control character but a line feed or tab reaches the terminal.
 pub fn emit(text: &str) -> Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(anyhow::anyhow!("cannot write the results to stdout: {e}"))
-        }
-        _ => Ok(()),
-    }
+    crate::console::print_bytes(crate::text::escape_controls_keep_lines(text).as_bytes())
 }
 
 /// A JSON document on stdout, pretty-printed, with a final line feed.

@@ -100,6 +100,7 @@ fn simulate(trace_path: &std::path::Path, workload: &str) -> Result<MemsimDoc> {
         extras: sweep::Extras {
             curves: Vec::new(),
             interval: None,
+            max_intervals: None,
         },
     };
     let (result, extra) = kernel::analysis::simulate(src.as_mut(), &cfgs, opts)

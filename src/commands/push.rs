@@ -71,15 +71,15 @@ pub fn push(args: &PushArgs) -> Result<i32> {
         }
     }
     if args.output.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        super::emit_json(&report)?;
     } else {
-        println!(
-            "copied {} run{} to {}, skipped {} already there",
+        super::emit(&format!(
+            "copied {} run{} to {}, skipped {} already there\n",
             report.copied.len(),
             if report.copied.len() == 1 { "" } else { "s" },
             report.to,
             report.skipped.len()
-        );
+        ))?;
     }
     Ok(crate::error::EXIT_OK)
 }

@@ -3,7 +3,7 @@
 //! output, the command's standard output goes to standard error; with `-o FILE`, it passes through.
 
 use crate::cli::StatArgs;
-use crate::error::{EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::error::{EXIT_BROKEN_PIPE, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::interrupt;
 use crate::results::model::Sections;
 use crate::stat::{self, CommandOutput, StatConfig};
@@ -45,6 +45,11 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
     if doc.interrupted {
         eprintln!("osmeter: interrupted; the runs above are all that was measured");
         return Ok(EXIT_INTERRUPTED);
+    }
+    if doc.runs.iter().any(|r| r.signal == Some(libc::SIGPIPE)) {
+        // The command wrote into a pipe whose reader had gone (`... 2>&1 | head -1`): the shell's
+        // code for a pipeline member ended that way, not a failure of the command.
+        return Ok(EXIT_BROKEN_PIPE);
     }
     if let Some(f) = &doc.failure {
         eprintln!("osmeter: {f}");

@@ -4,6 +4,7 @@ use crate::cli::{RmArgs, RunsArgs, ShowArgs};
 use crate::results::keep::tag_map;
 use crate::results::store::{resolve_id, Location, RunFilter};
 use crate::results::table;
+use crate::text::escape_controls;
 use anyhow::Result;
 use std::fmt::Write;
 
@@ -30,16 +31,22 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
         "{:<18} {:<20} {:<8} {:<16} {:<8} {:>6}  tags",
         "id", "started", "kind", "host", "suite", "figs"
     )?;
+    // Every stored string one cell: another host may have written anything (see crate::text).
+    let cell = |s: &str| escape_controls(s).into_owned();
     for r in &list {
-        let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let tags: Vec<String> = r
+            .tags
+            .iter()
+            .map(|(k, v)| format!("{}={}", cell(k), cell(v)))
+            .collect();
         writeln!(
             out,
             "{:<18} {:<20} {:<8} {:<16} {:<8} {:>6}  {}{}",
-            r.id,
-            r.started_at,
-            r.kind,
-            r.host.as_deref().unwrap_or("-"),
-            r.suite.as_deref().unwrap_or("-"),
+            cell(&r.id),
+            cell(&r.started_at),
+            cell(&r.kind.to_string()),
+            cell(r.host.as_deref().unwrap_or("-")),
+            cell(r.suite.as_deref().unwrap_or("-")),
             r.figures,
             tags.join(" "),
             if r.interrupted { " (interrupted)" } else { "" }
@@ -60,9 +67,9 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
     } else {
         let head = format!(
             "run {} started {} ({})\n",
-            run.id,
-            run.started_at,
-            run.suite.as_deref().unwrap_or(run.kind().as_str())
+            escape_controls(&run.id),
+            escape_controls(&run.started_at),
+            escape_controls(run.suite.as_deref().unwrap_or(run.kind().as_str()))
         );
         let mut body = String::new();
         if !run.measurements.is_empty() {

@@ -52,7 +52,8 @@ pub fn render(doc: &LatencyDoc) -> String {
     if !doc.skipped.is_empty() {
         out.push('\n');
         for k in &doc.skipped {
-            out.push_str(&format!("skipped {}: {}\n", k.class.as_str(), k.reason));
+            let reason = crate::text::escape_controls(&k.reason);
+            out.push_str(&format!("skipped {}: {reason}\n", k.class.as_str()));
         }
     }
     if let Some(info) = &doc.stage_capture {

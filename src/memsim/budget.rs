@@ -237,18 +237,10 @@ pub fn check(machines: &[MachineConfig], available: u64) -> Result<(), (usize, T
     ))
 }
 
-/// Memory available to a new program now (`MemAvailable` in /proc/meminfo), or None when the
-/// kernel does not say.
+/// Memory available to a new program now (`MemAvailable`, or what osmeter's memory cgroup leaves
+/// when that is less), or None when neither says.
 pub fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    parse_available(&text)
-}
-
-fn parse_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let mut f = line.split_whitespace().skip(1);
-    let kb: u64 = f.next()?.parse().ok()?;
-    (f.next() == Some("kB")).then_some(kb.saturating_mul(1024))
+    crate::memory_room::now().map(|r| r.bytes)
 }
 
 #[cfg(test)]
@@ -344,14 +336,5 @@ mod tests {
         );
         let full = CurveSpec::parse("unified:64K-64K:full:64").unwrap();
         assert_eq!(curve_bytes(&full), 1024 * FULL_ENTRY);
-    }
-
-    #[test]
-    fn meminfo() {
-        let text = "MemTotal: 24683652 kB\nMemFree: 11 kB\nMemAvailable:   24058120 kB\n";
-        assert_eq!(parse_available(text), Some(24058120 * 1024));
-        assert_eq!(parse_available("MemTotal: 1 kB\n"), None);
-        assert_eq!(parse_available("MemAvailable: lots kB\n"), None);
-        assert!(available_memory().is_some_and(|b| b > 0));
     }
 }

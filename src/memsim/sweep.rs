@@ -37,6 +37,8 @@ pub struct Extras {
     pub curves: Vec<CurveSpec>,
     /// References per interval.
     pub interval: Option<u64>,
+    /// The most intervals one machine keeps (what fits in memory), or None for no bound.
+    pub max_intervals: Option<u64>,
 }
 
 /// Something fed the references of one read of a trace, batch by batch: a machine, or a machine
@@ -133,7 +135,7 @@ pub fn simulate_with(
             } else {
                 c.clone()
             };
-            Intervals::new(Machine::new(&c), extras.interval)
+            Intervals::new(Machine::new(&c), extras.interval).at_most(extras.max_intervals)
         })
         .collect();
     machines.extend(

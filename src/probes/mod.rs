@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod footprint;
 pub mod fs;
 pub mod ipc;
+pub mod limits;
 pub mod memory;
 pub mod net;
 pub mod noise;

@@ -337,7 +337,8 @@ pub fn label(probe: &str, params: &Params) -> String {
         };
         s.push_str(&format!(" {k}={v}"));
     }
-    s
+    // Shown in tables and messages: a stored probe name or value may hold anything.
+    crate::text::escape_controls(&s).into_owned()
 }
 
 #[cfg(test)]

@@ -93,7 +93,9 @@ pub fn render(run: &Run) -> String {
                     out,
                     "{:<label_width$}  {word}: {}",
                     m.label(),
-                    m.reason.as_deref().unwrap_or("no reason recorded")
+                    crate::text::escape_controls(
+                        m.reason.as_deref().unwrap_or("no reason recorded")
+                    )
                 );
             }
         }
@@ -136,7 +138,8 @@ pub fn render(run: &Run) -> String {
     if !flagged.is_empty() {
         let _ = writeln!(out, "\n! marks figures to read with care:");
         for m in &flagged {
-            let _ = writeln!(out, "  {}: {}", m.label(), m.warnings.join("; "));
+            let warnings = crate::text::escape_controls(&m.warnings.join("; ")).into_owned();
+            let _ = writeln!(out, "  {}: {warnings}", m.label());
         }
         if flagged.iter().any(|m| {
             m.summary

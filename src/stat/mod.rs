@@ -99,7 +99,10 @@ pub fn shown(argv: &[String]) -> String {
             if plain {
                 a.clone()
             } else {
-                format!("'{}'", a.replace('\'', r"'\''"))
+                // Quoted for a shell, and control characters shown escaped: a stored command is
+                // printed in tables, and a line feed in it would start a new row.
+                let quoted = format!("'{}'", a.replace('\'', r"'\''"));
+                crate::text::escape_controls(&quoted).into_owned()
             }
         })
         .collect::<Vec<_>>()

@@ -26,6 +26,11 @@ use worker::{Job, Report, Task, WorkerCommand};
 pub const DEFAULT_ROUNDS: usize = 3;
 /// More rounds than this is a typo: every round is a process per figure.
 pub const MAX_ROUNDS: usize = 1000;
+/// Most samples kept per round (`run --repeat`, `stat -r`): at the shortest samples a round of one
+/// figure already takes minutes, and a day-long run is what `latency --duration` allows too.
+pub const MAX_REPEAT: usize = 100_000;
+/// Most samples run and discarded before the kept ones (`--warmup`).
+pub const MAX_WARMUP: usize = 10_000;
 /// A figure whose interval from rounds is about this wide (spread between rounds over the square
 /// root of their number, relative) or wider gets another round, if the budget holds it: about a
 /// third of the 3 % minimum effect a comparison uses.

@@ -11,7 +11,56 @@
 pub type Case = (u8, &'static str, &'static str, u32);
 
 /// Items 1, 5, 9 and 10.
-pub const OUTPUT_CASES: &[Case] = &[];
+pub const OUTPUT_CASES: &[Case] = &[
+    (
+        1,
+        "tests/hostile_output.rs",
+        "every_writer_leaves_devices_fifos_and_links_as_they_are",
+        24,
+    ),
+    (
+        1,
+        "tests/hostile_output.rs",
+        "a_closed_stdout_or_stderr_ends_quietly",
+        14,
+    ),
+    (
+        5,
+        "tests/hostile_output.rs",
+        "stored_control_characters_reach_no_terminal",
+        4,
+    ),
+    (
+        9,
+        "tests/hostile_output.rs",
+        "absurd_counts_and_out_of_range_parameters_are_usage_errors_before_measuring",
+        6,
+    ),
+    (
+        9,
+        "tests/hostile_output.rs",
+        "the_memory_check_sees_a_memory_cgroup",
+        2,
+    ),
+    (
+        10,
+        "tests/hostile_output.rs",
+        "a_store_without_its_schema_version_is_named_and_left_untouched",
+        2,
+    ),
+    (
+        10,
+        "tests/hostile_output.rs",
+        "a_web_dir_the_server_cannot_reach_fails_once_before_measuring",
+        1,
+    ),
+    (
+        10,
+        "tests/hostile_output.rs",
+        "a_synthetic_trace_larger_than_the_disk_is_refused_before_writing",
+        2,
+    ),
+];
 
 /// Items 2, 3, 4, 6, 7 and 8.
 pub const STORE_CASES: &[Case] = &[];

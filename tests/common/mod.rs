@@ -215,3 +215,17 @@ pub const fn one_round(min_time: &'static str) -> [&'static str; 8] {
         min_time,
     ]
 }
+
+/// The write end of a pipe whose read end is already closed, as `| head -1` leaves it once head
+/// has read its line: every write to it fails with EPIPE (or SIGPIPE).
+pub fn closed_pipe() -> std::process::Stdio {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for the two descriptors pipe2 writes.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors are fresh and owned here; the read end is closed at once.
+    unsafe {
+        drop(std::os::fd::OwnedFd::from_raw_fd(fds[0]));
+        std::process::Stdio::from(std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+    }
+}

@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod client;
+pub mod reach;
 pub mod server;
 pub mod trace;
 pub mod tree;

@@ -491,7 +491,9 @@ fn print_summary(opts: &SystemCapture, c: &Captured) {
     match (output.is_empty(), opts.guest_output_on_stderr) {
         (true, _) => {}
         (false, true) => eprintln!("{output}"),
-        (false, false) => println!("{output}"),
+        (false, false) => {
+            let _ = crate::console::print_bytes(format!("{output}\n").as_bytes());
+        }
     }
     let s = &c.summary;
     let rate = c.references as f64 / s.window_seconds.max(1e-9) / 1e6;

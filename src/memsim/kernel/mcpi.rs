@@ -199,7 +199,10 @@ pub fn simulate_with(
         .iter()
         .cloned()
         .enumerate()
-        .map(|(i, j)| Intervals::new(Runner::new(j), extras.interval.filter(|_| i < observed)))
+        .map(|(i, j)| {
+            Intervals::new(Runner::new(j), extras.interval.filter(|_| i < observed))
+                .at_most(extras.max_intervals)
+        })
         .collect();
     let (outputs, curves, refs) = sweep::drive_beside(src, runners, &extras.curves, threads)?;
     let (results, intervals): (Vec<JobResult>, Vec<Option<IntervalResult>>) =

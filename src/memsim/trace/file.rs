@@ -104,10 +104,11 @@ pub fn write_trace_at_level(
 ) -> Result<u64> {
     let file = crate::files::AtomicFile::create(out)?;
     let sink = Sink::create(&file, out, zstd, level)?;
-    let mut w = TraceWriter::new(sink, flags | src.meta().flags)?;
+    let cannot_write = || format!("cannot write {}", out.display());
+    let mut w = TraceWriter::new(sink, flags | src.meta().flags).with_context(cannot_write)?;
     super::for_each_batch(src, |batch| {
         for r in batch {
-            w.write(r)?;
+            w.write(r).with_context(cannot_write)?;
         }
         if let Some(count) = written {
             count.add(batch.len() as u64);
@@ -116,7 +117,9 @@ pub fn write_trace_at_level(
     })?;
     let n = w.count();
     let late = src.meta().flags & FLAG_INCOMPLETE;
-    w.finish(late)?.finish()?;
+    w.finish(late)
+        .and_then(Sink::finish)
+        .with_context(cannot_write)?;
     file.commit()?;
     Ok(n)
 }

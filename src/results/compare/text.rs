@@ -2,6 +2,7 @@
 //! interval, the p-value, the verdict, and the counters that moved.
 
 use super::{Comparison, Verdict, NOISE_MULTIPLE};
+use crate::text::escape_controls;
 use crate::units;
 use std::fmt::Write;
 
@@ -10,13 +11,14 @@ pub fn render(c: &Comparison, all: bool) -> String {
     let _ = writeln!(
         out,
         "A: {}\nB: {}  ({} runs)",
-        c.runs_a.join(" "),
-        c.runs_b.join(" "),
+        escape_controls(&c.runs_a.join(" ")),
+        escape_controls(&c.runs_b.join(" ")),
         c.kind
     );
     if !c.fingerprint_differences.is_empty() {
         let _ = writeln!(out, "\nSystem differences:");
         for (k, a, b) in &c.fingerprint_differences {
+            let (k, a, b) = (escape_controls(k), escape_controls(a), escape_controls(b));
             let _ = writeln!(out, "  {k}: {a} -> {b}");
         }
     }
@@ -33,7 +35,7 @@ pub fn render(c: &Comparison, all: bool) -> String {
     let width = c
         .figures
         .iter()
-        .map(|f| f.key.len())
+        .map(|f| escape_controls(&f.key).chars().count())
         .max()
         .unwrap_or(6)
         .max(6);
@@ -118,14 +120,14 @@ pub fn render(c: &Comparison, all: bool) -> String {
         let _ = writeln!(
             out,
             "{:<width$}  {:>14} {:>14} {:>7.3} {:>17} {:>8}  {relative}{verdict}",
-            f.key,
+            escape_controls(&f.key),
             units::in_scale(f.value_a, scale),
             units::in_scale(f.value_b, scale),
             f.ratio,
             ci,
             p
         );
-        let _ = writeln!(out, "{:<width$}    why: {}", "", f.reason);
+        let _ = writeln!(out, "{:<width$}    why: {}", "", escape_controls(&f.reason));
         for c in &f.caveats {
             let _ = writeln!(out, "{:<width$}    caveat: {c}", "");
         }

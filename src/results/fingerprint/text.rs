@@ -96,6 +96,8 @@ fn show(v: &Value, how: Show) -> String {
 }
 
 fn row(out: &mut String, width: usize, label: &str, value: &str) {
+    // A stored fingerprint may come from any host of a fleet (see crate::text).
+    let value = crate::text::escape_controls(value);
     let _ = writeln!(out, "  {:<width$}  {value}", format!("{label}:"));
 }
 

@@ -26,7 +26,7 @@ pub fn render(r: &FleetReport) -> String {
         let _ = writeln!(
             out,
             "\nclass {} ({} host(s))",
-            class.name,
+            crate::text::escape_controls(&class.name),
             class.hosts.len()
         );
         if let Some(why) = &class.not_judged {
@@ -86,7 +86,7 @@ pub fn render(r: &FleetReport) -> String {
     if !r.left_out.is_empty() {
         let _ = writeln!(out, "\n{} run(s) left out:", r.left_out.len());
         for (run, why) in r.left_out.iter().take(5) {
-            let _ = writeln!(out, "  {run}: {why}");
+            let _ = writeln!(out, "  {}: {why}", crate::text::escape_controls(run));
         }
     }
     out
@@ -111,7 +111,9 @@ fn change_line(r: &FleetReport, c: &HostChange) -> String {
     )
 }
 
+/// Stored text (host names and figure keys come from every host of the fleet) escaped and cut.
 fn clip(text: &str, width: usize) -> String {
+    let text = crate::text::escape_controls(text);
     if text.chars().count() <= width {
         text.to_string()
     } else {

@@ -4,8 +4,14 @@
 
 use super::{FigureHistory, Move};
 use crate::results::figure::Direction;
+use crate::text::escape_controls;
 use crate::units::{self, in_scale};
 use std::fmt::Write;
+
+/// The host of a point as one cell: another host's name may hold anything (see [`crate::text`]).
+fn host_shown(p: &super::Point) -> std::borrow::Cow<'_, str> {
+    escape_controls(p.host.as_deref().unwrap_or("-"))
+}
 
 pub fn render(h: &FigureHistory) -> String {
     let mut out = String::new();
@@ -38,7 +44,7 @@ pub fn render(h: &FigureHistory) -> String {
     let host_width = h
         .points
         .iter()
-        .map(|p| p.host.as_deref().unwrap_or("-").len())
+        .map(|p| host_shown(p).chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
@@ -72,8 +78,8 @@ pub fn render(h: &FigureHistory) -> String {
             "{:>4}  {:<id_width$}  {:<20}  {:<host_width$}  {:>12}  {interval}",
             i + 1,
             p.run,
-            p.started_at,
-            p.host.as_deref().unwrap_or("-"),
+            escape_controls(&p.started_at),
+            host_shown(p),
             v(p.value),
         );
     }
@@ -133,7 +139,12 @@ pub fn render(h: &FigureHistory) -> String {
         );
     }
     for l in &h.left_out {
-        let _ = writeln!(out, "Left out: run {}: {}.", l.run, l.reason);
+        let _ = writeln!(
+            out,
+            "Left out: run {}: {}.",
+            escape_controls(&l.run),
+            escape_controls(&l.reason)
+        );
     }
     out
 }

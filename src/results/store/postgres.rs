@@ -146,7 +146,13 @@ fn inspect_schema(c: &mut impl GenericClient, where_: &str) -> Result<Option<i64
             &[],
         )?
         .map(|r| r.get(0))
-        .ok_or_else(|| anyhow!("{where_} has no schema_version in osmeter_meta"))?;
+        .ok_or_else(|| {
+            anyhow!(
+                "{where_} is an osmeter store, but its osmeter_meta table has no schema_version \
+                 row, so osmeter cannot tell how to read it and leaves it untouched; put the row \
+                 back if it was edited, or give another database"
+            )
+        })?;
     let version = v
         .parse::<i64>()
         .map_err(|_| anyhow!("bad schema_version {v:?} in {where_}"))?;

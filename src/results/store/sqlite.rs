@@ -258,14 +258,29 @@ fn inspect_schema(conn: &Connection, path: &Path) -> Result<Option<i64>> {
             path.display()
         );
     }
-    let v: String = conn.query_row(
-        "SELECT value FROM osmeter_meta WHERE key = 'schema_version'",
-        [],
-        |r| r.get(0),
-    )?;
+    let v: Option<String> = conn
+        .query_row(
+            "SELECT value FROM osmeter_meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    // Only a damaged store or another tool's edit leaves the marker without a version; guessing
+    // one could migrate it wrongly.
+    let damaged = |what: String| {
+        anyhow!(
+            "{} is an osmeter store, but its osmeter_meta table {what}, so osmeter cannot tell \
+             how to read it and leaves it untouched. If you edited it, put the row back; \
+             otherwise keep a copy, then copy what is readable into a new store with \
+             `sqlite3 {} .dump | sqlite3 NEW.db` or move it aside to start afresh",
+            path.display(),
+            path.display()
+        )
+    };
+    let v = v.ok_or_else(|| damaged("has no schema_version row".into()))?;
     let version = v
         .parse::<i64>()
-        .map_err(|_| anyhow!("bad schema_version {v:?} in {}", path.display()))?;
+        .map_err(|_| damaged(format!("holds schema_version {v:?}, not a number")))?;
     let current = schema::current_version();
     if version > current {
         bail!(
