@@ -536,6 +536,9 @@ pub struct FleetArgs {
     /// Exit with code 4 when a host is slower than its class on some figure
     #[arg(long)]
     pub fail_if_off: bool,
+    /// Also write the fleet as a self-contained HTML page (a heatmap of hosts x figures per class)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub store: StoreArg,
     #[command(flatten)]

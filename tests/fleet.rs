@@ -138,12 +138,19 @@ fn the_host_under_a_seccomp_filter_is_the_one_called_off() {
     // The text says it in its first table, and --fail-if-off turns it into exit 4.
     let out = env
         .osmeter()
-        .args(["fleet", "--fail-if-off", "--store", &url])
+        .args(["fleet", "--fail-if-off", "--store", &url, "--html"])
+        .arg(env.dir.path().join("fleet.html"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("hosts off their class:"), "{text}");
+    let page = std::fs::read_to_string(env.dir.path().join("fleet.html")).unwrap();
+    let off = &page[page.find("class=\"off\"").expect("an outlined square")..];
+    assert!(
+        off[..off.find("</td>").unwrap()].contains("fleet-slow"),
+        "{off}"
+    );
     let off = text
         .lines()
         .skip_while(|l| !l.starts_with("hosts off"))

@@ -26,6 +26,10 @@ pub fn fleet(args: &FleetArgs) -> Result<i32> {
     } else {
         super::emit(&text::render(&report))?;
     }
+    if let Some(path) = &args.html {
+        crate::files::write_atomic(path, fleet::html::render(&report).as_bytes())?;
+        eprintln!("osmeter: fleet page written to {}", path.display());
+    }
     let slower = report.outliers().filter(|(_, c)| c.slower).count();
     if args.fail_if_off && slower > 0 {
         eprintln!("osmeter: {slower} host x figure pair(s) slower than their class");

@@ -9,6 +9,7 @@
 //! Values come from the store's `figures` table, one row per run and figure; only each host's
 //! newest run document is read (for its fingerprint), so a fleet of many runs stays cheap.
 
+pub mod html;
 pub mod text;
 
 use crate::results::figure::Direction;

@@ -129,6 +129,33 @@ fn the_slowed_host_and_only_its_figure_are_called_and_dated() {
 }
 
 #[test]
+fn the_page_draws_every_host_and_outlines_the_one_off() {
+    let (_dir, mut store) = store_of(&fleet_runs(12, 6));
+    let report = fleet(&mut store, &FleetQuery::default()).unwrap();
+    let page = html::render(&report);
+    for host in ["host-a", "host-b", "host-c", "host-d", "host-e", "host-f"] {
+        assert!(
+            page.contains(&format!("<th class=\"host\">{host}</th>")),
+            "{host}"
+        );
+    }
+    // One outlined square, host-e's, and its change in the table of changes.
+    assert_eq!(page.matches("class=\"off\"").count(), 1);
+    let off = &page[page.find("class=\"off\"").unwrap()..];
+    assert!(
+        off[..off.find("</td>").unwrap()].contains("title=\"host-e: 130 ns"),
+        "{off}"
+    );
+    assert!(page.contains("id=\"fleet-changes\"") && page.contains("host-e-0064"));
+    assert!(page.contains("Not judged: 2 host(s)"));
+    let text = text::render(&report);
+    assert!(text
+        .lines()
+        .filter(|l| !l.starts_with("store: "))
+        .all(|l| l.chars().count() <= 100));
+}
+
+#[test]
 fn a_fleet_of_equals_has_no_outlier() {
     let (_dir, mut store) = store_of(&fleet_runs(5, 99));
     let report = fleet(&mut store, &FleetQuery::default()).unwrap();
