@@ -57,8 +57,8 @@ pub fn render(r: &FleetReport) -> String {
                 vec![
                     esc(&c.host),
                     esc(&c.figure),
-                    String::from(html::num(c.before)),
-                    String::from(html::num(c.after)),
+                    html::num(c.before),
+                    html::num(c.after),
                     esc(&format!("{} ({})", c.run, c.started_at)),
                 ]
             })
@@ -85,15 +85,15 @@ fn outliers_table(r: &FleetReport) -> String {
             vec![
                 esc(&c.host),
                 esc(&row.figure),
-                String::from(html::value(c.value, row.unit)),
-                String::from(html::value(row.median, row.unit)),
-                String::from(format!(
+                html::value(c.value, row.unit),
+                html::value(row.median, row.unit),
+                format!(
                     "{} [{}, {}]",
                     html::num(c.ratio),
                     html::num(c.ratio_interval[0]),
                     html::num(c.ratio_interval[1])
-                )),
-                String::from(format!("{:.1e}", c.q_value)),
+                ),
+                format!("{:.1e}", c.q_value),
                 esc(if c.slower { "slower" } else { "faster" }),
             ]
         })

@@ -444,7 +444,23 @@ fn judge(classes: &mut BTreeMap<String, Class>, query: &FleetQuery) {
                 let own = (logs[ci] - toward.max(f64::MIN_POSITIVE).ln()).abs() / 1.96;
                 let sigma = (spread * spread + own * own).sqrt().max(1e-9);
                 cell.z = (logs[ci] - center) / sigma;
-                cell.p_value = 2.0 * (1.0 - crate::stats::dist::normal_cdf(cell.z.abs()));
+                // The spread between hosts is estimated from the class's few hosts, the host's own
+                // uncertainty from its rounds: Student's t with the degrees of freedom of that
+                // mix (Welch-Satterthwaite; the own part counted as known), so a small class does
+                // not cry wolf when the spread decides, and a host far outside its own interval
+                // is not excused by the class's size.
+                let hosts_df = (logs.len() - 1) as f64;
+                let between = spread * spread;
+                let df = if between > 0.0 {
+                    ((between + own * own).powi(2) / (between * between / hosts_df)).max(hosts_df)
+                } else {
+                    f64::INFINITY
+                };
+                cell.p_value = if df.is_finite() {
+                    crate::stats::dist::t_two_sided_p(cell.z, df)
+                } else {
+                    2.0 * (1.0 - crate::stats::dist::normal_cdf(cell.z.abs()))
+                };
                 tests.push((class.name.clone(), fi, ci, cell.p_value));
             }
         }
