@@ -14,7 +14,38 @@ pub type Case = (u8, &'static str, &'static str, u32);
 pub const OUTPUT_CASES: &[Case] = &[];
 
 /// Items 2, 3, 4, 6, 7 and 8.
-pub const STORE_CASES: &[Case] = &[];
+pub const STORE_CASES: &[Case] = &[
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "every_stopping_signal_ends_a_run_cleanly_and_keeps_it",
+        5,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "the_command_under_stat_dies_with_osmeter",
+        2,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "valgrind_under_trace_dies_with_osmeter",
+        2,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "a_latency_run_and_its_load_end_together_on_any_signal",
+        2,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "the_fuse_server_of_a_run_dies_with_it",
+        2,
+    ),
+];
 
 pub fn all() -> impl Iterator<Item = &'static Case> {
     OUTPUT_CASES.iter().chain(STORE_CASES.iter())
