@@ -309,3 +309,100 @@ fn the_fuse_server_of_a_run_dies_with_it() {
     }
     issue29::held(name, tried);
 }
+
+// ---- item 6: stores that are not regular files ----------------------------------------------
+
+/// Runs `cmd` with its output captured; fails the test if it takes longer than `limit` (a FIFO
+/// store used to hang `run` forever).
+fn output_within(cmd: &mut std::process::Command, limit: Duration) -> Output {
+    let mut started = Started::spawn(cmd);
+    let done = procs::wait_until(limit, || {
+        matches!(started.0.as_mut().unwrap().try_wait(), Ok(Some(_)))
+    });
+    assert!(done, "still running after {limit:?}");
+    started.0.take().unwrap().wait_with_output().unwrap()
+}
+
+#[test]
+fn a_store_that_is_not_a_regular_file_is_refused_before_measuring() {
+    let env = TestEnv::new();
+    let dir = env.dir.path();
+    let fifo = dir.join("fifo.db");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let socket = dir.join("socket.db");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let directory = dir.join("directory.db");
+    std::fs::create_dir(&directory).unwrap();
+    let dangling = dir.join("dangling.db");
+    std::os::unix::fs::symlink(dir.join("nothing-here"), &dangling).unwrap();
+    let journal_before: Vec<bool> = ["/dev/null", "/dev/zero", "/dev/full"]
+        .iter()
+        .map(|d| std::path::Path::new(&format!("{d}-journal")).exists())
+        .collect();
+    let mut tried = 0;
+    for path in [
+        std::path::PathBuf::from("/dev/null"),
+        "/dev/zero".into(),
+        "/dev/full".into(),
+        fifo.clone(),
+        socket.clone(),
+        directory.clone(),
+        dangling.clone(),
+    ] {
+        tried += 1;
+        let shown = path.display().to_string();
+        for args in [
+            &["run", "syscall.null", "--repeat", "2", "--min-time", "1ms"][..],
+            &["runs"],
+            &["stat", "-r", "1", "--", "true"],
+        ] {
+            let out = output_within(
+                env.osmeter_std()
+                    .arg(args[0])
+                    .arg("--store")
+                    .arg(&path)
+                    .args(&args[1..]),
+                Duration::from_secs(60),
+            );
+            let err = stderr(&out);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{args:?} --store {shown}: {err}"
+            );
+            assert!(err.contains(&shown), "{err}");
+            assert!(
+                err.contains("not a store file") || err.contains("link to nothing"),
+                "{err}"
+            );
+            // Refused before anything was measured or listed.
+            assert!(
+                out.stdout.is_empty(),
+                "{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+    for (d, before) in ["/dev/null", "/dev/zero", "/dev/full"]
+        .iter()
+        .zip(journal_before)
+    {
+        if !before {
+            assert!(!std::path::Path::new(&format!("{d}-journal")).exists());
+        }
+    }
+    // Nothing was made beside the FIFO, in the directory, or where the link points.
+    let mut left = entries(dir);
+    left.sort();
+    assert_eq!(
+        left,
+        ["dangling.db", "directory.db", "fifo.db", "socket.db"]
+    );
+    assert_eq!(entries(&directory), Vec::<String>::new());
+    issue29::held(
+        "a_store_that_is_not_a_regular_file_is_refused_before_measuring",
+        tried,
+    );
+}

@@ -105,16 +105,14 @@ impl Keeper {
 
 /// Whether a run could be saved to `location` now. A SQLite store that exists is opened and given
 /// SQLite's quick check (which refuses a foreign or damaged file before anything is measured, and
-/// leaves it untouched); a directory is refused as one; a store that does not exist yet is not
+/// leaves it untouched); a directory, device, FIFO or socket is refused as one; a store that does not exist yet is not
 /// created (a command that fails must leave nothing behind): its nearest existing directory must
 /// take a new file. A PostgreSQL store is connected to.
 fn check(location: &Location) -> Result<()> {
     let Location::Sqlite(path) = location else {
         return location.open().map(drop);
     };
-    if path.is_dir() {
-        anyhow::bail!("{} is a directory, not a store file", path.display());
-    }
+    crate::results::store::sqlite::check_kind(path)?;
     if path.exists() {
         return SqliteStore::open(path)?.verify();
     }

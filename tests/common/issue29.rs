@@ -45,6 +45,12 @@ pub const STORE_CASES: &[Case] = &[
         "the_fuse_server_of_a_run_dies_with_it",
         2,
     ),
+    (
+        6,
+        "tests/hostile_stores.rs",
+        "a_store_that_is_not_a_regular_file_is_refused_before_measuring",
+        7,
+    ),
 ];
 
 pub fn all() -> impl Iterator<Item = &'static Case> {

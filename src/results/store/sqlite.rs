@@ -36,9 +36,53 @@ fn check_header(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuses, as a usage error, a store path that is neither a regular file nor missing (nor a link
+/// to a regular file): SQLite would read a device or a FIFO as an empty store (or hang on the
+/// FIFO), write its `-journal` beside a device, and report "no runs" for /dev/zero. Nothing is
+/// opened, so a FIFO cannot block here.
+pub fn check_kind(path: &Path) -> Result<()> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                return Err(crate::usage!(
+                    "the store {} is a symbolic link to nothing; osmeter does not create a store                      through a link: give the path of a SQLite file with --store or {}",
+                    path.display(),
+                    super::STORE_ENV
+                ));
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(anyhow!("cannot inspect the store {}: {e}", path.display())),
+    };
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let kind = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(crate::usage!(
+        "{} is {kind}, not a store file: runs are kept in a regular SQLite file (one that does          not exist yet is created) or a postgres:// URL; give one with --store or {}",
+        path.display(),
+        super::STORE_ENV
+    ))
+}
+
 impl SqliteStore {
     /// Opens (or creates) the store for reading and writing.
     pub fn open(path: &Path) -> Result<SqliteStore> {
+        check_kind(path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| {
                 format!("cannot create the store's directory {}", dir.display())
@@ -62,6 +106,7 @@ impl SqliteStore {
     /// created or changed (but for the one-time upgrade of a store of an older schema), so a
     /// store this user may only read works, and a missing one reads as empty.
     pub fn open_read_only(path: &Path) -> Result<SqliteStore> {
+        check_kind(path)?;
         let empty = std::fs::metadata(path)
             .map(|m| m.len() == 0)
             .unwrap_or(true);
