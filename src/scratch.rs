@@ -246,7 +246,8 @@ pub struct Removed {
 const SETUP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Removes the scratch directories in `parent` whose osmeter process is gone: this user's
-/// private `osmeter-*` directories with a complete marker that nobody holds locked. Anything else
+/// `osmeter-*` directories that nobody else may write to, with a complete marker that nobody
+/// holds locked. Anything else
 /// (another user's, no marker, a link) is left alone.
 pub fn sweep(parent: &Path) -> Vec<Removed> {
     let Ok(entries) = std::fs::read_dir(parent) else {
@@ -263,7 +264,9 @@ pub fn sweep(parent: &Path) -> Vec<Removed> {
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
         };
-        if !meta.file_type().is_dir() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+        // Group read and search are allowed: app.web opens its scratch to nginx's group (0710,
+        // 0750). Only this user can have written in it, so its marker is osmeter's.
+        if !meta.file_type().is_dir() || meta.uid() != me || meta.mode() & 0o022 != 0 {
             continue;
         }
         if let Some(pid) = abandoned(&path) {

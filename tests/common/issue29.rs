@@ -51,6 +51,12 @@ pub const STORE_CASES: &[Case] = &[
         "a_store_that_is_not_a_regular_file_is_refused_before_measuring",
         7,
     ),
+    (
+        8,
+        "tests/hostile_stores.rs",
+        "leftovers_of_app_web_are_swept",
+        2,
+    ),
 ];
 
 pub fn all() -> impl Iterator<Item = &'static Case> {
