@@ -246,7 +246,8 @@ pub struct Removed {
 const SETUP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Removes the scratch directories in `parent` whose osmeter process is gone: this user's
-/// `osmeter-*` directories that nobody else may write to, with a complete marker that nobody
+/// `osmeter-*` directories that only this user may write to and only its group may read (app.web
+/// opens them to nginx's), with a complete marker that nobody
 /// holds locked. Anything else
 /// (another user's, no marker, a link) is left alone.
 pub fn sweep(parent: &Path) -> Vec<Removed> {
@@ -265,8 +266,8 @@ pub fn sweep(parent: &Path) -> Vec<Removed> {
             continue;
         };
         // Group read and search are allowed: app.web opens its scratch to nginx's group (0710,
-        // 0750). Only this user can have written in it, so its marker is osmeter's.
-        if !meta.file_type().is_dir() || meta.uid() != me || meta.mode() & 0o022 != 0 {
+        // 0750), and only this user can have written in such a directory.
+        if !meta.file_type().is_dir() || meta.uid() != me || meta.mode() & 0o027 != 0 {
             continue;
         }
         if let Some(pid) = abandoned(&path) {

@@ -429,7 +429,7 @@ fn plant_leftover(dir: &std::path::Path, name: &str, mode: u32) -> std::path::Pa
 }
 
 /// app.web's scratch directories (0710 or 0750, group nogroup) left by kill -9 or SIGHUP were
-/// skipped by the sweep forever; one that another user may write to still is.
+/// skipped by the sweep forever; one that the group may write to still is.
 #[test]
 fn leftovers_of_app_web_are_swept() {
     use std::os::unix::fs::PermissionsExt;
@@ -441,7 +441,7 @@ fn leftovers_of_app_web_are_swept() {
         tried += 1;
         planted.push(plant_leftover(dir.path(), name, mode));
     }
-    // Another user's group could have written in this one: not osmeter's to judge.
+    // Its group could have written in this one: not osmeter's to judge.
     let shared = plant_leftover(dir.path(), "osmeter-run-jK1lM2", 0o770);
     let out = env
         .osmeter()
