@@ -98,7 +98,9 @@ impl SqliteStore {
             conn,
             path: path.to_path_buf(),
         };
-        store.prepare().map_err(|e| integrity::explain(path, e))?;
+        if let Err(e) = store.prepare() {
+            return Err(integrity::explain_os(path, e, store.os_error()));
+        }
         Ok(store)
     }
 
@@ -150,8 +152,10 @@ impl SqliteStore {
     /// Settles the connection and brings the schema up to date, refusing foreign or newer databases
     /// before writing anything to them.
     fn prepare(&mut self) -> Result<()> {
-        // Concurrent writers wait for each other instead of failing at once.
-        self.conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        // Concurrent writers wait for each other instead of failing at once, for a bounded
+        // time that a signal cuts short.
+        lock_wait::waiting_on(&self.path);
+        self.conn.busy_handler(Some(lock_wait::busy))?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
         let current = schema::current_version();
         if self.inspect()? == Some(current) {
@@ -202,7 +206,7 @@ impl SqliteStore {
     /// conflict between two connections switching at once as "locked" without waiting, so a
     /// freshly created store opened by several processes retries for as long as the busy timeout.
     fn use_wal(&self) -> Result<()> {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let (since, signals) = (std::time::Instant::now(), crate::interrupt::received());
         loop {
             let mode = self
                 .conn
@@ -213,7 +217,7 @@ impl SqliteStore {
                     if matches!(
                         e.code,
                         rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-                    ) && std::time::Instant::now() < deadline =>
+                    ) && lock_wait::may_retry(since, signals) =>
                 {
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 }
@@ -227,6 +231,13 @@ impl SqliteStore {
     /// Nothing is written.
     pub fn verify(&self) -> Result<()> {
         integrity::check(&self.conn, &self.path)
+    }
+
+    /// The system error number behind SQLite's last failure on this connection, if any.
+    fn os_error(&self) -> Option<i32> {
+        // SAFETY: the handle is valid for as long as the connection; the call only reads it.
+        let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(self.conn.handle()) };
+        (errno != 0).then_some(errno)
     }
 
     fn inspect(&self) -> Result<Option<i64>> {
@@ -324,8 +335,9 @@ fn inspect_schema(conn: &Connection, path: &Path) -> Result<Option<i64>> {
 
 impl Store for SqliteStore {
     fn save(&mut self, run: &Run) -> Result<bool> {
+        lock_wait::waiting_on(&self.path);
         self.save_checked(run)
-            .map_err(|e| integrity::explain(&self.path, e))
+            .map_err(|e| integrity::explain_os(&self.path, e, self.os_error()))
     }
 
     fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
@@ -537,6 +549,8 @@ impl SqliteStore {
 }
 
 mod integrity;
+mod lock_wait;
+mod surroundings;
 
 #[cfg(test)]
 mod tests;
