@@ -57,6 +57,30 @@ pub const STORE_CASES: &[Case] = &[
         "leftovers_of_app_web_are_swept",
         2,
     ),
+    (
+        4,
+        "tests/hostile_stores.rs",
+        "a_disk_that_fills_up_while_measuring_keeps_the_run_elsewhere",
+        1,
+    ),
+    (
+        4,
+        "tests/hostile_stores.rs",
+        "a_store_remounted_read_only_while_measuring_keeps_the_run_elsewhere",
+        1,
+    ),
+    (
+        4,
+        "tests/hostile_stores.rs",
+        "a_link_planted_beside_the_store_keeps_the_run_elsewhere",
+        2,
+    ),
+    (
+        4,
+        "tests/hostile_stores.rs",
+        "a_store_locked_by_another_process_is_waited_for_boundedly_and_interruptibly",
+        3,
+    ),
 ];
 
 pub fn all() -> impl Iterator<Item = &'static Case> {
