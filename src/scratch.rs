@@ -199,6 +199,9 @@ pub fn parent_problem(dir: &Path) -> Option<String> {
             mode & 0o7777
         ));
     }
+    if let Some(why) = ancestor_problem(dir, me) {
+        return Some(why);
+    }
     if let Err(e) = tempfile::Builder::new()
         .prefix(".osmeter-check-")
         .tempfile_in(dir)
@@ -206,6 +209,40 @@ pub fn parent_problem(dir: &Path) -> Option<String> {
         return Some(format!(
             "cannot create files there ({e}); choose a writable directory"
         ));
+    }
+    None
+}
+
+/// Why an ancestor of `dir` (as given, and where links lead) lets another user swap the whole
+/// path: one that belongs to a user other than root and `me`, or that others may write to without
+/// the sticky bit, could have a component renamed and replaced mid-run.
+fn ancestor_problem(dir: &Path, me: u32) -> Option<String> {
+    let given = std::path::absolute(dir).ok()?;
+    let real = dir.canonicalize().ok()?;
+    let mut seen = Vec::new();
+    for ancestor in given.ancestors().skip(1).chain(real.ancestors().skip(1)) {
+        if seen.iter().any(|s: &PathBuf| s == ancestor) {
+            continue;
+        }
+        seen.push(ancestor.to_path_buf());
+        let Ok(meta) = std::fs::metadata(ancestor) else {
+            continue;
+        };
+        let mode = meta.mode();
+        if meta.uid() != 0 && meta.uid() != me {
+            return Some(format!(
+                "its parent {} belongs to another user (uid {}), who could rename what is in it                  and swap osmeter's scratch directory mid-run; choose a directory whose parents                  all belong to you or to root",
+                ancestor.display(),
+                meta.uid()
+            ));
+        }
+        if mode & 0o022 != 0 && mode & libc::S_ISVTX == 0 {
+            return Some(format!(
+                "other users may write to its parent {} (mode {:o}) and it has no sticky bit, so                  they could swap osmeter's scratch directory mid-run; choose a directory whose                  parents only you or root can change",
+                ancestor.display(),
+                mode & 0o7777
+            ));
+        }
     }
     None
 }

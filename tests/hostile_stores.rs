@@ -746,3 +746,165 @@ fn a_store_locked_by_another_process_is_waited_for_boundedly_and_interruptibly()
         tried,
     );
 }
+
+// ---- item 7: stores and scratch space other users can reach ---------------------------------
+
+fn set_mode(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn give_to_nobody(path: &std::path::Path) {
+    std::os::unix::fs::lchown(path, Some(65534), Some(65534)).unwrap();
+}
+
+/// Root saved into a store owned by nobody in a 1777 directory and said "saved": nobody could read
+/// and alter root's runs. Refused, as ssh refuses such a key, with the other cases that let
+/// another user in; a sticky directory everyone may write to is only warned about.
+#[test]
+fn a_store_other_users_can_reach_is_refused_before_measuring() {
+    let name = "a_store_other_users_can_reach_is_refused_before_measuring";
+    if !is_root() {
+        issue29::skipped(name, "giving files to another user needs root");
+        return;
+    }
+    let env = TestEnv::new();
+    let base = env.dir.path();
+    let mk = |dir: &str, mode: u32| {
+        let d = base.join(dir);
+        std::fs::create_dir(&d).unwrap();
+        set_mode(&d, mode);
+        d
+    };
+    let sticky = mk("sticky", 0o1777);
+    let nobodys = sticky.join("nobodys.db");
+    make_store(&env, &nobodys);
+    give_to_nobody(&nobodys);
+    let open_file = mk("own", 0o700).join("open.db");
+    make_store(&env, &open_file);
+    set_mode(&open_file, 0o666);
+    let no_sticky = mk("no-sticky", 0o777).join("runs.db");
+    let group_dir = mk("group", 0o770).join("runs.db");
+    let nobody_dir = mk("nobody-dir", 0o755);
+    give_to_nobody(&nobody_dir);
+    let planted = sticky.join("planted.db");
+    make_store(&env, &planted);
+    let wal = sticky.join("planted.db-wal");
+    std::fs::write(&wal, "").unwrap();
+    give_to_nobody(&wal);
+    let mut tried = 0;
+    for (store, says) in [
+        (nobodys.clone(), "belongs to another user (uid 65534)"),
+        (open_file, "chmod go-w"),
+        (no_sticky, "no sticky bit"),
+        (group_dir, "no sticky bit"),
+        (
+            nobody_dir.join("runs.db"),
+            "belongs to another user (uid 65534)",
+        ),
+        (planted, "planted.db-wal belongs to another user"),
+    ] {
+        tried += 1;
+        let before = std::fs::read(&store).ok();
+        let out = env
+            .osmeter()
+            .args(["run", "syscall.null", "--store", store.to_str().unwrap()])
+            .args(common::FAST)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{}: {err}", store.display());
+        assert!(
+            err.contains(says),
+            "{}: no {says:?} in {err}",
+            store.display()
+        );
+        assert!(out.stdout.is_empty(), "measured before refusing: {err}");
+        assert_eq!(std::fs::read(&store).ok(), before, "{}", store.display());
+    }
+    // A new store of one's own in a sticky directory: kept, with a warning.
+    let out = env
+        .osmeter()
+        .args([
+            "stat",
+            "-r",
+            "1",
+            "--store",
+            sticky.join("mine.db").to_str().unwrap(),
+        ])
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("every user may create files"),
+        "{}",
+        stderr(&out)
+    );
+    issue29::held(name, tried);
+}
+
+/// `--dir` whose parent another user owns (or may write to without the sticky bit) was accepted:
+/// that user could swap the scratch directory mid-run.
+#[test]
+fn a_dir_whose_parents_other_users_can_change_is_refused() {
+    let name = "a_dir_whose_parents_other_users_can_change_is_refused";
+    if !is_root() {
+        issue29::skipped(name, "giving directories to another user needs root");
+        return;
+    }
+    let env = TestEnv::new();
+    let mut tried = 0;
+    for (mode, nobody_owns, says) in [
+        (0o755, true, "belongs to another user (uid 65534)"),
+        (0o777, false, "no sticky bit"),
+        (0o775, false, "no sticky bit"),
+    ] {
+        tried += 1;
+        let parent = tempfile::tempdir().unwrap();
+        set_mode(parent.path(), mode);
+        if nobody_owns {
+            give_to_nobody(parent.path());
+        }
+        let dir = parent.path().join("scratch");
+        std::fs::create_dir(&dir).unwrap();
+        set_mode(&dir, 0o700);
+        let out = env
+            .osmeter()
+            .args([
+                "run",
+                "syscall.null",
+                "--no-store",
+                "--dir",
+                dir.to_str().unwrap(),
+            ])
+            .args(common::FAST)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(says) && err.contains(&parent.path().display().to_string()),
+            "{err}"
+        );
+        assert_eq!(entries(&dir), Vec::<String>::new());
+    }
+    // A sticky parent (as /tmp) is fine.
+    let parent = tempfile::tempdir().unwrap();
+    set_mode(parent.path(), 0o1777);
+    let dir = parent.path().join("scratch");
+    std::fs::create_dir(&dir).unwrap();
+    set_mode(&dir, 0o700);
+    env.osmeter()
+        .args([
+            "run",
+            "syscall.null",
+            "--no-store",
+            "--dir",
+            dir.to_str().unwrap(),
+        ])
+        .args(common::FAST)
+        .assert()
+        .success();
+    issue29::held(name, tried);
+}

@@ -113,6 +113,7 @@ fn check(location: &Location) -> Result<()> {
         return location.open().map(drop);
     };
     crate::results::store::sqlite::check_kind(path)?;
+    crate::results::store::sqlite::check_trusted(path)?;
     if path.exists() {
         return SqliteStore::open(path)?.verify();
     }

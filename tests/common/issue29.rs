@@ -81,6 +81,18 @@ pub const STORE_CASES: &[Case] = &[
         "a_store_locked_by_another_process_is_waited_for_boundedly_and_interruptibly",
         3,
     ),
+    (
+        7,
+        "tests/hostile_stores.rs",
+        "a_store_other_users_can_reach_is_refused_before_measuring",
+        6,
+    ),
+    (
+        7,
+        "tests/hostile_stores.rs",
+        "a_dir_whose_parents_other_users_can_change_is_refused",
+        3,
+    ),
 ];
 
 pub fn all() -> impl Iterator<Item = &'static Case> {

@@ -79,10 +79,17 @@ pub fn check_kind(path: &Path) -> Result<()> {
     ))
 }
 
+/// Refuses (a usage error) a store that another user could read through or alter: see
+/// [`trust`]. For a store that is about to be created too.
+pub fn check_trusted(path: &Path) -> Result<()> {
+    trust::check_for_writing(path)
+}
+
 impl SqliteStore {
     /// Opens (or creates) the store for reading and writing.
     pub fn open(path: &Path) -> Result<SqliteStore> {
         check_kind(path)?;
+        trust::check_for_writing(path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| {
                 format!("cannot create the store's directory {}", dir.display())
@@ -551,6 +558,7 @@ impl SqliteStore {
 mod integrity;
 mod lock_wait;
 mod surroundings;
+mod trust;
 
 #[cfg(test)]
 mod tests;
