@@ -8,6 +8,8 @@
 mod common;
 #[path = "common/issue29.rs"]
 mod issue29;
+#[path = "common/pg.rs"]
+mod pg;
 
 use common::procs::{self, KillMarked};
 use common::{entries, is_root, which, TestEnv};
@@ -43,13 +45,17 @@ impl Started {
         self.0.as_ref().unwrap().id()
     }
 
-    /// Sends `signal` and waits for the exit; returns the output and how long the exit took.
+    /// Sends `signal` and waits (two minutes at most: the code before the fix ignored some
+    /// signals for good) for the exit; returns the output and how long the exit took.
     fn stop_with(mut self, signal: libc::c_int) -> (Output, Duration) {
-        let child = self.0.take().unwrap();
-        procs::signal(child.id(), signal);
+        procs::signal(self.id(), signal);
         let t = Instant::now();
-        let out = child.wait_with_output().unwrap();
-        (out, t.elapsed())
+        let ended = procs::wait_until(Duration::from_secs(120), || {
+            matches!(self.0.as_mut().unwrap().try_wait(), Ok(Some(_)))
+        });
+        assert!(ended, "still running 2 min after {}", signal_name(signal));
+        let took = t.elapsed();
+        (self.0.take().unwrap().wait_with_output().unwrap(), took)
     }
 }
 
@@ -907,4 +913,71 @@ fn a_dir_whose_parents_other_users_can_change_is_refused() {
         .assert()
         .success();
     issue29::held(name, tried);
+}
+
+// ---- item 2: a locked PostgreSQL table ------------------------------------------------------
+
+/// `LOCK TABLE runs IN ACCESS EXCLUSIVE MODE` in another session hung the save without limit, SIGINT
+/// and SIGTERM ignored, and SIGKILL lost the run. A signal now cancels the wait, the lock timeout
+/// bounds it, and the run goes to the local store either way.
+#[test]
+fn a_locked_postgres_table_is_waited_for_boundedly_and_interruptibly() {
+    let mut tried = 0;
+    for signal in [Some(libc::SIGINT), Some(libc::SIGTERM), None] {
+        tried += 1;
+        let env = TestEnv::new();
+        let rescue = Rescue::new();
+        let url = pg::fresh_database();
+        let made = rescue
+            .osmeter(&env)
+            .args(["stat", "-r", "1", "--store", &url, "--", "true"])
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{}", stderr(&made));
+        let db = url.rsplit('/').next().unwrap();
+        let mut admin = pg::cluster().admin(db).unwrap();
+        let mut holder = admin.transaction().unwrap();
+        holder
+            .batch_execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
+            .unwrap();
+        let started = Started::spawn(
+            rescue
+                .osmeter(&env)
+                .args(["stat", "-r", "1", "--store", &url, "--", "true"]),
+        );
+        let waiting = procs::wait_until(Duration::from_secs(60), || {
+            holder
+                .query_one("SELECT count(*) FROM pg_locks WHERE NOT granted", &[])
+                .is_ok_and(|r| r.get::<_, i64>(0) > 0)
+        });
+        assert!(waiting, "osmeter never waited for the lock");
+        let (out, took) = match signal {
+            Some(s) => started.stop_with(s),
+            None => {
+                let mut started = started;
+                let t = Instant::now();
+                let out = started.0.take().unwrap().wait_with_output().unwrap();
+                (out, t.elapsed())
+            }
+        };
+        let err = stderr(&out);
+        match signal {
+            Some(s) => {
+                assert!(took < PROMPT, "{}: took {took:?}", signal_name(s));
+                assert_eq!(out.status.code(), Some(130), "{err}");
+                assert!(err.contains("stopped by a signal"), "{err}");
+            }
+            None => {
+                assert!(took < Duration::from_secs(90), "waited {took:?}");
+                assert_eq!(out.status.code(), Some(1), "{err}");
+                assert!(err.contains("lock_timeout"), "{err}");
+            }
+        }
+        assert_eq!(rescue.runs(&env).len(), 1, "{err}");
+        holder.rollback().unwrap();
+    }
+    issue29::held(
+        "a_locked_postgres_table_is_waited_for_boundedly_and_interruptibly",
+        tried,
+    );
 }

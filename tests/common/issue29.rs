@@ -93,6 +93,12 @@ pub const STORE_CASES: &[Case] = &[
         "a_dir_whose_parents_other_users_can_change_is_refused",
         3,
     ),
+    (
+        2,
+        "tests/hostile_stores.rs",
+        "a_locked_postgres_table_is_waited_for_boundedly_and_interruptibly",
+        3,
+    ),
 ];
 
 pub fn all() -> impl Iterator<Item = &'static Case> {

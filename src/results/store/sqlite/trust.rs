@@ -50,7 +50,7 @@ pub(super) fn check_for_writing(path: &Path) -> Result<()> {
             meta.uid()
         ));
     }
-    if mode & 0o022 != 0 && mode & libc::S_ISVTX as u32 == 0 {
+    if mode & 0o022 != 0 && mode & libc::S_ISVTX == 0 {
         return Err(crate::usage!(
             "the store {}: other users may write to its directory {} (mode {:o}) and it has no \
              sticky bit, so they could swap the store for a file of their own; `chmod go-w {1}` \
