@@ -49,6 +49,31 @@ extern "C" fn on_signal(signal: libc::c_int) {
     let _ = FIRST_SIGNAL.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
     RECEIVED.fetch_add(1, Ordering::SeqCst);
     REQUESTED.store(true, Ordering::SeqCst);
+    if signal == libc::SIGHUP {
+        leave_hung_up_terminal();
+    }
+}
+
+/// Points standard input, output and error that lead to a hung-up terminal (writes fail with EIO)
+/// at /dev/null: what osmeter prints after the terminal went away (the table, where the run was
+/// saved) must neither fail nor panic before the run is saved. Async-signal-safe, errno kept.
+pub fn leave_hung_up_terminal() {
+    // SAFETY: write, open, dup2 and close are async-signal-safe; errno is restored on the way out.
+    unsafe {
+        let errno = libc::__errno_location();
+        let saved = *errno;
+        for fd in 0..=2 {
+            let probe = [0u8; 1];
+            if libc::write(fd, probe.as_ptr().cast(), 0) < 0 && *errno == libc::EIO {
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+                if null >= 0 {
+                    libc::dup2(null, fd);
+                    libc::close(null);
+                }
+            }
+        }
+        *errno = saved;
+    }
 }
 
 /// Installs the handler for every signal of [`STOPPING_SIGNALS`] without SA_RESTART, so a

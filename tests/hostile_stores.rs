@@ -981,3 +981,90 @@ fn a_locked_postgres_table_is_waited_for_boundedly_and_interruptibly() {
         tried,
     );
 }
+
+/// The terminal osmeter runs on hangs up (an ssh session drops): the kernel sends SIGHUP, and every
+/// later write to the terminal fails with EIO. The run must still stop cleanly and be kept: the
+/// table, the progress line and "saved to" must not fail or panic on the dead terminal first.
+#[test]
+fn a_terminal_that_hangs_up_stops_the_run_and_keeps_it() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::new();
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors; the other arguments may be null.
+    let made = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(made, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just made and are owned here alone.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    // Non-blocking, and never inherited: the hang-up comes when this process closes the master.
+    // SAFETY: fcntl on descriptors we own.
+    unsafe {
+        use std::os::fd::AsRawFd;
+        libc::fcntl(master.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK);
+        libc::fcntl(master.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(slave.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC);
+    }
+    let mut cmd = env.osmeter_std();
+    cmd.args([
+        "run",
+        "syscall.null",
+        "--repeat",
+        "300",
+        "--min-time",
+        "50ms",
+    ])
+    .stdin(Stdio::from(slave.try_clone().unwrap()))
+    .stdout(Stdio::from(slave.try_clone().unwrap()))
+    .stderr(Stdio::from(slave));
+    // SAFETY: setsid and ioctl are async-signal-safe; the terminal becomes the controlling one of
+    // a new session whose leader is osmeter, as a login shell's child would have it.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut started = Started(Some(cmd.spawn().unwrap()));
+    drop(cmd);
+    let pid = started.id();
+    // Keep reading what it writes, so the terminal's buffer never fills.
+    let drain = |m: &OwnedFd| {
+        let mut buf = [0u8; 4096];
+        // SAFETY: reading into a local buffer from a descriptor we own.
+        while unsafe {
+            libc::read(
+                std::os::fd::AsRawFd::as_raw_fd(m),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        } > 0
+        {}
+    };
+    assert!(procs::wait_until(Duration::from_secs(60), || {
+        drain(&master);
+        !procs::descendants(pid).is_empty()
+    }));
+    std::thread::sleep(Duration::from_millis(500));
+    drain(&master);
+    // Hang up: the last descriptor of the terminal's master side goes.
+    drop(master);
+    let child = started.0.as_mut().unwrap();
+    let ended = procs::wait_until(Duration::from_secs(60), || {
+        matches!(child.try_wait(), Ok(Some(_)))
+    });
+    assert!(ended, "osmeter did not end after its terminal hung up");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_eq!(stored_run(&env)["interrupted"], true);
+    issue29::held("a_terminal_that_hangs_up_stops_the_run_and_keeps_it", 1);
+}

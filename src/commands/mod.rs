@@ -54,6 +54,9 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
 /// Writes results to stdout. A reader that went away (`| head`) is not an error worth a panic.
 pub fn emit(text: &str) -> Result<()> {
     use std::io::Write;
+    if crate::interrupt::requested() {
+        crate::interrupt::leave_hung_up_terminal();
+    }
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {

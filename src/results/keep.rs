@@ -87,7 +87,12 @@ impl Keeper {
             return Ok(false);
         };
         let fallback = target.fallback.clone().map(Ok);
-        let saved = save_with_fallback_to(&target.location, fallback, run)?;
+        let saved = save_with_fallback_to(&target.location, fallback, run);
+        if crate::interrupt::requested() {
+            // A terminal that hung up meanwhile would make the line below panic.
+            crate::interrupt::leave_hung_up_terminal();
+        }
+        let saved = saved?;
         eprintln!(
             "osmeter: run {} ({}) saved to {}",
             run.id,

@@ -99,6 +99,12 @@ pub const STORE_CASES: &[Case] = &[
         "a_locked_postgres_table_is_waited_for_boundedly_and_interruptibly",
         3,
     ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "a_terminal_that_hangs_up_stops_the_run_and_keeps_it",
+        1,
+    ),
 ];
 
 pub fn all() -> impl Iterator<Item = &'static Case> {
