@@ -1068,3 +1068,43 @@ fn a_terminal_that_hangs_up_stops_the_run_and_keeps_it() {
     assert_eq!(stored_run(&env)["interrupted"], true);
     issue29::held("a_terminal_that_hangs_up_stops_the_run_and_keeps_it", 1);
 }
+
+/// Under `nohup` (SIGHUP ignored when osmeter starts) SIGHUP stays ignored: the run goes on, and
+/// SIGINT still stops it cleanly.
+#[test]
+fn sighup_stays_ignored_under_nohup() {
+    use std::os::unix::process::CommandExt;
+    let env = TestEnv::new();
+    let mut cmd = env.osmeter_std();
+    cmd.args([
+        "run",
+        "syscall.null",
+        "--repeat",
+        "300",
+        "--min-time",
+        "50ms",
+    ]);
+    // SAFETY: signal is async-signal-safe; it only changes the child's disposition.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut started = Started::spawn(&mut cmd);
+    let pid = started.id();
+    assert!(procs::wait_until(Duration::from_secs(60), || {
+        !procs::descendants(pid).is_empty()
+    }));
+    procs::signal(pid, libc::SIGHUP);
+    std::thread::sleep(Duration::from_millis(1500));
+    let child = started.0.as_mut().unwrap();
+    assert!(
+        matches!(child.try_wait(), Ok(None)),
+        "SIGHUP ended a run under nohup"
+    );
+    let (out, _) = started.stop_with(libc::SIGINT);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_eq!(stored_run(&env)["interrupted"], true);
+    issue29::held("sighup_stays_ignored_under_nohup", 1);
+}

@@ -105,6 +105,12 @@ pub const STORE_CASES: &[Case] = &[
         "a_terminal_that_hangs_up_stops_the_run_and_keeps_it",
         1,
     ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "sighup_stays_ignored_under_nohup",
+        1,
+    ),
 ];
 
 pub fn all() -> impl Iterator<Item = &'static Case> {
