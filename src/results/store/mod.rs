@@ -223,7 +223,7 @@ pub struct Saved {
 /// instead and the error says so, and how to send it on later with `osmeter push`: a measurement
 /// is never lost because the network was down. A SQLite store that fails after measuring (a full
 /// or read-only disk, a lock held too long, a planted link) gets the same treatment with the
-/// places of [`rescue_stores`].
+/// places of [`rescue`].
 pub fn save_with_fallback_to(
     location: &Location,
     fallback: Option<Result<Location>>,
