@@ -113,6 +113,33 @@ pub fn first_signal() -> Option<libc::c_int> {
     Some(FIRST_SIGNAL.load(Ordering::SeqCst)).filter(|&s| s != 0)
 }
 
+/// What stopped the command, for messages: "Ctrl-C" for SIGINT, else the signal's name.
+pub fn what_stopped() -> String {
+    name_of(first_signal().unwrap_or(libc::SIGINT))
+}
+
+fn name_of(signal: libc::c_int) -> String {
+    let names = [
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGQUIT, "SIGQUIT"),
+        (libc::SIGUSR1, "SIGUSR1"),
+        (libc::SIGUSR2, "SIGUSR2"),
+        (libc::SIGALRM, "SIGALRM"),
+        (libc::SIGVTALRM, "SIGVTALRM"),
+        (libc::SIGPROF, "SIGPROF"),
+        (libc::SIGXCPU, "SIGXCPU"),
+        (libc::SIGXFSZ, "SIGXFSZ"),
+    ];
+    if signal == libc::SIGINT {
+        return "Ctrl-C".to_string();
+    }
+    names
+        .iter()
+        .find(|(s, _)| *s == signal)
+        .map_or_else(|| format!("signal {signal}"), |(_, n)| n.to_string())
+}
+
 /// True when `err` (or its cause chain) says the user stopped the run.
 pub fn is_interrupt(err: &anyhow::Error) -> bool {
     requested() || err.chain().any(|c| c.is::<Interrupted>())
@@ -134,5 +161,18 @@ pub fn die_with_parent(cmd: &mut std::process::Command) {
             }
             Ok(())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_stopping_signal_is_named() {
+        for &signal in STOPPING_SIGNALS {
+            assert!(!name_of(signal).starts_with("signal "), "{signal}");
+        }
+        assert_eq!(name_of(libc::SIGHUP), "SIGHUP");
     }
 }
