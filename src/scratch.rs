@@ -236,7 +236,7 @@ fn ancestor_problem(dir: &Path, me: u32) -> Option<String> {
                 meta.uid()
             ));
         }
-        if mode & 0o022 != 0 && mode & libc::S_ISVTX == 0 {
+        if others_may_write(&meta) && mode & libc::S_ISVTX == 0 {
             return Some(format!(
                 "other users may write to its parent {} (mode {:o}) and it has no sticky bit, so                  they could swap osmeter's scratch directory mid-run; choose a directory whose                  parents only you or root can change",
                 ancestor.display(),
@@ -245,6 +245,69 @@ fn ancestor_problem(dir: &Path, me: u32) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether users other than this one may write to a file or directory with these attributes:
+/// every user may, or its group may and that group is not this user's private group (the one of
+/// its own name that systems with a umask of 002 give every user, and nobody else belongs to).
+pub fn others_may_write(meta: &std::fs::Metadata) -> bool {
+    let mode = meta.mode();
+    mode & 0o002 != 0 || mode & 0o020 != 0 && !is_private_group(meta.gid())
+}
+
+fn is_private_group(gid: u32) -> bool {
+    // SAFETY: getegid and geteuid have no preconditions.
+    let (my_gid, my_uid) = unsafe { (libc::getegid(), libc::geteuid()) };
+    if gid != my_gid {
+        return false;
+    }
+    let (Some(user), Some((group, members))) = (user_name(my_uid), group_of(gid)) else {
+        return false;
+    };
+    group == user && members.iter().all(|m| *m == user)
+}
+
+fn user_name(uid: u32) -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 16 << 10];
+    // SAFETY: getpwuid_r fills `pwd` with pointers into `buf`, both alive for this call.
+    unsafe {
+        let mut pwd: libc::passwd = std::mem::zeroed();
+        let mut found = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found);
+        if rc != 0 || found.is_null() {
+            return None;
+        }
+        Some(
+            std::ffi::CStr::from_ptr(pwd.pw_name)
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
+}
+
+/// The group's name and its listed members.
+fn group_of(gid: u32) -> Option<(String, Vec<String>)> {
+    let mut buf = vec![0 as libc::c_char; 64 << 10];
+    // SAFETY: getgrgid_r fills `grp` with pointers into `buf`, both alive for this call; the
+    // member list ends with a null pointer.
+    unsafe {
+        let mut grp: libc::group = std::mem::zeroed();
+        let mut found = std::ptr::null_mut();
+        let rc = libc::getgrgid_r(gid, &mut grp, buf.as_mut_ptr(), buf.len(), &mut found);
+        if rc != 0 || found.is_null() {
+            return None;
+        }
+        let name = std::ffi::CStr::from_ptr(grp.gr_name)
+            .to_string_lossy()
+            .into_owned();
+        let mut members = Vec::new();
+        let mut at = grp.gr_mem;
+        while !at.is_null() && !(*at).is_null() {
+            members.push(std::ffi::CStr::from_ptr(*at).to_string_lossy().into_owned());
+            at = at.add(1);
+        }
+        Some((name, members))
+    }
 }
 
 fn check_parent(dir: &Path) -> Result<()> {

@@ -790,7 +790,10 @@ fn a_store_other_users_can_reach_is_refused_before_measuring() {
     make_store(&env, &open_file);
     set_mode(&open_file, 0o666);
     let no_sticky = mk("no-sticky", 0o777).join("runs.db");
-    let group_dir = mk("group", 0o770).join("runs.db");
+    // Group-writable for a group other users belong to (nogroup here).
+    let group = mk("group", 0o770);
+    std::os::unix::fs::chown(&group, None, Some(65534)).unwrap();
+    let group_dir = group.join("runs.db");
     let nobody_dir = mk("nobody-dir", 0o755);
     give_to_nobody(&nobody_dir);
     let planted = sticky.join("planted.db");
@@ -828,6 +831,10 @@ fn a_store_other_users_can_reach_is_refused_before_measuring() {
         assert!(out.stdout.is_empty(), "measured before refusing: {err}");
         assert_eq!(std::fs::read(&store).ok(), before, "{}", store.display());
     }
+    // Group-writable for this user's private group only (root's group here, as a umask of 002
+    // makes it): not another user's, kept.
+    let private_group = mk("private-group", 0o775).join("runs.db");
+    make_store(&env, &private_group);
     // A new store of one's own in a sticky directory: kept, with a warning.
     let out = env
         .osmeter()
@@ -871,6 +878,9 @@ fn a_dir_whose_parents_other_users_can_change_is_refused() {
         set_mode(parent.path(), mode);
         if nobody_owns {
             give_to_nobody(parent.path());
+        } else {
+            // Its group: one other users belong to, not root's private group.
+            std::os::unix::fs::chown(parent.path(), None, Some(65534)).unwrap();
         }
         let dir = parent.path().join("scratch");
         std::fs::create_dir(&dir).unwrap();

@@ -4,7 +4,8 @@
 //! store is refused before anything is measured. A sticky directory that everyone may write to
 //! (/tmp) is allowed with a warning: nobody else can replace the store there, but anyone may
 //! plant a companion file before osmeter makes it, so any that is present and not this user's
-//! refuses the store.
+//! refuses the store. A group's right to write counts as another user's unless the group is this
+//! user's private one (a umask of 002 makes every directory group-writable on such systems).
 
 use anyhow::Result;
 use std::os::unix::fs::MetadataExt;
@@ -26,7 +27,7 @@ pub(super) fn check_for_writing(path: &Path) -> Result<()> {
                 meta.uid()
             ));
         }
-        if meta.mode() & 0o022 != 0 {
+        if crate::scratch::others_may_write(&meta) {
             return Err(crate::usage!(
                 "the store {} may be written by other users (mode {:o}), who could alter the runs \
                  saved there; `chmod go-w {0}` if it is yours, or {fix}",
@@ -50,7 +51,8 @@ pub(super) fn check_for_writing(path: &Path) -> Result<()> {
             meta.uid()
         ));
     }
-    if mode & 0o022 != 0 && mode & libc::S_ISVTX == 0 {
+    let shared = crate::scratch::others_may_write(&meta);
+    if shared && mode & libc::S_ISVTX == 0 {
         return Err(crate::usage!(
             "the store {}: other users may write to its directory {} (mode {:o}) and it has no \
              sticky bit, so they could swap the store for a file of their own; `chmod go-w {1}` \
@@ -60,7 +62,7 @@ pub(super) fn check_for_writing(path: &Path) -> Result<()> {
             mode & 0o7777
         ));
     }
-    if mode & 0o022 != 0 {
+    if shared {
         if let Some(why) = super::surroundings::companion_problem(path) {
             return Err(crate::usage!(
                 "the store {} cannot be trusted: {why}",
