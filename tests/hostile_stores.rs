@@ -59,6 +59,21 @@ impl Started {
     }
 }
 
+/// `osmeter` on this test's store, with a data directory of the test's own: a run that a store
+/// refuses after measuring goes to the local default store, never the user's.
+fn osmeter_std(env: &TestEnv) -> std::process::Command {
+    let mut c = env.osmeter_std();
+    c.env("XDG_DATA_HOME", env.dir.path().join("data"));
+    c
+}
+
+/// The same, as an assert_cmd command.
+fn osmeter(env: &TestEnv) -> assert_cmd::Command {
+    let mut c = env.osmeter();
+    c.env("XDG_DATA_HOME", env.dir.path().join("data"));
+    c
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -103,7 +118,7 @@ fn every_stopping_signal_ends_a_run_cleanly_and_keeps_it() {
         let env = TestEnv::new();
         let scratch = tempfile::tempdir().unwrap();
         let run = Started::spawn(
-            env.osmeter_std()
+            osmeter_std(&env)
                 .args(["run", "ipc.pipe_pingpong", "--repeat", "300"])
                 .args(["--min-time", "50ms", "--warmup", "0", "--dir"])
                 .arg(scratch.path()),
@@ -149,7 +164,7 @@ fn command_dies_with_osmeter(
     signal: libc::c_int,
 ) -> Output {
     let _cleanup = KillMarked(marker.to_string());
-    let started = Started::spawn(env.osmeter_std().args(args));
+    let started = Started::spawn(osmeter_std(env).args(args));
     let pid = started.id();
     let running = procs::wait_until(Duration::from_secs(60), || {
         procs::with_marker(marker).iter().any(|&p| p != pid)
@@ -284,7 +299,7 @@ fn the_fuse_server_of_a_run_dies_with_it() {
         let dir = scratch.path().to_str().unwrap().to_string();
         let _cleanup = KillMarked(dir.clone());
         let started = Started::spawn(
-            env.osmeter_std()
+            osmeter_std(&env)
                 .args(["run", "fs.read_cached", "--fs", "fuse", "--repeat", "300"])
                 .args(["--min-time", "50ms", "--dir", &dir]),
         );
@@ -302,7 +317,7 @@ fn the_fuse_server_of_a_run_dies_with_it() {
             procs::with_marker(&dir)
         );
         if signal == libc::SIGKILL {
-            env.osmeter()
+            osmeter(&env)
                 .args(["run", "syscall.null", "--no-store", "--dir", &dir])
                 .args(common::FAST)
                 .assert()
@@ -365,7 +380,7 @@ fn a_store_that_is_not_a_regular_file_is_refused_before_measuring() {
             &["stat", "-r", "1", "--", "true"],
         ] {
             let out = output_within(
-                env.osmeter_std()
+                osmeter_std(&env)
                     .arg(args[0])
                     .arg("--store")
                     .arg(&path)
@@ -522,7 +537,7 @@ impl Rescue {
 
     /// `osmeter ARGS` with this data directory.
     fn osmeter(&self, env: &TestEnv) -> std::process::Command {
-        let mut c = env.osmeter_std();
+        let mut c = osmeter_std(env);
         c.env("XDG_DATA_HOME", self.data.path());
         c
     }
@@ -540,7 +555,7 @@ impl Rescue {
 
 /// Makes a store at `path` holding one run.
 fn make_store(env: &TestEnv, path: &std::path::Path) {
-    env.osmeter()
+    osmeter(env)
         .args([
             "stat",
             "-r",
@@ -911,7 +926,7 @@ fn a_dir_whose_parents_other_users_can_change_is_refused() {
     let dir = parent.path().join("scratch");
     std::fs::create_dir(&dir).unwrap();
     set_mode(&dir, 0o700);
-    env.osmeter()
+    osmeter(&env)
         .args([
             "run",
             "syscall.null",
@@ -1022,7 +1037,7 @@ fn a_terminal_that_hangs_up_stops_the_run_and_keeps_it() {
         libc::fcntl(master.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC);
         libc::fcntl(slave.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC);
     }
-    let mut cmd = env.osmeter_std();
+    let mut cmd = osmeter_std(&env);
     cmd.args([
         "run",
         "syscall.null",
@@ -1085,7 +1100,7 @@ fn a_terminal_that_hangs_up_stops_the_run_and_keeps_it() {
 fn sighup_stays_ignored_under_nohup() {
     use std::os::unix::process::CommandExt;
     let env = TestEnv::new();
-    let mut cmd = env.osmeter_std();
+    let mut cmd = osmeter_std(&env);
     cmd.args([
         "run",
         "syscall.null",
