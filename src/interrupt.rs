@@ -1,9 +1,37 @@
-//! Ctrl-C handling: the first SIGINT or SIGTERM asks the run to stop at the next safe point, so that
-//! partner processes are reaped, scratch files removed and what was measured still printed.
+//! Stopping cleanly on a signal: the first SIGINT, SIGTERM, SIGHUP, SIGQUIT or any other signal
+//! that would otherwise end the process at once asks the run to stop at the next safe point, so
+//! that partner processes are reaped, scratch files removed, settings restored and what was
+//! measured still printed and kept. Job-control signals (SIGTSTP, SIGCONT, ...) and SIGPIPE (which
+//! Rust ignores) keep their usual meaning.
+//!
+//! Helper processes (the measured command, valgrind, fuse2fs, ...) are tied to osmeter's life with
+//! [`die_with_parent`]: even SIGKILL, which no handler sees, takes them with it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
+/// The first signal that asked to stop, for messages.
+static FIRST_SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// Every stopping signal received so far: a wait that began after the first one (saving the run)
+/// is cut short by the next one.
+static RECEIVED: AtomicU32 = AtomicU32::new(0);
+
+/// Every signal whose default action ends the process and that another process or the terminal
+/// may send: each is handled as Ctrl-C. (SIGKILL and SIGSTOP cannot be caught; synchronous faults
+/// such as SIGSEGV must keep their default.)
+pub const STOPPING_SIGNALS: &[libc::c_int] = &[
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+    libc::SIGVTALRM,
+    libc::SIGPROF,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+];
 
 /// Error value used to unwind a measurement that was stopped by the user.
 #[derive(Debug, Clone, Copy)]
@@ -17,21 +45,57 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(signal: libc::c_int) {
+    let _ = FIRST_SIGNAL.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+    RECEIVED.fetch_add(1, Ordering::SeqCst);
     REQUESTED.store(true, Ordering::SeqCst);
+    if signal == libc::SIGHUP {
+        leave_hung_up_terminal();
+    }
 }
 
-/// Installs the handler without SA_RESTART, so a blocking read in a probe returns EINTR and the
-/// probe unwinds instead of waiting on a partner that the signal has already killed.
+/// Points standard input, output and error that lead to a hung-up terminal (writes fail with EIO)
+/// at /dev/null: what osmeter prints after the terminal went away (the table, where the run was
+/// saved) must neither fail nor panic before the run is saved. Async-signal-safe, errno kept.
+pub fn leave_hung_up_terminal() {
+    // SAFETY: write, open, dup2 and close are async-signal-safe; errno is restored on the way out.
+    unsafe {
+        let errno = libc::__errno_location();
+        let saved = *errno;
+        for fd in 0..=2 {
+            let probe = [0u8; 1];
+            if libc::write(fd, probe.as_ptr().cast(), 0) < 0 && *errno == libc::EIO {
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+                if null >= 0 {
+                    libc::dup2(null, fd);
+                    libc::close(null);
+                }
+            }
+        }
+        *errno = saved;
+    }
+}
+
+/// Installs the handler for every signal of [`STOPPING_SIGNALS`] without SA_RESTART, so a
+/// blocking read in a probe returns EINTR and the probe unwinds instead of waiting on a partner
+/// that the signal has already killed. SIGHUP stays ignored when it was (`nohup osmeter ...`);
+/// the others are caught even then (a shell starts background jobs with SIGINT and SIGQUIT
+/// ignored, and those must still stop cleanly when sent on purpose).
 pub fn install() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    // SAFETY: the handler only touches atomics, which is async-signal-safe.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
         libc::sigemptyset(&mut action.sa_mask);
         action.sa_flags = 0;
-        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
+        for &signal in STOPPING_SIGNALS {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, std::ptr::null(), &mut old);
+            if old.sa_sigaction == libc::SIG_IGN && signal == libc::SIGHUP {
+                continue;
+            }
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
     }
 }
 
@@ -39,7 +103,76 @@ pub fn requested() -> bool {
     REQUESTED.load(Ordering::SeqCst)
 }
 
+/// How many stopping signals arrived so far.
+pub fn received() -> u32 {
+    RECEIVED.load(Ordering::SeqCst)
+}
+
+/// The first stopping signal that arrived, if any.
+pub fn first_signal() -> Option<libc::c_int> {
+    Some(FIRST_SIGNAL.load(Ordering::SeqCst)).filter(|&s| s != 0)
+}
+
+/// What stopped the command, for messages: "Ctrl-C" for SIGINT, else the signal's name.
+pub fn what_stopped() -> String {
+    name_of(first_signal().unwrap_or(libc::SIGINT))
+}
+
+fn name_of(signal: libc::c_int) -> String {
+    let names = [
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGQUIT, "SIGQUIT"),
+        (libc::SIGUSR1, "SIGUSR1"),
+        (libc::SIGUSR2, "SIGUSR2"),
+        (libc::SIGALRM, "SIGALRM"),
+        (libc::SIGVTALRM, "SIGVTALRM"),
+        (libc::SIGPROF, "SIGPROF"),
+        (libc::SIGXCPU, "SIGXCPU"),
+        (libc::SIGXFSZ, "SIGXFSZ"),
+    ];
+    if signal == libc::SIGINT {
+        return "Ctrl-C".to_string();
+    }
+    names
+        .iter()
+        .find(|(s, _)| *s == signal)
+        .map_or_else(|| format!("signal {signal}"), |(_, n)| n.to_string())
+}
+
 /// True when `err` (or its cause chain) says the user stopped the run.
 pub fn is_interrupt(err: &anyhow::Error) -> bool {
     requested() || err.chain().any(|c| c.is::<Interrupted>())
+}
+
+/// Makes the child that `cmd` starts receive SIGKILL when the thread that starts it ends (with
+/// osmeter, whatever ended it), and refuse to start when osmeter is already gone. Call it from a
+/// thread that outlives the child: the kernel ties the signal to the starting thread.
+pub fn die_with_parent(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: prctl and getppid are async-signal-safe and touch no memory of the parent.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // The parent may have died before the prctl: then nobody would kill this child.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_stopping_signal_is_named() {
+        for &signal in STOPPING_SIGNALS {
+            assert!(!name_of(signal).starts_with("signal "), "{signal}");
+        }
+        assert_eq!(name_of(libc::SIGHUP), "SIGHUP");
+    }
 }

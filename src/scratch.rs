@@ -168,6 +168,9 @@ pub fn parent_problem(dir: &Path) -> Option<String> {
             mode & 0o7777
         ));
     }
+    if let Some(why) = ancestor_problem(dir, me) {
+        return Some(why);
+    }
     if let Err(e) = tempfile::Builder::new()
         .prefix(".osmeter-check-")
         .tempfile_in(dir)
@@ -177,6 +180,103 @@ pub fn parent_problem(dir: &Path) -> Option<String> {
         ));
     }
     None
+}
+
+/// Why an ancestor of `dir` (as given, and where links lead) lets another user swap the whole
+/// path: one that belongs to a user other than root and `me`, or that others may write to without
+/// the sticky bit, could have a component renamed and replaced mid-run.
+fn ancestor_problem(dir: &Path, me: u32) -> Option<String> {
+    let given = std::path::absolute(dir).ok()?;
+    let real = dir.canonicalize().ok()?;
+    let mut seen = Vec::new();
+    for ancestor in given.ancestors().skip(1).chain(real.ancestors().skip(1)) {
+        if seen.iter().any(|s: &PathBuf| s == ancestor) {
+            continue;
+        }
+        seen.push(ancestor.to_path_buf());
+        let Ok(meta) = std::fs::metadata(ancestor) else {
+            continue;
+        };
+        let mode = meta.mode();
+        if meta.uid() != 0 && meta.uid() != me {
+            return Some(format!(
+                "its parent {} belongs to another user (uid {}), who could rename what is in it                  and swap osmeter's scratch directory mid-run; choose a directory whose parents                  all belong to you or to root",
+                ancestor.display(),
+                meta.uid()
+            ));
+        }
+        if others_may_write(&meta) && mode & libc::S_ISVTX == 0 {
+            return Some(format!(
+                "other users may write to its parent {} (mode {:o}) and it has no sticky bit, so                  they could swap osmeter's scratch directory mid-run; choose a directory whose                  parents only you or root can change",
+                ancestor.display(),
+                mode & 0o7777
+            ));
+        }
+    }
+    None
+}
+
+/// Whether users other than this one may write to a file or directory with these attributes:
+/// every user may, or its group may and that group is not this user's private group (the one of
+/// its own name that systems with a umask of 002 give every user, and nobody else belongs to).
+pub fn others_may_write(meta: &std::fs::Metadata) -> bool {
+    let mode = meta.mode();
+    mode & 0o002 != 0 || mode & 0o020 != 0 && !is_private_group(meta.gid())
+}
+
+fn is_private_group(gid: u32) -> bool {
+    // SAFETY: getegid and geteuid have no preconditions.
+    let (my_gid, my_uid) = unsafe { (libc::getegid(), libc::geteuid()) };
+    if gid != my_gid {
+        return false;
+    }
+    let (Some(user), Some((group, members))) = (user_name(my_uid), group_of(gid)) else {
+        return false;
+    };
+    group == user && members.iter().all(|m| *m == user)
+}
+
+fn user_name(uid: u32) -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 16 << 10];
+    // SAFETY: getpwuid_r fills `pwd` with pointers into `buf`, both alive for this call.
+    unsafe {
+        let mut pwd: libc::passwd = std::mem::zeroed();
+        let mut found = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut found);
+        if rc != 0 || found.is_null() {
+            return None;
+        }
+        Some(
+            std::ffi::CStr::from_ptr(pwd.pw_name)
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
+}
+
+/// The group's name and its listed members.
+fn group_of(gid: u32) -> Option<(String, Vec<String>)> {
+    let mut buf = vec![0 as libc::c_char; 64 << 10];
+    // SAFETY: getgrgid_r fills `grp` with pointers into `buf`, both alive for this call; the
+    // member list ends with a null pointer.
+    unsafe {
+        let mut grp: libc::group = std::mem::zeroed();
+        let mut found = std::ptr::null_mut();
+        let rc = libc::getgrgid_r(gid, &mut grp, buf.as_mut_ptr(), buf.len(), &mut found);
+        if rc != 0 || found.is_null() {
+            return None;
+        }
+        let name = std::ffi::CStr::from_ptr(grp.gr_name)
+            .to_string_lossy()
+            .into_owned();
+        let mut members = Vec::new();
+        let mut at = grp.gr_mem;
+        while !at.is_null() && !(*at).is_null() {
+            members.push(std::ffi::CStr::from_ptr(*at).to_string_lossy().into_owned());
+            at = at.add(1);
+        }
+        Some((name, members))
+    }
 }
 
 fn check_parent(dir: &Path) -> Result<()> {
@@ -215,7 +315,9 @@ pub struct Removed {
 const SETUP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Removes the scratch directories in `parent` whose osmeter process is gone: this user's
-/// private `osmeter-*` directories with a complete marker that nobody holds locked. Anything else
+/// `osmeter-*` directories that only this user may write to and only its group may read (app.web
+/// opens them to nginx's), with a complete marker that nobody
+/// holds locked. Anything else
 /// (another user's, no marker, a link) is left alone.
 pub fn sweep(parent: &Path) -> Vec<Removed> {
     let Ok(entries) = std::fs::read_dir(parent) else {
@@ -232,7 +334,9 @@ pub fn sweep(parent: &Path) -> Vec<Removed> {
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
         };
-        if !meta.file_type().is_dir() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+        // Group read and search are allowed: app.web opens its scratch to nginx's group (0710,
+        // 0750), and only this user can have written in such a directory.
+        if !meta.file_type().is_dir() || meta.uid() != me || meta.mode() & 0o027 != 0 {
             continue;
         }
         if let Some(pid) = abandoned(&path) {

@@ -420,7 +420,16 @@ fn a_store_path_that_is_a_directory_is_called_one() {
     let env = TestEnv::new();
     let dir = env.dir.path().join("a-directory");
     std::fs::create_dir(&dir).unwrap();
-    let err = run_refused_by_store(&env, &dir);
+    // A usage error since issue 29 (item 6), as every store path that is not a regular file.
+    let out = env
+        .osmeter()
+        .args(["run", "syscall.null", "--store"])
+        .arg(&dir)
+        .args(FAST)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains(&format!("{} is a directory", dir.display())) && !err.contains("uid"),
         "{err}"

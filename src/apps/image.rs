@@ -160,7 +160,11 @@ impl Mounted {
                 "mount -o loop",
             )?,
             Kind::Fuse => {
-                let child = Command::new("/usr/bin/fuse2fs")
+                let mut server = Command::new("/usr/bin/fuse2fs");
+                // Killed with osmeter (or its measuring process) whatever ends it: an orphaned
+                // server would keep the image mounted and busy.
+                crate::interrupt::die_with_parent(&mut server);
+                let child = server
                     .arg(&image)
                     .arg(&mounted.mountpoint)
                     .arg("-f")

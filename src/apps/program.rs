@@ -49,6 +49,7 @@ impl Program {
                 Ok(())
             });
         }
+        crate::interrupt::die_with_parent(&mut command);
         Ok(Program {
             command,
             log,

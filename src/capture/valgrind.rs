@@ -60,6 +60,7 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
             Ok(())
         });
     }
+    crate::interrupt::die_with_parent(&mut child);
     crate::interrupt::install();
     let start = std::time::Instant::now();
     let spawned = child.spawn();

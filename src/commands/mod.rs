@@ -57,6 +57,9 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
 /// error). Stored strings in them are escaped field by field where they are laid out; this is the
 /// net under that: no control character but a line feed or tab reaches the terminal.
 pub fn emit(text: &str) -> Result<()> {
+    if crate::interrupt::requested() {
+        crate::interrupt::leave_hung_up_terminal();
+    }
     crate::console::print_bytes(crate::text::escape_controls_keep_lines(text).as_bytes())
 }
 

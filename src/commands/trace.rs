@@ -190,7 +190,11 @@ fn user_capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
         out.display()
     );
     if c.interrupted {
-        eprintln!("osmeter: interrupted: the trace holds the references captured before Ctrl-C and is marked incomplete");
+        eprintln!(
+            "osmeter: interrupted: the trace holds the references captured before {} and is \
+             marked incomplete",
+            crate::interrupt::what_stopped()
+        );
         return Ok(crate::error::EXIT_INTERRUPTED);
     }
     if !c.status.success() {

@@ -87,7 +87,12 @@ impl Keeper {
             return Ok(false);
         };
         let fallback = target.fallback.clone().map(Ok);
-        let saved = save_with_fallback_to(&target.location, fallback, run)?;
+        let saved = save_with_fallback_to(&target.location, fallback, run);
+        if crate::interrupt::requested() {
+            // A terminal that hung up meanwhile would make the line below panic.
+            crate::interrupt::leave_hung_up_terminal();
+        }
+        let saved = saved?;
         eprintln!(
             "osmeter: run {} ({}) saved to {}",
             run.id,
@@ -105,16 +110,15 @@ impl Keeper {
 
 /// Whether a run could be saved to `location` now. A SQLite store that exists is opened and given
 /// SQLite's quick check (which refuses a foreign or damaged file before anything is measured, and
-/// leaves it untouched); a directory is refused as one; a store that does not exist yet is not
+/// leaves it untouched); a directory, device, FIFO or socket is refused as one; a store that does not exist yet is not
 /// created (a command that fails must leave nothing behind): its nearest existing directory must
 /// take a new file. A PostgreSQL store is connected to.
 fn check(location: &Location) -> Result<()> {
     let Location::Sqlite(path) = location else {
         return location.open().map(drop);
     };
-    if path.is_dir() {
-        anyhow::bail!("{} is a directory, not a store file", path.display());
-    }
+    crate::results::store::sqlite::check_kind(path)?;
+    crate::results::store::sqlite::check_trusted(path)?;
     if path.exists() {
         return SqliteStore::open(path)?.verify();
     }

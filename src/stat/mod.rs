@@ -158,6 +158,9 @@ fn run_once(
     if config.output == CommandOutput::ToStderr {
         cmd.stdout(std::io::stderr());
     }
+    // It stays in osmeter's process group (the terminal's Ctrl-C and job control reach it), and
+    // still ends with osmeter when that is killed outright.
+    interrupt::die_with_parent(&mut cmd);
     let irq0 = interference.read();
     let CountedChild {
         child,

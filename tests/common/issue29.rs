@@ -63,7 +63,104 @@ pub const OUTPUT_CASES: &[Case] = &[
 ];
 
 /// Items 2, 3, 4, 6, 7 and 8.
-pub const STORE_CASES: &[Case] = &[];
+pub const STORE_CASES: &[Case] = &[
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "every_stopping_signal_ends_a_run_cleanly_and_keeps_it",
+        5,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "the_command_under_stat_dies_with_osmeter",
+        2,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "valgrind_under_trace_dies_with_osmeter",
+        2,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "a_latency_run_and_its_load_end_together_on_any_signal",
+        2,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "the_fuse_server_of_a_run_dies_with_it",
+        2,
+    ),
+    (
+        6,
+        "tests/hostile_stores.rs",
+        "a_store_that_is_not_a_regular_file_is_refused_before_measuring",
+        7,
+    ),
+    (
+        8,
+        "tests/hostile_stores.rs",
+        "leftovers_of_app_web_are_swept",
+        2,
+    ),
+    (
+        4,
+        "tests/hostile_stores.rs",
+        "a_disk_that_fills_up_while_measuring_keeps_the_run_elsewhere",
+        1,
+    ),
+    (
+        4,
+        "tests/hostile_stores.rs",
+        "a_store_remounted_read_only_while_measuring_keeps_the_run_elsewhere",
+        1,
+    ),
+    (
+        4,
+        "tests/hostile_stores.rs",
+        "a_link_planted_beside_the_store_keeps_the_run_elsewhere",
+        2,
+    ),
+    (
+        4,
+        "tests/hostile_stores.rs",
+        "a_store_locked_by_another_process_is_waited_for_boundedly_and_interruptibly",
+        3,
+    ),
+    (
+        7,
+        "tests/hostile_stores.rs",
+        "a_store_other_users_can_reach_is_refused_before_measuring",
+        6,
+    ),
+    (
+        7,
+        "tests/hostile_stores.rs",
+        "a_dir_whose_parents_other_users_can_change_is_refused",
+        3,
+    ),
+    (
+        2,
+        "tests/hostile_stores.rs",
+        "a_locked_postgres_table_is_waited_for_boundedly_and_interruptibly",
+        3,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "a_terminal_that_hangs_up_stops_the_run_and_keeps_it",
+        1,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "sighup_stays_ignored_under_nohup",
+        1,
+    ),
+];
 
 pub fn all() -> impl Iterator<Item = &'static Case> {
     OUTPUT_CASES.iter().chain(STORE_CASES.iter())

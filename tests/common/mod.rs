@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod apps;
+pub mod procs;
 
 use assert_cmd::Command;
 use std::collections::BTreeMap;

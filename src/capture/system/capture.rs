@@ -260,8 +260,9 @@ fn read_symbols(qemu_bin: &Path, kernel: &Kernel, cache: &Path) -> Result<()> {
         console: &console,
         symbols: &dump,
     };
-    let child = cfg
-        .command()
+    let mut command = cfg.command();
+    crate::interrupt::die_with_parent(&mut command);
+    let child = command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -360,6 +361,7 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
             });
         }
     }
+    crate::interrupt::die_with_parent(&mut cmd);
     crate::interrupt::install();
     eprintln!(
         "osmeter: booting {} under QEMU (TCG) to trace: {}",

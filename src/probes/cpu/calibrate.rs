@@ -148,7 +148,9 @@ fn by_callgrind(exe: &Path) -> Result<Calibration, String> {
     let log_path = dir.path().join("valgrind.log");
     let log = std::fs::File::create(&log_path)
         .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
-    let mut child = Command::new("valgrind")
+    let mut command = Command::new("valgrind");
+    crate::interrupt::die_with_parent(&mut command);
+    let mut child = command
         .arg("--tool=callgrind")
         .arg(format!("--callgrind-out-file={}", out.display()))
         .arg("--collect-atstart=no")

@@ -221,8 +221,9 @@ pub struct Saved {
 /// Saves a run to `location`. When that is a PostgreSQL server that cannot take it (unreachable,
 /// wrong password, refused database), the run is saved to `fallback` (the local default store)
 /// instead and the error says so, and how to send it on later with `osmeter push`: a measurement
-/// is never lost because the network was down. A SQLite store that fails is reported as it is,
-/// with no fallback.
+/// is never lost because the network was down. A SQLite store that fails after measuring (a full
+/// or read-only disk, a lock held too long, a planted link) gets the same treatment with the
+/// places of [`rescue`].
 pub fn save_with_fallback_to(
     location: &Location,
     fallback: Option<Result<Location>>,
@@ -232,30 +233,81 @@ pub fn save_with_fallback_to(
         Ok(saved) => return Ok(saved),
         Err(e) => e,
     };
-    let (Location::Postgres(_), Some(fallback)) = (location, fallback) else {
-        return Err(err);
+    let local = match (location, fallback) {
+        (Location::Postgres(_), Some(fallback)) => fallback.and_then(|f| {
+            if &f == location {
+                anyhow::bail!("it is the same store");
+            }
+            save_to(&f, run)
+        }),
+        (Location::Postgres(_), None) => return Err(err),
+        (Location::Sqlite(path), _) => rescue(path, run),
     };
-    let local = fallback.and_then(|f| {
-        if &f == location {
-            anyhow::bail!("it is the same store");
-        }
-        save_to(&f, run)
-    });
     // The cause first, then where the run went: the cause is what the user has to fix.
-    match local {
-        Ok(saved) => Err(anyhow::anyhow!(
+    match (local, location) {
+        (Ok(saved), Location::Postgres(_)) => Err(anyhow::anyhow!(
             "{err:#}\nosmeter: run {id} was saved to {local} instead; once the server can be \
              reached, `osmeter push {id} --store {local} --to URL` (URL: the same postgres:// \
              address) sends it there",
             id = run.id,
             local = saved.store,
         )),
-        Err(local_err) => Err(anyhow::anyhow!(
-            "{err:#}\nosmeter: run {} could not be saved locally either ({local_err:#}); the \
+        (Ok(saved), Location::Sqlite(path)) => Err(anyhow::anyhow!(
+            "{err:#}\nosmeter: run {id} was saved to {local} instead; once {store} can be \
+             written again, `osmeter push {id} --store {local} --to {store}` moves it there",
+            id = run.id,
+            local = saved.store,
+            store = path.display(),
+        )),
+        (Err(local_err), _) => Err(anyhow::anyhow!(
+            "{err:#}\nosmeter: run {} could not be saved elsewhere either ({local_err:#}); the \
              figures printed above are the only copy",
             run.id,
         )),
     }
+}
+
+/// Where a run goes when the SQLite store `failed` cannot take it, in order: the local default
+/// store (unless that is the one that failed), then a new store in a private directory made in
+/// the temporary directory, then one in /dev/shm (memory: a full disk does not stop it).
+fn rescue(failed: &std::path::Path, run: &Run) -> Result<Saved> {
+    let same = |p: &std::path::Path| {
+        p == failed
+            || matches!(
+                (p.canonicalize(), failed.canonicalize()),
+                (Ok(a), Ok(b)) if a == b
+            )
+    };
+    let mut tried = Vec::new();
+    if let Ok(Location::Sqlite(local)) = Location::default_local() {
+        if !same(&local) {
+            match save_to(&Location::Sqlite(local.clone()), run) {
+                Ok(saved) => return Ok(saved),
+                Err(e) => tried.push(format!("{}: {e:#}", local.display())),
+            }
+        }
+    }
+    let shm = std::path::Path::new("/dev/shm");
+    let mut dirs = vec![std::env::temp_dir()];
+    if shm.is_dir() && !dirs.iter().any(|d| d == shm) {
+        dirs.push(shm.to_path_buf());
+    }
+    for dir in dirs {
+        match rescue_in(&dir, run) {
+            Ok(saved) => return Ok(saved),
+            Err(e) => tried.push(format!("{}: {e:#}", dir.display())),
+        }
+    }
+    anyhow::bail!("{}", tried.join("; "))
+}
+
+/// A new store for one run in a fresh private directory of `dir` (no other user can plant
+/// SQLite's companion files beside it); the directory goes again if the save fails.
+fn rescue_in(dir: &std::path::Path, run: &Run) -> Result<Saved> {
+    let private = crate::scratch::private_dir(dir, "rescued-by-osmeter-")?;
+    let saved = save_to(&Location::Sqlite(private.path().join("runs.db")), run)?;
+    let _ = private.keep();
+    Ok(saved)
 }
 
 fn save_to(location: &Location, run: &Run) -> Result<Saved> {

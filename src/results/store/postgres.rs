@@ -3,6 +3,7 @@
 
 mod target;
 pub mod tls;
+mod waits;
 
 use super::schema::{self, APPLICATION};
 use super::{RunFilter, RunInfo, Store, StoredFigure};
@@ -31,7 +32,9 @@ pub fn check_url(url: &str) -> Result<Target> {
 impl PostgresStore {
     pub fn open(url: &str) -> Result<PostgresStore> {
         let (config, target) = target::parse(url)?;
-        let client = target::connect(&config, &target)?;
+        let mut client = target::connect(&config, &target)?;
+        waits::set_timeouts(&mut client, config.get_options())
+            .with_context(|| format!("setting the session's timeouts on {}", target.describe()))?;
         let mut store = PostgresStore { client, target };
         store.prepare()?;
         Ok(store)
@@ -168,80 +171,13 @@ fn inspect_schema(c: &mut impl GenericClient, where_: &str) -> Result<Option<i64
 
 impl Store for PostgresStore {
     fn save(&mut self, run: &Run) -> Result<bool> {
-        let document = serde_json::to_string(run)?;
-        let mut tx = self.client.transaction()?;
-        // A concurrent save of the same id waits here for the other to commit, then inserts nothing.
-        let inserted = tx.execute(
-            "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document)
-             VALUES ($1, $8, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
-            &[
-                &run.id,
-                &run.started_at,
-                &run.host(),
-                &run.suite,
-                &run.tool_version,
-                &i32::from(run.interrupted),
-                &document,
-                &run.kind().as_str(),
-            ],
-        )?;
-        if inserted == 0 {
-            return Ok(false); // dropping the transaction rolls it back
-        }
-        // One statement per table rather than one per row: a fleet's server may be far away.
-        let (keys, values): (Vec<&str>, Vec<&str>) = run
-            .tags
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .unzip();
-        tx.execute(
-            "INSERT INTO run_tags (run_id, key, value)
-             SELECT $1, k, v FROM unnest($2::text[], $3::text[]) AS t (k, v)",
-            &[&run.id, &keys, &values],
-        )?;
-        let mut cols = MeasurementColumns::default();
-        for (seq, m) in run.measurements.iter().enumerate() {
-            let s = m.summary.as_ref();
-            cols.seq
-                .push(i32::try_from(seq).context("too many measurements in one run")?);
-            cols.probe.push(m.probe.clone());
-            cols.params.push(serde_json::to_string(&m.params)?);
-            cols.unit.push(m.unit.symbol().to_string());
-            cols.status.push(
-                serde_json::to_value(m.status)?
-                    .as_str()
-                    .unwrap_or("?")
-                    .to_string(),
-            );
-            cols.median.push(s.map(|s| s.median));
-            cols.ci_low.push(s.map(|s| s.ci95[0]));
-            cols.ci_high.push(s.map(|s| s.ci95[1]));
-            cols.cv.push(s.map(|s| s.cv));
-        }
-        let args: [&(dyn ToSql + Sync); 10] = [
-            &run.id,
-            &cols.seq,
-            &cols.probe,
-            &cols.params,
-            &cols.unit,
-            &cols.status,
-            &cols.median,
-            &cols.ci_low,
-            &cols.ci_high,
-            &cols.cv,
-        ];
-        tx.execute(
-            "INSERT INTO measurements
-                 (run_id, seq, probe, params, unit, status, median, ci_low, ci_high, cv)
-             SELECT $1, seq, probe, params, unit, status, median, ci_low, ci_high, cv
-             FROM unnest($2::int4[], $3::text[], $4::text[], $5::text[], $6::text[],
-                         $7::float8[], $8::float8[], $9::float8[], $10::float8[])
-                  AS m (seq, probe, params, unit, status, median, ci_low, ci_high, cv)",
-            &args,
-        )?;
-        insert_figures(&mut tx, run)?;
-        tx.commit()?;
-        Ok(true)
+        let (saved, by_signal) = waits::cancelled_by_signals(&mut self.client, |c| save_in(c, run));
+        saved.map_err(
+            |e| match waits::explain(&e, by_signal, &self.target.server) {
+                Some(why) => anyhow!("{why}"),
+                None => e,
+            },
+        )
     }
 
     fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
@@ -400,4 +336,82 @@ struct MeasurementColumns {
     ci_low: Vec<Option<f64>>,
     ci_high: Vec<Option<f64>>,
     cv: Vec<Option<f64>>,
+}
+
+/// Saves a run in one transaction (see [`Store::save`]).
+fn save_in(client: &mut Client, run: &Run) -> Result<bool> {
+    let document = serde_json::to_string(run)?;
+    let mut tx = client.transaction()?;
+    // A concurrent save of the same id waits here for the other to commit, then inserts nothing.
+    let inserted = tx.execute(
+        "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document)
+         VALUES ($1, $8, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+        &[
+            &run.id,
+            &run.started_at,
+            &run.host(),
+            &run.suite,
+            &run.tool_version,
+            &i32::from(run.interrupted),
+            &document,
+            &run.kind().as_str(),
+        ],
+    )?;
+    if inserted == 0 {
+        return Ok(false); // dropping the transaction rolls it back
+    }
+    // One statement per table rather than one per row: a fleet's server may be far away.
+    let (keys, values): (Vec<&str>, Vec<&str>) = run
+        .tags
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .unzip();
+    tx.execute(
+        "INSERT INTO run_tags (run_id, key, value)
+         SELECT $1, k, v FROM unnest($2::text[], $3::text[]) AS t (k, v)",
+        &[&run.id, &keys, &values],
+    )?;
+    let mut cols = MeasurementColumns::default();
+    for (seq, m) in run.measurements.iter().enumerate() {
+        let s = m.summary.as_ref();
+        cols.seq
+            .push(i32::try_from(seq).context("too many measurements in one run")?);
+        cols.probe.push(m.probe.clone());
+        cols.params.push(serde_json::to_string(&m.params)?);
+        cols.unit.push(m.unit.symbol().to_string());
+        cols.status.push(
+            serde_json::to_value(m.status)?
+                .as_str()
+                .unwrap_or("?")
+                .to_string(),
+        );
+        cols.median.push(s.map(|s| s.median));
+        cols.ci_low.push(s.map(|s| s.ci95[0]));
+        cols.ci_high.push(s.map(|s| s.ci95[1]));
+        cols.cv.push(s.map(|s| s.cv));
+    }
+    let args: [&(dyn ToSql + Sync); 10] = [
+        &run.id,
+        &cols.seq,
+        &cols.probe,
+        &cols.params,
+        &cols.unit,
+        &cols.status,
+        &cols.median,
+        &cols.ci_low,
+        &cols.ci_high,
+        &cols.cv,
+    ];
+    tx.execute(
+        "INSERT INTO measurements
+             (run_id, seq, probe, params, unit, status, median, ci_low, ci_high, cv)
+         SELECT $1, seq, probe, params, unit, status, median, ci_low, ci_high, cv
+         FROM unnest($2::int4[], $3::text[], $4::text[], $5::text[], $6::text[],
+                     $7::float8[], $8::float8[], $9::float8[], $10::float8[])
+              AS m (seq, probe, params, unit, status, median, ci_low, ci_high, cv)",
+        &args,
+    )?;
+    insert_figures(&mut tx, run)?;
+    tx.commit()?;
+    Ok(true)
 }

@@ -36,9 +36,60 @@ fn check_header(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuses, as a usage error, a store path that is neither a regular file nor missing (nor a link
+/// to a regular file): SQLite would read a device or a FIFO as an empty store (or hang on the
+/// FIFO), write its `-journal` beside a device, and report "no runs" for /dev/zero. Nothing is
+/// opened, so a FIFO cannot block here.
+pub fn check_kind(path: &Path) -> Result<()> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                return Err(crate::usage!(
+                    "the store {} is a symbolic link to nothing; osmeter does not create a store                      through a link: give the path of a SQLite file with --store or {}",
+                    path.display(),
+                    super::STORE_ENV
+                ));
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(anyhow!("cannot inspect the store {}: {e}", path.display())),
+    };
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let kind = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(crate::usage!(
+        "{} is {kind}, not a store file: runs are kept in a regular SQLite file (one that does          not exist yet is created) or a postgres:// URL; give one with --store or {}",
+        path.display(),
+        super::STORE_ENV
+    ))
+}
+
+/// Refuses (a usage error) a store that another user could read through or alter: see
+/// [`trust`]. For a store that is about to be created too.
+pub fn check_trusted(path: &Path) -> Result<()> {
+    trust::check_for_writing(path)
+}
+
 impl SqliteStore {
     /// Opens (or creates) the store for reading and writing.
     pub fn open(path: &Path) -> Result<SqliteStore> {
+        check_kind(path)?;
+        trust::check_for_writing(path)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).with_context(|| {
                 format!("cannot create the store's directory {}", dir.display())
@@ -54,7 +105,9 @@ impl SqliteStore {
             conn,
             path: path.to_path_buf(),
         };
-        store.prepare().map_err(|e| integrity::explain(path, e))?;
+        if let Err(e) = store.prepare() {
+            return Err(integrity::explain_os(path, e, store.os_error()));
+        }
         Ok(store)
     }
 
@@ -62,6 +115,7 @@ impl SqliteStore {
     /// created or changed (but for the one-time upgrade of a store of an older schema), so a
     /// store this user may only read works, and a missing one reads as empty.
     pub fn open_read_only(path: &Path) -> Result<SqliteStore> {
+        check_kind(path)?;
         let empty = std::fs::metadata(path)
             .map(|m| m.len() == 0)
             .unwrap_or(true);
@@ -105,8 +159,10 @@ impl SqliteStore {
     /// Settles the connection and brings the schema up to date, refusing foreign or newer databases
     /// before writing anything to them.
     fn prepare(&mut self) -> Result<()> {
-        // Concurrent writers wait for each other instead of failing at once.
-        self.conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        // Concurrent writers wait for each other instead of failing at once, for a bounded
+        // time that a signal cuts short.
+        lock_wait::waiting_on(&self.path);
+        self.conn.busy_handler(Some(lock_wait::busy))?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
         let current = schema::current_version();
         if self.inspect()? == Some(current) {
@@ -157,7 +213,7 @@ impl SqliteStore {
     /// conflict between two connections switching at once as "locked" without waiting, so a
     /// freshly created store opened by several processes retries for as long as the busy timeout.
     fn use_wal(&self) -> Result<()> {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let (since, signals) = (std::time::Instant::now(), crate::interrupt::received());
         loop {
             let mode = self
                 .conn
@@ -168,7 +224,7 @@ impl SqliteStore {
                     if matches!(
                         e.code,
                         rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-                    ) && std::time::Instant::now() < deadline =>
+                    ) && lock_wait::may_retry(since, signals) =>
                 {
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 }
@@ -182,6 +238,13 @@ impl SqliteStore {
     /// Nothing is written.
     pub fn verify(&self) -> Result<()> {
         integrity::check(&self.conn, &self.path)
+    }
+
+    /// The system error number behind SQLite's last failure on this connection, if any.
+    fn os_error(&self) -> Option<i32> {
+        // SAFETY: the handle is valid for as long as the connection; the call only reads it.
+        let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(self.conn.handle()) };
+        (errno != 0).then_some(errno)
     }
 
     fn inspect(&self) -> Result<Option<i64>> {
@@ -294,8 +357,9 @@ fn inspect_schema(conn: &Connection, path: &Path) -> Result<Option<i64>> {
 
 impl Store for SqliteStore {
     fn save(&mut self, run: &Run) -> Result<bool> {
+        lock_wait::waiting_on(&self.path);
         self.save_checked(run)
-            .map_err(|e| integrity::explain(&self.path, e))
+            .map_err(|e| integrity::explain_os(&self.path, e, self.os_error()))
     }
 
     fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
@@ -507,6 +571,9 @@ impl SqliteStore {
 }
 
 mod integrity;
+mod lock_wait;
+mod surroundings;
+mod trust;
 
 #[cfg(test)]
 mod tests;

@@ -99,6 +99,12 @@ fn code(e: &rusqlite::Error) -> Option<ErrorCode> {
 /// Turns SQLite's errors about the file itself (damaged, not writable, cannot be opened) into
 /// what happened to which store and what to do; other errors pass unchanged.
 pub(super) fn explain(path: &Path, err: anyhow::Error) -> anyhow::Error {
+    explain_os(path, err, None)
+}
+
+/// [`explain`], knowing the system error number SQLite saw last (`os_error`), which tells a full
+/// disk from a read-only one where SQLite says "disk I/O error" for both.
+pub(super) fn explain_os(path: &Path, err: anyhow::Error, os_error: Option<i32>) -> anyhow::Error {
     let Some(sqlite) = err
         .chain()
         .find_map(|c| c.downcast_ref::<rusqlite::Error>())
@@ -112,7 +118,37 @@ pub(super) fn explain(path: &Path, err: anyhow::Error) -> anyhow::Error {
     ) {
         return damaged(path, &format!("unreadable text: {sqlite}"));
     }
-    match code(sqlite) {
+    let code = code(sqlite);
+    if matches!(
+        code,
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    ) {
+        if let Some(why) = super::lock_wait::take_gave_up() {
+            return anyhow!(
+                "cannot write the store {}: {}",
+                path.display(),
+                super::lock_wait::explain(path, why)
+            );
+        }
+    }
+    if matches!(
+        code,
+        Some(
+            ErrorCode::ReadOnly
+                | ErrorCode::CannotOpen
+                | ErrorCode::PermissionDenied
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::DiskFull
+        )
+    ) {
+        if let Some(why) = super::surroundings::problem(path, os_error) {
+            return anyhow!(
+                "cannot write the store {}: {why} (SQLite said: {sqlite})",
+                path.display()
+            );
+        }
+    }
+    match code {
         Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
             damaged(path, &sqlite.to_string())
         }
