@@ -3,6 +3,9 @@
 //! what was measured, marks the run interrupted and leaves no process behind.
 
 mod common;
+#[path = "common/procs.rs"]
+mod procs;
+use procs::{alive, descendants};
 #[path = "common/issue16.rs"]
 mod issue16;
 
@@ -54,33 +57,6 @@ fn signal_and_wait(mut running: Running, signal: libc::c_int) -> (std::process::
     (out, t.elapsed())
 }
 
-/// Parent PID of `pid`, from /proc.
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(") ")? + 2..]
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-/// Every live process below `pid` (its measuring workers and their partners).
-fn descendants(pid: u32) -> Vec<u32> {
-    let all: Vec<u32> = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .collect();
-    let mut found = vec![pid];
-    let mut i = 0;
-    while i < found.len() {
-        let p = found[i];
-        found.extend(all.iter().filter(|&&c| parent_of(c) == Some(p)));
-        i += 1;
-    }
-    found.remove(0);
-    found
-}
-
 /// Waits (at most a minute) until `pid` has started its first measuring worker; returns them.
 fn first_workers(pid: u32) -> Vec<u32> {
     let t = Instant::now();
@@ -92,14 +68,6 @@ fn first_workers(pid: u32) -> Vec<u32> {
         assert!(t.elapsed() < Duration::from_secs(60), "no worker started");
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// Whether `pid` still exists as more than a zombie.
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| Some(s[s.rfind(") ")? + 2..].chars().next()? != 'Z'))
-        .unwrap_or(false)
 }
 
 fn stderr(out: &std::process::Output) -> String {
