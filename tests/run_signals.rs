@@ -268,7 +268,7 @@ fn fifo_run_is_time_limited_and_stops_on_signals() {
                 "--fifo",
                 "98",
                 "--warmup",
-                "1000000",
+                "10000",
                 "--min-time",
                 "5ms",
             ],
@@ -312,13 +312,7 @@ fn a_killed_run_leaves_no_worker_behind() {
     let env = TestEnv::new();
     let child = spawn_run(
         &env,
-        &[
-            "syscall.null",
-            "--warmup",
-            "1000000000",
-            "--min-time",
-            "5ms",
-        ],
+        &["syscall.null", "--warmup", "10000", "--min-time", "5ms"],
     );
     let pid = child.id();
     let workers = first_workers(pid);
@@ -416,7 +410,7 @@ fn a_fifo_worker_never_runs_more_than_a_few_seconds_without_sleeping() {
             "--min-time",
             "1s",
             "--warmup",
-            "1000000",
+            "10000",
             "--no-store",
         ],
     );

@@ -180,32 +180,7 @@ pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
     }
     runs.reverse(); // oldest first
     let mut left_out = Vec::new();
-    let mut by_host: BTreeMap<String, Vec<&RunInfo>> = BTreeMap::new();
-    for r in &runs {
-        match &r.host {
-            Some(h) => by_host.entry(h.clone()).or_default().push(r),
-            None => left_out.push((r.id.clone(), "its fingerprint names no host".to_string())),
-        }
-    }
-    let mut hosts: BTreeMap<String, HostRuns> = BTreeMap::new();
-    for (host, host_runs) in by_host {
-        let newest = host_runs.last().expect("a host has a run");
-        let class = match store.load(&newest.id)? {
-            Some(run) => class_of(&run),
-            None => "unknown machine".to_string(),
-        };
-        hosts.insert(
-            host,
-            HostRuns {
-                runs: host_runs,
-                class,
-            },
-        );
-    }
-    let run_host: BTreeMap<&str, &str> = hosts
-        .iter()
-        .flat_map(|(h, hr)| hr.runs.iter().map(move |r| (r.id.as_str(), h.as_str())))
-        .collect();
+    let hosts = hosts_of(store, &runs, &mut left_out)?;
     let keys: Vec<String> = store
         .figure_keys()?
         .into_iter()
@@ -217,101 +192,25 @@ pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
             query.figures.join(", ")
         ));
     }
-    let mut classes: BTreeMap<String, Class> = BTreeMap::new();
-    for (host, hr) in &hosts {
-        classes
-            .entry(hr.class.clone())
-            .or_insert_with(|| Class {
-                name: hr.class.clone(),
-                hosts: Vec::new(),
-                figures: Vec::new(),
-                not_judged: None,
-            })
-            .hosts
-            .push(host.clone());
-    }
-    // Each host's series of each figure, oldest run first, by class and figure.
-    let order: BTreeMap<&str, usize> = runs
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.id.as_str(), i))
-        .collect();
-    let config = crate::results::history::method_config();
+    let mut classes = classes_of(&hosts);
+    let places = run_places(&runs, &hosts);
     let mut changes = Vec::new();
     for key in &keys {
         let stored = store.figure_values(key)?;
         let Some(first) = stored.first() else {
             continue;
         };
-        let mut values: BTreeMap<&str, Vec<(usize, &crate::results::store::StoredFigure)>> =
-            BTreeMap::new();
-        for s in &stored {
-            if let (Some(&host), Some(&at)) = (
-                run_host.get(s.run_id.as_str()),
-                order.get(s.run_id.as_str()),
-            ) {
-                if s.value.is_finite() && s.value > 0.0 {
-                    values.entry(host).or_default().push((at, s));
-                }
-            }
-        }
+        let mut series = series_by_host(&stored, &runs, &places);
         for class in classes.values_mut() {
-            let mut series = Vec::new();
-            for host in &class.hosts {
-                let Some(vs) = values.get_mut(host.as_str()) else {
-                    continue;
-                };
-                vs.sort_by_key(|(at, _)| *at);
-                let points: Vec<Point> = vs
-                    .iter()
-                    .map(|(at, s)| Point {
-                        run: s.run_id.clone(),
-                        started_at: runs[*at].started_at.clone(),
-                        value: s.value,
-                        interval: s.interval,
-                    })
-                    .collect();
-                series.push((host.clone(), points));
-            }
-            if series.is_empty() {
+            let rows: Vec<(String, Vec<Point>)> = class
+                .hosts
+                .iter()
+                .filter_map(|h| Some((h.clone(), series.remove(h.as_str())?)))
+                .collect();
+            if rows.is_empty() {
                 continue;
             }
-            // Where a host's series looks off the class, its latest stretch (after its last
-            // change point) is what it is now; elsewhere all its runs in the window are.
-            let screen = median_of(
-                series
-                    .iter()
-                    .map(|(_, p)| median_of(p.iter().map(|x| x.value))),
-            );
-            let mut cells = Vec::new();
-            for (host, points) in &series {
-                let whole = median_of(points.iter().map(|p| p.value));
-                let newest = points.last().map_or(whole, |p| p.value);
-                let off = |v: f64| (v / screen - 1.0).abs() >= query.min_effect;
-                let mut current: &[Point] = points;
-                if points.len() >= 2 * config.min_segment && (off(whole) || off(newest)) {
-                    let values: Vec<f64> = points.iter().map(|p| p.value).collect();
-                    let cuts: Vec<usize> = e_divisive(&values, &config)
-                        .iter()
-                        .map(|c| c.index)
-                        .collect();
-                    if let Some(&last) = cuts.last() {
-                        let levels = segments(&values, &cuts);
-                        let (before, after) =
-                            (&levels[levels.len() - 2], &levels[levels.len() - 1]);
-                        changes.push(HostChange {
-                            host: host.clone(),
-                            figure: key.clone(),
-                            run: points[last].run.clone(),
-                            started_at: points[last].started_at.clone(),
-                            before: before.level,
-                            after: after.level,
-                        });
-                        current = &points[last..];
-                    }
-                }
-                cells.push(host_cell(host, current));
-            }
+            let cells = current_cells(key, &rows, query, &mut changes);
             class.figures.push(FigureRow {
                 figure: key.clone(),
                 unit: first.unit,
@@ -347,6 +246,142 @@ pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
         changes,
         left_out,
     })
+}
+
+/// The runs of each host, oldest first, and the host's class from its newest run's fingerprint.
+fn hosts_of<'a>(
+    store: &mut dyn Store,
+    runs: &'a [RunInfo],
+    left_out: &mut Vec<(String, String)>,
+) -> Result<BTreeMap<String, HostRuns<'a>>> {
+    let mut by_host: BTreeMap<String, Vec<&RunInfo>> = BTreeMap::new();
+    for r in runs {
+        match &r.host {
+            Some(h) => by_host.entry(h.clone()).or_default().push(r),
+            None => left_out.push((r.id.clone(), "its fingerprint names no host".to_string())),
+        }
+    }
+    let mut hosts = BTreeMap::new();
+    for (host, host_runs) in by_host {
+        let newest = host_runs.last().expect("a host has a run");
+        let class = match store.load(&newest.id)? {
+            Some(run) => class_of(&run),
+            None => "unknown machine".to_string(),
+        };
+        hosts.insert(
+            host,
+            HostRuns {
+                runs: host_runs,
+                class,
+            },
+        );
+    }
+    Ok(hosts)
+}
+
+fn classes_of(hosts: &BTreeMap<String, HostRuns>) -> BTreeMap<String, Class> {
+    let mut classes: BTreeMap<String, Class> = BTreeMap::new();
+    for (host, hr) in hosts {
+        classes
+            .entry(hr.class.clone())
+            .or_insert_with(|| Class {
+                name: hr.class.clone(),
+                hosts: Vec::new(),
+                figures: Vec::new(),
+                not_judged: None,
+            })
+            .hosts
+            .push(host.clone());
+    }
+    classes
+}
+
+/// Where each run of a host stands in `runs` (oldest first), and whose it is.
+type RunPlaces<'a> = BTreeMap<&'a str, (usize, &'a str)>;
+
+fn run_places<'a>(runs: &'a [RunInfo], hosts: &'a BTreeMap<String, HostRuns>) -> RunPlaces<'a> {
+    runs.iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let (host, _) = hosts.get_key_value(r.host.as_deref()?)?;
+            Some((r.id.as_str(), (i, host.as_str())))
+        })
+        .collect()
+}
+
+/// One figure's stored values as each host's series, oldest run first.
+fn series_by_host<'a>(
+    stored: &[crate::results::store::StoredFigure],
+    runs: &[RunInfo],
+    at: &RunPlaces<'a>,
+) -> BTreeMap<&'a str, Vec<Point>> {
+    let mut series: BTreeMap<&str, Vec<(usize, Point)>> = BTreeMap::new();
+    for s in stored {
+        let Some(&(index, host)) = at.get(s.run_id.as_str()) else {
+            continue;
+        };
+        if s.value.is_finite() && s.value > 0.0 {
+            series.entry(host).or_default().push((
+                index,
+                Point {
+                    run: s.run_id.clone(),
+                    started_at: runs[index].started_at.clone(),
+                    value: s.value,
+                    interval: s.interval,
+                },
+            ));
+        }
+    }
+    series
+        .into_iter()
+        .map(|(h, mut points)| {
+            points.sort_by_key(|(index, _)| *index);
+            (h, points.into_iter().map(|(_, p)| p).collect())
+        })
+        .collect()
+}
+
+/// Each host's cell from what it is now: where its series looks off the class, its latest
+/// stretch (after its last change point, which goes to `changes`); elsewhere all its runs.
+fn current_cells(
+    key: &str,
+    rows: &[(String, Vec<Point>)],
+    query: &FleetQuery,
+    changes: &mut Vec<HostChange>,
+) -> Vec<Cell> {
+    let config = crate::results::history::method_config();
+    let screen = median_of(
+        rows.iter()
+            .map(|(_, p)| median_of(p.iter().map(|x| x.value))),
+    );
+    let off = |v: f64| (v / screen - 1.0).abs() >= query.min_effect;
+    let mut cells = Vec::new();
+    for (host, points) in rows {
+        let whole = median_of(points.iter().map(|p| p.value));
+        let newest = points.last().map_or(whole, |p| p.value);
+        let mut current: &[Point] = points;
+        if points.len() >= 2 * config.min_segment && (off(whole) || off(newest)) {
+            let values: Vec<f64> = points.iter().map(|p| p.value).collect();
+            let cuts: Vec<usize> = e_divisive(&values, &config)
+                .iter()
+                .map(|c| c.index)
+                .collect();
+            if let Some(&last) = cuts.last() {
+                let levels = segments(&values, &cuts);
+                changes.push(HostChange {
+                    host: host.clone(),
+                    figure: key.to_string(),
+                    run: points[last].run.clone(),
+                    started_at: points[last].started_at.clone(),
+                    before: levels[levels.len() - 2].level,
+                    after: levels[levels.len() - 1].level,
+                });
+                current = &points[last..];
+            }
+        }
+        cells.push(host_cell(host, current));
+    }
+    cells
 }
 
 fn wanted(key: &str, figures: &[String]) -> bool {
