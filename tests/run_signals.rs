@@ -3,9 +3,7 @@
 //! what was measured, marks the run interrupted and leaves no process behind.
 
 mod common;
-#[path = "common/procs.rs"]
-mod procs;
-use procs::{alive, descendants};
+use common::procs::{alive, descendants};
 #[path = "common/issue16.rs"]
 mod issue16;
 
