@@ -212,7 +212,7 @@ impl Tls {
                         path.display()
                     )
                 })?;
-                let certs = rustls_pemfile_certs(&text);
+                let certs = pem_certificates(&text);
                 if certs.is_empty() {
                     return Err(crate::usage!(
                         "sslrootcert={}: no PEM certificate (-----BEGIN CERTIFICATE-----) in it",
@@ -243,7 +243,7 @@ impl Tls {
 }
 
 /// The certificates of a PEM text.
-fn rustls_pemfile_certs(pem: &[u8]) -> Vec<CertificateDer<'static>> {
+fn pem_certificates(pem: &[u8]) -> Vec<CertificateDer<'static>> {
     use rustls::pki_types::pem::PemObject;
     CertificateDer::pem_slice_iter(pem)
         .filter_map(|c| c.ok())
@@ -392,7 +392,7 @@ pub fn explain(text: &str, tls: &Tls, server: &str) -> Option<String> {
              clock and the server's"
         ));
     }
-    if text.contains("invalid peer certificate") || text.contains("tls") && text.contains("alert") {
+    if text.contains("invalid peer certificate") || (text.contains("tls") && text.contains("alert")) {
         return Some(format!(
             "the TLS handshake with PostgreSQL at {server} failed ({text}); check the server's \
              certificate and sslrootcert"
