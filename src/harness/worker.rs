@@ -17,7 +17,7 @@ use super::HarnessConfig;
 use crate::interrupt;
 use crate::meter::rt_limit::{self, OnLimit, RtTimeLimit};
 use crate::meter::{placement, SystemSensors};
-use crate::probes::{self, Built, ProbeEnv, Scale};
+use crate::probes::{self, Built, FileSystems, ProbeEnv, Scale};
 use crate::results::model::{Overhead, Params};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -41,6 +41,9 @@ pub struct Job {
     pub harness: HarnessConfig,
     /// The run's scratch directory (made and removed by the parent).
     pub scratch: PathBuf,
+    /// Where the file-system probes work.
+    #[serde(default)]
+    pub file_systems: FileSystems,
     pub task: Task,
 }
 
@@ -360,6 +363,7 @@ fn measure(job: &Job) -> Result<Report> {
                 scratch: &job.scratch,
                 cpu: job.cpu,
                 scale: *scale,
+                file_systems: job.file_systems,
             };
             match (def.build)(&env, params).with_context(|| format!("setting up {probe}"))? {
                 Built::Skip(reason) => Ok(Report::Skipped(reason)),

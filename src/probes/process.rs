@@ -353,6 +353,7 @@ mod tests {
             scratch: dir,
             cpu: 0,
             scale: Scale::Quick,
+            file_systems: Default::default(),
         }
     }
 
