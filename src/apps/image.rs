@@ -5,9 +5,9 @@
 //!
 //! The image is made without a journal, because fuse2fs cannot write one: both mounts then run the
 //! same journal-less ext4 (the file probes' fresh images, which only the kernel mounts, keep
-//! mkfs.ext4's journal: [`Mounted::journaled_ext4`]). Root only (mount(8) and /dev/fuse). The mount is undone when the
-//! [`Mounted`] is dropped; a measuring process killed outright leaves it to the scratch directory's
-//! clean-up, which detaches every mount below it ([`crate::scratch`]).
+//! mkfs.ext4's journal: [`Mounted::journaled_ext4`]). Root only (mount(8) and /dev/fuse). The
+//! mount is undone when the [`Mounted`] is dropped; a measuring process killed outright leaves it
+//! to the scratch directory's clean-up, which detaches every mount below it ([`crate::scratch`]).
 
 use super::packages::{need, Need};
 use anyhow::{bail, Context, Result};
