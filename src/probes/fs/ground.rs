@@ -52,8 +52,12 @@ impl Ground {
         }
         let made = match fresh {
             Fresh::Ext4 => {
-                Mounted::journaled_ext4(env.scratch, crate::apps::runfs::image_mib(disk))
-                    .map(|m| (m.path().to_path_buf(), FreshMount::Image(m)))
+                Mounted::journaled_ext4(env.scratch, crate::apps::runfs::image_mib(disk)).map(|m| {
+                    // What mkfs wrote goes to the device now, not through writeback during the
+                    // round's samples.
+                    m.sync();
+                    (m.path().to_path_buf(), FreshMount::Image(m))
+                })
             }
             Fresh::Tmpfs => {
                 TmpfsMount::new(env.scratch).map(|m| (m.mountpoint.clone(), FreshMount::Tmpfs(m)))
