@@ -9,7 +9,6 @@ use crate::probes::testing::env;
 use crate::probes::{FileSystems, ProbeEnv, Scale};
 use crate::results::model::Params;
 use std::path::Path;
-use std::time::Instant;
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -105,7 +104,22 @@ fn the_figure_notes_where_it_ran() {
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
 }
 
-/// Median over `samples` samples of the time of one create/delete cycle, in ns.
+/// CPU time of this thread, in ns: the cycle's work is system calls made by this thread, and on a
+/// busy machine its wall time also counts the time other processes held the CPU.
+fn thread_cpu_ns() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: t is a valid out-pointer.
+    assert_eq!(
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) },
+        0
+    );
+    t.tv_sec as f64 * 1e9 + t.tv_nsec as f64
+}
+
+/// Median over `samples` samples of the CPU time of one create/delete cycle, in ns.
 fn create_delete_ns(env: &ProbeEnv, samples: usize) -> f64 {
     let mut w = build(
         env,
@@ -114,15 +128,19 @@ fn create_delete_ns(env: &ProbeEnv, samples: usize) -> f64 {
     );
     const OPS: u64 = 2000;
     w.run(OPS).unwrap();
-    let mut times: Vec<f64> = (0..samples)
+    let times: Vec<f64> = (0..samples)
         .map(|_| {
-            let t = Instant::now();
+            let t = thread_cpu_ns();
             w.run(OPS).unwrap();
-            t.elapsed().as_nanos() as f64 / OPS as f64
+            (thread_cpu_ns() - t) / OPS as f64
         })
         .collect();
-    times.sort_by(f64::total_cmp);
-    times[samples / 2]
+    median(times)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// One round of fs.metadata as the harness runs it: samples that fill every directory, each
@@ -145,9 +163,15 @@ fn create_delete_after_metadata_agrees_with_create_delete_alone() {
     // structural 3x, not a timing target. The figures are printed (--nocapture) for the record.
     let dir = tempfile::tempdir().unwrap();
     let env = env(dir.path(), Scale::Quick);
-    let alone = create_delete_ns(&env, 7);
-    metadata_round(&env);
-    let after = create_delete_ns(&env, 7);
+    // Alternated three times, so that drift of a busy machine reaches both alike.
+    let (mut alone, mut after) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        alone.push(create_delete_ns(&env, 5));
+        metadata_round(&env);
+        after.push(create_delete_ns(&env, 5));
+    }
+    eprintln!("alone {alone:.0?} ns, after fs.metadata {after:.0?} ns");
+    let (alone, after) = (median(alone), median(after));
     let ratio = after.max(alone) / after.min(alone);
     eprintln!(
         "fs.create_delete size=0: alone {alone:.0} ns, right after fs.metadata {after:.0} ns \
