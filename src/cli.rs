@@ -662,7 +662,10 @@ pub struct MeasureArgs {
     /// CPU the measuring thread is pinned to [default: the last usable CPU]
     #[arg(long, value_name = "CPU")]
     pub cpu: Option<usize>,
-    /// Directory for scratch files (a fresh subdirectory is made and removed) [default: the system temporary directory]
+    /// Directory for scratch files (a fresh subdirectory is made and removed) [default: the system
+    /// temporary directory]. With it the file probes measure its file system as it is (its type
+    /// and mount options go on their figures, and its history counts); without it each of their
+    /// rounds gets a fresh file system of its own (root)
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Run the measuring thread at this SCHED_FIFO priority (1-98; needs root or CAP_SYS_NICE)

@@ -47,6 +47,9 @@ pub struct RunConfig {
     pub install: bool,
     /// `--fs`: the scratch directory on an ext4 image mounted by the kernel or by fuse2fs.
     pub fs: Option<crate::apps::image::Kind>,
+    /// Where the file-system probes work: fresh file systems of their own, or the scratch
+    /// directory's as it is when the user chose it (`--dir`, `--fs`).
+    pub file_systems: crate::probes::FileSystems,
     /// Tags and store, checked before measuring.
     pub keeper: Keeper,
     pub json: bool,
@@ -148,6 +151,11 @@ impl RunConfig {
             fifo: args.measure.fifo,
             install: args.measure.install,
             fs: args.measure.fs,
+            file_systems: if args.measure.dir.is_some() || args.measure.fs.is_some() {
+                crate::probes::FileSystems::Scratch
+            } else {
+                crate::probes::FileSystems::Fresh
+            },
             keeper: Keeper::new(
                 &crate::apps::runfs::tags_with_fs(&args.keep.tags, args.measure.fs),
                 args.keep.no_store,

@@ -51,6 +51,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
         fifo: config.fifo,
         counters: config.counters,
         scratch: run_fs.as_ref().map_or(scratch.path(), |fs| fs.path()),
+        file_systems: config.file_systems,
         worker: WorkerCommand::this_executable(),
     };
 

@@ -4,9 +4,10 @@
 //! kernel against microkernel servers.
 //!
 //! The image is made without a journal, because fuse2fs cannot write one: both mounts then run the
-//! same journal-less ext4. Root only (mount(8) and /dev/fuse). The mount is undone when the
-//! [`Mounted`] is dropped; a measuring process killed outright leaves it to the scratch directory's
-//! clean-up, which detaches every mount below it ([`crate::scratch`]).
+//! same journal-less ext4 (the file probes' fresh images, which only the kernel mounts, keep
+//! mkfs.ext4's journal: [`Mounted::journaled_ext4`]). Root only (mount(8) and /dev/fuse). The
+//! mount is undone when the [`Mounted`] is dropped; a measuring process killed outright leaves it
+//! to the scratch directory's clean-up, which detaches every mount below it ([`crate::scratch`]).
 
 use super::packages::{need, Need};
 use anyhow::{bail, Context, Result};
@@ -122,8 +123,19 @@ pub fn is_mounted(path: &Path) -> bool {
 }
 
 impl Mounted {
-    /// Makes a fresh image of `size_mib` in a new directory under `parent` and mounts it.
+    /// Makes a fresh journal-less image of `size_mib` in a new directory under `parent` and mounts
+    /// it.
     pub fn new(kind: Kind, parent: &Path, size_mib: u64) -> Result<Mounted> {
+        Mounted::make(kind, parent, size_mib, false)
+    }
+
+    /// Makes a fresh ext4 image with a journal, as mkfs.ext4 makes one by default (the
+    /// distribution's /etc/mke2fs.conf), and mounts it with the kernel's ext4.
+    pub fn journaled_ext4(parent: &Path, size_mib: u64) -> Result<Mounted> {
+        Mounted::make(Kind::Ext4, parent, size_mib, true)
+    }
+
+    fn make(kind: Kind, parent: &Path, size_mib: u64, journal: bool) -> Result<Mounted> {
         if let Some(why) = unavailable(kind) {
             bail!("{why}");
         }
@@ -135,7 +147,13 @@ impl Mounted {
         drop(file);
         run(
             Command::new("/usr/sbin/mkfs.ext4")
-                .args(["-q", "-F", "-O", "^has_journal", "-U", UUID, "-E"])
+                .args(["-q", "-F"])
+                .args(if journal {
+                    &[][..]
+                } else {
+                    &["-O", "^has_journal"][..]
+                })
+                .args(["-U", UUID, "-E"])
                 .arg(format!(
                     "lazy_itable_init=0,lazy_journal_init=0,hash_seed={HASH_SEED}"
                 ))

@@ -23,6 +23,22 @@ pub struct ProbeEnv<'a> {
     /// CPU the measuring thread is pinned to.
     pub cpu: usize,
     pub scale: Scale,
+    /// Where the file-system probes work.
+    pub file_systems: FileSystems,
+}
+
+/// Where the file-system probes (`fs.*`) work: in a file system whose state osmeter controls, or
+/// in the scratch directory's own, whatever happened on it before.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileSystems {
+    /// A file system made for each round (a fresh ext4 image on a loop device, or tmpfs), unmounted
+    /// after it; without the privileges for that, the scratch directory, and the figure says why.
+    #[default]
+    Fresh,
+    /// The scratch directory's file system as it is (`--dir`, `--fs`): its type and mount options
+    /// go on the figure, and so does a warning that its history counts.
+    Scratch,
 }
 
 /// A built probe: a workload ready to time, or the reason this machine cannot run it.

@@ -357,6 +357,7 @@ fn app_load(
                     scratch: scratch.path(),
                     cpu: 0,
                     scale: crate::harness::env::Scale::Quick,
+                    file_systems: Default::default(),
                 };
                 match app {
                     AppLoad::Andrew => {

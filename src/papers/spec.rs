@@ -650,7 +650,7 @@ static CHEN96: Spec = Spec {
     derived: &[],
     notes: &[
         ("4.3", "today: vfork and exec of a helper that exits at once, dynamically over statically linked"),
-        ("4.4", "today: a pointer chase with a 128-byte stride in 512 bytes, in cycles"),
+        ("4.4", "today: lmbench's stride walk (lat_mem_rd, 128-byte stride) in 512 bytes, in cycles: an L1 hit, where no prefetcher has anything to add, so it is a load latency; past the L1 the stride walk is helped by the prefetchers and pattern=random is the latency"),
         ("VII", "today: app.ghostscript renders a generated 13-page document (text, curves, fills, images) at 150 dpi to a file, counted whole; the paper's previewed a 13-page, 372 KB conference paper on screen, so the speed-up is indicative; Wish: one wish run building, changing and destroying 100 panels of Tk widgets on Xvfb (the paper's script is not published); Web Server: nginx's time per request with 16 clients, a new connection per request and a warm page cache, times the 1024 requests of the paper's trace"),
         ("5.3", "today: nginx on loopback with 16 clients, a new connection per request, warm page cache, osmeter's Zipf trace; the paper's server sat behind 10 Mb/s Ethernet"),
         ("4.7", "today: 256 KB over loopback TCP to a process on another CPU, 24 KB receive buffer; the paper's 10 Mb/s Ethernet capped all three systems"),

@@ -5,6 +5,7 @@ pub mod app;
 pub mod claims;
 pub mod cpu;
 pub mod footprint;
+mod fork_state;
 pub mod fs;
 pub mod ipc;
 pub mod limits;
@@ -21,7 +22,7 @@ pub mod testing;
 pub mod thread;
 pub mod util;
 
-pub use crate::harness::env::{Built, ProbeEnv, Scale};
+pub use crate::harness::env::{Built, FileSystems, ProbeEnv, Scale};
 use crate::results::figure::Role;
 use crate::results::model::{Params, Unit};
 use anyhow::Result;
@@ -55,6 +56,15 @@ impl Origin {
             Origin::Osmeter => "osmeter",
         }
     }
+}
+
+/// Probes whose figure depends on the measuring process's address-space layout, so their workers
+/// start without address-space randomisation: fork write-protects and copies the page tables that
+/// map the forking process's private memory, and with randomised placement the same worker needed
+/// 92 to 112 KiB of them from round to round on the VM this was measured on, where each page-table
+/// page added ~2.8 us to a ~140 us fork.
+pub fn wants_fixed_layout(probe: &str) -> bool {
+    matches!(probe, "process.fork_exit" | "process.exec")
 }
 
 pub struct ProbeDef {

@@ -88,6 +88,13 @@ struct ForkExit {
 }
 
 impl Workload for ForkExit {
+    fn notes(&self) -> Vec<String> {
+        super::fork_state::ForkingProcess::read()
+            .map(|p| p.note())
+            .into_iter()
+            .collect()
+    }
+
     fn run(&mut self, iters: u64) -> Result<()> {
         for _ in 0..iters {
             // SAFETY: the child touches nothing and leaves through _exit, which is async-signal-safe,
@@ -353,6 +360,7 @@ mod tests {
             scratch: dir,
             cpu: 0,
             scale: Scale::Quick,
+            file_systems: Default::default(),
         }
     }
 

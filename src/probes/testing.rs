@@ -14,6 +14,7 @@ pub fn env(dir: &Path, scale: Scale) -> ProbeEnv<'_> {
         scratch: dir,
         cpu: first_cpu(),
         scale,
+        file_systems: Default::default(),
     }
 }
 

@@ -76,6 +76,8 @@ pub struct SuiteConfig<'a> {
     pub counters: bool,
     /// The run's scratch directory, which the caller removes afterwards.
     pub scratch: &'a Path,
+    /// Where the file-system probes work.
+    pub file_systems: crate::probes::FileSystems,
     pub worker: WorkerCommand,
 }
 
@@ -240,6 +242,7 @@ impl State {
             counters: config.counters,
             harness: config.harness.clone(),
             scratch: config.scratch.to_path_buf(),
+            file_systems: config.file_systems,
             task,
         };
         let rounds = config.rounds.max(slots.last().map_or(0, |s| s.round + 1));

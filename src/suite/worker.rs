@@ -17,7 +17,7 @@ use crate::harness::HarnessConfig;
 use crate::interrupt;
 use crate::meter::rt_limit::{self, OnLimit, RtTimeLimit};
 use crate::meter::{placement, SystemSensors};
-use crate::probes::{self, Built, ProbeEnv, Scale};
+use crate::probes::{self, Built, FileSystems, ProbeEnv, Scale};
 use crate::results::model::{Overhead, Params};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 
 /// The descriptor a worker writes its report to.
 const REPORT_FD: libc::c_int = 3;
+/// personality(2)'s ADDR_NO_RANDOMIZE: the exec'd program's stack, mmap base and heap are where
+/// they would be without address-space randomisation.
+const NO_RANDOMIZE: libc::c_ulong = 0x0040000;
 /// The hidden subcommand.
 pub const SUBCOMMAND: &str = "measure-worker";
 
@@ -41,6 +44,9 @@ pub struct Job {
     pub harness: HarnessConfig,
     /// The run's scratch directory (made and removed by the parent).
     pub scratch: PathBuf,
+    /// Where the file-system probes work.
+    #[serde(default)]
+    pub file_systems: FileSystems,
     pub task: Task,
 }
 
@@ -103,9 +109,18 @@ pub fn run_job(command: &WorkerCommand, job: &Job) -> Result<Report> {
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
     let fd = write_end.0;
+    let fixed_layout =
+        matches!(&job.task, Task::Round { probe, .. } if probes::wants_fixed_layout(probe));
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
+            if fixed_layout {
+                // The same address-space layout in every round: see probes::wants_fixed_layout.
+                let current = libc::personality(0xffff_ffff);
+                if current != -1 {
+                    libc::personality(current as libc::c_ulong | NO_RANDOMIZE);
+                }
+            }
             if libc::dup2(fd, REPORT_FD) < 0 || libc::fcntl(REPORT_FD, libc::F_SETFD, 0) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -360,6 +375,7 @@ fn measure(job: &Job) -> Result<Report> {
                 scratch: &job.scratch,
                 cpu: job.cpu,
                 scale: *scale,
+                file_systems: job.file_systems,
             };
             match (def.build)(&env, params).with_context(|| format!("setting up {probe}"))? {
                 Built::Skip(reason) => Ok(Report::Skipped(reason)),

@@ -6,15 +6,19 @@
 
 mod cache;
 mod ext4;
+mod ground;
+#[cfg(test)]
+mod ground_tests;
 mod meta;
 #[cfg(test)]
 mod tests;
 
 use super::util::{param_bool, param_u64};
-use super::{Built, Origin, ProbeDef, Scale};
+use super::{Built, Origin, ProbeDef, ProbeEnv, Scale};
 use crate::params;
-use crate::results::model::Unit;
+use crate::results::model::{Params, Unit};
 use anyhow::{anyhow, bail, Context, Result};
+use ground::{Fresh, Ground, Grounded};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
@@ -38,7 +42,11 @@ pub const PROBES: &[ProbeDef] = &[
             };
             sizes.iter().map(|n| params![("file_size", *n)]).collect()
         },
-        build: |env, p| ready(cache::ReadCached::new(env.scratch, param_u64(p, "file_size")?)),
+        build: |env, p| {
+            on(env, Fresh::Ext4, "fs.read_cached", p, |dir| {
+                cache::ReadCached::new(dir, param_u64(p, "file_size")?)
+            })
+        },
     },
     ProbeDef {
         id: "fs.read_128k",
@@ -47,7 +55,11 @@ pub const PROBES: &[ProbeDef] = &[
         unit: Unit::BytesPerSecond,
         origins: &[Origin::Chen96],
         variants: |_| vec![params![("files", 32)]],
-        build: |env, p| ready(cache::Read128k::new(env.scratch, param_u64(p, "files")?)),
+        build: |env, p| {
+            on(env, Fresh::Ext4, "fs.read_128k", p, |dir| {
+                cache::Read128k::new(dir, param_u64(p, "files")?)
+            })
+        },
     },
     ProbeDef {
         id: "fs.open_close",
@@ -62,7 +74,11 @@ pub const PROBES: &[ProbeDef] = &[
             };
             depths.iter().map(|d| params![("depth", *d)]).collect()
         },
-        build: |env, p| ready(cache::OpenClose::new(env.scratch, param_u64(p, "depth")?)),
+        build: |env, p| {
+            on(env, Fresh::Tmpfs, "fs.open_close", p, |dir| {
+                cache::OpenClose::new(dir, param_u64(p, "depth")?)
+            })
+        },
     },
     ProbeDef {
         id: "fs.create_delete",
@@ -88,11 +104,9 @@ pub const PROBES: &[ProbeDef] = &[
                 .collect()
         },
         build: |env, p| {
-            ready(meta::CreateDelete::new(
-                env.scratch,
-                param_u64(p, "size")?,
-                param_bool(p, "fsync")?,
-            ))
+            on(env, Fresh::Ext4, "fs.create_delete", p, |dir| {
+                meta::CreateDelete::new(dir, param_u64(p, "size")?, param_bool(p, "fsync")?)
+            })
         },
     },
     ProbeDef {
@@ -103,7 +117,7 @@ pub const PROBES: &[ProbeDef] = &[
         unit: Unit::Nanoseconds,
         origins: &[Origin::Chen96],
         variants: |_| vec![params!()],
-        build: |env, _| ready(meta::Metadata::new(env.scratch)),
+        build: |env, p| on(env, Fresh::Ext4, "fs.metadata", p, meta::Metadata::new),
     },
     ProbeDef {
         id: "fs.write_fsync",
@@ -118,7 +132,11 @@ pub const PROBES: &[ProbeDef] = &[
             };
             sizes.iter().map(|n| params![("size", *n)]).collect()
         },
-        build: |env, p| ready(meta::WriteFsync::new(env.scratch, param_u64(p, "size")?)),
+        build: |env, p| {
+            on(env, Fresh::Ext4, "fs.write_fsync", p, |dir| {
+                meta::WriteFsync::new(dir, param_u64(p, "size")?)
+            })
+        },
     },
     ProbeDef {
         id: "fs.small_files",
@@ -131,12 +149,26 @@ pub const PROBES: &[ProbeDef] = &[
             Scale::Quick => vec![params![("files", 512)]],
             Scale::Full => vec![params![("files", 8192)]],
         },
-        build: |env, p| ready(meta::SmallFiles::new(env.scratch, param_u64(p, "files")?)),
+        build: |env, p| {
+            on(env, Fresh::Ext4, "fs.small_files", p, |dir| {
+                meta::SmallFiles::new(dir, param_u64(p, "files")?)
+            })
+        },
     },
 ];
 
-fn ready<W: crate::harness::Workload + 'static>(w: Result<W>) -> Result<Built> {
-    Ok(Built::Ready(Box::new(w?)))
+/// Builds a workload with `make` in its round's file system (see [`ground`]): a fresh one of the
+/// kind given, big enough for what the variant writes, or the scratch directory's own.
+fn on<W: crate::harness::Workload + 'static>(
+    env: &ProbeEnv,
+    fresh: Fresh,
+    probe: &str,
+    params: &Params,
+    make: impl FnOnce(&Path) -> Result<W>,
+) -> Result<Built> {
+    let disk = crate::probes::footprint::of(probe, params).disk;
+    let ground = Ground::for_round(env, fresh, disk);
+    Ok(Built::Ready(Box::new(Grounded::build(ground, make)?)))
 }
 
 /// A workload's own directory under the scratch directory, held open so that names are looked up

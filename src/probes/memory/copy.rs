@@ -86,6 +86,7 @@ mod tests {
             scratch: dir.path(),
             cpu: 0,
             scale: Scale::Quick,
+            file_systems: Default::default(),
         };
         let Built::Ready(mut w) = build(&env, &params![("cache", "hot"), ("size", 4096)]).unwrap()
         else {
@@ -119,7 +120,8 @@ mod tests {
             &ProbeEnv {
                 scratch: std::path::Path::new("/tmp"),
                 cpu: 0,
-                scale: Scale::Quick
+                scale: Scale::Quick,
+                file_systems: Default::default(),
             },
             &params![("cache", "warm"), ("size", 4096)]
         )

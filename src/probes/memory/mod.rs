@@ -25,9 +25,11 @@ pub const PROBES: &[ProbeDef] = &[
         id: "memory.latency",
         summary: "one dependent load (pointer chase) in a buffer of `size` bytes; 4 KiB pages, \
                   transparent huge pages as the system sets them",
-        params: "pattern=stride128 (nodes 128 bytes apart, visited page by page, inside each \
-                 page in a fixed shuffled order so that no stride prefetcher can run ahead) | \
-                 random (64-byte slots in one random cycle over the whole buffer); size=buffer \
+        params: "pattern=stride128 (lmbench lat_mem_rd's walk: nodes 128 bytes apart in address \
+                 order, the last leading back to the first; stride prefetchers run ahead of it, so \
+                 past a cache it is lmbench's figure, below that level's latency) | random (64-byte \
+                 slots in one random cycle over the whole buffer: the load latency of the level \
+                 that holds it); size=buffer \
                  bytes, powers of two from 512 B to at least 4x the last-level cache (Quick: every \
                  other power)",
         unit: Unit::Nanoseconds,

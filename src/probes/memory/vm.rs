@@ -391,6 +391,7 @@ mod tests {
             scratch: dir.path(),
             cpu: 0,
             scale: Scale::Quick,
+            file_systems: Default::default(),
         };
         let n = 256u64;
         for kind in ["anon", "file"] {
@@ -427,6 +428,7 @@ mod tests {
             scratch: dir.path(),
             cpu: 0,
             scale: Scale::Quick,
+            file_systems: Default::default(),
         };
         let mut w = PageFault {
             kind: FaultKind::File(FaultFile::create(&env).unwrap()),
@@ -456,6 +458,7 @@ mod tests {
             scratch: env_dir.path(),
             cpu: 0,
             scale: Scale::Quick,
+            file_systems: Default::default(),
         };
         let Built::Ready(mut w) = build_brk(&env, &params!()).unwrap() else {
             panic!("skipped")

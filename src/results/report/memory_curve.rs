@@ -361,16 +361,19 @@ impl Section for MemoryCurve {
                 ctx.runs.len()
             ))
         };
-        Ok(Some(figure(
-            &svg,
-            &format!(
-                "<b>Load latency against footprint.</b> Each point is the median time of one \
+        Ok(Some(
+            figure(
+                &svg,
+                &format!(
+                    "<b>Load latency against footprint.</b> Each point is the median time of one \
                  dependent load while walking a buffer of that size; the whisker is its 95&nbsp;% \
                  confidence interval. The x axis doubles at each step; the y axis is {y_scale}. \
-                 A sequential stride is helped by the prefetcher, so its curve stays lower than the \
-                 random walk, which shows the full cost of each level.{marks_text}"
-            ),
-        ) + &tables
-            + &left_out))
+                 The 128-byte stride is lmbench's walk, in address order: the prefetchers run \
+                 ahead of it, so its curve stays lower than the random walk, which shows the full \
+                 latency of each level.{marks_text}"
+                ),
+            ) + &tables
+                + &left_out,
+        ))
     }
 }

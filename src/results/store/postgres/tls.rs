@@ -392,7 +392,8 @@ pub fn explain(text: &str, tls: &Tls, server: &str) -> Option<String> {
              clock and the server's"
         ));
     }
-    if text.contains("invalid peer certificate") || (text.contains("tls") && text.contains("alert")) {
+    if text.contains("invalid peer certificate") || (text.contains("tls") && text.contains("alert"))
+    {
         return Some(format!(
             "the TLS handshake with PostgreSQL at {server} failed ({text}); check the server's \
              certificate and sslrootcert"
