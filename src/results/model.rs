@@ -345,6 +345,22 @@ pub fn label(probe: &str, params: &Params) -> String {
 pub mod tests {
     use super::*;
 
+    /// A figure measured in rounds, for tests: `rounds[i]` holds round i's samples.
+    pub fn in_rounds(probe: &str, rounds: Vec<Vec<f64>>) -> Measurement {
+        let mut m = Measurement::not_measured(
+            probe,
+            Params::new(),
+            Unit::Nanoseconds,
+            Status::Ok,
+            String::new(),
+        );
+        m.reason = None;
+        m.samples = rounds.iter().flatten().copied().collect();
+        m.summary = Some(crate::stats::summary::summarize(&m.samples));
+        m.rounds = rounds;
+        m
+    }
+
     pub fn empty_run() -> Run {
         Run {
             tool_version: "0".into(),

@@ -7,21 +7,7 @@ use crate::results::model::tests::empty_run;
 use crate::results::model::{Measurement, Params, Status};
 use crate::stats::rng::Rng;
 
-/// A figure measured in rounds: `rounds[i]` holds round i's samples.
-fn in_rounds(probe: &str, rounds: Vec<Vec<f64>>) -> Measurement {
-    let mut m = Measurement::not_measured(
-        probe,
-        Params::new(),
-        Unit::Nanoseconds,
-        Status::Ok,
-        String::new(),
-    );
-    m.reason = None;
-    m.samples = rounds.iter().flatten().copied().collect();
-    m.summary = Some(crate::stats::summary::summarize(&m.samples));
-    m.rounds = rounds;
-    m
-}
+use crate::results::model::tests::in_rounds;
 
 /// `n` rounds of `samples` samples around `value`: each round moved by a factor with CV `between`
 /// (page placement, the state of the machine), each sample by one with CV `within`.

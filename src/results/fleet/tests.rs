@@ -1,6 +1,7 @@
 use super::*;
 use crate::results::fingerprint::Fingerprint;
-use crate::results::model::{Measurement, Params, Status};
+use crate::results::model::tests::in_rounds;
+use crate::results::model::Measurement;
 use crate::results::store::sqlite::SqliteStore;
 use proptest::prelude::*;
 
@@ -33,21 +34,7 @@ fn run(host: &str, cpu: &str, minute: u32, null_ns: f64, fork_ns: f64) -> Run {
 }
 
 fn measured(probe: &str, median: f64) -> Measurement {
-    let mut m = Measurement::not_measured(
-        probe,
-        Params::new(),
-        Unit::Nanoseconds,
-        Status::Ok,
-        String::new(),
-    );
-    m.reason = None;
-    m.samples = vec![median * 0.99, median, median * 1.01];
-    m.summary = Some(crate::stats::summary::Summary {
-        median,
-        ci95: [median * 0.99, median * 1.01],
-        ..Default::default()
-    });
-    m
+    in_rounds(probe, vec![vec![median * 0.99, median, median * 1.01]])
 }
 
 fn store_of(runs: &[Run]) -> (tempfile::TempDir, SqliteStore) {
