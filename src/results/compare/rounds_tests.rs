@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::results::model::tests::empty_run;
-use crate::results::model::{Measurement, Params, Status};
+use crate::results::model::Measurement;
 use crate::stats::rng::Rng;
 
 use crate::results::model::tests::in_rounds;
