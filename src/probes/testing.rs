@@ -26,14 +26,17 @@ pub fn two_cpus() -> bool {
 /// prepare, run and finish. Checks that bandwidth probes say how many bytes an operation moves and
 /// that a workload leaves nothing in the scratch directory once dropped. A probe may skip only for
 /// want of a second CPU. `include` leaves out (probe, scale) pairs too slow or unsafe for a unit test.
+/// Held by every test that builds probe workloads: the select probe opens a thousand descriptors
+/// and needs them below FD_SETSIZE (1024), which workloads built at once in the test binary's other
+/// threads (poll's thousand pipes, the fs probes' files) would not leave it.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 pub fn exercise(probes: &[ProbeDef], iters: u64, include: impl Fn(&ProbeDef, Scale) -> bool) {
-    // One group at a time: the select and poll probes open a thousand descriptors each, and select
-    // needs its own below FD_SETSIZE (1024), which two groups exercised at once in the test
-    // binary's threads would not leave it.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _turn = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     for scale in [Scale::Quick, Scale::Full] {
         let env = env(dir.path(), scale);

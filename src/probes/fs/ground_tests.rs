@@ -30,6 +30,7 @@ fn mounts_below(dir: &Path) -> usize {
 
 #[test]
 fn a_fresh_file_system_is_made_for_the_round_and_gone_after_it() {
+    let _turn = crate::probes::testing::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let env = env(dir.path(), Scale::Quick);
     for (fresh, name) in [(Fresh::Ext4, "ext4"), (Fresh::Tmpfs, "tmpfs")] {
@@ -56,6 +57,7 @@ fn a_fresh_file_system_is_made_for_the_round_and_gone_after_it() {
 
 #[test]
 fn the_scratch_directory_as_it_is_is_named_with_its_mount_and_a_warning() {
+    let _turn = crate::probes::testing::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let env = ProbeEnv {
         file_systems: FileSystems::Scratch,
@@ -80,6 +82,7 @@ fn the_scratch_directory_as_it_is_is_named_with_its_mount_and_a_warning() {
 
 #[test]
 fn the_figure_notes_where_it_ran() {
+    let _turn = crate::probes::testing::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let env = env(dir.path(), Scale::Quick);
     let mut w = build(
@@ -151,6 +154,7 @@ fn metadata_round(env: &ProbeEnv) {
 
 #[test]
 fn create_delete_after_metadata_agrees_with_create_delete_alone() {
+    let _turn = crate::probes::testing::one_at_a_time();
     // On the machine this was written on the scratch file system was a journal-less ext4, where the
     // figure right after fs.metadata was 65 times the figure alone. Each round in a fresh file
     // system of its own, the two agree within the figure's usual spread; the bound here is a
