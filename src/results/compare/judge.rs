@@ -88,7 +88,13 @@ pub(super) fn test(key: &str, a: &Side, b: &Side, config: &CompareConfig) -> Ste
     let between = twosample::log_ratio_test(&ra, &rb, 0.95).ok();
     let (ci, p, method, source) = match between {
         Some(t) if ra.len() + rb.len() >= 3 && (ra.len() > 1 || rb.len() > 1) => (
-            t.ci,
+            // Welch's interval is of the geometric means of the rounds; the figures shown are
+            // each side's own value, so the same width is set around their ratio.
+            // (min and max keep a zero-width interval on its ratio despite rounding).
+            [
+                (ratio * t.ci[0] / t.ratio).min(ratio),
+                (ratio * t.ci[1] / t.ratio).max(ratio),
+            ],
             t.p_value,
             format!(
                 "rounds {} + {} (Welch on log round values)",
@@ -128,8 +134,9 @@ pub(super) fn test(key: &str, a: &Side, b: &Side, config: &CompareConfig) -> Ste
                     "intervals",
                 )
             } else {
+                let statistic = rank::Statistic::matching(va, &sa);
                 (
-                    rank::ratio_ci95(&sa, &sb, config.resamples, seed_of(key)),
+                    rank::ratio_ci95_of(statistic, &sa, &sb, config.resamples, seed_of(key)),
                     rank::mann_whitney_p(&sa, &sb),
                     format!(
                         "samples {} + {} of one round per side (rank test; samples of one process \
@@ -142,6 +149,21 @@ pub(super) fn test(key: &str, a: &Side, b: &Side, config: &CompareConfig) -> Ste
             }
         }
     };
+    if !(ci[0] <= ratio && ratio <= ci[1]) {
+        // An interval that misses its own estimate (resampled values that are mostly zero, say)
+        // would read as a contradiction; no verdict is better than a wrong-looking one.
+        return Step::Settled(Judgement {
+            ratio_ci95: None,
+            p_value: None,
+            q_value: None,
+            noise_floor: config.min_effect,
+            noise_source: source.into(),
+            verdict: Verdict::Untested,
+            reason: format!(
+                "{method}: the resampled interval does not contain the ratio of the figures                  (their values are mostly equal, or zero): nothing to judge by"
+            ),
+        });
+    }
     let seen = config.history_noise.get(key).copied();
     let (noise_floor, noise_source) = match seen {
         Some(h) if NOISE_MULTIPLE * h.cv > config.min_effect => (NOISE_MULTIPLE * h.cv, "history"),

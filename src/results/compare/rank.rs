@@ -118,8 +118,47 @@ fn median_of(xs: &mut [f64]) -> f64 {
     crate::stats::summary::median(xs)
 }
 
+/// The statistic a figure's value is of its samples, so that its interval is of the same one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Statistic {
+    Median,
+    Mean,
+}
+
+impl Statistic {
+    pub fn of(self, xs: &mut [f64]) -> f64 {
+        match self {
+            Statistic::Median => median_of(xs),
+            Statistic::Mean => xs.iter().sum::<f64>() / xs.len() as f64,
+        }
+    }
+
+    /// The statistic of `samples` nearer to `value`: a `stat` figure is a mean over its runs, a
+    /// benchmark's a median over its samples, a latency share a mean over its seconds.
+    pub fn matching(value: f64, samples: &[f64]) -> Statistic {
+        let mut xs = samples.to_vec();
+        let (median, mean) = (Statistic::Median.of(&mut xs), Statistic::Mean.of(&mut xs));
+        if (mean - value).abs() < (median - value).abs() {
+            Statistic::Mean
+        } else {
+            Statistic::Median
+        }
+    }
+}
+
 /// 95 % percentile-bootstrap interval of median(b) / median(a).
 pub fn ratio_ci95(a: &[f64], b: &[f64], resamples: usize, seed: u64) -> [f64; 2] {
+    ratio_ci95_of(Statistic::Median, a, b, resamples, seed)
+}
+
+/// 95 % percentile-bootstrap interval of statistic(b) / statistic(a).
+pub fn ratio_ci95_of(
+    statistic: Statistic,
+    a: &[f64],
+    b: &[f64],
+    resamples: usize,
+    seed: u64,
+) -> [f64; 2] {
     let mut rng = SplitMix::new(seed);
     let mut ra = vec![0.0; a.len()];
     let mut rb = vec![0.0; b.len()];
@@ -131,9 +170,9 @@ pub fn ratio_ci95(a: &[f64], b: &[f64], resamples: usize, seed: u64) -> [f64; 2]
         for x in rb.iter_mut() {
             *x = b[rng.below(b.len())];
         }
-        let ma = median_of(&mut ra);
+        let ma = statistic.of(&mut ra);
         if ma != 0.0 {
-            ratios.push(median_of(&mut rb) / ma);
+            ratios.push(statistic.of(&mut rb) / ma);
         }
     }
     if ratios.is_empty() {
@@ -179,6 +218,21 @@ mod tests {
         assert!((normal_upper_tail(0.0) - 0.5).abs() < 1e-6);
         assert!((normal_upper_tail(1.959_964) - 0.025).abs() < 1e-5);
         assert!((normal_upper_tail(-1.0) - 0.841_345).abs() < 1e-5);
+    }
+
+    #[test]
+    fn the_mean_of_mostly_zero_samples_gets_an_interval_around_it() {
+        // Per-second shares over a threshold: mostly zero, so their median is 0 and a ratio of
+        // medians has no interval, while the figure (a mean) has one.
+        let a: Vec<f64> = (0..20).map(|i| if i % 4 == 0 { 0.008 } else { 0.0 }).collect();
+        let b: Vec<f64> = (0..20).map(|i| if i % 4 == 0 { 0.004 } else { 0.0 }).collect();
+        let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
+        assert_eq!(Statistic::matching(mean(&a), &a), Statistic::Mean);
+        let ratio = mean(&b) / mean(&a);
+        let [lo, hi] = ratio_ci95_of(Statistic::Mean, &a, &b, 2000, 3);
+        assert!(lo <= ratio && ratio <= hi, "{ratio} outside [{lo}, {hi}]");
+        let timed: Vec<f64> = (0..20).map(|i| 100.0 + i as f64).collect();
+        assert_eq!(Statistic::matching(109.0, &timed), Statistic::Median);
     }
 
     #[test]

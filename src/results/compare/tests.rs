@@ -221,7 +221,36 @@ fn fingerprint_fields_that_differ_are_listed() {
         .any(|(k, x, y)| k == "kernel_release" && x == "(absent)" && y == "6.1"));
 }
 
+/// Samples as odd as measurements get: zeros, ties and spreads of several orders of magnitude.
+fn odd_samples() -> impl Strategy<Value = Vec<f64>> {
+    proptest::collection::vec(
+        prop_oneof![Just(0.0), Just(1.0), 1e-3f64..1e6],
+        2..25,
+    )
+}
+
 proptest! {
+    #[test]
+    fn every_interval_contains_its_ratio_and_stays_above_zero(
+        a in odd_samples(),
+        b in odd_samples(),
+        rounds_a in proptest::collection::vec(odd_samples(), 1..5),
+        rounds_b in proptest::collection::vec(odd_samples(), 1..5),
+    ) {
+        use crate::results::model::tests::in_rounds;
+        let ra = run_with("a", vec![figure("x.one", Unit::Nanoseconds, a), in_rounds("x.rounds", rounds_a)]);
+        let rb = run_with("b", vec![figure("x.one", Unit::Nanoseconds, b), in_rounds("x.rounds", rounds_b)]);
+        for f in cmp(&[&ra], &[&rb], &CompareConfig::default()).figures {
+            if let Some([lo, hi]) = f.ratio_ci95 {
+                prop_assert!(lo >= 0.0, "{}: interval [{lo}, {hi}] below zero", f.key);
+                prop_assert!(
+                    lo <= f.ratio && f.ratio <= hi,
+                    "{}: ratio {} outside its interval [{lo}, {hi}]", f.key, f.ratio
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_run_compared_with_itself_never_changes(samples in proptest::collection::vec(1.0f64..1e6, 3..40)) {
         let r = run_with("a", vec![figure("x.y", Unit::Nanoseconds, samples)]);
