@@ -16,7 +16,8 @@ impl FigureSummary {
             unit,
             n: xs.len(),
             mean,
-            ci95: stats::mean_ci95(xs),
+            // Every stat figure is a time, a size or a count.
+            ci95: stats::mean_ci95_nonnegative(xs),
             stddev: sd,
             cv: if mean != 0.0 { sd / mean.abs() } else { 0.0 },
             min: xs.iter().copied().fold(f64::INFINITY, f64::min),
@@ -240,8 +241,8 @@ pub fn render(doc: &StatDoc) -> String {
     );
     let _ = writeln!(
         out,
-        "\n  {:<28} {:>10} {:>10} {:<4} {:>7}",
-        "figure", "mean", "±95% CI", "unit", "CV"
+        "\n  {:<28} {:>10} {:>21} {:<4} {:>7}",
+        "figure", "mean", "95% CI of the mean", "unit", "CV"
     );
     let figs = figures(&doc.runs);
     let wall = stats::mean(&figs[0].values);
@@ -253,11 +254,14 @@ pub fn render(doc: &StatDoc) -> String {
         let (ci, cv) = if s.n < 2 {
             ("-".to_string(), "-".to_string())
         } else {
-            let half = (s.ci95[1] - s.ci95[0]) / 2.0;
-            (shown(half), format!("{:.1}%", s.cv * 100.0))
+            let [lo, hi] = s.ci95;
+            (
+                format!("{} - {}", shown(lo), shown(hi)),
+                format!("{:.1}%", s.cv * 100.0),
+            )
         };
         let mut line = format!(
-            "  {:<28} {:>10} {:>10} {:<4} {:>7}",
+            "  {:<28} {:>10} {:>21} {:<4} {:>7}",
             f.label,
             shown(s.mean),
             ci,
@@ -407,8 +411,10 @@ mod tests {
         let wall = &doc.summary["time:wall"];
         assert_eq!(wall.mean, 2_000_000.0);
         assert_eq!(wall.n, 3);
+        // The t interval would reach below zero; a time's interval stops there.
         let half = 4.303 * 1_000_000.0 / 3f64.sqrt();
-        assert!((wall.ci95[0] - (2_000_000.0 - half)).abs() < 1e-3);
+        assert_eq!(wall.ci95[0], 0.0);
+        assert!((wall.ci95[1] - (2_000_000.0 + half)).abs() < 1e-3);
         assert!((wall.cv - 0.5).abs() < 1e-12);
         assert_eq!(doc.summary["software:page-faults"].mean, 110.0);
         let text = render(&doc);

@@ -145,6 +145,14 @@ pub fn mean_ci95(xs: &[f64]) -> [f64; 2] {
     [m - half, m + half]
 }
 
+/// The 95 % interval of the mean of a quantity that cannot be negative (a time, a count): the
+/// t interval cut at zero. The true mean lies in [0, inf), so cutting keeps the coverage, and a
+/// reader never sees a negative time.
+pub fn mean_ci95_nonnegative(xs: &[f64]) -> [f64; 2] {
+    let [lo, hi] = mean_ci95(xs);
+    [lo.max(0.0), hi]
+}
+
 pub fn summarize(xs: &[f64]) -> Summary {
     let mut sorted = xs.to_vec();
     sorted.sort_by(f64::total_cmp);
@@ -221,6 +229,16 @@ mod tests {
         let ci = mean_ci95(&[1.0, 2.0, 3.0]);
         let half = 4.303 * 1.0 / 3f64.sqrt();
         assert!((ci[0] - (2.0 - half)).abs() < 1e-12 && (ci[1] - (2.0 + half)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_interval_of_a_non_negative_mean_stops_at_zero() {
+        let xs = [0.0, 0.0, 0.0, 9.0];
+        assert!(mean_ci95(&xs)[0] < 0.0);
+        let [lo, hi] = mean_ci95_nonnegative(&xs);
+        assert_eq!(lo, 0.0);
+        assert_eq!(hi, mean_ci95(&xs)[1]);
+        assert!(lo <= mean(&xs) && mean(&xs) <= hi);
     }
 
     proptest! {
