@@ -66,14 +66,19 @@ pub fn render(run: &Run) -> String {
                     number(s.ci95[1] * scale)
                 );
                 let mark = if m.warnings.is_empty() { "" } else { " !" };
+                // The one definition of cv% that exports and reports use too: the spread between
+                // rounds, or between the samples of a single round.
+                let cv = crate::results::figure::bench::cv(m)
+                    .map(|cv| format!("{:.1}", cv * 100.0))
+                    .unwrap_or_else(|| "-".into());
                 let _ = write!(
                     out,
-                    "{:<label_width$}  {:>9} {:>14} {:<5} {:>6.1}",
+                    "{:<label_width$}  {:>9} {:>14} {:<5} {:>6}",
                     m.label(),
                     number(med),
                     ci,
                     unit,
-                    s.cv * 100.0
+                    cv
                 );
                 for (scope, event, _) in &columns {
                     let cell = counter(m, scope, event)
@@ -204,6 +209,29 @@ mod tests {
         m.warnings.push("large spread".into());
         m.summary.as_mut().unwrap().cv = 0.2;
         run
+    }
+
+    #[test]
+    fn the_table_and_the_csv_export_show_one_cv() {
+        let mut run = crate::results::export::sample_run();
+        let m = &mut run.measurements[0];
+        m.rounds = vec![vec![100.0, 101.0], vec![110.0, 111.0], vec![90.0, 91.0]];
+        m.samples = m.rounds.iter().flatten().copied().collect();
+        m.summary.as_mut().unwrap().cv = 0.001; // a stale per-sample figure must not be shown
+        let cv = crate::results::figure::bench::cv(&run.measurements[0]).unwrap();
+        let text = render(&run);
+        assert!(text.contains(&format!(" {:.1} ", cv * 100.0)), "{text}");
+        let mut csv = Vec::new();
+        let options = crate::results::export::ExportOptions::default();
+        crate::results::export::Exporter::write(
+            &crate::results::export::csv::Csv,
+            &run,
+            &options,
+            &mut csv,
+        )
+        .unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        assert!(csv.contains(&format!(",{cv},")), "{csv}");
     }
 
     #[test]

@@ -224,8 +224,12 @@ mod tests {
     fn the_mean_of_mostly_zero_samples_gets_an_interval_around_it() {
         // Per-second shares over a threshold: mostly zero, so their median is 0 and a ratio of
         // medians has no interval, while the figure (a mean) has one.
-        let a: Vec<f64> = (0..20).map(|i| if i % 4 == 0 { 0.008 } else { 0.0 }).collect();
-        let b: Vec<f64> = (0..20).map(|i| if i % 4 == 0 { 0.004 } else { 0.0 }).collect();
+        let a: Vec<f64> = (0..20)
+            .map(|i| if i % 4 == 0 { 0.008 } else { 0.0 })
+            .collect();
+        let b: Vec<f64> = (0..20)
+            .map(|i| if i % 4 == 0 { 0.004 } else { 0.0 })
+            .collect();
         let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
         assert_eq!(Statistic::matching(mean(&a), &a), Statistic::Mean);
         let ratio = mean(&b) / mean(&a);

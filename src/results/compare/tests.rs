@@ -223,10 +223,7 @@ fn fingerprint_fields_that_differ_are_listed() {
 
 /// Samples as odd as measurements get: zeros, ties and spreads of several orders of magnitude.
 fn odd_samples() -> impl Strategy<Value = Vec<f64>> {
-    proptest::collection::vec(
-        prop_oneof![Just(0.0), Just(1.0), 1e-3f64..1e6],
-        2..25,
-    )
+    proptest::collection::vec(prop_oneof![Just(0.0), Just(1.0), 1e-3f64..1e6], 2..25)
 }
 
 proptest! {

@@ -57,6 +57,12 @@ pub fn figure(m: &Measurement) -> Option<Figure> {
     })
 }
 
+/// The spread shown beside a benchmark figure (cv%), one definition for the run table, the
+/// exports and the report: between rounds, or between the samples of a single round.
+pub fn cv(m: &Measurement) -> Option<f64> {
+    figure(m)?.cv()
+}
+
 pub fn figures(run: &Run) -> Vec<Figure> {
     run.measurements.iter().filter_map(figure).collect()
 }

@@ -23,7 +23,11 @@ fn row(m: &Measurement, with_reference: bool) -> Row {
             cells.push(Cell::num(num(med)));
             cells.push(Cell::num(ci));
             cells.push(Cell::from(esc(unit)));
-            cells.push(Cell::num(format!("{:.1} %", s.cv * 100.0)));
+            cells.push(Cell::num(
+                crate::results::figure::bench::cv(m)
+                    .map(|cv| format!("{:.1} %", cv * 100.0))
+                    .unwrap_or_else(|| "-".into()),
+            ));
             cells.push(Cell::num(m.samples.len().to_string()));
             if with_reference {
                 cells.push(Cell::num(
