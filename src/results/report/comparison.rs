@@ -41,6 +41,17 @@ fn verdict_color(v: Verdict) -> plotters::style::RGBColor {
     }
 }
 
+/// A speed-up interval in words: an end at zero (a ratio interval reaching 0) leaves the speed-up
+/// without an upper bound, which reads "at least", never as a broken number.
+fn interval_text(lo: f64, hi: f64) -> String {
+    match (lo.is_finite() && lo > 0.0, hi.is_finite()) {
+        (true, true) => format!("{} – {}", factor(lo), factor(hi)),
+        (true, false) => format!("at least {}", factor(lo)),
+        (false, true) => format!("at most {}", factor(hi)),
+        (false, false) => "-".into(),
+    }
+}
+
 fn factor(v: f64) -> String {
     format!("{}×", crate::units::number(v))
 }
@@ -167,7 +178,7 @@ fn changed_table(c: &Comparison) -> String {
         .iter()
         .map(|f| {
             let interval = speedup_ci(f)
-                .map(|[lo, hi]| format!("{} – {}", factor(lo), factor(hi)))
+                .map(|[lo, hi]| interval_text(lo, hi))
                 .unwrap_or_else(|| "-".into());
             let deltas: Vec<String> = f
                 .counter_deltas
@@ -317,6 +328,9 @@ mod tests {
             assert!((t[i] * t[n - 1 - i] - 1.0).abs() < 1e-9, "{t:?}");
         }
         assert!(t.len() <= 11);
+        assert_eq!(interval_text(2.0, f64::INFINITY), "at least 2.00×");
+        assert_eq!(interval_text(0.0, 0.5), "at most 0.500×");
+        assert_eq!(interval_text(1.5, 2.0), "1.50× – 2.00×");
         assert_eq!(factor(1.5), "1.50×");
         assert_eq!(factor(0.25), "0.250×");
         assert_eq!(factor(20.0), "20.0×");
