@@ -136,7 +136,8 @@ pub struct ManArgs {
     /// Write every page (osmeter.1, osmeter-run.1, ...) into DIR
     #[arg(long, short = 'o', value_name = "DIR", conflicts_with = "install")]
     pub dir: Option<PathBuf>,
-    /// Write every page into the per-user manual directory (~/.local/share/man/man1)
+    /// Write every page where `man` finds it: PREFIX/share/man/man1 when osmeter runs from
+    /// PREFIX/bin (~/.cargo/bin after `cargo install`), else ~/.local/share/man/man1
     #[arg(long)]
     pub install: bool,
     /// Put the scratch directory on a fresh ext4 image inside --dir, mounted by the kernel (ext4)

@@ -61,9 +61,49 @@ pub fn completion_install_path(shell: Shell) -> Result<PathBuf> {
     }
 }
 
-/// The per-user manual directory (`man` searches it when ~/.local/bin is on PATH).
+/// Where `man` finds the pages without MANPATH: man-db searches `../share/man` beside every
+/// directory on PATH, so when osmeter runs from PREFIX/bin (~/.cargo/bin after `cargo install`)
+/// the pages go to PREFIX/share/man/man1. From anywhere else (a build tree) they go to the
+/// per-user data directory, which man searches when ~/.local/bin is on PATH.
 pub fn man_install_dir() -> Result<PathBuf> {
-    Ok(data_home()?.join("man/man1"))
+    let exe = std::env::current_exe().ok();
+    let prefix = exe
+        .as_deref()
+        .and_then(Path::parent)
+        .filter(|bin| bin.file_name().is_some_and(|n| n == "bin"))
+        .and_then(Path::parent);
+    match prefix {
+        Some(prefix) => Ok(prefix.join("share/man/man1")),
+        None => Ok(data_home()?.join("man/man1")),
+    }
+}
+
+/// Whether `man` now finds osmeter's page where it was written, and if not, what to do.
+pub fn man_lookup_advice(dir: &Path) -> Option<String> {
+    let found = std::process::Command::new("man")
+        .args(["-w", "osmeter"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let page = dir.join("osmeter.1");
+    let path = String::from_utf8_lossy(&found.stdout).trim().to_string();
+    if found.status.success() && Path::new(&path) == page {
+        return None;
+    }
+    let root = dir.parent().unwrap_or(dir);
+    Some(format!(
+        "`man osmeter` does not find {} from this shell ({}); add `export MANPATH=\"{}:$(manpath          2>/dev/null)\"` to your profile, or put {} on PATH",
+        page.display(),
+        if path.is_empty() {
+            "no page found".to_string()
+        } else {
+            format!("it finds {path}")
+        },
+        root.display(),
+        root.parent()
+            .map(|p| p.join("bin").display().to_string())
+            .unwrap_or_default()
+    ))
 }
 
 fn data_home() -> Result<PathBuf> {

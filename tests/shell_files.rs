@@ -130,3 +130,89 @@ fn one_page_to_stdout_and_unknown_commands_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("`nosuch`"));
     assert!(out.stdout.is_empty());
 }
+
+/// osmeter as `cargo install` leaves it, in a temporary HOME: HOME/.cargo/bin/osmeter (a hard link
+/// to the built binary, so that its own path says where it was installed).
+fn installed_in(home: &std::path::Path) -> std::path::PathBuf {
+    let bin = home.join(".cargo/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let exe = bin.join("osmeter");
+    let built = assert_cmd::cargo::cargo_bin("osmeter");
+    if std::fs::hard_link(&built, &exe).is_err() {
+        std::fs::copy(&built, &exe).unwrap();
+    }
+    exe
+}
+
+/// A login-like environment: only HOME and a PATH with the install's bin first.
+fn user_env(cmd: &mut Std, home: &std::path::Path) {
+    cmd.env_clear().env("HOME", home).env(
+        "PATH",
+        format!("{}:/usr/bin:/bin", home.join(".cargo/bin").display()),
+    );
+}
+
+#[test]
+fn installed_man_pages_are_found_by_man_and_completions_by_bash() {
+    let in_ci = std::env::var_os("CI").is_some();
+    if !in_ci && Std::new("man").arg("--version").output().is_err() {
+        eprintln!("man is not installed (apt-get install man-db); skipping");
+        return;
+    }
+    let env = TestEnv::new();
+    let home = env.dir.path().join("home");
+    let exe = installed_in(&home);
+
+    let mut install = Std::new(&exe);
+    install.args(["man", "--install"]);
+    user_env(&mut install, &home);
+    let out = install.output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("`man osmeter` finds them"), "{said}");
+
+    let mut lookup = Std::new("man");
+    lookup.args(["-w", "osmeter"]);
+    user_env(&mut lookup, &home);
+    let out = lookup.output().unwrap();
+    let found = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        found.trim(),
+        home.join(".cargo/share/man/man1/osmeter.1")
+            .display()
+            .to_string(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let loader = std::path::Path::new("/usr/share/bash-completion/bash_completion");
+    if !loader.exists() {
+        assert!(!in_ci, "bash-completion is installed by .ci/run");
+        eprintln!("bash-completion is not installed (apt-get install bash-completion); skipping");
+        return;
+    }
+    let mut install = Std::new(&exe);
+    install.args(["completions", "bash", "--install"]);
+    user_env(&mut install, &home);
+    assert!(install.status().unwrap().success());
+    // bash-completion loads a command's completion on first use from the user's directory; ask it
+    // to, then complete `osmeter comp` as readline would.
+    let script = format!(
+        "source {}; _completion_loader osmeter; complete -p osmeter >/dev/null || exit 7; \
+         COMP_WORDS=(osmeter comp); COMP_CWORD=1; COMP_LINE='osmeter comp'; COMP_POINT=12; \
+         $(complete -p osmeter | sed -E 's/.*-F ([^ ]+).*/\\1/') osmeter comp osmeter; \
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        loader.display()
+    );
+    let mut bash = Std::new("bash");
+    bash.args(["--norc", "-c", &script]);
+    user_env(&mut bash, &home);
+    let out = bash.output().unwrap();
+    let words = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && words.lines().any(|w| w == "compare"),
+        "status {:?}, completions {words:?}, stderr {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -36,10 +36,10 @@ pub fn man(args: &ManArgs) -> Result<i32> {
         dir.display()
     );
     if args.install {
-        eprintln!(
-            "osmeter: `man osmeter` finds them when {} is in MANPATH or ~/.local/bin is on PATH",
-            dir.display()
-        );
+        match shell_files::man_lookup_advice(&dir) {
+            None => eprintln!("osmeter: `man osmeter` finds them"),
+            Some(advice) => eprintln!("osmeter: {advice}"),
+        }
     }
     Ok(0)
 }
