@@ -57,19 +57,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
 
     let started_at = crate::clock::now_rfc3339();
     let style = crate::progress::style();
-    let outcome = crate::suite::run(&suite, &mut |p| {
-        let what = p.label.unwrap_or("the harness's own cost");
-        crate::progress::status(
-            style,
-            &format!(
-                "[{}/{}] round {}/{}: {what}",
-                p.done + 1,
-                p.total,
-                p.round + 1,
-                p.rounds
-            ),
-        )
-    });
+    let outcome = crate::suite::run(&suite, &mut |p| crate::progress::status(style, &p.line()));
     // A worker killed because it did not answer Ctrl-C within the grace (a workload still tearing
     // its server down) cannot remove its workload's cgroup: remove it now, not at the next run.
     crate::apps::cell::sweep_left();

@@ -153,3 +153,46 @@ fn run_reports_each_figure_and_round_when_asked_and_nothing_when_not() {
     let quiet = run("never");
     assert!(!quiet.lines().any(|l| l.starts_with("[1/")), "{quiet}");
 }
+
+#[test]
+fn run_progress_gives_elapsed_and_left_and_its_total_never_grows() {
+    let env = TestEnv::new();
+    let out = env
+        .osmeter()
+        .env("OSMETER_PROGRESS", "always")
+        .args([
+            "run",
+            "syscall.null",
+            "syscall.dup",
+            "--rounds",
+            "3",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let first: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with('[') && !l.starts_with("[extra"))
+        .collect();
+    assert!(!first.is_empty(), "no progress line in:\n{err}");
+    let totals: std::collections::BTreeSet<&str> = first
+        .iter()
+        .filter_map(|l| l[1..].split(']').next()?.split('/').nth(1))
+        .collect();
+    assert_eq!(
+        totals.len(),
+        1,
+        "the total changed during the run: {first:?}"
+    );
+    // Every line says how long the run has taken: "[3/7] 1.2 s..." (an elapsed time in s).
+    assert!(
+        first
+            .iter()
+            .all(|l| l.split(']').nth(1).is_some_and(|rest| rest.contains(" s"))),
+        "{first:?}"
+    );
+    // Results stay on stdout, progress only on stderr.
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("round 1/"));
+}

@@ -93,14 +93,81 @@ pub struct SuiteOutcome {
 
 /// Where the run is, for a progress line.
 pub struct Progress<'a> {
-    /// Rounds done so far, of `total`.
+    /// Rounds done so far; of `total` in the first rounds, beyond it in the extra ones.
     pub done: usize,
+    /// The first rounds of every figure: known from the start, so it never grows.
     pub total: usize,
     /// Round number, from 0, of `rounds`.
     pub round: usize,
     pub rounds: usize,
     /// The figure about to be measured, or None while the harness's own cost is.
     pub label: Option<&'a str>,
+    /// Since the run began.
+    pub elapsed: Duration,
+    /// When the extra rounds must end, from the start of the run: the budget, or once the first
+    /// rounds are done, the time they allow the extra ones.
+    pub deadline: Option<Duration>,
+}
+
+impl Progress<'_> {
+    fn extra(&self) -> bool {
+        self.done >= self.total
+    }
+
+    /// The time left, and whether it is an upper bound (extra rounds end early when every
+    /// figure's rounds agree). None until there is a rate to go by.
+    pub fn left(&self) -> Option<(Duration, bool)> {
+        if self.extra() {
+            let deadline = self.deadline?;
+            return Some((deadline.saturating_sub(self.elapsed), true));
+        }
+        if self.done == 0 || self.elapsed < Duration::from_secs(1) {
+            return None;
+        }
+        let first_left = self
+            .elapsed
+            .mul_f64((self.total - self.done) as f64 / self.done as f64);
+        Some(match self.deadline {
+            Some(deadline) => {
+                let to_deadline = deadline.saturating_sub(self.elapsed);
+                (first_left.max(to_deadline), to_deadline > first_left)
+            }
+            None => {
+                let first = self.elapsed + first_left;
+                (first_left + (first / 2).max(MIN_EXTRA_TIME), true)
+            }
+        })
+    }
+
+    /// One status line: how far, how long so far, how long still, what now.
+    pub fn line(&self) -> String {
+        use crate::progress::duration;
+        let what = self.label.unwrap_or("the harness's own cost");
+        let place = if self.extra() {
+            format!(
+                "[extra round {}] {}",
+                self.done - self.total + 1,
+                duration(self.elapsed)
+            )
+        } else {
+            format!(
+                "[{}/{}] {}",
+                self.done + 1,
+                self.total,
+                duration(self.elapsed)
+            )
+        };
+        let left = match self.left() {
+            Some((left, true)) => format!(", up to {} left", duration(left)),
+            Some((left, false)) => format!(", about {} left", duration(left)),
+            None => String::new(),
+        };
+        format!(
+            "{place}{left}: round {}/{}: {what}",
+            self.round + 1,
+            self.rounds
+        )
+    }
 }
 
 /// Per figure, what has come back so far.
@@ -140,12 +207,15 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
         interrupted: false,
         done: 0,
         total: order.len(),
+        started,
+        deadline: config.budget,
     };
     state.measure(config, &order, progress)?;
     let first_rounds = started.elapsed();
     let deadline = config
         .budget
         .unwrap_or(first_rounds + (first_rounds / 2).max(MIN_EXTRA_TIME));
+    state.deadline = Some(deadline);
     let mut last = order.last().map(|s| s.variant);
     for round in config.rounds..config.max_rounds {
         if state.interrupted {
@@ -161,7 +231,6 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
         }
         let slots = schedule::extra(&chosen, round, config.seed, last);
         last = slots.last().map(|s| s.variant);
-        state.total += slots.len();
         state.measure(config, &slots, progress)?;
     }
     let interrupted = state.interrupted;
@@ -223,9 +292,12 @@ struct State {
     overhead_time: Duration,
     round_overhead: Option<(usize, Overhead)>,
     interrupted: bool,
-    /// Rounds done, of `total` planned so far.
+    /// Rounds done; the first `total` of them are every figure's first rounds.
     done: usize,
     total: usize,
+    started: Instant,
+    /// See [`Progress::deadline`].
+    deadline: Option<Duration>,
 }
 
 impl State {
@@ -252,7 +324,7 @@ impl State {
                 return Ok(());
             }
             let position = self.done;
-            let total = self.total;
+            let (total, started, deadline) = (self.total, self.started, self.deadline);
             let mut show = |label: Option<&str>| {
                 progress(Progress {
                     done: position,
@@ -260,6 +332,8 @@ impl State {
                     round: slot.round,
                     rounds,
                     label,
+                    elapsed: started.elapsed(),
+                    deadline,
                 })
             };
             if self
@@ -439,6 +513,43 @@ mod tests {
             failures: Vec::new(),
             spent: each * values.len() as u32,
         }
+    }
+
+    fn at(done: usize, elapsed_s: u64, deadline_s: Option<u64>) -> Progress<'static> {
+        Progress {
+            done,
+            total: 100,
+            round: 0,
+            rounds: 3,
+            label: Some("syscall.null"),
+            elapsed: Duration::from_secs(elapsed_s),
+            deadline: deadline_s.map(Duration::from_secs),
+        }
+    }
+
+    #[test]
+    fn the_progress_line_gives_elapsed_and_left_from_the_plan() {
+        // A quarter of the first rounds in 10 s, no budget: 30 s more of first rounds, then
+        // extra rounds of at most half of the first rounds' 40 s.
+        let line = at(25, 10, None).line();
+        assert_eq!(
+            line,
+            "[26/100] 10.0 s, up to 50.0 s left: round 1/3: syscall.null"
+        );
+        // With a 50 s budget: the first rounds alone need 30 s more, the budget allows 40.
+        assert!(at(25, 10, Some(50)).line().contains("up to 40.0 s left"));
+        // First rounds slower than the budget: their own estimate, not a bound.
+        assert!(at(10, 10, Some(50))
+            .line()
+            .contains("about 1 min 30 s left"));
+        // Extra rounds count on from the first ones without a total that grows.
+        let extra = at(103, 45, Some(50)).line();
+        assert!(
+            extra.starts_with("[extra round 4] 45.0 s, up to 5.0 s left"),
+            "{extra}"
+        );
+        // No rate yet: no guess.
+        assert_eq!(at(0, 0, None).left(), None);
     }
 
     #[test]
