@@ -13,6 +13,10 @@ use std::path::PathBuf;
                   130 interrupted."
 )]
 pub struct Cli {
+    /// Print every table on one line per row, however wide (by default tables fit 100 columns,
+    /// cut into stacked blocks of columns)
+    #[arg(long, global = true)]
+    pub wide: bool,
     #[command(subcommand)]
     pub command: Command,
 }

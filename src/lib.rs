@@ -9,8 +9,8 @@
 //! that will take it away, and the list may only shrink).
 //!
 //! ```text
-//! 1 base      clock console error files guard interrupt memory_room mounts programs progress
-//!             scratch stats suggest text units
+//! 1 base      clock columns console error files guard interrupt memory_room mounts programs
+//!             progress scratch stats suggest text units
 //! 2 meter     meter
 //! 3 results   results
 //! 4 engines   apps budget capture harness latency memsim stat
@@ -29,6 +29,7 @@ pub mod budget;
 pub mod capture;
 pub mod cli;
 pub mod clock;
+pub mod columns;
 pub mod commands;
 pub mod config;
 pub mod error;

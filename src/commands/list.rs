@@ -90,9 +90,11 @@ pub fn list(json: bool) -> Result<i32> {
             writeln!(out, "\n{group}:")?;
         }
         let origins: Vec<&str> = p.origins.iter().map(|o| o.name()).collect();
+        // One gap before the summary, so that a narrow terminal wraps the summary and its
+        // origins under the summary's column.
         writeln!(
             out,
-            "  {:<width$}  {:<4} {}  [{}]",
+            "  {:<width$}  {:<4} {} [{}]",
             p.id,
             p.unit.symbol(),
             p.summary,

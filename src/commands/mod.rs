@@ -25,6 +25,7 @@ use anyhow::Result;
 
 /// Runs the command and returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
+    crate::columns::set_wide(cli.wide);
     match cli.command {
         Command::Run(args) => run::run(&args),
         Command::List(args) => list::list(args.json),
@@ -56,16 +57,22 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
 /// Writes text results to stdout (see [`crate::console::print_bytes`]: a closed pipe is not an
 /// error). Stored strings in them are escaped field by field where they are laid out; this is the
 /// net under that: no control character but a line feed or tab reaches the terminal.
+/// Lines too wide for the terminal are wrapped as prose (tables fit themselves, see
+/// [`crate::columns`]); `--wide` leaves them whole.
 pub fn emit(text: &str) -> Result<()> {
+    emit_raw(&crate::columns::fit_prose(text, crate::columns::width()))
+}
+
+fn emit_raw(text: &str) -> Result<()> {
     if crate::interrupt::requested() {
         crate::interrupt::leave_hung_up_terminal();
     }
     crate::console::print_bytes(crate::text::escape_controls_keep_lines(text).as_bytes())
 }
 
-/// A JSON document on stdout, pretty-printed, with a final line feed.
+/// A JSON document on stdout, pretty-printed, with a final line feed (never wrapped).
 pub fn emit_json<T: serde::Serialize>(doc: &T) -> Result<()> {
-    emit(&format!("{}\n", serde_json::to_string_pretty(doc)?))
+    emit_raw(&format!("{}\n", serde_json::to_string_pretty(doc)?))
 }
 
 /// Writes results to `path` (atomically: replaced whole, never left half-written), or to stdout.

@@ -26,12 +26,17 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
     interrupt::install();
     let started_at = crate::clock::now_rfc3339();
     let doc = stat::measure(&config)?;
-    let text = if args.output.json {
-        serde_json::to_string_pretty(&doc)? + "\n"
-    } else {
-        stat::render(&doc)
-    };
-    super::emit_to(args.output_file.as_deref(), &text)?;
+    match (args.output_file.as_deref(), args.output.json) {
+        (None, true) => super::emit_json(&doc)?,
+        (file, json) => {
+            let text = if json {
+                serde_json::to_string_pretty(&doc)? + "\n"
+            } else {
+                stat::render(&doc)
+            };
+            super::emit_to(file, &text)?
+        }
+    }
     if !doc.runs.is_empty() {
         keeper.keep(
             Sections {

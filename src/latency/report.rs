@@ -12,30 +12,46 @@ pub fn render(doc: &LatencyDoc) -> String {
         doc.measured_s,
         if doc.interrupted { " (interrupted)" } else { "" }
     ));
-    out.push_str(&format!(
-        "{:<24} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
-        "class/path", "woken", "missed", "p50", "p90", "p99", "p99.9", "p99.99", "max", "raw max"
-    ));
+    use crate::columns::{Align, Table};
+    let number = |ns: u64| crate::units::number(ns as f64 / 1e3);
+    let mut table = Table::new(
+        &[
+            "class/path",
+            "woken",
+            "missed",
+            "p50",
+            "p90",
+            "p99",
+            "p99.9",
+            "p99.99",
+            "max",
+            "raw max",
+        ],
+        &[[Align::Left].as_slice(), &[Align::Right; 9]].concat(),
+        1,
+    );
+    let mut failed = String::new();
     for s in &doc.streams {
         if let Some(e) = &s.error {
-            out.push_str(&format!("{:<24} failed: {e}\n", s.label()));
+            failed.push_str(&format!("{:<24} failed: {e}\n", s.label()));
             continue;
         }
         let c = &s.corrected;
-        out.push_str(&format!(
-            "{:<24} {:>9} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+        table.push(vec![
             s.label(),
-            s.woken,
-            s.missed,
-            crate::units::number(c.p50_ns as f64 / 1e3),
-            crate::units::number(c.p90_ns as f64 / 1e3),
-            crate::units::number(c.p99_ns as f64 / 1e3),
-            crate::units::number(c.p99_9_ns as f64 / 1e3),
-            crate::units::number(c.p99_99_ns as f64 / 1e3),
-            crate::units::number(c.max_ns as f64 / 1e3),
-            crate::units::number(s.raw.max_ns as f64 / 1e3),
-        ));
+            s.woken.to_string(),
+            s.missed.to_string(),
+            number(c.p50_ns),
+            number(c.p90_ns),
+            number(c.p99_ns),
+            number(c.p99_9_ns),
+            number(c.p99_99_ns),
+            number(c.max_ns),
+            number(s.raw.max_ns),
+        ]);
     }
+    out.push_str(&table.render(crate::columns::width()));
+    out.push_str(&failed);
     if !doc.loads.is_empty() {
         out.push_str("\nLoad (normal priority):\n");
         for l in &doc.loads {
@@ -139,25 +155,27 @@ pub fn render(doc: &LatencyDoc) -> String {
     );
     let ok: Vec<&StreamDoc> = doc.streams.iter().filter(|s| s.error.is_none()).collect();
     if let Some(first) = ok.first() {
-        out.push_str(&format!(
-            "{:>5} {:>2} {:>6} {:>7}",
-            "t ms", "n", "c ms", "tol ms"
-        ));
-        for s in &ok {
-            out.push_str(&format!(" {:>22}", s.label()));
-        }
-        out.push('\n');
+        let mut header = vec![
+            "t ms".to_string(),
+            "n".into(),
+            "c ms".into(),
+            "tol ms".into(),
+        ];
+        header.extend(ok.iter().map(|s| s.label()));
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut table = Table::new(&header, &vec![Align::Right; header.len()], 4);
         for (i, b) in first.buffers.iter().enumerate() {
-            out.push_str(&format!(
-                "{:>5} {:>2} {:>6} {:>7}",
-                b.period_ms, b.buffers, b.compute_ms, b.tolerance_ms
-            ));
-            for s in &ok {
+            let mut row = vec![
+                b.period_ms.to_string(),
+                b.buffers.to_string(),
+                b.compute_ms.to_string(),
+                b.tolerance_ms.to_string(),
+            ];
+            row.extend(ok.iter().map(|s| {
                 let Some(r) = s.buffers.get(i) else {
-                    out.push_str(&format!(" {:>22}", "-"));
-                    continue;
+                    return "-".to_string();
                 };
-                let cell = match (r.mttf_s, r.mttf_more_than_s) {
+                match (r.mttf_s, r.mttf_more_than_s) {
                     (Some(v), _) => format!(
                         "{} (p {:.1e})",
                         crate::units::format(v, crate::units::Unit::Seconds),
@@ -167,11 +185,11 @@ pub fn render(doc: &LatencyDoc) -> String {
                         "> {}",
                         crate::units::format(more.unwrap_or(0.0), crate::units::Unit::Seconds)
                     ),
-                };
-                out.push_str(&format!(" {cell:>22}"));
-            }
-            out.push('\n');
+                }
+            }));
+            table.push(row);
         }
+        out.push_str(&table.render(crate::columns::width()));
         out.push_str("(\"> X\": no underrun seen; the MTTF is more than the measured duration)\n");
     }
     out

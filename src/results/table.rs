@@ -2,6 +2,7 @@
 //! counter columns that this machine could fill.
 
 use super::model::{Measurement, Run, Status};
+use crate::columns::{Align, Table};
 use crate::units::{count, duration, number};
 use std::fmt::Write;
 
@@ -31,79 +32,82 @@ pub fn render(run: &Run) -> String {
         .iter()
         .filter(|(s, e, _)| run.measurements.iter().any(|m| counter(m, s, e).is_some()))
         .collect();
-    let label_width = run
-        .measurements
-        .iter()
-        .map(|m| m.label().len())
-        .max()
-        .unwrap_or(10)
-        .max(10);
+    let mut header = vec!["probe", "median", "95% CI", "unit", "cv%", ""];
+    header.extend(columns.iter().map(|(_, _, h)| *h));
+    let mut align = vec![
+        Align::Left,
+        Align::Right,
+        Align::Right,
+        Align::Left,
+        Align::Right,
+    ];
+    align.push(Align::Left);
+    align.extend(columns.iter().map(|_| Align::Right));
+    let width = crate::columns::width();
     let mut out = String::new();
-    let mut header = format!(
-        "{:<label_width$}  {:>9} {:>14} {:<5} {:>6}",
-        "probe", "median", "95% CI", "unit", "cv%"
-    );
-    for (_, _, h) in &columns {
-        let _ = write!(header, " {h:>9}");
-    }
-    let mut group = String::new();
+    let mut groups: Vec<(String, Vec<&Measurement>)> = Vec::new();
     for m in &run.measurements {
         let g = m.probe.split('.').next().unwrap_or("").to_string();
-        if g != group {
-            if !group.is_empty() {
-                out.push('\n');
-            }
-            group = g;
-            let _ = writeln!(out, "{header}");
+        match groups.last_mut() {
+            Some((name, ms)) if *name == g => ms.push(m),
+            _ => groups.push((g, vec![m])),
         }
-        match (m.status, &m.summary) {
-            (Status::Ok, Some(s)) => {
-                let (med, unit) = human(s.median, m.unit);
-                let scale = if s.median != 0.0 { med / s.median } else { 1.0 };
-                let ci = format!(
-                    "{}-{}",
-                    number(s.ci95[0] * scale),
-                    number(s.ci95[1] * scale)
-                );
-                let mark = if m.warnings.is_empty() { "" } else { " !" };
-                // The one definition of cv% that exports and reports use too: the spread between
-                // rounds, or between the samples of a single round.
-                let cv = crate::results::figure::bench::cv(m)
-                    .map(|cv| format!("{:.1}", cv * 100.0))
-                    .unwrap_or_else(|| "-".into());
-                let _ = write!(
-                    out,
-                    "{:<label_width$}  {:>9} {:>14} {:<5} {:>6}",
-                    m.label(),
-                    number(med),
-                    ci,
-                    unit,
-                    cv
-                );
-                for (scope, event, _) in &columns {
-                    let cell = counter(m, scope, event)
-                        .map(count)
+    }
+    for (i, (_, ms)) in groups.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let mut table = Table::new(&header, &align, 1);
+        let mut not_measured = String::new();
+        for m in ms {
+            match (m.status, &m.summary) {
+                (Status::Ok, Some(s)) => {
+                    let (med, unit) = human(s.median, m.unit);
+                    let scale = if s.median != 0.0 { med / s.median } else { 1.0 };
+                    let ci = format!(
+                        "{}-{}",
+                        number(s.ci95[0] * scale),
+                        number(s.ci95[1] * scale)
+                    );
+                    // The one definition of cv% that exports and reports use too: the spread
+                    // between rounds, or between the samples of a single round.
+                    let cv = crate::results::figure::bench::cv(m)
+                        .map(|cv| format!("{:.1}", cv * 100.0))
                         .unwrap_or_else(|| "-".into());
-                    let _ = write!(out, " {cell:>9}");
+                    let mark = if m.warnings.is_empty() { "" } else { "!" };
+                    let mut row = vec![
+                        m.label(),
+                        number(med),
+                        ci,
+                        unit.to_string(),
+                        cv,
+                        mark.to_string(),
+                    ];
+                    row.extend(columns.iter().map(|(scope, event, _)| {
+                        counter(m, scope, event)
+                            .map(count)
+                            .unwrap_or_else(|| "-".into())
+                    }));
+                    table.push(row);
                 }
-                let _ = writeln!(out, "{mark}");
-            }
-            (status, _) => {
-                let word = if status == Status::Skipped {
-                    "skipped"
-                } else {
-                    "FAILED"
-                };
-                let _ = writeln!(
-                    out,
-                    "{:<label_width$}  {word}: {}",
-                    m.label(),
-                    crate::text::escape_controls(
-                        m.reason.as_deref().unwrap_or("no reason recorded")
-                    )
-                );
+                (status, _) => {
+                    let word = if status == Status::Skipped {
+                        "skipped"
+                    } else {
+                        "FAILED"
+                    };
+                    let reason = crate::text::escape_controls(
+                        m.reason.as_deref().unwrap_or("no reason recorded"),
+                    );
+                    let text = format!("{}  {word}: {reason}", m.label());
+                    not_measured.push_str(&crate::columns::wrap(&text, width, "    "));
+                }
             }
         }
+        if !table.rows.is_empty() {
+            out.push_str(&table.render(width));
+        }
+        out.push_str(&not_measured);
     }
     if let Some(oh) = &run.overhead {
         let _ = writeln!(

@@ -6,6 +6,18 @@ use crate::text::escape_controls;
 use crate::units;
 use std::fmt::Write;
 
+/// One side's value, both sides in the unit that suits the larger so they read side by side.
+fn side(f: &super::FigureComparison, value: f64) -> String {
+    let scale = f.unit.scale_for(f.value_a.abs().max(f.value_b.abs()));
+    units::in_scale(value, scale)
+}
+
+fn interval(f: &super::FigureComparison) -> String {
+    f.ratio_ci95
+        .map(|ci| format!("[{:.3}, {:.3}]", ci[0], ci[1]))
+        .unwrap_or_else(|| "-".into())
+}
+
 pub fn render(c: &Comparison, all: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -76,9 +88,36 @@ pub fn render(c: &Comparison, all: bool) -> String {
         f.speedup_relative_to_cpu
             .map_or_else(|| "-".into(), |r| format!("{r:.3}"))
     };
+    let shown: Vec<&super::FigureComparison> = c
+        .figures
+        .iter()
+        .filter(|f| all || f.verdict != Verdict::NoChange || !f.caveats.is_empty())
+        .collect();
+    // Value columns as wide as their widest cell; a table still wider than the terminal puts
+    // each figure's name on a line of its own above its values.
+    let cell_width = |cell: &dyn Fn(&super::FigureComparison) -> String, header: &str| {
+        shown
+            .iter()
+            .map(|f| cell(f).chars().count())
+            .chain(std::iter::once(header.chars().count()))
+            .max()
+            .unwrap_or(0)
+    };
+    let (wa, wb) = (
+        cell_width(&|f| side(f, f.value_a), "A"),
+        cell_width(&|f| side(f, f.value_b), "B"),
+    );
+    let wci = cell_width(&|f| interval(f), "95% CI of B/A");
+    let values = wa + wb + wci + 7 + 8 + 24;
+    let stacked = crate::columns::width().is_some_and(|w| width + 2 + values > w);
+    let (width, lead) = if stacked {
+        (0, "\n    ")
+    } else {
+        (width, "  ")
+    };
     let _ = writeln!(
         out,
-        "{:<width$}  {:>14} {:>14} {:>7} {:>17} {:>8}  {}verdict",
+        "{:<width$}{lead}{:>wa$} {:>wb$} {:>7} {:>wci$} {:>8}  {}verdict",
         "figure",
         "A",
         "B",
@@ -91,23 +130,13 @@ pub fn render(c: &Comparison, all: bool) -> String {
             ""
         }
     );
-    for f in c
-        .figures
-        .iter()
-        .filter(|f| all || f.verdict != Verdict::NoChange || !f.caveats.is_empty())
-    {
+    for f in shown {
         let verdict = match f.verdict {
             Verdict::Faster => "faster",
             Verdict::Slower => "SLOWER",
             Verdict::NoChange => "~",
             Verdict::Untested => "?",
         };
-        // Both sides in the unit that suits the larger, so they read side by side.
-        let scale = f.unit.scale_for(f.value_a.abs().max(f.value_b.abs()));
-        let ci = f
-            .ratio_ci95
-            .map(|ci| format!("[{:.3}, {:.3}]", ci[0], ci[1]))
-            .unwrap_or_else(|| "-".into());
         let p = f
             .q_value
             .or(f.p_value)
@@ -119,12 +148,12 @@ pub fn render(c: &Comparison, all: bool) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<width$}  {:>14} {:>14} {:>7.3} {:>17} {:>8}  {relative}{verdict}",
+            "{:<width$}{lead}{:>wa$} {:>wb$} {:>7.3} {:>wci$} {:>8}  {relative}{verdict}",
             escape_controls(&f.key),
-            units::in_scale(f.value_a, scale),
-            units::in_scale(f.value_b, scale),
+            side(f, f.value_a),
+            side(f, f.value_b),
             f.ratio,
-            ci,
+            interval(f),
             p
         );
         let _ = writeln!(out, "{:<width$}    why: {}", "", escape_controls(&f.reason));

@@ -1,0 +1,319 @@
+//! Text tables that fit a terminal. Every table osmeter prints is at most [`width`] columns wide
+//! (100, the width people read, unless `--wide` asks for one line per row whatever its length): a
+//! table wider than that is cut into stacked blocks of columns, each block repeating the columns
+//! that name the row, so a row can still be read across.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The width tables are fitted to by default.
+pub const DEFAULT_WIDTH: usize = 100;
+
+static WIDE: AtomicBool = AtomicBool::new(false);
+
+/// `--wide`: tables keep every column on one line.
+pub fn set_wide(wide: bool) {
+    WIDE.store(wide, Ordering::Relaxed);
+}
+
+/// The width to fit tables to, or None with `--wide`.
+pub fn width() -> Option<usize> {
+    (!WIDE.load(Ordering::Relaxed)).then_some(DEFAULT_WIDTH)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// A table: its header, how each column is aligned, its rows, and how many leading columns name
+/// a row (repeated in every block when the table is cut).
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub align: Vec<Align>,
+    pub rows: Vec<Vec<String>>,
+    pub key_columns: usize,
+    /// Put before every line.
+    pub indent: String,
+}
+
+impl Table {
+    pub fn new(header: &[&str], align: &[Align], key_columns: usize) -> Table {
+        Table {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            align: align.to_vec(),
+            rows: Vec::new(),
+            key_columns,
+            indent: String::new(),
+        }
+    }
+
+    pub fn indented(mut self, indent: &str) -> Table {
+        self.indent = indent.to_string();
+        self
+    }
+
+    pub fn push(&mut self, row: Vec<String>) {
+        self.rows.push(row);
+    }
+
+    fn widths(&self) -> Vec<usize> {
+        (0..self.header.len())
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .filter_map(|r| r.get(c))
+                    .chain(std::iter::once(&self.header[c]))
+                    .map(|s| s.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect()
+    }
+
+    /// The table laid out for `width` columns (None: one block whatever its width).
+    pub fn render(&self, width: Option<usize>) -> String {
+        let widths = self.widths();
+        let keys = self.key_columns.min(widths.len());
+        let line = |cols: &[usize]| -> usize {
+            self.indent.chars().count()
+                + cols.iter().map(|&c| widths[c]).sum::<usize>()
+                + 2 * cols.len().saturating_sub(1)
+        };
+        let key_cols: Vec<usize> = (0..keys).collect();
+        let mut blocks: Vec<Vec<usize>> = Vec::new();
+        let mut current = key_cols.clone();
+        for c in keys..widths.len() {
+            let mut tried = current.clone();
+            tried.push(c);
+            let fits = width.is_none_or(|w| line(&tried) <= w);
+            if fits || current.len() == keys {
+                current = tried;
+            } else {
+                blocks.push(current);
+                current = key_cols.clone();
+                current.push(c);
+            }
+        }
+        if current.len() > keys || blocks.is_empty() {
+            blocks.push(current);
+        }
+        let mut out = String::new();
+        for (i, block) in blocks.iter().enumerate() {
+            if i > 0 {
+                out.push('\n');
+            }
+            self.write_row(&mut out, &self.header, block, &widths);
+            for row in &self.rows {
+                self.write_row(&mut out, row, block, &widths);
+            }
+        }
+        out
+    }
+
+    fn write_row(&self, out: &mut String, row: &[String], cols: &[usize], widths: &[usize]) {
+        let mut line = self.indent.clone();
+        for (i, &c) in cols.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let cell = row.get(c).map(String::as_str).unwrap_or("");
+            let pad = widths[c].saturating_sub(cell.chars().count());
+            match self.align.get(c).copied().unwrap_or(Align::Left) {
+                Align::Left => {
+                    line.push_str(cell);
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+                Align::Right => {
+                    line.extend(std::iter::repeat_n(' ', pad));
+                    line.push_str(cell);
+                }
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+/// `text` wrapped at spaces to `width` columns (None: one line), continuation lines indented by
+/// `indent`; a word longer than the width stays whole on a line of its own. Ends in a line feed.
+pub fn wrap(text: &str, width: Option<usize>, indent: &str) -> String {
+    let Some(width) = width else {
+        return format!("{text}\n");
+    };
+    let mut out = String::new();
+    let mut line = String::new();
+    let mut started = false;
+    for word in text.split(' ') {
+        if started && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = format!("{indent}{word}");
+        } else {
+            if started {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        started = true;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
+/// The last resort for text that is not a [`Table`]: every line wider than `width` is wrapped at
+/// spaces under its last column (the text after its last gap of two or more spaces: an `info`
+/// value, a probe's summary, a note), or under its own indent plus two when it has no gap (a
+/// paragraph). A line whose last column starts past two thirds of the width is a table row and is
+/// left alone rather than torn.
+pub fn fit_prose(text: &str, width: Option<usize>) -> std::borrow::Cow<'_, str> {
+    let Some(width) = width else {
+        return std::borrow::Cow::Borrowed(text);
+    };
+    if fits(text, width) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + text.len() / 50);
+    for line in text.split_inclusive('\n') {
+        let body = line.strip_suffix('\n').unwrap_or(line);
+        let column = hanging_column(body);
+        if body.chars().count() <= width || column > width * 2 / 3 {
+            out.push_str(line);
+            continue;
+        }
+        let head: String = body.chars().take(column).collect();
+        let tail: String = body.chars().skip(column).collect();
+        let pad = " ".repeat(column);
+        for (i, piece) in wrap(&tail, Some(width - column), "").lines().enumerate() {
+            out.push_str(if i == 0 { &head } else { &pad });
+            out.push_str(piece);
+            out.push('\n');
+        }
+        if !line.ends_with('\n') {
+            out.pop();
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Where a wrapped line's continuation starts: after the last gap of two or more spaces past the
+/// indent, else two past the indent.
+fn hanging_column(line: &str) -> usize {
+    let chars: Vec<char> = line.chars().collect();
+    let indent = chars.iter().take_while(|c| **c == ' ').count();
+    let mut column = None;
+    for i in indent + 1..chars.len() {
+        if chars[i] != ' ' && chars[i - 1] == ' ' && i >= 2 && chars[i - 2] == ' ' {
+            column = Some(i);
+        }
+    }
+    column.unwrap_or(indent + 2)
+}
+
+/// Every line of `text` fits `width` columns.
+pub fn fits(text: &str, width: usize) -> bool {
+    text.lines().all(|l| l.chars().count() <= width)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn table(columns: usize, cell: &str) -> Table {
+        let header: Vec<String> = (0..columns).map(|c| format!("C{c}")).collect();
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = Table::new(&header, &vec![Align::Right; columns], 1);
+        t.push((0..columns).map(|c| format!("{cell}{c}")).collect());
+        t
+    }
+
+    #[test]
+    fn a_narrow_table_is_one_block_and_aligned() {
+        let mut t = Table::new(&["probe", "median"], &[Align::Left, Align::Right], 1);
+        t.push(vec!["syscall.null".into(), "165".into()]);
+        t.push(vec!["ipc".into(), "7777".into()]);
+        assert_eq!(
+            t.render(Some(100)),
+            "probe         median\nsyscall.null     165\nipc             7777\n"
+        );
+    }
+
+    #[test]
+    fn a_wide_table_is_cut_into_blocks_that_repeat_the_row_names() {
+        let t = table(12, "value-");
+        let text = t.render(Some(40));
+        assert!(fits(&text, 40), "{text}");
+        let blocks: Vec<&str> = text.split("\n\n").collect();
+        assert!(blocks.len() > 1, "{text}");
+        assert!(blocks
+            .iter()
+            .all(|b| b.lines().nth(1).unwrap().starts_with("value-0")));
+        // --wide: one block.
+        assert_eq!(t.render(None).split("\n\n").count(), 1);
+    }
+
+    #[test]
+    fn long_text_wraps_at_spaces_with_an_indent() {
+        let text =
+            "syscall.null  skipped: this probe needs a kernel with a feature it does not have";
+        let wrapped = wrap(text, Some(40), "    ");
+        assert!(fits(&wrapped, 40), "{wrapped}");
+        assert!(
+            wrapped.lines().skip(1).all(|l| l.starts_with("    ")),
+            "{wrapped}"
+        );
+        let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(words(&wrapped), words(text));
+        assert_eq!(wrap(text, None, "    "), format!("{text}\n"));
+    }
+
+    #[test]
+    fn prose_wraps_under_its_last_column_and_tables_are_left_alone() {
+        let info = format!(
+            "  kernel command line:     {}\n",
+            "word ".repeat(40).trim_end()
+        );
+        let fitted = fit_prose(&info, Some(60));
+        assert!(fits(&fitted, 60), "{fitted}");
+        assert!(
+            fitted
+                .lines()
+                .skip(1)
+                .all(|l| l.starts_with(&" ".repeat(27))),
+            "{fitted}"
+        );
+        assert!(fitted.ends_with('\n'));
+        let paragraph = "0 of 7 figures changed beyond noise ".repeat(4);
+        let fitted = fit_prose(&paragraph, Some(50));
+        assert!(
+            fits(&fitted, 50) && fitted.lines().nth(1).unwrap().starts_with("  "),
+            "{fitted}"
+        );
+        // A row whose last column starts past two thirds is a table's: untouched.
+        let row = format!("{}  {}\n", "x".repeat(70), "y".repeat(40));
+        assert_eq!(fit_prose(&row, Some(100)), row);
+        assert_eq!(fit_prose(&info, None), info);
+    }
+
+    proptest! {
+        #[test]
+        fn every_cell_is_shown_once_and_blocks_fit(columns in 2usize..20, cell in "[a-z]{1,12}") {
+            let t = table(columns, &cell);
+            let text = t.render(Some(60));
+            // Fits, unless the row names and one column alone are wider than the width.
+            let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+            let key_and_one = 2 * (cell.len() + 2) + 2;
+            prop_assert!(widest <= 60.max(key_and_one), "{}", text);
+            for c in 1..columns {
+                let needle = format!("{cell}{c}");
+                let hits = text.matches(&needle).count();
+                // `abc1` is also found inside `abc10`..`abc19`.
+                let inside = (0..columns).filter(|&o| o != c && format!("{cell}{o}").contains(&needle)).count();
+                prop_assert_eq!(hits, 1 + inside, "{}", text);
+            }
+        }
+    }
+}
