@@ -693,21 +693,34 @@ pub struct MeasureArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct StatArgs {
-    /// Number of runs of the command
+    /// Number of runs of each command
     #[arg(long, short = 'r', value_name = "N", default_value_t = 5, value_parser = command_runs_arg)]
     pub repeat: usize,
-    /// Write the results to this file; the command's own output then passes through to stdout
-    /// (without it, the command's stdout goes to stderr so that stdout holds only the results)
+    /// Runs of each command before the measured ones, not kept (caches settle)
+    #[arg(long, short = 'w', value_name = "N", default_value_t = 0)]
+    pub warmup: usize,
+    /// A shell command run before every run of every command, not measured (e.g. dropping caches)
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// Let the command's own output through (by default it is discarded, since printing it would
+    /// be timed too): to stdout with -o FILE, else to stderr so that stdout holds only results
+    #[arg(long)]
+    pub show_output: bool,
+    /// Write the results to this file
     #[arg(long = "output", short = 'o', value_name = "FILE")]
     pub output_file: Option<PathBuf>,
     #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]
     pub output: JsonArg,
-    /// The command and its arguments
+    /// The command and its arguments; several commands are separated by `:::` and compared
+    /// (`osmeter stat -- gzip -k f ::: zstd -k f`)
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
+
+/// The separator of several commands after `osmeter stat --`.
+pub const STAT_SEPARATOR: &str = ":::";
 
 /// A percentage from 0 up to 100 (`--threshold`, `--fail-if-slower`).
 fn percent_arg(text: &str) -> Result<f64, String> {

@@ -242,10 +242,20 @@ fn every_code_in_the_readme_table_is_what_its_case_ends_with() {
     expect("a run stopped by Ctrl-C", &out, 130, "");
     tried.push(130);
 
-    // The command's output goes to stderr, a pipe whose reader has gone: echo dies of SIGPIPE.
+    // The command's output let through goes to stderr, a pipe whose reader has gone: echo dies
+    // of SIGPIPE.
     let out = env
         .osmeter_std()
-        .args(["stat", "-r", "2", "--no-store", "--", "echo", "hi"])
+        .args([
+            "stat",
+            "-r",
+            "2",
+            "--show-output",
+            "--no-store",
+            "--",
+            "echo",
+            "hi",
+        ])
         .stderr(closed_pipe())
         .output()
         .unwrap();

@@ -1,5 +1,7 @@
 //! `osmeter stat` end to end: runs, JSON, pass-through output, and every exit code it documents.
 
+mod common;
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 
@@ -53,14 +55,29 @@ fn json_has_the_schema_runs_and_figures() {
 }
 
 #[test]
+fn the_commands_output_is_discarded_unless_asked_for() {
+    // The command prints "said-out" and "said-err", which its command line does not hold.
+    let out = osmeter()
+        .args(["stat", "-r", "2", "--", "sh", "-c"])
+        .arg("printf '%s-%s\\n' said out; printf '%s-%s\\n' said err >&2")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let all = String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).into_owned();
+    assert!(!all.contains("said-out") && !all.contains("said-err"), "{all}");
+}
+
+#[test]
 fn the_commands_output_never_mixes_with_the_results() {
-    // Results on stdout: the command's own stdout goes to stderr.
+    // Results on stdout: the command's own stdout, let through, goes to stderr.
     let out = osmeter()
         .args([
             "stat",
             "-r",
             "2",
             "--json",
+            "--show-output",
             "--",
             "echo",
             "{not json from the command",
@@ -75,7 +92,17 @@ fn the_commands_output_never_mixes_with_the_results() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("{not json from the command"));
     // printf writes "alpha-beta", which its command line (shown in the report) does not hold.
     let text = osmeter()
-        .args(["stat", "-r", "1", "--", "printf", "%s-%s", "alpha", "beta"])
+        .args([
+            "stat",
+            "-r",
+            "1",
+            "--show-output",
+            "--",
+            "printf",
+            "%s-%s",
+            "alpha",
+            "beta",
+        ])
         .assert()
         .success()
         .get_output()
@@ -90,7 +117,7 @@ fn with_an_output_file_the_command_keeps_stdout() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("stat.json");
     let out = osmeter()
-        .args(["stat", "-r", "1", "--json", "-o"])
+        .args(["stat", "-r", "1", "--json", "--show-output", "-o"])
         .arg(&file)
         .args(["--", "echo", "hello from the command"])
         .assert()
@@ -117,7 +144,16 @@ fn with_an_output_file_the_command_keeps_stdout() {
 #[test]
 fn stderr_of_the_command_passes_through_too() {
     osmeter()
-        .args(["stat", "-r", "1", "--", "sh", "-c", "echo oops >&2"])
+        .args([
+            "stat",
+            "-r",
+            "1",
+            "--show-output",
+            "--",
+            "sh",
+            "-c",
+            "echo oops >&2",
+        ])
         .assert()
         .success()
         .stderr(predicate::str::contains("oops"));
@@ -214,4 +250,73 @@ fn stat_results_are_stored_with_their_tags() {
         .unwrap();
     let run: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(run["sections"]["stat"]["runs"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn several_commands_are_run_in_turns_and_set_against_the_fastest() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("order");
+    let log = log.to_str().unwrap();
+    let env = common::TestEnv::new();
+    let out = env
+        .osmeter()
+        .args(["stat", "-r", "3", "--warmup", "1", "--prepare"])
+        .arg(format!("echo prepared >> {log}"))
+        .args(["--", "sh", "-c"])
+        .arg(format!("echo fast >> {log}"))
+        .arg(":::")
+        .args(["sh", "-c"])
+        .arg(format!("sleep 0.05; echo slow >> {log}"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // One warm-up each, then the measured runs in turns; --prepare before every one of them.
+    let order = std::fs::read_to_string(log).unwrap();
+    let runs: Vec<&str> = order.lines().filter(|l| *l != "prepared").collect();
+    assert_eq!(
+        runs,
+        ["fast", "slow", "fast", "slow", "fast", "slow", "fast", "slow"]
+    );
+    assert_eq!(order.lines().filter(|l| *l == "prepared").count(), 8);
+    // Each command's table, then the comparison with an interval that excludes 1.
+    assert_eq!(text.matches("osmeter stat: `sh -c").count(), 2, "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("times faster than"))
+        .unwrap_or_else(|| panic!("no comparison in:\n{text}"));
+    assert!(
+        line.contains("sleep 0.05") && line.contains("95 % interval"),
+        "{line}"
+    );
+    assert!(!line.contains("no difference shown"), "{line}");
+    // Each command is kept as a stat run of its own, listed by its command.
+    let runs = env.osmeter().arg("runs").output().unwrap();
+    let runs = String::from_utf8_lossy(&runs.stdout);
+    assert_eq!(runs.matches("command=").count(), 2, "{runs}");
+}
+
+#[test]
+fn an_empty_command_between_separators_or_a_failing_prepare_is_refused() {
+    osmeter()
+        .args(["stat", "--", "true", ":::"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "command 2 of 2 after `--` is empty",
+        ));
+    osmeter()
+        .args(["stat", "--no-store", "--prepare", "exit 3", "--", "true"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--prepare `exit 3` failed"));
+    osmeter()
+        .args(["stat", "--warmup", "20000", "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--warmup 20000"));
 }

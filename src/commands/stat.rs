@@ -1,8 +1,9 @@
-//! `osmeter stat [-r N] [--json] [-o FILE] -- CMD ARGS...`: time and count a command over repeated
-//! runs. The command's own output never mixes with osmeter's results: with the results on standard
-//! output, the command's standard output goes to standard error; with `-o FILE`, it passes through.
+//! `osmeter stat [-r N] [-w N] [--prepare CMD] [--show-output] [--json] [-o FILE] -- CMD ARGS...
+//! [::: CMD2 ARGS...]`: time and count commands over repeated runs, in turns, and set them against
+//! the fastest. The commands' own output is discarded unless `--show-output` lets it through (to
+//! standard error while the results are on standard output, to standard output with `-o FILE`).
 
-use crate::cli::StatArgs;
+use crate::cli::{StatArgs, STAT_SEPARATOR};
 use crate::error::{EXIT_BROKEN_PIPE, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::interrupt;
 use crate::results::model::Sections;
@@ -10,55 +11,101 @@ use crate::stat::{self, CommandOutput, StatConfig};
 use anyhow::Result;
 
 pub fn stat(args: &StatArgs) -> Result<i32> {
-    if let Some(program) = args.command.first() {
-        crate::programs::startable(program)?;
+    let commands = split_commands(&args.command)?;
+    for argv in &commands {
+        crate::programs::startable(&argv[0])?;
     }
-    let output = if args.output_file.is_some() {
-        CommandOutput::Inherit
-    } else {
-        CommandOutput::ToStderr
+    let output = match (args.show_output, args.output_file.is_some()) {
+        (false, _) => CommandOutput::Discard,
+        (true, true) => CommandOutput::Inherit,
+        (true, false) => CommandOutput::ToStderr,
     };
-    let config = StatConfig::new(args.command.clone(), args.repeat, output)?;
+    let configs = commands
+        .into_iter()
+        .map(|argv| {
+            StatConfig::new(argv, args.repeat, output)?
+                .with_warmup(args.warmup)?
+                .with_prepare(args.prepare.clone())
+        })
+        .collect::<Result<Vec<_>>>()?;
     if let Some(path) = &args.output_file {
         crate::files::check_writable(path)?;
     }
     let keeper = super::keeper(&args.keep)?;
     interrupt::install();
     let started_at = crate::clock::now_rfc3339();
-    let doc = stat::measure(&config)?;
+    let docs = stat::measure_each(&configs)?;
+    let several = docs.len() > 1;
     match (args.output_file.as_deref(), args.output.json) {
-        (None, true) => super::emit_json(&doc)?,
+        (None, true) if several => super::emit_json(&docs)?,
+        (None, true) => super::emit_json(&docs[0])?,
         (file, json) => {
-            let text = if json {
-                serde_json::to_string_pretty(&doc)? + "\n"
+            let text = if json && several {
+                serde_json::to_string_pretty(&docs)? + "\n"
+            } else if json {
+                serde_json::to_string_pretty(&docs[0])? + "\n"
             } else {
-                stat::render(&doc)
+                let mut text: String = docs.iter().map(stat::render).collect();
+                if several {
+                    text.push_str(&stat::render_comparison(&docs));
+                }
+                text
             };
             super::emit_to(file, &text)?
         }
     }
-    if !doc.runs.is_empty() {
-        keeper.keep(
+    for doc in docs.iter().filter(|d| !d.runs.is_empty()) {
+        let mut run = keeper.run_of(
             Sections {
                 stat: Some(doc.clone()),
                 ..Default::default()
             },
-            started_at,
+            started_at.clone(),
             doc.interrupted,
-        )?;
+        );
+        // `runs` lists a stat run by its command, as a tag unless one was given.
+        run.tags
+            .entry("command".into())
+            .or_insert_with(|| stat::shown(&doc.command));
+        keeper.save(&run)?;
     }
-    if doc.interrupted {
+    if docs.iter().any(|d| d.interrupted) {
         eprintln!("osmeter: interrupted; the runs above are all that was measured");
         return Ok(EXIT_INTERRUPTED);
     }
-    if doc.runs.iter().any(|r| r.signal == Some(libc::SIGPIPE)) {
+    if docs
+        .iter()
+        .flat_map(|d| &d.runs)
+        .any(|r| r.signal == Some(libc::SIGPIPE))
+    {
         // The command wrote into a pipe whose reader had gone (`... 2>&1 | head -1`): the shell's
         // code for a pipeline member ended that way, not a failure of the command.
         return Ok(EXIT_BROKEN_PIPE);
     }
-    if let Some(f) = &doc.failure {
+    let failures: Vec<&String> = docs.iter().filter_map(|d| d.failure.as_ref()).collect();
+    for f in &failures {
         eprintln!("osmeter: {f}");
-        return Ok(EXIT_COMMAND_FAILED);
     }
-    Ok(EXIT_OK)
+    Ok(if failures.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_COMMAND_FAILED
+    })
+}
+
+/// The commands after `--`, split at `:::`; each must name a program.
+fn split_commands(words: &[String]) -> Result<Vec<Vec<String>>> {
+    let commands: Vec<Vec<String>> = words
+        .split(|w| w == STAT_SEPARATOR)
+        .map(<[String]>::to_vec)
+        .collect();
+    if let Some(i) = commands.iter().position(|c| c.is_empty()) {
+        return Err(crate::usage!(
+            "command {} of {} after `--` is empty: write `osmeter stat -- CMD1 ::: CMD2`, with a \
+             command on each side of `{STAT_SEPARATOR}`",
+            i + 1,
+            commands.len()
+        ));
+    }
+    Ok(commands)
 }

@@ -13,11 +13,13 @@ pub mod document;
 mod report;
 
 pub use document::{FigureSummary, RunRecord, StatDoc, StatUnit, STAT_SCHEMA};
-pub use report::render;
+pub use report::{render, render_comparison};
 
 /// Where the command's own standard output goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommandOutput {
+    /// Nowhere (standard output and error): the default, as printing would be timed too.
+    Discard,
     /// To osmeter's standard output (the results go to a file).
     Inherit,
     /// To osmeter's standard error, so that osmeter's results alone are on standard output.
@@ -30,7 +32,14 @@ pub struct StatConfig {
     pub argv: Vec<String>,
     pub repeat: usize,
     pub output: CommandOutput,
+    /// Runs before the measured ones, not kept (caches, page cache, CPU frequency settle).
+    pub warmup: usize,
+    /// A shell command run before every run (warm-up ones too), not measured.
+    pub prepare: Option<String>,
 }
+
+/// Most warm-up runs of a command (`--warmup`).
+pub const MAX_WARMUP_RUNS: usize = 10_000;
 
 impl StatConfig {
     pub fn new(argv: Vec<String>, repeat: usize, output: CommandOutput) -> Result<StatConfig> {
@@ -51,42 +60,131 @@ impl StatConfig {
             argv,
             repeat,
             output,
+            warmup: 0,
+            prepare: None,
         })
+    }
+
+    /// With `warmup` discarded runs first (at most [`MAX_WARMUP_RUNS`]).
+    pub fn with_warmup(mut self, warmup: usize) -> Result<StatConfig> {
+        if warmup > MAX_WARMUP_RUNS {
+            return Err(crate::usage!(
+                "--warmup {warmup} is more than {MAX_WARMUP_RUNS} runs; a few settle caches"
+            ));
+        }
+        self.warmup = warmup;
+        Ok(self)
+    }
+
+    /// With `prepare` run by /bin/sh before every run.
+    pub fn with_prepare(mut self, prepare: Option<String>) -> Result<StatConfig> {
+        if prepare.as_deref().is_some_and(|p| p.trim().is_empty()) {
+            return Err(crate::usage!(
+                "--prepare is empty: give a shell command, or leave it out"
+            ));
+        }
+        self.prepare = prepare;
+        Ok(self)
     }
 }
 
 /// Runs the command `repeat` times (fewer when a run fails or Ctrl-C comes) and summarises. An
 /// error means the command could not be started at all.
 pub fn measure(config: &StatConfig) -> Result<StatDoc> {
-    let argv = &config.argv;
+    Ok(measure_each(std::slice::from_ref(config))?.remove(0))
+}
+
+/// Runs several commands `repeat` times each, in turns (A B C A B C ...), so that a machine that
+/// changes during the measurement changes every command's runs alike; each command's warm-up runs
+/// come first. A command that fails is not run again; the others go on.
+pub fn measure_each(configs: &[StatConfig]) -> Result<Vec<StatDoc>> {
     let mut interference = InterferenceReader::new();
-    let mut runs = Vec::with_capacity(config.repeat);
-    let mut unavailable = BTreeMap::new();
-    let mut failure = None;
-    for i in 0..config.repeat {
-        if interrupt::requested() {
-            break;
+    for config in configs {
+        for _ in 0..config.warmup {
+            if interrupt::requested() {
+                break;
+            }
+            prepare(config)?;
+            run_once(config, &mut interference)?;
         }
-        let (record, missing) = run_once(config, &mut interference)?;
-        if i == 0 {
-            unavailable = missing;
-        }
-        let failed = record.failed();
-        runs.push(record);
-        if failed {
-            failure = Some(describe_failure(argv, &runs[i], i, config.repeat));
-            break;
+    }
+    struct Progress {
+        runs: Vec<RunRecord>,
+        unavailable: BTreeMap<String, String>,
+        failure: Option<String>,
+    }
+    let mut got: Vec<Progress> = configs
+        .iter()
+        .map(|c| Progress {
+            runs: Vec::with_capacity(c.repeat),
+            unavailable: BTreeMap::new(),
+            failure: None,
+        })
+        .collect();
+    let most = configs.iter().map(|c| c.repeat).max().unwrap_or(0);
+    'turns: for i in 0..most {
+        for (config, got) in configs.iter().zip(got.iter_mut()) {
+            if interrupt::requested() {
+                break 'turns;
+            }
+            if i >= config.repeat || got.failure.is_some() {
+                continue;
+            }
+            prepare(config)?;
+            let (record, missing) = run_once(config, &mut interference)?;
+            if i == 0 {
+                got.unavailable = missing;
+            }
+            let failed = record.failed();
+            got.runs.push(record);
+            if failed {
+                got.failure = Some(describe_failure(
+                    &config.argv,
+                    &got.runs[i],
+                    i,
+                    config.repeat,
+                ));
+            }
         }
     }
     let interrupted = interrupt::requested();
-    Ok(StatDoc::new(
-        argv,
-        config.repeat,
-        runs,
-        unavailable,
-        failure,
-        interrupted,
-    ))
+    Ok(configs
+        .iter()
+        .zip(got)
+        .map(|(config, got)| {
+            StatDoc::new(
+                &config.argv,
+                config.repeat,
+                got.runs,
+                got.unavailable,
+                got.failure,
+                interrupted,
+            )
+        })
+        .collect())
+}
+
+/// Runs `--prepare`'s command, which must succeed.
+fn prepare(config: &StatConfig) -> Result<()> {
+    let Some(prepare) = &config.prepare else {
+        return Ok(());
+    };
+    let mut cmd = Command::new("/bin/sh");
+    cmd.args(["-c", prepare])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null());
+    interrupt::die_with_parent(&mut cmd);
+    let status = cmd
+        .status()
+        .map_err(|e| anyhow!("cannot run --prepare `{prepare}` with /bin/sh: {e}"))?;
+    if !status.success() && !interrupt::requested() {
+        return Err(anyhow!(
+            "--prepare `{prepare}` failed ({status}) before a run of `{}`; nothing after it was \
+             measured",
+            shown(&config.argv)
+        ));
+    }
+    Ok(())
 }
 
 /// The command line as a user would type it, for messages.
@@ -155,8 +253,15 @@ fn run_once(
     let argv = &config.argv;
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
-    if config.output == CommandOutput::ToStderr {
-        cmd.stdout(std::io::stderr());
+    match config.output {
+        CommandOutput::ToStderr => {
+            cmd.stdout(std::io::stderr());
+        }
+        CommandOutput::Discard => {
+            cmd.stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+        }
+        CommandOutput::Inherit => {}
     }
     // It stays in osmeter's process group (the terminal's Ctrl-C and job control reach it), and
     // still ends with osmeter when that is killed outright.

@@ -225,6 +225,47 @@ impl StatUnit {
 }
 
 /// The terminal report. Written after the command's own output.
+/// Several commands set against the fastest by wall time: how many times faster it ran than each
+/// other one, with the 95 % interval of that ratio (Welch's test on the logarithms of the runs'
+/// wall times, so the ratio is of geometric means and its interval never reaches below zero).
+pub fn render_comparison(docs: &[StatDoc]) -> String {
+    let walls: Vec<Vec<f64>> = docs
+        .iter()
+        .map(|d| d.runs.iter().map(|r| r.wall_ns as f64).collect())
+        .collect();
+    let log_mean = |w: &[f64]| w.iter().map(|x| x.ln()).sum::<f64>() / w.len() as f64;
+    let Some(fastest) = (0..docs.len())
+        .filter(|&i| !walls[i].is_empty())
+        .min_by(|&a, &b| log_mean(&walls[a]).total_cmp(&log_mean(&walls[b])))
+    else {
+        return String::new();
+    };
+    let name = |i: usize| format!("`{}`", super::shown(&docs[i].command));
+    let mut out = format!("\n{} ran fastest (wall time):\n", name(fastest));
+    for other in (0..docs.len()).filter(|&i| i != fastest) {
+        let test = crate::stats::twosample::log_ratio_test(&walls[fastest], &walls[other], 0.95);
+        let _ = match test {
+            Ok(t) => {
+                let shown_none = if t.ci[0] <= 1.0 {
+                    ": no difference shown"
+                } else {
+                    ""
+                };
+                writeln!(
+                    out,
+                    "  {:.2} times faster than {} (95 % interval {:.2}-{:.2}{shown_none})",
+                    t.ratio,
+                    name(other),
+                    t.ci[0],
+                    t.ci[1]
+                )
+            }
+            Err(why) => writeln!(out, "  than {}: not compared ({why})", name(other)),
+        };
+    }
+    out
+}
+
 pub fn render(doc: &StatDoc) -> String {
     let mut out = String::new();
     let n = doc.runs.len();
