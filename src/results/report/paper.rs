@@ -125,6 +125,9 @@ fn grid_table(g: &Grid) -> String {
 fn tables(paper: &Paper, doc: &PaperDoc) -> String {
     let mut out = String::new();
     let mut empty: Vec<&str> = Vec::new();
+    // Why cells are empty, said once for the whole paper: the same figure missing from several
+    // tables (or from several cells of one) is one notice, not one per cell.
+    let mut missing_today: Vec<&str> = Vec::new();
     for t in &paper.tables {
         if !doc
             .cells
@@ -143,8 +146,16 @@ fn tables(paper: &Paper, doc: &PaperDoc) -> String {
             out.push_str(&note(n));
         }
         for m in missing {
-            out.push_str(&note(&format!("No figure today: {m}")));
+            if !missing_today.contains(&m) {
+                missing_today.push(m);
+            }
         }
+    }
+    if !missing_today.is_empty() {
+        out.push_str(&note(&format!(
+            "No figure today for some cells: {}",
+            missing_today.join("; ")
+        )));
     }
     if let Some(g) = render::relative_grid(doc) {
         let _ = writeln!(out, "<h3>{}</h3>", esc(render::RELATIVE_HEADING));

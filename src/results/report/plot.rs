@@ -227,9 +227,14 @@ impl Axis {
             .copied()
             .find(|s| reference >= s.divisor)
             .unwrap_or(scales[scales.len() - 1]);
-        format!("{} {}", compact(v / scale.divisor), scale.name)
-            .trim_end()
-            .to_string()
+        let x = v / scale.divisor;
+        // Ticks of counts per operation can be 1e-7 or 1e9: written out they overlap.
+        let number = if x != 0.0 && (x.abs() < 1e-3 || x.abs() >= 1e6) {
+            format!("{x:e}")
+        } else {
+            compact(x)
+        };
+        format!("{number} {}", scale.name).trim_end().to_string()
     }
 }
 
@@ -377,6 +382,14 @@ pub fn clip_label(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tiny_and_huge_ticks_are_written_with_an_exponent() {
+        let axis = Axis::for_values([1e-7, 1e3], 10.0);
+        assert_eq!(axis.tick_label(1e-7, Unit::Count), "1e-7");
+        assert_eq!(axis.tick_label(1e9, Unit::Count), "1e9");
+        assert_eq!(axis.tick_label(0.5, Unit::Count), "0.5");
+    }
 
     #[test]
     fn axes_choose_scale_and_ticks() {
