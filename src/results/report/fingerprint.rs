@@ -83,6 +83,11 @@ impl Section for Fingerprint {
     fn title(&self) -> &'static str {
         "System fingerprint"
     }
+    // The kernel command line and the vulnerability list matter when runs differ, and then the
+    // runs section and the comparison say so; the full description waits behind a click.
+    fn collapsed(&self) -> bool {
+        true
+    }
     fn render(&self, ctx: &Context) -> Result<Option<String>> {
         let mut out = String::new();
         let base = ctx.runs[0].fingerprint.as_ref();

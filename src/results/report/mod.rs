@@ -18,6 +18,7 @@ mod latency;
 mod memory_curve;
 mod memsim;
 mod memsim_curves;
+mod overview;
 mod paper;
 pub mod plot;
 mod runs;
@@ -104,13 +105,18 @@ pub trait Section {
     fn title(&self) -> &'static str;
     /// The section's inner HTML, or `None` when it has nothing to show for these runs.
     fn render(&self, ctx: &Context) -> Result<Option<String>>;
+    /// Shown closed (a click opens it): detail few readers need first.
+    fn collapsed(&self) -> bool {
+        false
+    }
 }
 
 /// Every section, in page order.
 pub fn sections() -> Vec<Box<dyn Section>> {
     vec![
+        Box::new(overview::Overview),
         Box::new(runs::Runs),
-        Box::new(fingerprint::Fingerprint),
+        Box::new(comparison::ComparisonSection),
         Box::new(summary::SummaryTables),
         Box::new(bars::Bars::TIME),
         Box::new(bars::Bars::BANDWIDTH),
@@ -121,11 +127,11 @@ pub fn sections() -> Vec<Box<dyn Section>> {
         Box::new(stat::Stat),
         Box::new(latency::Latency),
         Box::new(memsim::Memsim),
-        Box::new(comparison::ComparisonSection),
         Box::new(paper::ThenAndNow(crate::papers::PaperId::Ousterhout89)),
         Box::new(paper::ThenAndNow(crate::papers::PaperId::Chen96)),
         Box::new(paper::ThenAndNow(crate::papers::PaperId::ChenBershad93)),
         Box::new(paper::ThenAndNow(crate::papers::PaperId::CotaRobles99)),
+        Box::new(fingerprint::Fingerprint),
     ]
 }
 
@@ -140,11 +146,16 @@ pub fn render(runs: &[Run]) -> Result<String> {
             continue;
         };
         toc.push((section.id(), section.title()));
+        let title = html::esc(section.title());
+        let inner = if section.collapsed() {
+            format!("<details>\n<summary>{title}</summary>\n{inner}</details>\n")
+        } else {
+            format!("<h2>{title}</h2>\n{inner}")
+        };
         let _ = write!(
             body,
-            "<section id=\"{}\">\n<h2>{}</h2>\n{inner}</section>\n",
-            section.id(),
-            html::esc(section.title())
+            "<section id=\"{}\">\n{inner}</section>\n",
+            section.id()
         );
     }
     let title = match runs {

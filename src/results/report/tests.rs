@@ -155,3 +155,20 @@ fn a_latency_figure_without_its_parameters_is_named_not_placed() {
     assert!(page.contains("Left out of the curve: R1: memory.latency size=4096: parameter pattern"));
     assert!(!page.contains(">default<"), "no made-up pattern");
 }
+
+#[test]
+fn the_page_opens_with_what_changed_and_keeps_the_fingerprint_closed_at_the_end() {
+    let runs = [run("base", 1.0, false), run("slow", 1.3, false)];
+    let page = render(&runs).unwrap();
+    let at = |id: &str| {
+        page.find(&format!("<section id=\"{id}\">"))
+            .unwrap_or_else(|| panic!("no section {id}"))
+    };
+    assert!(at("overview") < at("runs") && at("runs") < at("comparison"));
+    assert!(at("comparison") < at("fingerprint"));
+    let overview = &page[at("overview")..at("runs")];
+    assert!(overview.contains("What changed"), "{overview}");
+    assert!(overview.contains("x slower"), "{overview}");
+    let fingerprint = &page[at("fingerprint")..];
+    assert!(fingerprint.contains("<details>\n<summary>System fingerprint</summary>"));
+}
