@@ -38,6 +38,9 @@ pub struct Run {
     /// document with a "schema" key, kept beside the microbenchmark measurements.
     #[serde(default, skip_serializing_if = "Sections::is_empty")]
     pub sections: Sections,
+    /// Whether other work disturbed the run, and what; absent in runs stored before it was judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<crate::results::machine::Machine>,
 }
 
 /// The documents of the parts of osmeter other than `run`, under their kind's name.
@@ -88,7 +91,13 @@ impl Run {
             measurements: Vec::new(),
             interrupted: false,
             sections: Sections::default(),
+            machine: None,
         }
+    }
+
+    /// The machine was judged busy during the run.
+    pub fn busy(&self) -> bool {
+        self.machine.as_ref().is_some_and(|m| m.busy())
     }
 
     /// The host name from the fingerprint, when it was recorded.

@@ -38,6 +38,7 @@ pub fn render(run: &Run) -> String {
         .max()
         .unwrap_or(10)
         .max(10);
+    let busy = run.busy();
     let mut out = String::new();
     let mut header = format!(
         "{:<label_width$}  {:>9} {:>14} {:<5} {:>6}",
@@ -65,7 +66,12 @@ pub fn render(run: &Run) -> String {
                     number(s.ci95[0] * scale),
                     number(s.ci95[1] * scale)
                 );
-                let mark = if m.warnings.is_empty() { "" } else { " !" };
+                // A busy run says so once, below, rather than at every figure it disturbed.
+                let mark = if m.warnings.is_empty() || busy {
+                    ""
+                } else {
+                    " !"
+                };
                 let _ = write!(
                     out,
                     "{:<label_width$}  {:>9} {:>14} {:<5} {:>6.1}",
@@ -135,7 +141,10 @@ pub fn render(run: &Run) -> String {
         .iter()
         .filter(|m| !m.warnings.is_empty())
         .collect();
-    if !flagged.is_empty() {
+    if let Some(machine) = &run.machine {
+        let _ = write!(out, "\n{}", machine.text());
+    }
+    if !flagged.is_empty() && !busy {
         let _ = writeln!(out, "\n! marks figures to read with care:");
         for m in &flagged {
             let warnings = crate::text::escape_controls(&m.warnings.join("; ")).into_owned();
