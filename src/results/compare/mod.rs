@@ -166,6 +166,35 @@ pub struct Comparison {
     pub min_effect: f64,
     /// Earlier runs of the same host whose spread set the per-figure noise (filled by the caller).
     pub history_runs: usize,
+    /// Runs of either side measured on a busy machine: their figures hold the disturbance, so no
+    /// figure is called changed unless the caller forces it (and then each is marked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub busy: Vec<BusyRun>,
+}
+
+/// A compared run that was measured on a busy machine.
+#[derive(Debug, Clone, Serialize)]
+pub struct BusyRun {
+    /// "A" or "B".
+    pub side: String,
+    pub run: String,
+    pub reasons: Vec<String>,
+}
+
+fn busy_runs(a: &[&Run], b: &[&Run]) -> Vec<BusyRun> {
+    [("A", a), ("B", b)]
+        .iter()
+        .flat_map(|(side, runs)| {
+            runs.iter().filter_map(move |r| {
+                let m = r.machine.as_ref().filter(|m| m.busy())?;
+                Some(BusyRun {
+                    side: side.to_string(),
+                    run: r.id.clone(),
+                    reasons: m.reasons.clone(),
+                })
+            })
+        })
+        .collect()
 }
 
 /// One figure over the runs of one side.
@@ -354,6 +383,7 @@ pub fn common_kind(a: &[&Run], b: &[&Run]) -> anyhow::Result<RunKind> {
 /// Compares the figures of two runs (or two groups of runs) of one kind.
 pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result<Comparison> {
     let kind = common_kind(a, b)?;
+    let busy = busy_runs(a, b);
     let (sa, sb) = (gather(a), gather(b));
     let mut figures = Vec::new();
     // Keep the order of the first run's own table.
@@ -418,6 +448,11 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             caveats: [("A", side_a), ("B", side_b)]
                 .iter()
                 .flat_map(|(name, side)| side.caveats.iter().map(move |c| format!("{name}: {c}")))
+                .chain(
+                    busy.iter().map(|r| {
+                        format!("{}: run {} was measured on a busy machine", r.side, r.run)
+                    }),
+                )
                 .collect(),
         });
     }
@@ -476,6 +511,7 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         alpha: config.alpha,
         min_effect: config.min_effect,
         history_runs: 0,
+        busy,
     })
 }
 

@@ -15,6 +15,17 @@ pub fn render(c: &Comparison, all: bool) -> String {
         escape_controls(&c.runs_b.join(" ")),
         c.kind
     );
+    if !c.busy.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nBUSY: shown because of --force. These runs were measured on a busy machine, so \
+             a change below may be the other work rather than the system:"
+        );
+        for r in &c.busy {
+            let why = escape_controls(&r.reasons.join("; ")).into_owned();
+            let _ = writeln!(out, "  {} {}: {why}", r.side, r.run);
+        }
+    }
     if !c.fingerprint_differences.is_empty() {
         let _ = writeln!(out, "\nSystem differences:");
         for (k, a, b) in &c.fingerprint_differences {
