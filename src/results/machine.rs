@@ -217,11 +217,16 @@ pub fn judge(cpu: usize, e: &Evidence) -> (Verdict, Vec<String>) {
 }
 
 /// Words joined into lines of at most `width` characters (a longer word stands alone).
+/// A number and its percent sign stay on one line.
 fn wrap(text: &str, width: usize) -> String {
+    const GLUE: char = '\u{1}';
+    let text = text.replace(" %", &GLUE.to_string());
     let mut out = String::new();
     let mut line = 0;
     for word in text.split_whitespace() {
-        if line > 0 && line + 1 + word.len() > width {
+        // As printed: each glued sign takes two characters.
+        let len = word.chars().count() + word.matches(GLUE).count();
+        if line > 0 && line + 1 + len > width {
             out.push('\n');
             line = 0;
         } else if line > 0 {
@@ -229,10 +234,10 @@ fn wrap(text: &str, width: usize) -> String {
             line += 1;
         }
         out.push_str(word);
-        line += word.len();
+        line += len;
     }
     out.push('\n');
-    out
+    out.replace(GLUE, " %")
 }
 
 fn percent(share: f64) -> String {
@@ -277,7 +282,7 @@ impl Machine {
         }
         let load = match (&e.before, &e.after) {
             (Some(b), Some(a)) => format!(
-                " Load was {:.2} before and {:.2} after.",
+                " The 1-minute load was {:.2} at the start, {:.2} at the end.",
                 b.loadavg[0], a.loadavg[0]
             ),
             _ => String::new(),
