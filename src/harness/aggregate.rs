@@ -100,6 +100,7 @@ fn interference(records: &[RoundRecord]) -> Interference {
         }
         total.per_sample.push(*i);
     }
+    total.retaken_samples = records.iter().map(|r| r.outcome.retaken.len()).sum();
     total
 }
 

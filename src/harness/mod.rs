@@ -97,6 +97,12 @@ pub struct HarnessConfig {
     /// The measuring thread runs at SCHED_FIFO: it blocks for a moment between samples so that
     /// RLIMIT_RTTIME only ever catches a single runaway sample.
     pub realtime: bool,
+    /// The workload runs alone on the measuring thread and never blocks (the CPU reference, the
+    /// hardware figures): a sample another task preempted, or the hypervisor stole time in, is
+    /// taken again, at most `samples` times a round (when every sample is preempted, the machine
+    /// is busy and the run says so).
+    #[serde(default)]
+    pub retake_preempted: bool,
 }
 
 impl Default for HarnessConfig {
@@ -107,6 +113,7 @@ impl Default for HarnessConfig {
             warmup_samples: 1,
             counting_samples: 1,
             realtime: false,
+            retake_preempted: false,
         }
     }
 }

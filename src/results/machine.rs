@@ -94,8 +94,8 @@ pub struct Evidence {
     pub runnable_others: Option<f64>,
     /// Share of the measuring CPU's time the hypervisor stole, when /proc/stat states it.
     pub steal_share: Option<f64>,
-    /// Samples of CPU-bound figures (CPU reference, hardware), and how many of them another task
-    /// preempted or the hypervisor stole time in.
+    /// Samples of CPU-bound figures (CPU reference, hardware), those taken again included, and how
+    /// many of them another task preempted or the hypervisor stole time in.
     pub cpu_bound_samples: usize,
     pub disturbed_samples: usize,
     /// Over every figure's samples: involuntary switches of the measuring thread, interrupts,
@@ -117,12 +117,10 @@ impl Evidence {
             self.interrupts += i.irq_timer + i.irq_other;
             self.steal_ms += i.steal_ms;
             if matches!(m.role, Some(Role::CpuReference | Role::Hardware)) {
-                self.cpu_bound_samples += i.per_sample.len();
-                self.disturbed_samples += i
-                    .per_sample
-                    .iter()
-                    .filter(|s| s.csw_involuntary > 0 || s.steal_ms > 0.0)
-                    .count();
+                // Samples taken again were preempted too: the machine disturbed them.
+                self.cpu_bound_samples += i.per_sample.len() + i.retaken_samples;
+                self.disturbed_samples +=
+                    i.retaken_samples + i.per_sample.iter().filter(|s| s.preempted()).count();
             }
         }
     }

@@ -100,6 +100,12 @@ fn only_cpu_bound_figures_count_their_preempted_samples() {
     ]);
     assert_eq!((e.cpu_bound_samples, e.disturbed_samples), (6, 3));
     assert_eq!(e.csw_involuntary, 18);
+    // Samples taken again count as disturbed ones seen.
+    let mut retook = fig(Role::Hardware, 0);
+    retook.interference.retaken_samples = 2;
+    let mut e = Evidence::default();
+    e.count_samples(&[retook]);
+    assert_eq!((e.cpu_bound_samples, e.disturbed_samples), (5, 2));
 }
 
 #[test]

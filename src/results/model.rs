@@ -205,6 +205,10 @@ pub struct Interference {
     pub steal_ms: f64,
     /// Samples during which the hypervisor stole time.
     pub disturbed_samples: usize,
+    /// Samples of a figure that runs alone (the CPU reference, hardware figures) that another task
+    /// preempted, taken again and not kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retaken_samples: usize,
     /// Per kept sample, in the order of `samples`.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub per_sample: Vec<SampleInterference>,
