@@ -95,6 +95,24 @@ fn a_hog_on_the_measuring_cpu_makes_the_run_busy_and_is_named() {
         !text.contains(" !\n") && !text.contains("read with care"),
         "{text}"
     );
+    // A paper's today's side taken from it says the same, once.
+    let paper = env
+        .osmeter()
+        .args([
+            "paper",
+            "ousterhout89",
+            "--run",
+            run["id"].as_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&paper.stdout);
+    assert!(
+        paper.status.success(),
+        "{}",
+        String::from_utf8_lossy(&paper.stderr)
+    );
+    assert_eq!(text.matches("Machine: BUSY.").count(), 1, "{text}");
 }
 
 #[test]
