@@ -84,6 +84,10 @@ pub fn measurement(
     m.bytes_per_op = records.first().and_then(|r| r.outcome.bytes_per_op);
     m.counters = counters;
     m.interference = interference;
+    m.pages = records
+        .iter()
+        .filter_map(|r| r.outcome.pages)
+        .reduce(|a, b| a.with(b));
     m
 }
 

@@ -49,6 +49,11 @@ pub trait Workload {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Which pages back the workload's buffers, for figures that depend on where those lie in
+    /// physical memory (see [`crate::meter::pages`]).
+    fn pages(&self) -> Option<crate::meter::pages::Pages> {
+        None
+    }
     /// What the probe checked about its own conditions after the round (a file system that held
     /// freed inodes back, say): a check that does not hold marks the figure as the counter claims
     /// do (see `probes::claims`).

@@ -31,6 +31,9 @@ pub struct RoundOutcome {
     /// [`HarnessConfig::retake_preempted`]), with what they saw.
     #[serde(default)]
     pub retaken: Vec<SampleInterference>,
+    /// Which pages backed the workload's buffers, when it says.
+    #[serde(default)]
+    pub pages: Option<crate::meter::pages::Pages>,
     /// The workload's notes on conditions that change what the figure means.
     #[serde(default)]
     pub notes: Vec<String>,
@@ -52,6 +55,7 @@ impl RoundOutcome {
             at_floor: 0,
             cut: None,
             retaken: Vec::new(),
+            pages: None,
             notes: Vec::new(),
             checks: Vec::new(),
         }
@@ -141,6 +145,7 @@ pub fn measure_round<S: Sensors, W: Workload + ?Sized>(
         at_floor: per_op_ns.iter().filter(|&&t| t == 0.0).count(),
         cut,
         retaken,
+        pages: work.pages(),
         notes: work.notes(),
         checks: work.checks(),
     })

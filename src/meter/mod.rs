@@ -7,6 +7,7 @@ pub mod counts;
 pub mod interference;
 pub mod look;
 pub mod machine;
+pub mod pages;
 pub mod perf;
 pub mod placement;
 pub mod realtime;

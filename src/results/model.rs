@@ -256,6 +256,10 @@ pub struct Measurement {
     /// counters saw; a check that does not hold means the figure is not what its name says.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub checks: Vec<ClaimCheck>,
+    /// Which pages backed a placement-sensitive figure's buffers (2 MiB or 4 KiB); compared only
+    /// with runs that had the same. Absent for other figures and in older runs.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pages: Option<crate::meter::pages::Pages>,
 }
 
 /// One claim of a probe checked against a figure's counters.
@@ -314,6 +318,7 @@ impl Measurement {
             round_values: Vec::new(),
             role: None,
             checks: Vec::new(),
+            pages: None,
         }
     }
 

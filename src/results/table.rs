@@ -141,6 +141,9 @@ pub fn render(run: &Run) -> String {
         .iter()
         .filter(|m| !m.warnings.is_empty())
         .collect();
+    if let Some(line) = pages_line(run) {
+        let _ = writeln!(out, "{line}");
+    }
     if let Some(machine) = &run.machine {
         let _ = write!(out, "\n{}", machine.text());
     }
@@ -165,6 +168,19 @@ pub fn render(run: &Run) -> String {
         );
     }
     out
+}
+
+/// Which pages the placement-sensitive figures had, once for the run.
+fn pages_line(run: &Run) -> Option<String> {
+    let kinds: Vec<_> = run.measurements.iter().filter_map(|m| m.pages).collect();
+    let first = *kinds.first()?;
+    let all = kinds.iter().fold(first, |a, b| a.with(*b));
+    Some(format!(
+        "Buffers of the {} figures that depend on physical placement: {} (compared only with \
+         runs that had the same).",
+        kinds.len(),
+        all.describe()
+    ))
 }
 
 /// Samples a run of figures to read with care is advised to take, when it took fewer.

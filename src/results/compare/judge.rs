@@ -308,6 +308,7 @@ mod tests {
             rounds: vec![vec![value]],
             explain: Vec::new(),
             caveats: Vec::new(),
+            pages: Vec::new(),
         }
     }
 

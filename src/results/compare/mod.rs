@@ -7,6 +7,7 @@ pub mod history;
 mod judge;
 pub mod text;
 
+use crate::meter::pages::Pages;
 use crate::results::figure::{Direction, Evidence, Figure, Role};
 use crate::results::fingerprint::Fingerprint;
 use crate::results::model::{Run, RunKind, Unit};
@@ -207,6 +208,8 @@ struct Side {
     explain: Vec<BTreeMap<String, f64>>,
     /// Contradicted claims of the figure's probe in any run of the side.
     caveats: Vec<String>,
+    /// Which pages backed the figure's buffers in each run (None: not said).
+    pages: Vec<Option<Pages>>,
 }
 
 impl Side {
@@ -233,6 +236,7 @@ fn gather(runs: &[&Run]) -> BTreeMap<String, Side> {
     let mut out: BTreeMap<String, Side> = BTreeMap::new();
     for run in runs {
         let mut caveats = crate::results::figure::bench::caveats(run);
+        let pages = crate::results::figure::bench::pages(run);
         for f in run.figures() {
             let side = out.entry(f.key.clone()).or_insert_with(|| Side {
                 figure: f.clone(),
@@ -240,7 +244,9 @@ fn gather(runs: &[&Run]) -> BTreeMap<String, Side> {
                 rounds: Vec::new(),
                 explain: Vec::new(),
                 caveats: Vec::new(),
+                pages: Vec::new(),
             });
+            side.pages.push(pages.get(&f.key).copied());
             for c in caveats.remove(&f.key).unwrap_or_default() {
                 if !side.caveats.contains(&c) {
                     side.caveats.push(c);
@@ -254,6 +260,36 @@ fn gather(runs: &[&Run]) -> BTreeMap<String, Side> {
         }
     }
     out
+}
+
+/// How the reason of a figure not compared for its pages begins.
+pub const NOT_COMPARED: &str = "not compared: ";
+
+/// Why a figure is not compared when its sides had different kinds of pages (a figure that
+/// depends on physical placement is another figure on 2 MiB pages than on 4 KiB ones).
+fn pages_differ(a: &Side, b: &Side) -> Option<String> {
+    let kind = |s: &Side| -> Option<Option<Pages>> {
+        let first = *s.pages.first()?;
+        s.pages.iter().all(|p| *p == first).then_some(first)
+    };
+    let (ka, kb) = (kind(a), kind(b));
+    if ka.is_some() && ka == kb {
+        return None;
+    }
+    if a.pages.iter().chain(&b.pages).all(Option::is_none) {
+        return None;
+    }
+    let words = |k: Option<Option<Pages>>| match k {
+        Some(Some(p)) => p.describe(),
+        Some(None) => "pages it did not record",
+        None => "different pages in different runs",
+    };
+    Some(format!(
+        "{NOT_COMPARED}A had {}, B {}; a figure that depends on where its buffers lie in \
+         physical memory is compared only between runs with the same kind of pages",
+        words(ka),
+        words(kb)
+    ))
 }
 
 fn median(xs: &[f64]) -> f64 {
@@ -426,6 +462,10 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             Vec::new()
         };
         let f = &side_a.figure;
+        let (verdict, reason) = match pages_differ(side_a, side_b) {
+            Some(why) => (Verdict::Untested, why),
+            None => (j.verdict, j.reason),
+        };
         figures.push(FigureComparison {
             key: k.clone(),
             group: f.group.clone(),
@@ -442,8 +482,8 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             q_value: j.q_value,
             noise_floor: j.noise_floor,
             noise_source: j.noise_source,
-            verdict: j.verdict,
-            reason: j.reason,
+            verdict,
+            reason,
             counter_deltas,
             caveats: [("A", side_a), ("B", side_b)]
                 .iter()

@@ -1,7 +1,7 @@
 //! A comparison as a table for people: both sides of a row in the same unit, the ratio with its
 //! interval, the p-value, the verdict, and the counters that moved.
 
-use super::{Comparison, Verdict, NOISE_MULTIPLE};
+use super::{Comparison, Verdict, NOISE_MULTIPLE, NOT_COMPARED};
 use crate::text::escape_controls;
 use crate::units;
 use std::fmt::Write;
@@ -41,7 +41,12 @@ pub fn render(c: &Comparison, all: bool) -> String {
     let untested = c
         .figures
         .iter()
-        .filter(|f| f.verdict == Verdict::Untested)
+        .filter(|f| f.verdict == Verdict::Untested && !f.reason.starts_with(NOT_COMPARED))
+        .count();
+    let other_pages = c
+        .figures
+        .iter()
+        .filter(|f| f.reason.starts_with(NOT_COMPARED))
         .count();
     let width = c
         .figures
@@ -62,6 +67,13 @@ pub fn render(c: &Comparison, all: bool) -> String {
         NOISE_MULTIPLE,
         c.min_effect * 100.0,
     );
+    if other_pages > 0 {
+        let _ = writeln!(
+            out,
+            "{other_pages} figure(s) not compared: their runs had different kinds of pages (2 MiB \
+             or 4 KiB) under buffers whose placement they depend on (\"?\")."
+        );
+    }
     if untested > 0 {
         let _ = writeln!(
             out,
