@@ -10,7 +10,7 @@ use std::path::PathBuf;
     about = "Measures how well this Linux kernel serves programs, and where the time goes",
     after_help = "Exit codes: 0 success, 1 runtime error, 2 usage error, 3 the command under `stat` failed, \
                   4 `compare`/`history --fail-if-slower` threshold crossed, 5 `latency --fail-over` exceeded, \
-                  130 interrupted."
+                  6 `compare` refused a run measured on a busy machine, 130 interrupted."
 )]
 pub struct Cli {
     /// Print every table on one line per row, however wide (by default tables fit 100 columns,
@@ -491,6 +491,9 @@ pub struct CompareArgs {
     /// Do not learn each figure's run-to-run spread from earlier runs of the same host
     #[arg(long)]
     pub no_history: bool,
+    /// Compare even when a run was measured on a busy machine (every figure is marked)
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub store: StoreArg,
     #[command(flatten)]
@@ -515,6 +518,9 @@ pub struct HistoryArgs {
     /// Exit with code 4 if the latest change made the figure slower by more than PCT percent
     #[arg(long, value_name = "PCT", value_parser = percent_arg)]
     pub fail_if_slower: Option<f64>,
+    /// Take in runs measured on a busy machine (left out otherwise)
+    #[arg(long)]
+    pub include_busy: bool,
     #[command(flatten)]
     pub store: StoreArg,
     #[command(flatten)]

@@ -7,6 +7,7 @@ use crate::meter::placement;
 use crate::probes::selection::{apply_sets, select, Selected};
 use crate::probes::Scale;
 use crate::results::keep::Keeper;
+use crate::results::machine::{CpuBusy, CpuChoice};
 use crate::usage;
 use anyhow::Result;
 use std::path::PathBuf;
@@ -40,6 +41,8 @@ pub struct RunConfig {
     /// Seed of the rounds' shuffled order.
     pub seed: u64,
     pub cpu: usize,
+    /// How `cpu` came to be: given, or chosen as the one with least other work.
+    pub cpu_choice: CpuChoice,
     pub scratch_parent: PathBuf,
     pub counters: bool,
     pub fifo: Option<i32>,
@@ -81,6 +84,32 @@ fn check_min_time(ns: u64, fifo: bool) -> Result<()> {
     Ok(())
 }
 
+/// How long the machine is looked at to choose the measuring CPU: a few scheduler ticks on each.
+const CPU_LOOK: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Without `--cpu`: the usable CPU with the least other work over a short look (the last one
+/// when /proc/stat cannot say).
+fn least_busy_cpu() -> (usize, CpuChoice) {
+    let usable = placement::usable_cpus();
+    let fallback = *usable.last().unwrap_or(&0);
+    if usable.len() < 2 {
+        // Nothing to choose between.
+        let only = CpuChoice {
+            chosen: true,
+            busy: Vec::new(),
+        };
+        return (fallback, only);
+    }
+    let choice = CpuChoice {
+        chosen: true,
+        busy: crate::meter::look::busy_shares(&usable, CPU_LOOK)
+            .into_iter()
+            .map(|(cpu, busy)| CpuBusy { cpu, busy })
+            .collect(),
+    };
+    (choice.least_busy().unwrap_or(fallback), choice)
+}
+
 impl RunConfig {
     pub fn from_args(args: &RunArgs) -> Result<RunConfig> {
         let (mut selected, suite) = select(&args.targets)?;
@@ -102,12 +131,12 @@ impl RunConfig {
             None => FULL_MIN_SAMPLE_NS,
         };
         check_min_time(min_sample_ns, args.measure.fifo.is_some())?;
-        let cpu = match args.measure.cpu {
+        let (cpu, cpu_choice) = match args.measure.cpu {
             Some(c) => {
                 placement::validate_cpu(c).map_err(|e| usage!("--cpu {c}: {e:#}"))?;
-                c
+                (c, CpuChoice::given())
             }
-            None => *placement::usable_cpus().last().unwrap_or(&0),
+            None => least_busy_cpu(),
         };
         if let Some(prio) = args.measure.fifo {
             placement::check_fifo_priority(prio).map_err(|e| usage!("--fifo {prio}: {e:#}"))?;
@@ -146,6 +175,7 @@ impl RunConfig {
                 .seed
                 .unwrap_or_else(crate::stats::rng::seed_from_entropy),
             cpu,
+            cpu_choice,
             scratch_parent,
             counters: !args.measure.no_counters,
             fifo: args.measure.fifo,

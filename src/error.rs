@@ -12,6 +12,8 @@ pub const EXIT_COMMAND_FAILED: i32 = 3;
 pub const EXIT_THRESHOLD: i32 = 4;
 /// `latency --fail-over LATENCY`: a wake was later than that.
 pub const EXIT_LATENCY_OVER: i32 = 5;
+/// `compare`: a run was measured on a busy machine, so no figure was compared (`--force` does).
+pub const EXIT_BUSY: i32 = 6;
 /// `stat`'s command was killed by SIGPIPE: its output went to a reader that had gone (`| head`),
 /// and 128 + SIGPIPE is what a shell reports for a pipeline member that ended so.
 pub const EXIT_BROKEN_PIPE: i32 = 141;

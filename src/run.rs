@@ -5,8 +5,11 @@
 use crate::config::RunConfig;
 use crate::harness;
 use crate::interrupt;
+use crate::meter::look::Look;
 use crate::meter::perf;
+use crate::meter::watch::Watch;
 use crate::results::fingerprint;
+use crate::results::machine;
 use crate::results::model::{Run, RunOptions, RUN_SCHEMA};
 use crate::suite::worker::WorkerCommand;
 use crate::suite::{SuiteConfig, Variant};
@@ -57,12 +60,16 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
 
     let started_at = crate::clock::now_rfc3339();
     let style = crate::progress::style();
+    let before = Look::now(std::process::id());
+    let watch = Watch::start(config.cpu);
     let outcome = crate::suite::run(&suite, &mut |p| crate::progress::status(style, &p.line()));
     // A worker killed because it did not answer Ctrl-C within the grace (a workload still tearing
     // its server down) cannot remove its workload's cgroup: remove it now, not at the next run.
     crate::apps::cell::sweep_left();
+    let watched = watch.finish();
     let outcome = outcome?;
     crate::progress::status(style, "");
+    let after = Look::now(std::process::id());
 
     // The parent, not the fresh subdirectory: its path is stable from run to run.
     let mut fingerprint = fingerprint::collect(Some(&config.scratch_parent));
@@ -104,7 +111,15 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
         measurements: outcome.measurements,
         interrupted: outcome.interrupted,
         sections: Default::default(),
+        machine: None,
     };
+    run.machine = Some(machine::judged(
+        config.cpu,
+        config.cpu_choice.clone(),
+        watched,
+        [before, after],
+        &run.measurements,
+    ));
     drop(run_fs);
     drop(scratch);
     crate::results::derive::annotate(&mut run);

@@ -199,7 +199,7 @@ fn file_probes_and_andrew_run_on_ext4_and_on_fuse_and_are_set_side_by_side() {
     // compare matches the same figures of the two runs, and names the file system that differs.
     let out = env
         .osmeter()
-        .args(["compare", &ext4.id, &fuse.id, "--all"])
+        .args(["compare", &ext4.id, &fuse.id, "--all", "--force"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

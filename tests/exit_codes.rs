@@ -2,8 +2,11 @@
 //! a real case here that must end with it, and every code a case here ends with is in the table.
 
 mod common;
+#[path = "common/cpu_hog.rs"]
+mod cpu_hog;
 
 use common::*;
+use cpu_hog::last_cpu;
 use std::collections::BTreeMap;
 use std::process::Output;
 use std::time::Duration;
@@ -227,6 +230,35 @@ fn every_code_in_the_readme_table_is_what_its_case_ends_with() {
     let out = cmd.output().unwrap();
     expect("latency over --fail-over", &out, 5, "");
     tried.push(5);
+
+    // A run beside a shell spinning on its measuring CPU is called busy, and compare will not
+    // call its figures changed.
+    let cpu = last_cpu().to_string();
+    let mut hog = std::process::Command::new("taskset")
+        .args(["-c", &cpu, "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("taskset (util-linux) and sh");
+    let busy = env.saved(&[
+        "run",
+        "syscall.null",
+        "--cpu",
+        &cpu,
+        "--rounds",
+        "2",
+        "--repeat",
+        "3",
+        "--min-time",
+        "5ms",
+    ]);
+    let _ = hog.kill();
+    let _ = hog.wait();
+    let out = env
+        .osmeter()
+        .args(["compare", &busy.1, &busy.1])
+        .output()
+        .unwrap();
+    expect("compare of a busy run", &out, 6, "busy");
+    tried.push(6);
 
     // Long samples of several probes, so that the signal lands while sampling.
     let mut cmd = env.osmeter_std();

@@ -266,8 +266,8 @@ fn stored_control_characters_reach_no_terminal() {
     for (what, args) in [
         ("runs", vec!["runs"]),
         ("show", vec!["show", &b]),
-        ("compare", vec!["compare", &a, &b]),
-        ("history", vec!["history", "syscall.null"]),
+        ("compare", vec!["compare", &a, &b, "--force"]),
+        ("history", vec!["history", "syscall.null", "--include-busy"]),
     ] {
         shown_escaped(what, &text(&args));
         tried += 1;

@@ -56,7 +56,14 @@ fn every_kind_is_listed_shown_exported_and_compared() {
             );
         }
 
-        let c = env.json(&["compare", &ids[kind][0], &ids[kind][1], "--json", "--all"]);
+        let c = env.json(&[
+            "compare",
+            &ids[kind][0],
+            &ids[kind][1],
+            "--json",
+            "--all",
+            "--force",
+        ]);
         assert_eq!(c["kind"], kind);
         let figures = c["figures"].as_array().unwrap();
         assert!(
@@ -66,7 +73,7 @@ fn every_kind_is_listed_shown_exported_and_compared() {
         assert!(figures.iter().all(|f| f["reason"].as_str().is_some()));
         let text = env
             .osmeter()
-            .args(["compare", &ids[kind][0], &ids[kind][1]])
+            .args(["compare", &ids[kind][0], &ids[kind][1], "--force"])
             .output()
             .unwrap();
         assert!(String::from_utf8_lossy(&text.stdout)

@@ -751,7 +751,7 @@ fn run_show_and_compare_print_the_cpu_relative_figures() {
     );
     let out = env
         .osmeter()
-        .args(["compare", &a, &b, "--all"])
+        .args(["compare", &a, &b, "--all", "--force"])
         .output()
         .unwrap();
     assert!(out.status.success());

@@ -65,7 +65,10 @@ fn the_commands_output_is_discarded_unless_asked_for() {
         .get_output()
         .clone();
     let all = String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).into_owned();
-    assert!(!all.contains("said-out") && !all.contains("said-err"), "{all}");
+    assert!(
+        !all.contains("said-out") && !all.contains("said-err"),
+        "{all}"
+    );
 }
 
 #[test]

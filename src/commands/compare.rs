@@ -1,8 +1,10 @@
 //! `osmeter compare`: two runs or two groups of runs, figure by figure.
 
 use crate::cli::CompareArgs;
-use crate::error::{EXIT_OK, EXIT_THRESHOLD};
-use crate::results::compare::{compare as compare_runs, history, text, CompareConfig, Verdict};
+use crate::error::{EXIT_BUSY, EXIT_OK, EXIT_THRESHOLD};
+use crate::results::compare::{
+    compare as compare_runs, history, text, BusyRun, CompareConfig, Verdict,
+};
 use crate::results::keep::Tag;
 use crate::results::model::Run;
 use crate::results::store::{resolve_id, Location, RunFilter, Store};
@@ -80,6 +82,29 @@ fn sides(args: &CompareArgs, store: &mut dyn Store) -> Result<(Vec<Run>, Vec<Run
     Ok((a, b))
 }
 
+/// Says why nothing is compared: a busy run's figures hold the other work, and a change between
+/// them would be presented as a finding.
+fn refuse_busy(busy: &[BusyRun]) -> i32 {
+    let runs: Vec<String> = busy
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} ({})",
+                r.side,
+                r.run,
+                crate::text::escape_controls(&r.reasons.join("; "))
+            )
+        })
+        .collect();
+    eprintln!(
+        "osmeter: not compared: measured on a busy machine: {}. Its figures hold the other work \
+         as much as the system, so no figure is called changed; measure again on a quiet machine, \
+         or give --force to see the comparison with every figure marked",
+        runs.join("; ")
+    );
+    EXIT_BUSY
+}
+
 pub fn compare(args: &CompareArgs) -> Result<i32> {
     let mut store = Location::resolve(args.store.store.as_ref())?.open_read_only()?;
     let (a, b) = sides(args, store.as_mut())?;
@@ -97,6 +122,9 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     let rb: Vec<&Run> = b.iter().collect();
     let mut c = compare_runs(&ra, &rb, &config)?;
     c.history_runs = history_runs;
+    if !c.busy.is_empty() && !args.force {
+        return Ok(refuse_busy(&c.busy));
+    }
     if args.output.json {
         super::emit_json(&c)?;
     } else {

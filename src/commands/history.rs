@@ -16,6 +16,7 @@ pub fn history(args: &HistoryArgs) -> Result<i32> {
             tags: tag_map(&args.tags).into_iter().collect(),
             since: args.since.clone(),
         },
+        include_busy: args.include_busy,
     };
     let mut store = Location::resolve(args.store.store.as_ref())?.open_read_only()?;
     let h = history::history(store.as_mut(), &query)?;

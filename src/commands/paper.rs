@@ -89,6 +89,13 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
         super::emit_json(&doc)?;
     } else {
         super::emit(&render::render(&paper, &doc, args.table.as_deref()))?;
+        // Today's side measured on a busy machine is not today's machine quiet: said once.
+        for machine in runs
+            .iter()
+            .filter_map(|r| r.machine.as_ref().filter(|m| m.busy()))
+        {
+            super::emit(&format!("\n{}", machine.text()))?;
+        }
     }
     if interrupted {
         return Ok(crate::error::EXIT_INTERRUPTED);

@@ -84,6 +84,10 @@ pub fn measurement(
     m.bytes_per_op = records.first().and_then(|r| r.outcome.bytes_per_op);
     m.counters = counters;
     m.interference = interference;
+    m.pages = records
+        .iter()
+        .filter_map(|r| r.outcome.pages)
+        .reduce(|a, b| a.with(b));
     m
 }
 
@@ -100,6 +104,7 @@ fn interference(records: &[RoundRecord]) -> Interference {
         }
         total.per_sample.push(*i);
     }
+    total.retaken_samples = records.iter().map(|r| r.outcome.retaken.len()).sum();
     total
 }
 

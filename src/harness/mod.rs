@@ -49,6 +49,11 @@ pub trait Workload {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Which pages back the workload's buffers, for figures that depend on where those lie in
+    /// physical memory (see [`crate::meter::pages`]).
+    fn pages(&self) -> Option<crate::meter::pages::Pages> {
+        None
+    }
     /// What the probe checked about its own conditions after the round (a file system that held
     /// freed inodes back, say): a check that does not hold marks the figure as the counter claims
     /// do (see `probes::claims`).
@@ -97,6 +102,12 @@ pub struct HarnessConfig {
     /// The measuring thread runs at SCHED_FIFO: it blocks for a moment between samples so that
     /// RLIMIT_RTTIME only ever catches a single runaway sample.
     pub realtime: bool,
+    /// The workload runs alone on the measuring thread and never blocks (the CPU reference, the
+    /// hardware figures): a sample another task preempted, or the hypervisor stole time in, is
+    /// taken again, at most `samples` times a round (when every sample is preempted, the machine
+    /// is busy and the run says so).
+    #[serde(default)]
+    pub retake_preempted: bool,
 }
 
 impl Default for HarnessConfig {
@@ -107,6 +118,7 @@ impl Default for HarnessConfig {
             warmup_samples: 1,
             counting_samples: 1,
             realtime: false,
+            retake_preempted: false,
         }
     }
 }

@@ -27,6 +27,13 @@ pub struct RoundOutcome {
     pub at_floor: usize,
     /// Why the round stopped early, if it did.
     pub cut: Option<Cut>,
+    /// Samples taken again because another task preempted them (see
+    /// [`HarnessConfig::retake_preempted`]), with what they saw.
+    #[serde(default)]
+    pub retaken: Vec<SampleInterference>,
+    /// Which pages backed the workload's buffers, when it says.
+    #[serde(default)]
+    pub pages: Option<crate::meter::pages::Pages>,
     /// The workload's notes on conditions that change what the figure means.
     #[serde(default)]
     pub notes: Vec<String>,
@@ -47,6 +54,8 @@ impl RoundOutcome {
             interference: Vec::new(),
             at_floor: 0,
             cut: None,
+            retaken: Vec::new(),
+            pages: None,
             notes: Vec::new(),
             checks: Vec::new(),
         }
@@ -79,12 +88,18 @@ pub fn measure_round<S: Sensors, W: Workload + ?Sized>(
     // A cut (Ctrl-C, the real-time limit) keeps the samples already taken.
     let mut cut = None;
     let mut raws = Vec::with_capacity(config.samples.min(MAX_PREALLOCATED_SAMPLES));
-    for _ in 0..config.samples {
+    let mut retaken = Vec::new();
+    while raws.len() < config.samples {
         if let Some(c) = between_samples(sensors, config) {
             cut = Some(c);
             break;
         }
-        raws.push(take_sample(sensors, work, iters)?);
+        let s = take_sample(sensors, work, iters)?;
+        if config.retake_preempted && s.interference.preempted() && retaken.len() < config.samples {
+            retaken.push(s.interference);
+            continue;
+        }
+        raws.push(s);
     }
     if raws.is_empty() {
         return Err(cut.unwrap_or(Cut::Interrupted).into_error());
@@ -129,6 +144,8 @@ pub fn measure_round<S: Sensors, W: Workload + ?Sized>(
         interference: raws.iter().map(|r| r.interference).collect(),
         at_floor: per_op_ns.iter().filter(|&&t| t == 0.0).count(),
         cut,
+        retaken,
+        pages: work.pages(),
         notes: work.notes(),
         checks: work.checks(),
     })

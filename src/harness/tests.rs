@@ -139,6 +139,7 @@ fn config() -> HarnessConfig {
         warmup_samples: 1,
         counting_samples: 3,
         realtime: false,
+        retake_preempted: false,
     }
 }
 
@@ -326,6 +327,45 @@ fn a_hiccup_is_an_outlier_that_leaves_the_median_and_the_spread_is_flagged() {
     assert!(!m.warnings.iter().any(|w| w.contains("stole time")));
     assert_eq!(m.interference.disturbed_samples, 1);
     assert_eq!(m.interference.steal_ms, 1.0);
+}
+
+#[test]
+fn a_preempted_sample_of_a_workload_that_runs_alone_is_taken_again() {
+    let (mut sensors, mut op, _) = setup(1000, 1);
+    let oh = fake_overhead(&mut sensors);
+    let cfg = HarnessConfig {
+        retake_preempted: true,
+        ..config()
+    };
+    let iters_probe = {
+        let (mut s2, mut o2, _) = setup(1000, 1);
+        calibrate(&mut s2, &mut o2, &cfg).unwrap()
+    };
+    let calibration_samples = (0..).take_while(|&k| 10u64.pow(k) < iters_probe).count() + 1;
+    op.hiccup = Some((calibration_samples + 3, 5_000_000));
+    let r =
+        round::measure_round(&mut sensors, &mut op, &cfg, &oh, Unit::Nanoseconds, None).unwrap();
+    // The stolen-from sample is set aside and another taken: nine clean samples, no outlier.
+    assert_eq!(r.samples.len(), 9);
+    assert_eq!(r.retaken.len(), 1);
+    assert_eq!(r.retaken[0].steal_ms, 1.0);
+    assert!(r.samples.iter().all(|&s| s == 1000.0), "{:?}", r.samples);
+    assert!(r.interference.iter().all(|i| !i.preempted()));
+    // Without the setting the same sample is kept.
+    let (mut sensors, mut op, _) = setup(1000, 1);
+    let oh = fake_overhead(&mut sensors);
+    op.hiccup = Some((calibration_samples + 3, 5_000_000));
+    let r = round::measure_round(
+        &mut sensors,
+        &mut op,
+        &config(),
+        &oh,
+        Unit::Nanoseconds,
+        None,
+    )
+    .unwrap();
+    assert!(r.retaken.is_empty());
+    assert!(r.samples.iter().any(|&s| s > 1000.0), "{:?}", r.samples);
 }
 
 #[test]

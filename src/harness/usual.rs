@@ -125,7 +125,8 @@ pub fn from_store(store: &mut dyn Store, host: &str) -> Result<BTreeMap<String, 
         .collect();
     let mut runs = Vec::with_capacity(ids.len());
     for id in &ids {
-        if let Some(run) = store.load(id)? {
+        // A busy run's rounds disagree because of the other work, not as the figure usually does.
+        if let Some(run) = store.load(id)?.filter(|r| !r.busy()) {
             runs.push(run);
         }
     }

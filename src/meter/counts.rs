@@ -53,4 +53,10 @@ impl SampleInterference {
     pub fn disturbed(&self) -> bool {
         self.steal_ms > 0.0
     }
+
+    /// Another task took the CPU from the measuring thread, or the hypervisor took time: for a
+    /// workload that runs alone and never blocks, the sample holds time that was not its own.
+    pub fn preempted(&self) -> bool {
+        self.csw_involuntary > 0 || self.steal_ms > 0.0
+    }
 }

@@ -5,11 +5,14 @@
 
 pub mod counts;
 pub mod interference;
+pub mod look;
 pub mod machine;
+pub mod pages;
 pub mod perf;
 pub mod placement;
 pub mod realtime;
 pub mod rt_limit;
+pub mod watch;
 
 use counts::CounterScopes;
 use serde::Serialize;

@@ -62,15 +62,28 @@ impl Workload for Null {
 /// in nanoseconds reads as "costs as much as N thousand instructions", large enough to time.
 pub const INSTRUCTIONS_PER_OP: u64 = 1000;
 
+/// Instructions a timed chunk of the mix runs at least (about a third of a millisecond): long
+/// next to the cost of reading the thread's CPU clock, short next to a scheduler's time slice, so
+/// most chunks run whole between two switches even when another task shares the CPU.
+const CHUNK_INSTRUCTIONS: f64 = 1e6;
+
 /// Runs whole passes of the mix, as many as the instruction budget of the operations asked for
 /// allows; what a sample leaves over (less than one pass) is carried to the next, so over a sample
 /// of thousands of passes the count is exact to a fraction of a pass.
+///
+/// The yardstick of every CPU-relative figure must not move with the machine's other work, so a
+/// sample is not timed by the wall clock: it runs in chunks of whole cycles of the mix's variants,
+/// each timed by the thread's own CPU clock (time another task had the CPU is not in it), and the
+/// sample's figure is the fastest chunk's (what a chunk that shared its caches and its core with
+/// a switch lost is not in it either).
 struct Reference {
     mix: mix::Mix,
     instructions_per_pass: f64,
     instructions_per_op: f64,
     owed: f64,
     checksum: u64,
+    /// The last sample's time from its fastest chunk, for the harness (see `timed_ns`).
+    timed: Option<u64>,
 }
 
 impl Reference {
@@ -81,8 +94,27 @@ impl Reference {
             instructions_per_op: per_op as f64,
             owed: 0.0,
             checksum: 0,
+            timed: None,
         }
     }
+
+    /// Passes of one timed chunk: whole cycles of the variants, so every chunk runs the same mix
+    /// of inputs whatever pass it starts at.
+    fn chunk_passes(&self) -> u64 {
+        let cycle = mix::VARIANTS as f64 * self.instructions_per_pass;
+        mix::VARIANTS * ((CHUNK_INSTRUCTIONS / cycle).ceil() as u64).max(1)
+    }
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 impl Workload for Reference {
@@ -90,8 +122,33 @@ impl Workload for Reference {
         self.owed += iters as f64 * self.instructions_per_op;
         let passes = (self.owed / self.instructions_per_pass).floor();
         self.owed -= passes * self.instructions_per_pass;
-        self.checksum ^= mix::cpu_mix_count_region(&mut self.mix, passes as u64);
+        let chunk = self.chunk_passes();
+        let (mut left, mut fastest, mut total) = (passes as u64, f64::INFINITY, 0u64);
+        while left > 0 {
+            let n = left.min(chunk);
+            let t0 = thread_cpu_ns();
+            self.checksum ^= mix::cpu_mix_count_region(&mut self.mix, n);
+            let took = thread_cpu_ns().saturating_sub(t0);
+            if n == chunk {
+                fastest = fastest.min(took as f64 / n as f64);
+            }
+            total += took;
+            left -= n;
+        }
+        // Less than a whole chunk (while calibrating): all the passes' CPU time.
+        let per_pass = if fastest.is_finite() {
+            fastest
+        } else {
+            total as f64 / passes.max(1.0)
+        };
+        self.timed = (passes > 0.0).then(|| {
+            (per_pass * iters as f64 * self.instructions_per_op / self.instructions_per_pass)
+                .round() as u64
+        });
         Ok(())
+    }
+    fn timed_ns(&mut self) -> Option<u64> {
+        self.timed.take()
     }
     /// The loop runs over passes, not operations: there is no per-operation loop turn to remove.
     fn subtract_loop_overhead(&self) -> bool {
@@ -121,5 +178,28 @@ mod tests {
         assert_eq!(r.owed, 0.0);
         r.run(7).unwrap(); // 7000: two passes, 2000 left
         assert_eq!(r.owed, 2000.0);
+    }
+
+    #[test]
+    fn a_sample_is_timed_by_its_fastest_chunk_of_whole_variant_cycles() {
+        // The mechanics do not need the true count (callgrind cannot count a test harness).
+        let per_pass = 5000.0;
+        let c = calibrate::Calibration {
+            instructions_per_pass: per_pass,
+            method: calibrate::Method::Callgrind,
+        };
+        let mut r = Reference::new(c, 1000);
+        assert_eq!(r.chunk_passes() % mix::VARIANTS, 0);
+        assert!(r.chunk_passes() as f64 * per_pass >= CHUNK_INSTRUCTIONS);
+        // Ten chunks' worth of operations.
+        let iters = (10.0 * r.chunk_passes() as f64 * per_pass / 1000.0) as u64;
+        let t0 = thread_cpu_ns();
+        r.run(iters).unwrap();
+        let spent = thread_cpu_ns() - t0;
+        let timed = r.timed_ns().expect("a time for the sample");
+        // The fastest chunk, scaled to the whole sample, is no more than all the CPU time spent.
+        assert!(timed > 0 && timed <= spent, "{timed} of {spent}");
+        // Taken once: the next sample times itself.
+        assert_eq!(r.timed_ns(), None);
     }
 }

@@ -8,6 +8,7 @@ pub mod fingerprint;
 pub mod fleet;
 pub mod history;
 pub mod keep;
+pub mod machine;
 pub mod model;
 pub mod params;
 pub mod report;

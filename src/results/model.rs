@@ -38,6 +38,9 @@ pub struct Run {
     /// document with a "schema" key, kept beside the microbenchmark measurements.
     #[serde(default, skip_serializing_if = "Sections::is_empty")]
     pub sections: Sections,
+    /// Whether other work disturbed the run, and what; absent in runs stored before it was judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<crate::results::machine::Machine>,
 }
 
 /// The documents of the parts of osmeter other than `run`, under their kind's name.
@@ -88,7 +91,13 @@ impl Run {
             measurements: Vec::new(),
             interrupted: false,
             sections: Sections::default(),
+            machine: None,
         }
+    }
+
+    /// The machine was judged busy during the run.
+    pub fn busy(&self) -> bool {
+        self.machine.as_ref().is_some_and(|m| m.busy())
     }
 
     /// The host name from the fingerprint, when it was recorded.
@@ -196,6 +205,10 @@ pub struct Interference {
     pub steal_ms: f64,
     /// Samples during which the hypervisor stole time.
     pub disturbed_samples: usize,
+    /// Samples of a figure that runs alone (the CPU reference, hardware figures) that another task
+    /// preempted, taken again and not kept.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retaken_samples: usize,
     /// Per kept sample, in the order of `samples`.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub per_sample: Vec<SampleInterference>,
@@ -243,6 +256,10 @@ pub struct Measurement {
     /// counters saw; a check that does not hold means the figure is not what its name says.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub checks: Vec<ClaimCheck>,
+    /// Which pages backed a placement-sensitive figure's buffers (2 MiB or 4 KiB); compared only
+    /// with runs that had the same. Absent for other figures and in older runs.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pages: Option<crate::meter::pages::Pages>,
 }
 
 /// One claim of a probe checked against a figure's counters.
@@ -301,6 +318,7 @@ impl Measurement {
             round_values: Vec::new(),
             role: None,
             checks: Vec::new(),
+            pages: None,
         }
     }
 

@@ -44,6 +44,7 @@ pub fn render(run: &Run) -> String {
     align.push(Align::Left);
     align.extend(columns.iter().map(|_| Align::Right));
     let width = crate::columns::width();
+    let busy = run.busy();
     let mut out = String::new();
     let mut groups: Vec<(String, Vec<&Measurement>)> = Vec::new();
     for m in &run.measurements {
@@ -74,7 +75,12 @@ pub fn render(run: &Run) -> String {
                     let cv = crate::results::figure::bench::cv(m)
                         .map(|cv| format!("{:.1}", cv * 100.0))
                         .unwrap_or_else(|| "-".into());
-                    let mark = if m.warnings.is_empty() { "" } else { "!" };
+                    // A busy run says so once, below, rather than at every figure it disturbed.
+                    let mark = if m.warnings.is_empty() || busy {
+                        ""
+                    } else {
+                        "!"
+                    };
                     let mut row = vec![
                         m.label(),
                         number(med),
@@ -144,7 +150,13 @@ pub fn render(run: &Run) -> String {
         .iter()
         .filter(|m| !m.warnings.is_empty())
         .collect();
-    if !flagged.is_empty() {
+    if let Some(line) = pages_line(run) {
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(machine) = &run.machine {
+        let _ = write!(out, "\n{}", machine.text());
+    }
+    if !flagged.is_empty() && !busy {
         let _ = writeln!(out, "\n! marks figures to read with care:");
         for m in &flagged {
             let warnings = crate::text::escape_controls(&m.warnings.join("; ")).into_owned();
@@ -165,6 +177,19 @@ pub fn render(run: &Run) -> String {
         );
     }
     out
+}
+
+/// Which pages the placement-sensitive figures had, once for the run.
+fn pages_line(run: &Run) -> Option<String> {
+    let kinds: Vec<_> = run.measurements.iter().filter_map(|m| m.pages).collect();
+    let first = *kinds.first()?;
+    let all = kinds.iter().fold(first, |a, b| a.with(*b));
+    Some(format!(
+        "Buffers of the {} figures that depend on physical placement: {} (compared only with \
+         runs that had the same).",
+        kinds.len(),
+        all.describe()
+    ))
 }
 
 /// Samples a run of figures to read with care is advised to take, when it took fewer.

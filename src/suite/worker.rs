@@ -344,8 +344,18 @@ fn measure(job: &Job) -> Result<Report> {
     // a partner on.
     let _ = placement::usable_cpus();
     placement::pin_current_thread(job.cpu)?;
+    let retake_preempted = match &job.task {
+        Task::Round { probe, .. } => probes::find(probe).is_some_and(|d| {
+            matches!(
+                d.role(),
+                crate::results::figure::Role::CpuReference | crate::results::figure::Role::Hardware
+            )
+        }),
+        Task::Overhead => false,
+    };
     let harness = HarnessConfig {
         realtime: job.fifo.is_some(),
+        retake_preempted,
         ..job.harness.clone()
     };
     // Nothing to restore: the process ends with the task. The harness blocks between samples, so

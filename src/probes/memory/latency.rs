@@ -94,11 +94,15 @@ struct Chase {
     region: Region,
     /// Where the chase stands; kept between samples so each sample continues the cycle.
     at: *const usize,
+    /// Which pages the nodes got.
+    pages: Option<crate::meter::pages::Pages>,
 }
 
 impl Chase {
     fn new(pattern: Pattern, size: usize) -> Result<Chase> {
-        let region = Region::anon(size)?;
+        // In 2 MiB pages where the kernel gives them: near a cache's size, which cache sets the
+        // nodes of 4 KiB pages fall in changes from run to run with where those pages lie.
+        let region = Region::huge(size)?;
         let base = region.ptr as usize;
         let link = |from: usize, to: usize| {
             // SAFETY: both offsets are inside the mapping and word-aligned; writing every node
@@ -123,6 +127,7 @@ impl Chase {
         };
         Ok(Chase {
             at: (base + start) as *const usize,
+            pages: region.pages(),
             region,
         })
     }
@@ -198,6 +203,9 @@ impl Workload for Chase {
     /// The chase is unrolled and its loop control runs beside the dependent loads.
     fn subtract_loop_overhead(&self) -> bool {
         false
+    }
+    fn pages(&self) -> Option<crate::meter::pages::Pages> {
+        self.pages
     }
 }
 

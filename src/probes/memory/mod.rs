@@ -138,9 +138,44 @@ pub fn page_size() -> usize {
 struct Region {
     ptr: *mut u8,
     len: usize,
+    /// What was mapped from `ptr`: `len`, or more for a region aligned to huge pages.
+    mapped: usize,
 }
 
 impl Region {
+    /// A region of `len` bytes in 2 MiB pages where the kernel gives them (THP in `madvise` or
+    /// `always` mode): aligned to 2 MiB and rounded up to whole huge pages, so every byte can be
+    /// in one. [`Region::pages`] says what it got once touched.
+    fn huge(len: usize) -> Result<Region> {
+        use crate::meter::pages::HUGE_PAGE;
+        let whole = len.div_ceil(HUGE_PAGE).max(1) * HUGE_PAGE;
+        let mut r = Region::anon(whole + HUGE_PAGE)?;
+        let start = (r.ptr as usize).next_multiple_of(HUGE_PAGE);
+        let head = start - r.ptr as usize;
+        // SAFETY: both ends trimmed lie inside the mapping just made, and nothing refers to them.
+        unsafe {
+            if head > 0 {
+                libc::munmap(r.ptr.cast(), head);
+            }
+            let tail = r.mapped - head - whole;
+            if tail > 0 {
+                libc::munmap((start + whole) as *mut libc::c_void, tail);
+            }
+            // Advice only: without THP the region keeps its base pages, and says so.
+            libc::madvise(start as *mut libc::c_void, whole, libc::MADV_HUGEPAGE);
+        }
+        r.ptr = start as *mut u8;
+        r.mapped = whole;
+        r.len = len;
+        Ok(r)
+    }
+
+    /// Which pages hold the region, once touched; None when /proc/self/smaps cannot say.
+    fn pages(&self) -> Option<crate::meter::pages::Pages> {
+        let huge = crate::meter::pages::huge_bytes(self.ptr as usize)?;
+        Some(crate::meter::pages::Pages::of(huge, self.len))
+    }
+
     fn anon(len: usize) -> Result<Region> {
         // SAFETY: a fresh anonymous mapping; no existing memory is affected.
         let p = unsafe {
@@ -160,7 +195,11 @@ impl Region {
                 std::io::Error::last_os_error()
             );
         }
-        Ok(Region { ptr: p.cast(), len })
+        Ok(Region {
+            ptr: p.cast(),
+            len,
+            mapped: len,
+        })
     }
 
     /// Writes every byte so every page is present (and no longer the shared zero page) before
@@ -174,7 +213,7 @@ impl Region {
 impl Drop for Region {
     fn drop(&mut self) {
         // SAFETY: the mapping is ours and no reference into it outlives self.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+        unsafe { libc::munmap(self.ptr.cast(), self.mapped) };
     }
 }
 
@@ -186,6 +225,26 @@ mod tests {
     fn every_probe_builds_and_runs() {
         // brk races with malloc in the other test threads; vm::tests runs it in a child process.
         crate::probes::testing::exercise(PROBES, 3, |p, _| p.id != "memory.brk");
+    }
+
+    #[test]
+    fn a_huge_region_is_aligned_and_says_which_pages_it_got() {
+        use crate::meter::pages::{Pages, HUGE_PAGE};
+        let mut r = Region::huge(3 * MIB as usize).unwrap();
+        assert_eq!(r.ptr as usize % HUGE_PAGE, 0);
+        assert_eq!((r.len, r.mapped), (3 * MIB as usize, 2 * HUGE_PAGE));
+        r.fill(1);
+        let got = r.pages().expect("/proc/self/smaps names the region");
+        let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .unwrap_or_default();
+        if mode.contains("[never]") || mode.is_empty() {
+            assert_eq!(got, Pages::Base);
+        } else {
+            // Asked for with madvise, faulted in at once: the kernel gives huge pages when it
+            // has any free (direct compaction under defrag=madvise finds them on a machine that
+            // is not starved of memory).
+            assert_ne!(got, Pages::Base, "THP mode {mode}");
+        }
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub fn history_noise(
     let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for id in &earlier {
         let Some(run) = store.load(id)? else { continue };
+        // A busy run's spread is its disturbance, not the figure's.
+        if run.busy() {
+            continue;
+        }
         for f in run.figures() {
             values.entry(f.key).or_default().push(f.value);
         }

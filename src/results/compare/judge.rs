@@ -330,6 +330,7 @@ mod tests {
             rounds: vec![vec![value]],
             explain: Vec::new(),
             caveats: Vec::new(),
+            pages: Vec::new(),
         }
     }
 

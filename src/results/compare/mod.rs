@@ -7,6 +7,7 @@ pub mod history;
 mod judge;
 pub mod text;
 
+use crate::meter::pages::Pages;
 use crate::results::figure::{Direction, Evidence, Figure, Role};
 use crate::results::fingerprint::Fingerprint;
 use crate::results::model::{Run, RunKind, Unit};
@@ -166,6 +167,35 @@ pub struct Comparison {
     pub min_effect: f64,
     /// Earlier runs of the same host whose spread set the per-figure noise (filled by the caller).
     pub history_runs: usize,
+    /// Runs of either side measured on a busy machine: their figures hold the disturbance, so no
+    /// figure is called changed unless the caller forces it (and then each is marked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub busy: Vec<BusyRun>,
+}
+
+/// A compared run that was measured on a busy machine.
+#[derive(Debug, Clone, Serialize)]
+pub struct BusyRun {
+    /// "A" or "B".
+    pub side: String,
+    pub run: String,
+    pub reasons: Vec<String>,
+}
+
+fn busy_runs(a: &[&Run], b: &[&Run]) -> Vec<BusyRun> {
+    [("A", a), ("B", b)]
+        .iter()
+        .flat_map(|(side, runs)| {
+            runs.iter().filter_map(move |r| {
+                let m = r.machine.as_ref().filter(|m| m.busy())?;
+                Some(BusyRun {
+                    side: side.to_string(),
+                    run: r.id.clone(),
+                    reasons: m.reasons.clone(),
+                })
+            })
+        })
+        .collect()
 }
 
 /// One figure over the runs of one side.
@@ -178,6 +208,8 @@ struct Side {
     explain: Vec<BTreeMap<String, f64>>,
     /// Contradicted claims of the figure's probe in any run of the side.
     caveats: Vec<String>,
+    /// Which pages backed the figure's buffers in each run (None: not said).
+    pages: Vec<Option<Pages>>,
 }
 
 impl Side {
@@ -204,6 +236,7 @@ fn gather(runs: &[&Run]) -> BTreeMap<String, Side> {
     let mut out: BTreeMap<String, Side> = BTreeMap::new();
     for run in runs {
         let mut caveats = crate::results::figure::bench::caveats(run);
+        let pages = crate::results::figure::bench::pages(run);
         for f in run.figures() {
             let side = out.entry(f.key.clone()).or_insert_with(|| Side {
                 figure: f.clone(),
@@ -211,7 +244,9 @@ fn gather(runs: &[&Run]) -> BTreeMap<String, Side> {
                 rounds: Vec::new(),
                 explain: Vec::new(),
                 caveats: Vec::new(),
+                pages: Vec::new(),
             });
+            side.pages.push(pages.get(&f.key).copied());
             for c in caveats.remove(&f.key).unwrap_or_default() {
                 if !side.caveats.contains(&c) {
                     side.caveats.push(c);
@@ -225,6 +260,36 @@ fn gather(runs: &[&Run]) -> BTreeMap<String, Side> {
         }
     }
     out
+}
+
+/// How the reason of a figure not compared for its pages begins.
+pub const NOT_COMPARED: &str = "not compared: ";
+
+/// Why a figure is not compared when its sides had different kinds of pages (a figure that
+/// depends on physical placement is another figure on 2 MiB pages than on 4 KiB ones).
+fn pages_differ(a: &Side, b: &Side) -> Option<String> {
+    let kind = |s: &Side| -> Option<Option<Pages>> {
+        let first = *s.pages.first()?;
+        s.pages.iter().all(|p| *p == first).then_some(first)
+    };
+    let (ka, kb) = (kind(a), kind(b));
+    if ka.is_some() && ka == kb {
+        return None;
+    }
+    if a.pages.iter().chain(&b.pages).all(Option::is_none) {
+        return None;
+    }
+    let words = |k: Option<Option<Pages>>| match k {
+        Some(Some(p)) => p.describe(),
+        Some(None) => "pages it did not record",
+        None => "different pages in different runs",
+    };
+    Some(format!(
+        "{NOT_COMPARED}A had {}, B {}; a figure that depends on where its buffers lie in \
+         physical memory is compared only between runs with the same kind of pages",
+        words(ka),
+        words(kb)
+    ))
 }
 
 fn median(xs: &[f64]) -> f64 {
@@ -354,6 +419,7 @@ pub fn common_kind(a: &[&Run], b: &[&Run]) -> anyhow::Result<RunKind> {
 /// Compares the figures of two runs (or two groups of runs) of one kind.
 pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result<Comparison> {
     let kind = common_kind(a, b)?;
+    let busy = busy_runs(a, b);
     let (sa, sb) = (gather(a), gather(b));
     let mut figures = Vec::new();
     // Keep the order of the first run's own table.
@@ -396,6 +462,10 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             Vec::new()
         };
         let f = &side_a.figure;
+        let (verdict, reason) = match pages_differ(side_a, side_b) {
+            Some(why) => (Verdict::Untested, why),
+            None => (j.verdict, j.reason),
+        };
         figures.push(FigureComparison {
             key: k.clone(),
             group: f.group.clone(),
@@ -412,12 +482,17 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             q_value: j.q_value,
             noise_floor: j.noise_floor,
             noise_source: j.noise_source,
-            verdict: j.verdict,
-            reason: j.reason,
+            verdict,
+            reason,
             counter_deltas,
             caveats: [("A", side_a), ("B", side_b)]
                 .iter()
                 .flat_map(|(name, side)| side.caveats.iter().map(move |c| format!("{name}: {c}")))
+                .chain(
+                    busy.iter().map(|r| {
+                        format!("{}: run {} was measured on a busy machine", r.side, r.run)
+                    }),
+                )
                 .collect(),
         });
     }
@@ -476,6 +551,7 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         alpha: config.alpha,
         min_effect: config.min_effect,
         history_runs: 0,
+        busy,
     })
 }
 

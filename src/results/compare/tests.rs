@@ -488,3 +488,49 @@ fn both_sides_of_a_row_are_written_in_one_unit() {
         assert!(!row.contains(other), "a side in another unit: {row:?}");
     }
 }
+
+#[test]
+fn a_placement_figure_is_compared_only_between_runs_with_the_same_pages() {
+    use crate::meter::pages::Pages;
+    let side = |id: &str, center: f64, pages: Option<Pages>| {
+        let mut m = figure("memory.latency", Unit::Nanoseconds, noisy(center, 9, 3));
+        m.pages = pages;
+        let mut r = empty_run();
+        r.id = id.into();
+        r.measurements = vec![m];
+        r
+    };
+    let config = CompareConfig::default();
+    // Same pages: a 30 % change is found.
+    let (a, b) = (
+        side("a", 100.0, Some(Pages::Huge)),
+        side("b", 130.0, Some(Pages::Huge)),
+    );
+    assert_eq!(
+        cmp(&[&a], &[&b], &config).figures[0].verdict,
+        Verdict::Slower
+    );
+    // Older runs that said nothing compare as before.
+    let (a, b) = (side("a", 100.0, None), side("b", 130.0, None));
+    assert_eq!(
+        cmp(&[&a], &[&b], &config).figures[0].verdict,
+        Verdict::Slower
+    );
+    // 2 MiB against 4 KiB pages, or against a run that did not say: not compared, and why.
+    for other in [Some(Pages::Base), None] {
+        let (a, b) = (side("a", 100.0, Some(Pages::Huge)), side("b", 130.0, other));
+        let c = cmp(&[&a], &[&b], &config);
+        let f = &c.figures[0];
+        assert_eq!(f.verdict, Verdict::Untested);
+        assert!(
+            f.reason.starts_with("not compared: A had 2 MiB pages, B "),
+            "{}",
+            f.reason
+        );
+        let text = text::render(&c, false);
+        assert!(
+            text.contains("1 figure(s) not compared: their runs had different kinds of pages"),
+            "{text}"
+        );
+    }
+}

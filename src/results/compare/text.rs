@@ -1,7 +1,7 @@
 //! A comparison as a table for people: both sides of a row in the same unit, the ratio with its
 //! interval, the p-value, the verdict, and the counters that moved.
 
-use super::{Comparison, Verdict, NOISE_MULTIPLE};
+use super::{Comparison, Verdict, NOISE_MULTIPLE, NOT_COMPARED};
 use crate::text::escape_controls;
 use crate::units;
 use std::fmt::Write;
@@ -27,6 +27,17 @@ pub fn render(c: &Comparison, all: bool) -> String {
         escape_controls(&c.runs_b.join(" ")),
         c.kind
     );
+    if !c.busy.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nBUSY: shown because of --force. These runs were measured on a busy machine, so \
+             a change below may be the other work rather than the system:"
+        );
+        for r in &c.busy {
+            let why = escape_controls(&r.reasons.join("; ")).into_owned();
+            let _ = writeln!(out, "  {} {}: {why}", r.side, r.run);
+        }
+    }
     if !c.fingerprint_differences.is_empty() {
         let _ = writeln!(out, "\nSystem differences:");
         for (k, a, b) in &c.fingerprint_differences {
@@ -42,7 +53,12 @@ pub fn render(c: &Comparison, all: bool) -> String {
     let untested = c
         .figures
         .iter()
-        .filter(|f| f.verdict == Verdict::Untested)
+        .filter(|f| f.verdict == Verdict::Untested && !f.reason.starts_with(NOT_COMPARED))
+        .count();
+    let other_pages = c
+        .figures
+        .iter()
+        .filter(|f| f.reason.starts_with(NOT_COMPARED))
         .count();
     let width = c
         .figures
@@ -63,6 +79,13 @@ pub fn render(c: &Comparison, all: bool) -> String {
         NOISE_MULTIPLE,
         c.min_effect * 100.0,
     );
+    if other_pages > 0 {
+        let _ = writeln!(
+            out,
+            "{other_pages} figure(s) not compared: their runs had different kinds of pages (2 MiB \
+             or 4 KiB) under buffers whose placement they depend on (\"?\")."
+        );
+    }
     if untested > 0 {
         let _ = writeln!(
             out,

@@ -67,6 +67,14 @@ pub fn figures(run: &Run) -> Vec<Figure> {
     run.measurements.iter().filter_map(figure).collect()
 }
 
+/// Per figure key, which pages backed a placement-sensitive figure's buffers, where the run says.
+pub fn pages(run: &Run) -> BTreeMap<String, crate::meter::pages::Pages> {
+    run.measurements
+        .iter()
+        .filter_map(|m| Some((label(&m.probe, &m.params), m.pages?)))
+        .collect()
+}
+
 /// Per figure key, what makes a figure not what its name says: the probe's claims that the run
 /// found contradicted (counters, or the probe's own checks of its conditions).
 pub fn caveats(run: &Run) -> BTreeMap<String, Vec<String>> {
