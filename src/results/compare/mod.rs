@@ -3,6 +3,7 @@
 
 pub mod rank;
 
+pub mod exact;
 pub mod history;
 mod judge;
 pub mod text;

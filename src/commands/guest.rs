@@ -1,0 +1,87 @@
+//! `osmeter run --guest KERNEL`: arguments to a guest request, one call, a side-by-side table,
+//! one kept run per kernel and parameter set; and `guest-inside`, its part inside the guest.
+
+use crate::cli::{GuestInsideArgs, RunArgs};
+use crate::error::{EXIT_OK, EXIT_RUNTIME};
+use crate::results::guest::{render_side_by_side, GuestDoc};
+use crate::results::model::{Run, Sections, Status};
+use crate::suite::guest::{self, GuestRequest};
+use anyhow::Result;
+use std::time::Duration;
+
+pub fn run(args: &RunArgs) -> Result<i32> {
+    let g = &args.guest;
+    let request = GuestRequest {
+        kernels: g.kernels.clone(),
+        appends: g.append.clone(),
+        targets: args.targets.clone(),
+        iterations: guest::check_iterations(g.guest_iterations)?,
+        timeout: Duration::from_nanos(g.guest_timeout),
+        memory_mib: guest::MEMORY_MIB,
+    };
+    let keeper = super::keeper(&args.keep)?;
+    let mut runs: Vec<Run> = Vec::new();
+    let outcome = guest::run(&request, &mut |doc: GuestDoc| {
+        let mut run = keeper.run_of(
+            Sections {
+                guest: Some(doc.clone()),
+                ..Sections::default()
+            },
+            crate::clock::now_rfc3339(),
+            false,
+        );
+        run.tags.insert("kernel".into(), doc.kernel.clone());
+        run.tags.insert(
+            "append".into(),
+            if doc.append.is_empty() {
+                "none".into()
+            } else {
+                doc.append.clone()
+            },
+        );
+        keeper.save(&run)?;
+        runs.push(run);
+        Ok(())
+    });
+    if !runs.is_empty() {
+        show(&runs, args.output.json)?;
+    }
+    outcome?;
+    let counted = runs
+        .iter()
+        .filter_map(|r| r.sections.guest.as_ref())
+        .any(|d| d.probes.iter().any(|p| p.status == Status::Ok));
+    if !counted {
+        eprintln!("osmeter: no probe could be counted in the guest; the reasons are above");
+        return Ok(EXIT_RUNTIME);
+    }
+    Ok(EXIT_OK)
+}
+
+fn show(runs: &[Run], json: bool) -> Result<()> {
+    if json {
+        return match runs {
+            [one] => super::emit_json(one),
+            many => super::emit_json(&many),
+        };
+    }
+    let docs: Vec<&GuestDoc> = runs
+        .iter()
+        .filter_map(|r| r.sections.guest.as_ref())
+        .collect();
+    let ids: Vec<String> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| format!("[{}] run {}", i + 1, r.id))
+        .collect();
+    super::emit(&format!(
+        "{}\n{}\n",
+        render_side_by_side(&docs),
+        ids.join("\n")
+    ))
+}
+
+pub fn inside(args: &GuestInsideArgs) -> Result<i32> {
+    guest::inside::run(&args.probes, args.iterations, &args.report)?;
+    Ok(EXIT_OK)
+}

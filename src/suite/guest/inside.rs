@@ -1,0 +1,225 @@
+//! The part of a guest run that runs inside the guest (`osmeter guest-inside`, started by the
+//! guest's init): every parameter point of the named probes is built, warmed up once, then run
+//! twice between marker instructions, with `n` and `2n` operations. The plugin's totals at the
+//! markers give each window's counts; their difference over `n` is one operation, free of the
+//! fixed cost of a window (the markers, the call into the workload, its set-up). One JSON line per
+//! point goes to the report port, so the host can pair windows with points.
+
+use crate::capture::system::marker;
+use crate::harness::{NullWorkload, Workload};
+use crate::probes::{self, Built, FileSystems, ProbeEnv, Scale};
+use crate::results::model::Params;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::Path;
+
+/// The id under which the empty timed loop is reported.
+pub const LOOP: &str = "harness.loop";
+
+/// One line of the guest's report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "line", rename_all = "lowercase")]
+pub enum ReportLine {
+    /// First: the guest is up and osmeter runs.
+    Start {
+        release: String,
+        /// "release" or "debug": a debug build's loops cost several times the instructions.
+        #[serde(default)]
+        build: String,
+    },
+    Point {
+        probe: String,
+        params: Params,
+        /// Marker pairs executed for this point, in order (0 when it did not run).
+        windows: u32,
+        outcome: Outcome,
+    },
+    /// Last: every point was reported.
+    Done,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum Outcome {
+    Ok {
+        iterations: u64,
+        subtract_loop: bool,
+    },
+    Skipped {
+        reason: String,
+    },
+    Failed {
+        error: String,
+    },
+}
+
+struct Reporter(std::fs::File);
+
+impl Reporter {
+    fn line(&mut self, l: &ReportLine) -> Result<()> {
+        let mut text = serde_json::to_string(l)?;
+        text.push('\n');
+        self.0.write_all(text.as_bytes())?;
+        self.0.flush()?;
+        Ok(())
+    }
+}
+
+/// Runs one workload: a warm-up (first-touch page faults and lazy binding belong to no
+/// operation), then the two counted windows. Returns the windows executed and the outcome.
+fn count(w: &mut dyn Workload, iterations: u64) -> (u32, Outcome) {
+    let n = iterations.min(w.max_iters() / 2).max(1);
+    let mut windows = 0;
+    let mut go = |w: &mut dyn Workload, k: u64, counted: bool| -> Result<()> {
+        w.prepare(k)?;
+        if counted {
+            marker::start();
+        }
+        let ran = w.run(k);
+        if counted {
+            marker::end();
+            windows += 1;
+        }
+        ran?;
+        w.finish()
+    };
+    let result = go(w, n, false)
+        .and_then(|()| go(w, n, true))
+        .and_then(|()| go(w, 2 * n, true));
+    let outcome = match result {
+        Ok(()) => Outcome::Ok {
+            iterations: n,
+            subtract_loop: w.subtract_loop_overhead(),
+        },
+        Err(e) => Outcome::Failed {
+            error: format!("{e:#}"),
+        },
+    };
+    (windows, outcome)
+}
+
+fn point(
+    def: &probes::ProbeDef,
+    params: &Params,
+    scratch: &Path,
+    iterations: u64,
+) -> (u32, Outcome) {
+    let env = ProbeEnv {
+        scratch,
+        cpu: 0,
+        scale: Scale::Quick,
+        file_systems: FileSystems::Scratch,
+    };
+    match (def.build)(&env, params) {
+        Ok(Built::Ready(mut w)) => count(w.as_mut(), iterations),
+        Ok(Built::Skip(reason)) => (0, Outcome::Skipped { reason }),
+        Err(e) => (
+            0,
+            Outcome::Failed {
+                error: format!("{e:#}"),
+            },
+        ),
+    }
+}
+
+/// Counts the probes' points at the quick scale, reporting to `report` (the guest's second
+/// serial port).
+pub fn run(probe_ids: &[String], iterations: u64, report: &Path) -> Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(report)
+        .with_context(|| format!("cannot open the report port {}", report.display()))?;
+    let mut out = Reporter(file);
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let build = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    out.line(&ReportLine::Start {
+        release,
+        build: build.into(),
+    })?;
+    let (windows, outcome) = count(&mut NullWorkload, iterations);
+    out.line(&ReportLine::Point {
+        probe: LOOP.into(),
+        params: Params::new(),
+        windows,
+        outcome,
+    })?;
+    let base = std::env::temp_dir();
+    for (i, id) in probe_ids.iter().enumerate() {
+        let Some(def) = probes::find(id) else {
+            out.line(&ReportLine::Point {
+                probe: id.clone(),
+                params: Params::new(),
+                windows: 0,
+                outcome: Outcome::Failed {
+                    error: "no such probe in this osmeter".into(),
+                },
+            })?;
+            continue;
+        };
+        for params in (def.variants)(Scale::Quick) {
+            let scratch = base.join(format!("osmeter-point-{i}"));
+            let _ = std::fs::remove_dir_all(&scratch);
+            std::fs::create_dir_all(&scratch)?;
+            let (windows, outcome) = point(def, &params, &scratch, iterations);
+            let _ = std::fs::remove_dir_all(&scratch);
+            out.line(&ReportLine::Point {
+                probe: id.clone(),
+                params,
+                windows,
+                outcome,
+            })?;
+        }
+    }
+    out.line(&ReportLine::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outside_a_guest_the_windows_still_run_and_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let report = dir.path().join("report");
+        std::fs::write(&report, b"").unwrap();
+        run(&["syscall.null".into(), "no.such".into()], 10, &report).unwrap();
+        let text = std::fs::read_to_string(&report).unwrap();
+        let lines: Vec<ReportLine> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(matches!(lines[0], ReportLine::Start { .. }));
+        assert_eq!(
+            lines[1],
+            ReportLine::Point {
+                probe: LOOP.into(),
+                params: Params::new(),
+                windows: 2,
+                outcome: Outcome::Ok {
+                    iterations: 10,
+                    subtract_loop: true
+                }
+            }
+        );
+        assert!(
+            matches!(&lines[2], ReportLine::Point { probe, windows: 2, .. } if probe == "syscall.null")
+        );
+        assert!(matches!(
+            &lines[3],
+            ReportLine::Point {
+                windows: 0,
+                outcome: Outcome::Failed { .. },
+                ..
+            }
+        ));
+        assert_eq!(lines.last(), Some(&ReportLine::Done));
+    }
+}
