@@ -148,7 +148,8 @@ pub fn render_side_by_side(docs: &[&GuestDoc]) -> String {
         if d.build == "debug" {
             let _ = writeln!(
                 out,
-                "    (a debug build of osmeter ran in the guest: user counts hold its unoptimised                  loop control, kernel counts are unaffected)"
+                "    (a debug build of osmeter ran in the guest: user counts hold its unoptimised \
+                 loop control, kernel counts are unaffected)"
             );
         }
     }
@@ -201,17 +202,17 @@ pub fn render_side_by_side(docs: &[&GuestDoc]) -> String {
         out.push('\n');
     }
     for (i, d) in docs.iter().enumerate() {
-        for p in d.probes.iter().filter(|p| p.status != Status::Ok) {
+        for p in d.probes.iter().filter(|p| p.reason.is_some()) {
+            let what = match p.status {
+                Status::Ok => "note",
+                Status::Skipped => "skipped",
+                Status::Failed => "failed",
+            };
             let _ = writeln!(
                 out,
-                "[{}] {} {}: {}",
+                "[{}] {} {what}: {}",
                 i + 1,
                 p.label(),
-                if p.status == Status::Skipped {
-                    "skipped"
-                } else {
-                    "failed"
-                },
                 p.reason.as_deref().unwrap_or("")
             );
         }

@@ -89,7 +89,8 @@ fn check_bzimage(path: &Path) -> Result<()> {
     let got = f.read(&mut head).unwrap_or(0);
     if got < head.len() || &head[0x202..0x206] != b"HdrS" {
         bail!(
-            "{} is not an x86 Linux kernel image (no bzImage header): give a bzImage/vmlinuz              file such as /boot/vmlinuz-*, or a Debian kernel package name",
+            "{} is not an x86 Linux kernel image (no bzImage header): give a bzImage/vmlinuz \
+             file such as /boot/vmlinuz-*, or a Debian kernel package name",
             path.display()
         );
     }
@@ -103,11 +104,11 @@ fn resolve_package(name: &str) -> Result<String> {
         .args(["depends", name])
         .output()
         .context(
-            "cannot run apt-cache: a Debian kernel package needs apt; or give --kernel PATH",
-        )?;
+        "cannot run apt-cache: a Debian kernel package needs apt; or give the kernel image's path",
+    )?;
     if !out.status.success() {
         bail!(
-            "apt-cache does not know {name}: {} (run apt-get update, or give --kernel PATH)",
+            "apt-cache does not know {name}: {} (run apt-get update, or give the kernel image's path)",
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
@@ -152,10 +153,10 @@ pub fn from_package(name: &str) -> Result<Kernel> {
         .args(["download", &package])
         .current_dir(&download)
         .output()
-        .context("cannot run apt-get to fetch the guest kernel; or give --kernel PATH")?;
+        .context("cannot run apt-get to fetch the guest kernel; or give the kernel image's path")?;
     if !out.status.success() {
         bail!(
-            "apt-get download {package} failed: {} (check the package sources, or give --kernel PATH)",
+            "apt-get download {package} failed: {} (check the package sources, or give the kernel image's path)",
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }

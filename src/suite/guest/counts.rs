@@ -116,8 +116,18 @@ pub fn document(report: &str, marks: &[Mark], meta: Meta) -> Result<GuestDoc, St
             Outcome::Ok {
                 iterations,
                 subtract_loop,
-            } if w.len() == 2 => {
-                let mut c = per_op(&w[0], &w[1], iterations);
+                short,
+                long,
+                disturbed,
+            } if (short.max(long) as usize) < w.len() => {
+                let mut c = per_op(&w[short as usize], &w[long as usize], iterations);
+                if disturbed {
+                    p.reason = Some(format!(
+                        "every window of one size took an interrupt ({} tries): the counts \
+                         include its handling",
+                        super::inside::TRIES
+                    ));
+                }
                 if subtract_loop {
                     if let Some(l) = &doc.loop_overhead {
                         c = c.minus_user(l);
@@ -195,6 +205,9 @@ mod tests {
         Outcome::Ok {
             iterations: 10,
             subtract_loop: true,
+            short: 0,
+            long: 1,
+            disturbed: false,
         }
     }
 
@@ -236,6 +249,40 @@ mod tests {
         assert_eq!(c.kernel.loads, 300.0);
         assert_eq!(doc.probes[1].status, Status::Skipped);
         assert_eq!(doc.probes[1].reason.as_deref(), Some("why"));
+    }
+
+    #[test]
+    fn the_clean_windows_are_the_ones_used() {
+        let report = [
+            r#"{"line":"start","release":"6.1.0"}"#.to_string(),
+            point(
+                "syscall.null",
+                3,
+                Outcome::Ok {
+                    iterations: 10,
+                    subtract_loop: false,
+                    short: 1,
+                    long: 2,
+                    disturbed: true,
+                },
+            ),
+            r#"{"line":"done"}"#.to_string(),
+        ]
+        .join("\n");
+        // The first window took a tick of 40000 kernel instructions; it is not used.
+        let marks = [
+            mark(1, 0, 0),
+            mark(2, 100, 46000),
+            mark(1, 1000, 50000),
+            mark(2, 1100, 56000),
+            mark(1, 2000, 60000),
+            mark(2, 2200, 72000),
+        ];
+        let doc = document(&report, &marks, meta()).unwrap();
+        let c = doc.probes[0].per_op.unwrap();
+        assert_eq!((c.user.instructions, c.kernel.instructions), (10.0, 600.0));
+        assert!(doc.probes[0].reason.as_ref().unwrap().contains("interrupt"));
+        assert_eq!(doc.build, "");
     }
 
     #[test]

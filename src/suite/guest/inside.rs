@@ -45,6 +45,11 @@ pub enum Outcome {
     Ok {
         iterations: u64,
         subtract_loop: bool,
+        /// Which of the point's windows (from 0) counted n and 2n operations.
+        short: u32,
+        long: u32,
+        /// No window of some size passed without an interrupt: the counts include one.
+        disturbed: bool,
     },
     Skipped {
         reason: String,
@@ -66,37 +71,90 @@ impl Reporter {
     }
 }
 
-/// Runs one workload: a warm-up (first-touch page faults and lazy binding belong to no
-/// operation), then the two counted windows. Returns the windows executed and the outcome.
-fn count(w: &mut dyn Workload, iterations: u64) -> (u32, Outcome) {
-    let n = iterations.min(w.max_iters() / 2).max(1);
-    let mut windows = 0;
-    let mut go = |w: &mut dyn Workload, k: u64, counted: bool| -> Result<()> {
-        w.prepare(k)?;
+/// Attempts at a window without an interrupt in it, per window size.
+pub const TRIES: u32 = 6;
+
+/// Interrupts the guest kernel has taken so far (the total of /proc/stat's `intr` line); 0
+/// where it cannot be read, which makes every window look clean.
+fn interrupts() -> u64 {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("intr "))
+                .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Counts windows of one workload. A timer tick that lands in a window adds its tens of
+/// thousands of kernel instructions to it, and where it lands moves with any change to the
+/// guest; so each window is repeated until one passes without an interrupt (read before and
+/// after it, outside the markers), and that one is used.
+struct Windows<'a> {
+    w: &'a mut dyn Workload,
+    /// Marker pairs executed so far.
+    executed: u32,
+    disturbed: bool,
+}
+
+impl Windows<'_> {
+    fn once(&mut self, k: u64, counted: bool) -> Result<bool> {
+        self.w.prepare(k)?;
+        let before = interrupts();
         if counted {
             marker::start();
         }
-        let ran = w.run(k);
+        let ran = self.w.run(k);
         if counted {
             marker::end();
-            windows += 1;
+            self.executed += 1;
         }
+        let clean = interrupts() == before;
         ran?;
-        w.finish()
+        self.w.finish()?;
+        Ok(clean)
+    }
+
+    /// The index of a clean window of `k` operations (the last tried when none was clean).
+    fn clean(&mut self, k: u64) -> Result<u32> {
+        for _ in 0..TRIES {
+            if self.once(k, true)? {
+                return Ok(self.executed - 1);
+            }
+        }
+        self.disturbed = true;
+        Ok(self.executed - 1)
+    }
+}
+
+/// Runs one workload: a warm-up (first-touch page faults and lazy binding belong to no
+/// operation), then clean windows of n and 2n operations. Returns the windows executed and the
+/// outcome.
+fn count(w: &mut dyn Workload, iterations: u64) -> (u32, Outcome) {
+    let n = iterations.min(w.max_iters() / 2).max(1);
+    let subtract_loop = w.subtract_loop_overhead();
+    let mut ws = Windows {
+        w,
+        executed: 0,
+        disturbed: false,
     };
-    let result = go(w, n, false)
-        .and_then(|()| go(w, n, true))
-        .and_then(|()| go(w, 2 * n, true));
+    let result = ws
+        .once(n, false)
+        .and_then(|_| Ok((ws.clean(n)?, ws.clean(2 * n)?)));
     let outcome = match result {
-        Ok(()) => Outcome::Ok {
+        Ok((short, long)) => Outcome::Ok {
             iterations: n,
-            subtract_loop: w.subtract_loop_overhead(),
+            subtract_loop,
+            short,
+            long,
+            disturbed: ws.disturbed,
         },
         Err(e) => Outcome::Failed {
             error: format!("{e:#}"),
         },
     };
-    (windows, outcome)
+    (ws.executed, outcome)
 }
 
 fn point(
@@ -197,21 +255,27 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         assert!(matches!(lines[0], ReportLine::Start { .. }));
-        assert_eq!(
-            lines[1],
+        // On the host interrupts come all the time: windows may be repeated, up to TRIES a size.
+        match &lines[1] {
             ReportLine::Point {
-                probe: LOOP.into(),
-                params: Params::new(),
-                windows: 2,
-                outcome: Outcome::Ok {
-                    iterations: 10,
-                    subtract_loop: true
-                }
+                probe,
+                windows,
+                outcome:
+                    Outcome::Ok {
+                        iterations: 10,
+                        short,
+                        long,
+                        ..
+                    },
+                ..
+            } => {
+                assert_eq!(probe, LOOP);
+                assert!(short < long && long < windows && *windows <= 2 * TRIES);
             }
-        );
-        assert!(
-            matches!(&lines[2], ReportLine::Point { probe, windows: 2, .. } if probe == "syscall.null")
-        );
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(&lines[2], ReportLine::Point { probe, windows, .. }
+                if probe == "syscall.null" && *windows >= 2));
         assert!(matches!(
             &lines[3],
             ReportLine::Point {

@@ -92,6 +92,21 @@ fn guest_label(k: &kernel::Kernel, append: &str) -> String {
     }
 }
 
+/// The end of the console, with the kernel's panic line first where it panicked (the lines
+/// after it, a call trace, would push it out of the tail).
+fn console_lines(console: &str) -> String {
+    let tail = qemu::console_tail(console, 12);
+    if tail.is_empty() {
+        return "  (nothing: the kernel printed nothing before it stopped)".into();
+    }
+    match console.lines().rev().find(|l| l.contains("Kernel panic")) {
+        Some(p) if !tail.contains(p.trim_end_matches('\r')) => {
+            format!("  | {}\n  | ...\n{tail}", p.trim_end_matches('\r'))
+        }
+        _ => tail,
+    }
+}
+
 /// Why a guest gave no document, with the end of its console.
 fn failure(
     stop: counts::Stop,
@@ -99,7 +114,7 @@ fn failure(
     label: &str,
     timeout: Duration,
 ) -> anyhow::Error {
-    let tail = qemu::console_tail(&c.console, 12);
+    let tail = console_lines(&c.console);
     let how = if c.timed_out {
         format!("did not finish within {timeout:?} (a hung boot, or probes too slow under TCG: raise --guest-timeout or lower --guest-iterations)")
     } else {
@@ -130,6 +145,8 @@ fn failure(
 /// Boots each kernel with each parameter set in turn and hands every document to `each` as soon
 /// as it is complete (so that what was counted is kept if a later kernel fails).
 pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc) -> Result<()>) -> Result<()> {
+    // First, so that Ctrl-C at any point stops in order and the scratch directory goes.
+    crate::interrupt::install();
     capture::ensure_packages(false)?;
     let qemu_bin = qemu::find_qemu()?;
     let (ids, skipped) = choose(&req.targets)?;
@@ -144,6 +161,9 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc) -> Result<()>) -> 
         req.appends.iter().map(|a| a.trim().to_string()).collect()
     };
     let scratch = crate::scratch::ScratchDir::create(&std::env::temp_dir(), "guest")?;
+    if crate::interrupt::requested() {
+        return Err(crate::interrupt::Interrupted.into());
+    }
     let (initrd, size) = image::build(scratch.path(), &ids, req.iterations)?;
     eprintln!(
         "osmeter: guest file system {:.1} MiB (zstd), {} probe(s) to count, {} skipped",
@@ -152,7 +172,6 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc) -> Result<()>) -> 
         skipped.len()
     );
     let qemu_version = count::qemu_version(&qemu_bin);
-    crate::interrupt::install();
     for k in &kernels {
         for append in &appends {
             let label = guest_label(k, append);
@@ -223,6 +242,23 @@ mod tests {
             .filter(|p| p.probe.starts_with("app."))
             .all(|p| p.status == Status::Skipped && p.reason.as_ref().unwrap().contains("host")));
         assert!(choose(&["no.such".into()]).is_err());
+    }
+
+    #[test]
+    fn the_panic_line_leads_the_console_tail() {
+        let mut console =
+            String::from("boot\r\n[ 2.0] Kernel panic - not syncing: VFS: no root\r\n");
+        for i in 0..20 {
+            console.push_str(&format!("[ 2.1] trace line {i}\r\n"));
+        }
+        let lines = console_lines(&console);
+        assert!(
+            lines.starts_with("  | [ 2.0] Kernel panic - not syncing"),
+            "{lines}"
+        );
+        assert!(lines.ends_with("trace line 19"), "{lines}");
+        assert!(console_lines("").contains("printed nothing"));
+        assert_eq!(console_lines("a\nb\n"), "  | a\n  | b");
     }
 
     #[test]
