@@ -658,6 +658,10 @@ pub struct GuestArgs {
     #[arg(long, value_name = "N", requires = "kernels",
           default_value_t = crate::suite::guest::DEFAULT_ITERATIONS)]
     pub guest_iterations: u64,
+    /// With --guest: QEMU's CPU model, e.g. Skylake-Client (the kernel chooses its mitigations by
+    /// the CPU it sees; `qemu-system-x86_64 -cpu help` lists them) [default: QEMU's qemu64]
+    #[arg(long, value_name = "MODEL", requires = "kernels")]
+    pub guest_cpu: Option<String>,
     /// With --guest: give up on a guest that has not finished after this long, boot included
     #[arg(long, value_name = "DURATION", requires = "kernels",
           default_value = crate::suite::guest::DEFAULT_TIMEOUT,

@@ -16,6 +16,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         appends: g.append.clone(),
         targets: args.targets.clone(),
         iterations: guest::check_iterations(g.guest_iterations)?,
+        cpu: g.guest_cpu.clone(),
         timeout: Duration::from_nanos(g.guest_timeout),
         memory_mib: guest::MEMORY_MIB,
     };

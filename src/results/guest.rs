@@ -29,6 +29,9 @@ pub struct GuestDoc {
     pub cmdline: String,
     /// `qemu-system-x86_64 --version`, first line: another QEMU may translate differently.
     pub qemu: String,
+    /// QEMU's CPU model (`--guest-cpu`); None for QEMU's default (qemu64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
     /// Operations in the shorter of the two counted windows of each probe (the longer has twice
     /// as many); per-operation counts are the difference over this many operations.
     pub iterations: u64,
@@ -139,10 +142,11 @@ pub fn render_side_by_side(docs: &[&GuestDoc]) -> String {
     for (i, d) in docs.iter().enumerate() {
         let _ = writeln!(
             out,
-            "[{}] {} ({}), {} operations per window; counts per operation, exact (QEMU TCG, icount)",
+            "[{}] {} ({}, CPU {}), {} operations per window; counts per operation, exact (QEMU TCG, icount)",
             i + 1,
             side_label(d),
             d.release.as_deref().unwrap_or("release unknown"),
+            d.cpu.as_deref().unwrap_or("qemu64"),
             d.iterations
         );
         if d.build == "debug" {
@@ -235,6 +239,7 @@ pub mod tests {
             cmdline: "console=ttyS0".into(),
             qemu: "QEMU emulator version 7.2".into(),
             iterations: 100,
+            cpu: None,
             loop_overhead: None,
             probes: vec![
                 GuestProbe {

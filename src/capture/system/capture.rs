@@ -259,6 +259,7 @@ fn read_symbols(qemu_bin: &Path, kernel: &Kernel, cache: &Path) -> Result<()> {
         plugin: None,
         count: false,
         append: "",
+        cpu: None,
         console: &console,
         symbols: &dump,
     };
@@ -345,6 +346,7 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
         plugin: Some((&plugin, 3)),
         count: false,
         append: "",
+        cpu: None,
         console: &console,
         symbols: Path::new("/dev/null"),
     };

@@ -72,6 +72,7 @@ pub struct CountBoot<'a> {
     pub initrd: &'a Path,
     pub memory_mib: u32,
     pub append: &'a str,
+    pub cpu: Option<&'a str>,
     pub timeout: Duration,
     /// Where the plugin, the console and the report port go (the caller's scratch directory).
     pub scratch: &'a Path,
@@ -127,6 +128,7 @@ pub fn boot(req: &CountBoot) -> Result<Counted> {
         plugin: Some((&plugin, 3)),
         count: true,
         append: req.append,
+        cpu: req.cpu,
         console: &console,
         symbols: &report,
     };

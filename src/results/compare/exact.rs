@@ -101,6 +101,7 @@ fn guest_differences(a: &GuestDoc, b: &GuestDoc) -> Vec<(String, String, String)
             ("release", d.release.clone().unwrap_or_default()),
             ("append", d.append.clone()),
             ("qemu", d.qemu.clone()),
+            ("cpu", d.cpu.clone().unwrap_or_else(|| "qemu64".into())),
             ("iterations", d.iterations.to_string()),
             ("osmeter build", d.build.clone()),
         ]

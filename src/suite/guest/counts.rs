@@ -26,6 +26,7 @@ pub struct Meta {
     pub cmdline: String,
     pub qemu: String,
     pub iterations: u64,
+    pub cpu: Option<String>,
 }
 
 fn per_op(short: &Totals, long: &Totals, n: u64) -> OpCounts {
@@ -83,6 +84,7 @@ pub fn document(report: &str, marks: &[Mark], meta: Meta) -> Result<GuestDoc, St
         cmdline: meta.cmdline,
         qemu: meta.qemu,
         iterations: meta.iterations,
+        cpu: meta.cpu,
         loop_overhead: None,
         probes: Vec::new(),
     };
@@ -198,6 +200,7 @@ mod tests {
             cmdline: "c".into(),
             qemu: "q".into(),
             iterations: 10,
+            cpu: None,
         }
     }
 

@@ -28,6 +28,8 @@ pub struct GuestRequest {
     pub appends: Vec<String>,
     pub targets: Vec<String>,
     pub iterations: u64,
+    /// QEMU's CPU model for every guest, when not QEMU's default.
+    pub cpu: Option<String>,
     pub timeout: Duration,
     pub memory_mib: u32,
 }
@@ -187,6 +189,7 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc) -> Result<()>) -> 
                 initrd: &initrd,
                 memory_mib: req.memory_mib,
                 append,
+                cpu: req.cpu.as_deref(),
                 timeout: req.timeout,
                 scratch: &boot_dir,
             })?;
@@ -200,6 +203,7 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc) -> Result<()>) -> 
                 cmdline: counted.cmdline.clone(),
                 qemu: qemu_version.clone(),
                 iterations: req.iterations,
+                cpu: req.cpu.clone(),
             };
             let mut doc = counts::document(&counted.report, &counted.marks, meta)
                 .map_err(|stop| failure(stop, &counted, &label, req.timeout))?;
