@@ -32,8 +32,9 @@ pub struct GuestDoc {
     /// QEMU's CPU model (`--guest-cpu`); None for QEMU's default (qemu64).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<String>,
-    /// Operations in the shorter of the two counted windows of each probe (the longer has twice
-    /// as many); per-operation counts are the difference over this many operations.
+    /// Operations asked for in the shorter of the two counted windows of each probe (the longer
+    /// has twice as many); a probe whose windows cannot pass without a timer tick uses fewer
+    /// (its own `iterations`).
     pub iterations: u64,
     /// Per-operation counts of the empty timed loop, subtracted from the probes whose loop
     /// control is part of the operation's cost.
@@ -142,7 +143,7 @@ pub fn render_side_by_side(docs: &[&GuestDoc]) -> String {
     for (i, d) in docs.iter().enumerate() {
         let _ = writeln!(
             out,
-            "[{}] {} ({}, CPU {}), {} operations per window; counts per operation, exact (QEMU TCG, icount)",
+            "[{}] {} ({}, CPU {}), up to {} operations per window; counts per operation, exact (QEMU TCG, icount)",
             i + 1,
             side_label(d),
             d.release.as_deref().unwrap_or("release unknown"),

@@ -125,8 +125,9 @@ pub fn document(report: &str, marks: &[Mark], meta: Meta) -> Result<GuestDoc, St
                 let mut c = per_op(&w[short as usize], &w[long as usize], iterations);
                 if disturbed {
                     p.reason = Some(format!(
-                        "every window of one size took an interrupt ({} tries): the counts \
-                         include its handling",
+                        "no window of {} operations (or twice that) passed without an \
+                         interrupt in {} tries: the counts include its handling",
+                        iterations,
                         super::inside::TRIES
                     ));
                 }
