@@ -110,7 +110,10 @@ fn guest_differences(a: &GuestDoc, b: &GuestDoc) -> Vec<(String, String, String)
         .into_iter()
         .zip(fields(b))
         .filter(|((_, x), (_, y))| x != y)
-        .map(|((k, x), (_, y))| (k.to_string(), x, y))
+        .map(|((k, x), (_, y))| {
+            let shown = |v: String| if v.is_empty() { "(none)".into() } else { v };
+            (k.to_string(), shown(x), shown(y))
+        })
         .collect()
 }
 
