@@ -117,6 +117,26 @@ fn guest_runs_count_exactly_repeat_and_compare_exactly() {
         "{text}"
     );
     assert!(!text.contains("95%"), "{text}");
+    let shown = env.osmeter().args(["show", a]).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("(guest)") && shown.contains("k.ins"),
+        "{shown}"
+    );
+    let html = env.dir.path().join("r.html");
+    let rep = env
+        .osmeter()
+        .args(["report", a, b, "-o"])
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains("<table class=\"guest\">"));
     let listed = env.osmeter().args(["runs"]).output().unwrap();
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert_eq!(listed.matches(" guest ").count(), 2, "{listed}");

@@ -355,6 +355,16 @@ pub fn common_kind(a: &[&Run], b: &[&Run]) -> anyhow::Result<RunKind> {
 /// Compares the figures of two runs (or two groups of runs) of one kind.
 pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result<Comparison> {
     let kind = common_kind(a, b)?;
+    // Guest counts are exact: any difference is a change, however small.
+    let exact = CompareConfig {
+        min_effect: 0.0,
+        ..config.clone()
+    };
+    let config = if kind == RunKind::Guest {
+        &exact
+    } else {
+        config
+    };
     let (sa, sb) = (gather(a), gather(b));
     let mut figures = Vec::new();
     // Keep the order of the first run's own table.
