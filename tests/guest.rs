@@ -185,6 +185,15 @@ fn kernels_that_are_not_or_do_not_boot_are_named_and_leave_nothing() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 
+    // Options of measured runs are refused by name rather than silently ignored.
+    let out = guest_cmd(&env, &tmp)
+        .args(["--rounds", "5", "syscall.null"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--rounds does not apply to --guest"), "{err}");
+
     // No init where the kernel looks: it panics, and the error shows the panic.
     let out = guest_cmd(&env, &tmp)
         .args(["--append", "rdinit=/no-such-init", "syscall.null"])

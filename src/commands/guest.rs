@@ -6,10 +6,38 @@ use crate::error::{EXIT_OK, EXIT_RUNTIME};
 use crate::results::guest::{render_side_by_side, GuestDoc};
 use crate::results::model::{Run, Sections, Status};
 use crate::suite::guest::{self, GuestRequest};
+use crate::usage;
 use anyhow::Result;
 use std::time::Duration;
 
+/// Options of a measured run that mean nothing for exact counts in a guest: refused by name, so
+/// that nobody believes they took effect.
+fn refuse_host_options(args: &RunArgs) -> Result<()> {
+    let m = &args.measure;
+    let given = [
+        ("--repeat", m.repeat.is_some()),
+        ("--rounds", m.rounds.is_some()),
+        ("--seed", m.seed.is_some()),
+        ("--min-time", m.min_time.is_some()),
+        ("--cpu", m.cpu.is_some()),
+        ("--dir", m.dir.is_some()),
+        ("--fifo", m.fifo.is_some()),
+        ("--fs", m.fs.is_some()),
+        ("--install", m.install),
+        ("--set", !args.sets.is_empty()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+        return Err(usage!(
+            "{flag} does not apply to --guest: counts in the guest are exact (no rounds or \
+             samples), the guest has one CPU and a tmpfs, and probes run at their quick-scale \
+             parameters; drop {flag}"
+        ));
+    }
+    Ok(())
+}
+
 pub fn run(args: &RunArgs) -> Result<i32> {
+    refuse_host_options(args)?;
     let g = &args.guest;
     let request = GuestRequest {
         kernels: g.kernels.clone(),
