@@ -48,10 +48,11 @@ fn guest_runs_count_exactly_repeat_and_compare_exactly() {
     let env = TestEnv::new();
     let tmp = env.dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    // The same kernel and parameters twice in one command: the A/A check.
+    // The same kernel and parameters twice in one command: the A/A check. The table on stdout,
+    // the documents from the store.
     let out = guest_cmd(&env, &tmp)
         .args(["--append", "quiet", "--append", "quiet"])
-        .args(["--guest-iterations", "200", "--json"])
+        .args(["--guest-iterations", "200"])
         .args([
             "syscall.null",
             "syscall.clock_gettime",
@@ -62,10 +63,24 @@ fn guest_runs_count_exactly_repeat_and_compare_exactly() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    let runs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(runs.len(), 2, "{err}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("[1] k.ins") && table.contains("[2] k.ins"),
+        "{table}"
+    );
+    assert!(
+        table.contains("[1] app.interp skipped: an application workload"),
+        "{table}"
+    );
+    let runs: Vec<Value> = table
+        .lines()
+        .filter_map(|l| l.split_once("] run ").map(|(_, id)| id.trim().to_string()))
+        .map(|id| env.json(&["show", "--json", &id]))
+        .collect();
+    assert_eq!(runs.len(), 2, "{table}");
     for run in &runs {
         assert_eq!(run["tags"]["append"], "quiet");
+        assert_ne!(run["started_at"], run["finished_at"]);
         assert!(run["tags"]["kernel"]
             .as_str()
             .unwrap()
@@ -206,12 +221,13 @@ fn kernels_that_are_not_or_do_not_boot_are_named_and_leave_nothing() {
 
     // A boot that cannot finish in time.
     let out = guest_cmd(&env, &tmp)
-        .args(["--guest-timeout", "2s", "syscall.null"])
+        .args(["--guest-timeout", "2s", "--json", "syscall.null"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("did not finish within 2s"), "{err}");
+    assert!(out.stdout.is_empty(), "no run, no document");
 
     let runs = env.osmeter().args(["runs"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&runs.stdout).contains("guest"));

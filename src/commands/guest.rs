@@ -50,13 +50,13 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     };
     let keeper = super::keeper(&args.keep)?;
     let mut runs: Vec<Run> = Vec::new();
-    let outcome = guest::run(&request, &mut |doc: GuestDoc| {
+    let outcome = guest::run(&request, &mut |doc: GuestDoc, started_at: String| {
         let mut run = keeper.run_of(
             Sections {
                 guest: Some(doc.clone()),
                 ..Sections::default()
             },
-            crate::clock::now_rfc3339(),
+            started_at,
             false,
         );
         run.tags.insert("kernel".into(), doc.kernel.clone());

@@ -144,9 +144,10 @@ fn failure(
     }
 }
 
-/// Boots each kernel with each parameter set in turn and hands every document to `each` as soon
-/// as it is complete (so that what was counted is kept if a later kernel fails).
-pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc) -> Result<()>) -> Result<()> {
+/// Boots each kernel with each parameter set in turn and hands every document, with the time its
+/// boot started, to `each` as soon as it is complete (so that what was counted is kept if a later
+/// kernel fails).
+pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<()>) -> Result<()> {
     // First, so that Ctrl-C at any point stops in order and the scratch directory goes.
     crate::interrupt::install();
     capture::ensure_packages(false)?;
@@ -183,6 +184,7 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc) -> Result<()>) -> 
             std::fs::create_dir(&boot_dir)?;
             eprintln!("osmeter: booting {label} under QEMU (TCG, icount) to count the probes");
             let start = std::time::Instant::now();
+            let started_at = crate::clock::now_rfc3339();
             let counted = count::boot(&count::CountBoot {
                 qemu: &qemu_bin,
                 kernel: k,
@@ -213,7 +215,7 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc) -> Result<()>) -> 
                 start.elapsed().as_secs_f64()
             );
             let _ = std::fs::remove_dir_all(&boot_dir);
-            each(doc)?;
+            each(doc, started_at)?;
         }
     }
     Ok(())
