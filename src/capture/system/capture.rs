@@ -66,7 +66,8 @@ pub(crate) fn ensure_packages(install: bool) -> Result<()> {
     let root = unsafe { libc::geteuid() } == 0;
     if !install || !root {
         bail!(
-            "osmeter trace --system needs the Debian package{} {}: install {} (or run as root with --install)",
+            "osmeter's QEMU guest (trace --system, run --guest) needs the Debian package{} {}: \
+             install {} (or, as root, `osmeter trace --system --install`)",
             if missing.len() > 1 { "s" } else { "" },
             missing.join(", "),
             if missing.len() > 1 { "them" } else { "it" }
