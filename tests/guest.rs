@@ -52,6 +52,14 @@ fn guest_runs_count_exactly_repeat_and_compare_exactly() {
     // the documents from the store.
     let out = guest_cmd(&env, &tmp)
         .args(["--append", "quiet", "--append", "quiet"])
+        // And the known answer of mitigations: on an Intel model without ARCH_CAPABILITIES the
+        // kernel mitigates, which costs kernel instructions per system call and no user ones.
+        .args([
+            "--append",
+            "mitigations=off",
+            "--guest-cpu",
+            "Skylake-Client",
+        ])
         .args(["--guest-iterations", "200"])
         .args([
             "syscall.null",
@@ -77,9 +85,11 @@ fn guest_runs_count_exactly_repeat_and_compare_exactly() {
         .filter_map(|l| l.split_once("] run ").map(|(_, id)| id.trim().to_string()))
         .map(|id| env.json(&["show", "--json", &id]))
         .collect();
-    assert_eq!(runs.len(), 2, "{table}");
-    for run in &runs {
-        assert_eq!(run["tags"]["append"], "quiet");
+    assert_eq!(runs.len(), 3, "{table}");
+    for (i, run) in runs.iter().enumerate() {
+        let append = if i < 2 { "quiet" } else { "mitigations=off" };
+        assert_eq!(run["tags"]["append"], append);
+        assert_eq!(run["sections"]["guest"]["cpu"], "Skylake-Client");
         assert_ne!(run["started_at"], run["finished_at"]);
         assert!(run["tags"]["kernel"]
             .as_str()
@@ -88,7 +98,10 @@ fn guest_runs_count_exactly_repeat_and_compare_exactly() {
         assert_eq!(run["measurements"].as_array().unwrap().len(), 0);
         let g = &run["sections"]["guest"];
         assert_eq!(g["schema"], "osmeter.guest/1");
-        assert!(g["cmdline"].as_str().unwrap().ends_with(" quiet"));
+        assert!(g["cmdline"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!(" {append}")));
         // No time is kept for a guest: nothing in the document is in seconds or nanoseconds.
         let text = g.to_string();
         assert!(!text.contains("_ns") && !text.contains("seconds"), "{text}");
@@ -115,6 +128,18 @@ fn guest_runs_count_exactly_repeat_and_compare_exactly() {
         runs[0]["sections"]["guest"]["probes"], runs[1]["sections"]["guest"]["probes"],
         "two boots of one kernel must count the same"
     );
+    let per_op = |run: &Value, mode: &str| {
+        counts(run, "syscall.null")["per_op"][mode]["instructions"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        per_op(&runs[0], "kernel") > per_op(&runs[2], "kernel"),
+        "mitigations cost kernel instructions: {} with, {} without",
+        per_op(&runs[0], "kernel"),
+        per_op(&runs[2], "kernel")
+    );
+    assert_eq!(per_op(&runs[0], "user"), per_op(&runs[2], "user"));
     let (a, b) = (
         runs[0]["id"].as_str().unwrap(),
         runs[1]["id"].as_str().unwrap(),
@@ -154,7 +179,7 @@ fn guest_runs_count_exactly_repeat_and_compare_exactly() {
     assert!(html.contains("<table class=\"guest\">"));
     let listed = env.osmeter().args(["runs"]).output().unwrap();
     let listed = String::from_utf8_lossy(&listed.stdout);
-    assert_eq!(listed.matches(" guest ").count(), 2, "{listed}");
+    assert_eq!(listed.matches(" guest ").count(), 3, "{listed}");
     assert!(entries(&tmp).is_empty(), "left behind: {:?}", entries(&tmp));
 }
 
