@@ -144,6 +144,58 @@ fn failure(
     }
 }
 
+/// What every boot of one command shares.
+struct Prepared<'a> {
+    req: &'a GuestRequest,
+    qemu: std::path::PathBuf,
+    qemu_version: String,
+    initrd: std::path::PathBuf,
+    scratch: &'a Path,
+    skipped: Vec<GuestProbe>,
+}
+
+/// Boots one kernel with one parameter set and turns what it counted into a document.
+fn count_one(p: &Prepared, k: &kernel::Kernel, append: &str) -> Result<GuestDoc> {
+    let label = guest_label(k, append);
+    let boot_dir = p
+        .scratch
+        .join(format!("boot-{}", crate::clock::new_run_id()));
+    std::fs::create_dir(&boot_dir)?;
+    eprintln!("osmeter: booting {label} under QEMU (TCG, icount) to count the probes");
+    let start = std::time::Instant::now();
+    let counted = count::boot(&count::CountBoot {
+        qemu: &p.qemu,
+        kernel: k,
+        initrd: &p.initrd,
+        memory_mib: p.req.memory_mib,
+        append,
+        cpu: p.req.cpu.as_deref(),
+        timeout: p.req.timeout,
+        scratch: &boot_dir,
+    })?;
+    if crate::interrupt::requested() {
+        return Err(crate::interrupt::Interrupted.into());
+    }
+    let meta = counts::Meta {
+        kernel: k.label.clone(),
+        kernel_key: k.key.clone(),
+        append: append.to_string(),
+        cmdline: counted.cmdline.clone(),
+        qemu: p.qemu_version.clone(),
+        iterations: p.req.iterations,
+        cpu: p.req.cpu.clone(),
+    };
+    let mut doc = counts::document(&counted.report, &counted.marks, meta)
+        .map_err(|stop| failure(stop, &counted, &label, p.req.timeout))?;
+    doc.probes.extend(p.skipped.iter().cloned());
+    eprintln!(
+        "osmeter: {label}: counted in {:.1} s, boot included (TCG time: not kept)",
+        start.elapsed().as_secs_f64()
+    );
+    let _ = std::fs::remove_dir_all(&boot_dir);
+    Ok(doc)
+}
+
 /// Boots each kernel with each parameter set in turn and hands every document, with the time its
 /// boot started, to `each` as soon as it is complete (so that what was counted is kept if a later
 /// kernel fails).
@@ -151,7 +203,7 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<
     // First, so that Ctrl-C at any point stops in order and the scratch directory goes.
     crate::interrupt::install();
     capture::ensure_packages(false)?;
-    let qemu_bin = qemu::find_qemu()?;
+    let qemu = qemu::find_qemu()?;
     let (ids, skipped) = choose(&req.targets)?;
     let kernels: Vec<kernel::Kernel> = req
         .kernels
@@ -174,48 +226,18 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<
         ids.len(),
         skipped.len()
     );
-    let qemu_version = count::qemu_version(&qemu_bin);
+    let prepared = Prepared {
+        req,
+        qemu_version: count::qemu_version(&qemu),
+        qemu,
+        initrd,
+        scratch: scratch.path(),
+        skipped,
+    };
     for k in &kernels {
         for append in &appends {
-            let label = guest_label(k, append);
-            let boot_dir = scratch
-                .path()
-                .join(format!("boot-{}", crate::clock::new_run_id()));
-            std::fs::create_dir(&boot_dir)?;
-            eprintln!("osmeter: booting {label} under QEMU (TCG, icount) to count the probes");
-            let start = std::time::Instant::now();
             let started_at = crate::clock::now_rfc3339();
-            let counted = count::boot(&count::CountBoot {
-                qemu: &qemu_bin,
-                kernel: k,
-                initrd: &initrd,
-                memory_mib: req.memory_mib,
-                append,
-                cpu: req.cpu.as_deref(),
-                timeout: req.timeout,
-                scratch: &boot_dir,
-            })?;
-            if crate::interrupt::requested() {
-                return Err(crate::interrupt::Interrupted.into());
-            }
-            let meta = counts::Meta {
-                kernel: k.label.clone(),
-                kernel_key: k.key.clone(),
-                append: append.clone(),
-                cmdline: counted.cmdline.clone(),
-                qemu: qemu_version.clone(),
-                iterations: req.iterations,
-                cpu: req.cpu.clone(),
-            };
-            let mut doc = counts::document(&counted.report, &counted.marks, meta)
-                .map_err(|stop| failure(stop, &counted, &label, req.timeout))?;
-            doc.probes.extend(skipped.iter().cloned());
-            eprintln!(
-                "osmeter: {label}: counted in {:.1} s, boot included (TCG time: not kept)",
-                start.elapsed().as_secs_f64()
-            );
-            let _ = std::fs::remove_dir_all(&boot_dir);
-            each(doc, started_at)?;
+            each(count_one(&prepared, k, append)?, started_at)?;
         }
     }
     Ok(())
