@@ -5,7 +5,14 @@
 // osmeter reads. Licensed apart from the osmeter crate (see qemu-plugin/README.md).
 //
 // Plugin arguments: fd=N (descriptor to write to, inherited from osmeter),
-//                   ram=BYTES (size of the memfd memory backend holding guest RAM).
+//                   ram=BYTES (size of the memfd memory backend holding guest RAM),
+//                   mode=trace (the default: the record stream below) or mode=count.
+//
+// Count mode: instructions, loads and stores, user and kernel apart, are counted from boot with
+// inline additions (no call per instruction), and at every marker the plugin writes one text line
+// of the running totals: "mark CODE UI KI UL KL US KS\n" (U user, K kernel; I instructions,
+// L loads, S stores). osmeter subtracts the totals of two markers to get a window's counts, so
+// the guest may open and close as many windows as it likes.
 //
 // Stream: 16-byte little-endian records, written in large blocks.
 //   word 0: virtual address (or a control payload)
@@ -62,6 +69,12 @@ extern uint64_t qemu_plugin_hwaddr_phys_addr(const struct qemu_plugin_hwaddr *);
 extern void qemu_plugin_register_atexit_cb(qemu_plugin_id_t, id_udata_cb, void *);
 extern void qemu_plugin_reset(qemu_plugin_id_t, id_cb);
 extern void qemu_plugin_outs(const char *);
+enum qemu_plugin_op { QEMU_PLUGIN_INLINE_ADD_U64 = 0 };
+extern void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn *,
+                                                       enum qemu_plugin_op, void *, uint64_t);
+extern void qemu_plugin_register_vcpu_mem_inline(struct qemu_plugin_insn *,
+                                                 enum qemu_plugin_mem_rw, enum qemu_plugin_op,
+                                                 void *, uint64_t);
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
@@ -342,19 +355,80 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
     finish_stream();
 }
 
+// Count mode. One vCPU, so plain totals; index 0 user, 1 kernel.
+static uint64_t count_insns[2], count_loads[2], count_stores[2];
+
+static void on_count_marker(unsigned int vcpu, void *userdata)
+{
+    (void)vcpu;
+    char line[256];
+    int n = snprintf(line, sizeof line, "mark %d %llu %llu %llu %llu %llu %llu\n",
+                     (int)(uintptr_t)userdata, (unsigned long long)count_insns[0],
+                     (unsigned long long)count_insns[1], (unsigned long long)count_loads[0],
+                     (unsigned long long)count_loads[1], (unsigned long long)count_stores[0],
+                     (unsigned long long)count_stores[1]);
+    const char *p = line;
+    while (n > 0 && out_fd >= 0) {
+        ssize_t w = write(out_fd, p, (size_t)n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            close(out_fd);
+            out_fd = -1;
+            break;
+        }
+        p += w;
+        n -= (int)w;
+    }
+}
+
+static void translate_count(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    (void)id;
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    for (size_t i = 0; i < n; i++) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        int mode = qemu_plugin_insn_vaddr(insn) >> 63 ? 1 : 0;
+        qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64,
+                                                   &count_insns[mode], 1);
+        qemu_plugin_register_vcpu_mem_inline(insn, PLUGIN_MEM_R, QEMU_PLUGIN_INLINE_ADD_U64,
+                                             &count_loads[mode], 1);
+        qemu_plugin_register_vcpu_mem_inline(insn, PLUGIN_MEM_W, QEMU_PLUGIN_INLINE_ADD_U64,
+                                             &count_stores[mode], 1);
+        int code = marker_code(insn);
+        if (code)
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_count_marker, PLUGIN_CB_NO_REGS,
+                                                   (void *)(uintptr_t)code);
+    }
+}
+
+static void at_exit_count(qemu_plugin_id_t id, void *userdata)
+{
+    (void)id;
+    (void)userdata;
+    if (out_fd >= 0)
+        close(out_fd);
+    out_fd = -1;
+}
+
 __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t id,
                                                               const qemu_info_t *info, int argc,
                                                               char **argv)
 {
     (void)info;
     plugin_id = id;
+    bool count = false;
     for (int i = 0; i < argc; i++) {
         if (strncmp(argv[i], "fd=", 3) == 0) {
             out_fd = atoi(argv[i] + 3);
         } else if (strncmp(argv[i], "ram=", 4) == 0) {
             ram_bytes = (uintptr_t)strtoull(argv[i] + 4, NULL, 0);
+        } else if (strcmp(argv[i], "mode=count") == 0) {
+            count = true;
+        } else if (strcmp(argv[i], "mode=trace") == 0) {
+            count = false;
         } else {
-            fprintf(stderr, "osmeter-trace: unknown argument %s (expected fd=N, ram=BYTES)\n",
+            fprintf(stderr, "osmeter-trace: unknown argument %s (expected fd=N, ram=BYTES, mode=trace|count)\n",
                     argv[i]);
             return -1;
         }
@@ -362,6 +436,11 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
     if (out_fd < 0) {
         fprintf(stderr, "osmeter-trace: no output descriptor (fd=N)\n");
         return -1;
+    }
+    if (count) {
+        qemu_plugin_register_vcpu_tb_trans_cb(id, translate_count);
+        qemu_plugin_register_atexit_cb(id, at_exit_count, NULL);
+        return 0;
     }
     qemu_plugin_register_vcpu_tb_trans_cb(id, translate_armed);
     qemu_plugin_register_atexit_cb(id, at_exit, NULL);

@@ -69,6 +69,9 @@ pub enum Command {
     /// (internal) Run the reference mix inside the region callgrind counts
     #[command(name = "cpu-mix", hide = true)]
     CpuMix(CpuMixArgs),
+    /// (internal) Count probes inside a guest of `run --guest`
+    #[command(name = "guest-inside", hide = true)]
+    GuestInside(GuestInsideArgs),
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -643,9 +646,49 @@ pub struct RunArgs {
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::probes::selection::set_arg)]
     pub sets: Vec<(String, serde_json::Value)>,
     #[command(flatten)]
+    pub guest: GuestArgs,
+    #[command(flatten)]
     pub keep: KeepArgs,
     #[command(flatten)]
     pub output: JsonArg,
+}
+
+/// `run --guest`: the probes inside a QEMU guest, counted exactly.
+#[derive(Args, Debug, Clone, Default)]
+pub struct GuestArgs {
+    /// Run the probes inside a QEMU guest (TCG) booting this kernel: an image path or a Debian
+    /// kernel package (fetched once, cached). Counts instructions, loads and stores per operation,
+    /// user and kernel apart, exactly; keeps one run per kernel and --append set (repeatable)
+    #[arg(long = "guest", value_name = "KERNEL")]
+    pub kernels: Vec<String>,
+    /// With --guest: kernel parameters, e.g. "mitigations=off" (repeatable: every kernel boots
+    /// once per set; "" for none)
+    #[arg(long, value_name = "PARAMS", requires = "kernels")]
+    pub append: Vec<String>,
+    /// With --guest: operations in the shorter counted window (the other has twice as many)
+    #[arg(long, value_name = "N", requires = "kernels",
+          default_value_t = crate::suite::guest::DEFAULT_ITERATIONS)]
+    pub guest_iterations: u64,
+    /// With --guest: QEMU's CPU model, e.g. Skylake-Client (the kernel chooses its mitigations by
+    /// the CPU it sees; `qemu-system-x86_64 -cpu help` lists them) [default: QEMU's qemu64]
+    #[arg(long, value_name = "MODEL", requires = "kernels")]
+    pub guest_cpu: Option<String>,
+    /// With --guest: give up on a guest that has not finished after this long, boot included
+    #[arg(long, value_name = "DURATION", requires = "kernels",
+          default_value = crate::suite::guest::DEFAULT_TIMEOUT,
+          value_parser = crate::units::duration_arg)]
+    pub guest_timeout: u64,
+}
+
+/// What the guest's init runs: `osmeter guest-inside`.
+#[derive(Args, Debug, Clone)]
+pub struct GuestInsideArgs {
+    #[arg(long, default_value_t = crate::suite::guest::DEFAULT_ITERATIONS)]
+    pub iterations: u64,
+    /// Where the report lines go (the guest's second serial port)
+    #[arg(long)]
+    pub report: PathBuf,
+    pub probes: Vec<String>,
 }
 
 /// How figures are measured: shared by `run` and `paper`.

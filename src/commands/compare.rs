@@ -3,10 +3,10 @@
 use crate::cli::CompareArgs;
 use crate::error::{EXIT_BUSY, EXIT_OK, EXIT_THRESHOLD};
 use crate::results::compare::{
-    compare as compare_runs, history, text, BusyRun, CompareConfig, Verdict,
+    common_kind, compare as compare_runs, exact, history, text, BusyRun, CompareConfig, Verdict,
 };
 use crate::results::keep::Tag;
-use crate::results::model::Run;
+use crate::results::model::{Run, RunKind};
 use crate::results::store::{resolve_id, Location, RunFilter, Store};
 use crate::usage;
 use anyhow::Result;
@@ -120,6 +120,9 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     };
     let ra: Vec<&Run> = a.iter().collect();
     let rb: Vec<&Run> = b.iter().collect();
+    if common_kind(&ra, &rb)? == RunKind::Guest {
+        return exact_guest(&ra, &rb, args);
+    }
     let mut c = compare_runs(&ra, &rb, &config)?;
     c.history_runs = history_runs;
     if !c.busy.is_empty() && !args.force {
@@ -141,6 +144,33 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         if !bad.is_empty() {
             eprintln!(
                 "osmeter: {} figure(s) slower by more than {pct} %: {}",
+                bad.len(),
+                bad.join(", ")
+            );
+            return Ok(EXIT_THRESHOLD);
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// Guest runs: exact counts, every difference shown; --fail-if-slower applies to instruction
+/// counts that grew by more than the percentage.
+fn exact_guest(a: &[&Run], b: &[&Run], args: &CompareArgs) -> Result<i32> {
+    let c = exact::compare(a, b)?;
+    if args.output.json {
+        super::emit_json(&c)?;
+    } else {
+        super::emit(&exact::render(&c, args.all))?;
+    }
+    if let Some(pct) = args.fail_if_slower {
+        let bad: Vec<String> = c
+            .changed()
+            .filter(|r| r.event == "instructions" && r.ratio.is_some_and(|x| x > 1.0 + pct / 100.0))
+            .map(|r| format!("{} {}.{}", r.figure, r.mode, r.event))
+            .collect();
+        if !bad.is_empty() {
+            eprintln!(
+                "osmeter: {} count(s) grew by more than {pct} %: {}",
                 bad.len(),
                 bad.join(", ")
             );

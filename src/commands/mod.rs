@@ -4,6 +4,7 @@ pub mod compare;
 pub mod completions;
 pub mod export;
 pub mod fleet;
+pub mod guest;
 pub mod history;
 pub mod info;
 pub mod latency;
@@ -47,6 +48,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Memsim(args) => memsim::memsim(&args),
         Command::MeasureWorker => crate::suite::worker::serve(),
         Command::Paper(args) => paper::paper(&args),
+        Command::GuestInside(args) => guest::inside(&args),
         Command::CpuMix(args) => {
             crate::probes::cpu::run_counted_cycles(args.cycles);
             Ok(0)

@@ -8,6 +8,9 @@ use crate::results::table;
 use anyhow::Result;
 
 pub fn run(args: &RunArgs) -> Result<i32> {
+    if !args.guest.kernels.is_empty() {
+        return super::guest::run(args);
+    }
     let config = RunConfig::from_args(args)?;
     crate::latency::tracefs::sweep_stale_instances();
     let run = crate::run::measure(&config)?;

@@ -87,6 +87,9 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         if let Some(doc) = &run.sections.stat {
             body.push_str(&crate::stat::render(doc));
         }
+        if let Some(doc) = &run.sections.guest {
+            body.push_str(&crate::results::guest::render(doc));
+        }
         super::emit(&(head + &body))?;
     }
     Ok(0)

@@ -6,6 +6,7 @@ pub mod export;
 pub mod figure;
 pub mod fingerprint;
 pub mod fleet;
+pub mod guest;
 pub mod history;
 pub mod keep;
 pub mod machine;

@@ -52,11 +52,17 @@ pub struct Sections {
     pub memsim: Option<crate::memsim::document::MemsimDoc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stat: Option<crate::stat::StatDoc>,
+    /// Probes counted inside a QEMU guest (`run --guest`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<crate::results::guest::GuestDoc>,
 }
 
 impl Sections {
     pub fn is_empty(&self) -> bool {
-        self.latency.is_none() && self.memsim.is_none() && self.stat.is_none()
+        self.latency.is_none()
+            && self.memsim.is_none()
+            && self.stat.is_none()
+            && self.guest.is_none()
     }
 
     /// The kind of the document held (a run holds one).
@@ -67,6 +73,8 @@ impl Sections {
             Some(RunKind::Memsim)
         } else if self.stat.is_some() {
             Some(RunKind::Stat)
+        } else if self.guest.is_some() {
+            Some(RunKind::Guest)
         } else {
             None
         }
@@ -123,6 +131,8 @@ pub enum RunKind {
     Stat,
     Latency,
     Memsim,
+    /// `osmeter run --guest`: probes counted inside a QEMU guest.
+    Guest,
 }
 
 impl RunKind {
@@ -132,6 +142,7 @@ impl RunKind {
             RunKind::Stat => "stat",
             RunKind::Latency => "latency",
             RunKind::Memsim => "memsim",
+            RunKind::Guest => "guest",
         }
     }
 
@@ -141,6 +152,7 @@ impl RunKind {
             RunKind::Stat,
             RunKind::Latency,
             RunKind::Memsim,
+            RunKind::Guest,
         ]
         .into_iter()
         .find(|k| k.as_str() == name)

@@ -5,6 +5,7 @@
 //! figure is done after its first rounds). The caller gives the validated configuration and gets
 //! measurements back.
 
+pub mod guest;
 pub mod worker;
 
 use crate::harness::aggregate::{self, RoundRecord};

@@ -57,7 +57,7 @@ fn missing_packages() -> Vec<&'static str> {
         .collect()
 }
 
-fn ensure_packages(install: bool) -> Result<()> {
+pub(crate) fn ensure_packages(install: bool) -> Result<()> {
     let missing = missing_packages();
     if missing.is_empty() {
         return Ok(());
@@ -66,7 +66,8 @@ fn ensure_packages(install: bool) -> Result<()> {
     let root = unsafe { libc::geteuid() } == 0;
     if !install || !root {
         bail!(
-            "osmeter trace --system needs the Debian package{} {}: install {} (or run as root with --install)",
+            "osmeter's QEMU guest (trace --system, run --guest) needs the Debian package{} {}: \
+             install {} (or, as root, `osmeter trace --system --install`)",
             if missing.len() > 1 { "s" } else { "" },
             missing.join(", "),
             if missing.len() > 1 { "them" } else { "it" }
@@ -89,7 +90,7 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-const INIT_PREAMBLE: &str = "#!/bin/busybox sh\n\
+pub(crate) const INIT_PREAMBLE: &str = "#!/bin/busybox sh\n\
          /bin/busybox mount -t proc proc /proc\n\
          /bin/busybox mount -t sysfs sys /sys\n\
          /bin/busybox mount -t devtmpfs dev /dev\n\
@@ -116,7 +117,7 @@ fn init_script(argv: &[String]) -> String {
 
 /// The guest's file system for this capture; returns it with the command to run.
 /// The directories and busybox every guest has.
-fn base_initramfs() -> Result<Initramfs> {
+pub(crate) fn base_initramfs() -> Result<Initramfs> {
     let mut fs = Initramfs::new();
     for d in [
         "/proc", "/sys", "/dev", "/tmp", "/work", "/bin", "/sbin", "/usr/bin",
@@ -177,14 +178,14 @@ fn symbols_cache(k: &Kernel) -> PathBuf {
 /// Stops QEMU when the time is up (SIGKILL: a hung guest gets no say) or when the user presses
 /// Ctrl-C (SIGTERM: QEMU exits in order, so the plugin flushes what it traced), unless told the
 /// guest finished first.
-struct Watchdog {
+pub(crate) struct Watchdog {
     done: Arc<AtomicBool>,
     fired: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Watchdog {
-    fn start(pid: u32, timeout: Duration) -> Watchdog {
+    pub(crate) fn start(pid: u32, timeout: Duration) -> Watchdog {
         let done = Arc::new(AtomicBool::new(false));
         let fired = Arc::new(AtomicBool::new(false));
         let (d, f) = (done.clone(), fired.clone());
@@ -213,7 +214,7 @@ impl Watchdog {
         }
     }
 
-    fn stop(mut self) -> bool {
+    pub(crate) fn stop(mut self) -> bool {
         self.done.store(true, Ordering::SeqCst);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -257,6 +258,9 @@ fn read_symbols(qemu_bin: &Path, kernel: &Kernel, cache: &Path) -> Result<()> {
         initrd: &initrd,
         memory_mib: 256,
         plugin: None,
+        count: false,
+        append: "",
+        cpu: None,
         console: &console,
         symbols: &dump,
     };
@@ -341,6 +345,9 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
         initrd: &initrd,
         memory_mib: opts.memory_mib,
         plugin: Some((&plugin, 3)),
+        count: false,
+        append: "",
+        cpu: None,
         console: &console,
         symbols: Path::new("/dev/null"),
     };

@@ -70,11 +70,31 @@ pub fn from_path(path: &Path) -> Result<Kernel> {
             path.display()
         );
     }
+    check_bzimage(path)?;
     Ok(Kernel {
         image: path.to_path_buf(),
         label: path.display().to_string(),
         key: content_key(path)?,
     })
+}
+
+/// Refuses a file without the x86 boot protocol's header (the "HdrS" magic at 0x202), which
+/// QEMU would otherwise boot into a silent hang or a terse "linux kernel too old to load a ram
+/// disk".
+fn check_bzimage(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let mut head = [0u8; 0x206];
+    let mut f = std::fs::File::open(path)
+        .with_context(|| format!("cannot read kernel {}", path.display()))?;
+    let got = f.read(&mut head).unwrap_or(0);
+    if got < head.len() || &head[0x202..0x206] != b"HdrS" {
+        bail!(
+            "{} is not an x86 Linux kernel image (no bzImage header): give a bzImage/vmlinuz \
+             file such as /boot/vmlinuz-*, or a Debian kernel package name",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// The concrete package a meta-package depends on (`linux-image-cloud-amd64` ->
@@ -84,11 +104,11 @@ fn resolve_package(name: &str) -> Result<String> {
         .args(["depends", name])
         .output()
         .context(
-            "cannot run apt-cache: a Debian kernel package needs apt; or give --kernel PATH",
-        )?;
+        "cannot run apt-cache: a Debian kernel package needs apt; or give the kernel image's path",
+    )?;
     if !out.status.success() {
         bail!(
-            "apt-cache does not know {name}: {} (run apt-get update, or give --kernel PATH)",
+            "apt-cache does not know {name}: {} (run apt-get update, or give the kernel image's path)",
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
@@ -133,10 +153,10 @@ pub fn from_package(name: &str) -> Result<Kernel> {
         .args(["download", &package])
         .current_dir(&download)
         .output()
-        .context("cannot run apt-get to fetch the guest kernel; or give --kernel PATH")?;
+        .context("cannot run apt-get to fetch the guest kernel; or give the kernel image's path")?;
     if !out.status.success() {
         bail!(
-            "apt-get download {package} failed: {} (check the package sources, or give --kernel PATH)",
+            "apt-get download {package} failed: {} (check the package sources, or give the kernel image's path)",
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
@@ -183,12 +203,29 @@ mod tests {
     fn the_key_changes_with_the_content() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        std::fs::write(&a, b"kernel one").unwrap();
-        std::fs::write(&b, b"kernel two").unwrap();
+        let image = |tail: &[u8]| {
+            let mut v = vec![0u8; 0x202];
+            v.extend_from_slice(b"HdrS");
+            v.extend_from_slice(tail);
+            v
+        };
+        std::fs::write(&a, image(b"one")).unwrap();
+        std::fs::write(&b, image(b"two")).unwrap();
         let ka = from_path(&a).unwrap();
         assert_eq!(ka.key, from_path(&a).unwrap().key);
         assert_ne!(ka.key, from_path(&b).unwrap().key);
-        assert!(ka.key.ends_with("-10"));
+        assert!(ka.key.ends_with(&format!("-{}", 0x206 + 3)));
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_kernel_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("notes.txt");
+        std::fs::write(&f, vec![b'x'; 4096]).unwrap();
+        let err = from_path(&f).unwrap_err().to_string();
+        assert!(err.contains("not an x86 Linux kernel image"), "{err}");
+        std::fs::write(&f, b"short").unwrap();
+        assert!(from_path(&f).is_err());
     }
 
     #[test]

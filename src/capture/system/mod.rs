@@ -9,8 +9,10 @@
 //! QEMU to load, never linking it.
 
 pub mod capture;
+pub mod count;
 pub mod initramfs;
 pub mod kernel;
+pub mod marker;
 pub mod qemu;
 pub mod stream;
 pub mod workloads;

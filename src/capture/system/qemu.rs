@@ -26,6 +26,14 @@ pub struct GuestConfig<'a> {
     /// The plugin and the descriptor it writes to in QEMU's process; none for a boot that only
     /// reads the kernel's symbol table.
     pub plugin: Option<(&'a Path, i32)>,
+    /// The plugin counts (instructions, loads, stores per mode, totals at each marker) instead
+    /// of streaming every reference.
+    pub count: bool,
+    /// Kernel parameters added after [`KERNEL_ARGS`] (a later one wins where they clash).
+    pub append: &'a str,
+    /// QEMU's CPU model (`-cpu`), when not its default: the kernel picks its mitigations by
+    /// the CPU it sees.
+    pub cpu: Option<&'a str>,
     pub console: &'a Path,
     /// Where the guest's second serial port (its symbol table) goes.
     pub symbols: &'a Path,
@@ -49,22 +57,37 @@ impl GuestConfig<'_> {
             format!("memory-backend-memfd,id=osmeter-ram,size={ram}"),
         ])
         .args(["-m".to_string(), format!("{}M", self.memory_mib)])
-        .args(["-smp", "1", "-icount", "shift=0,sleep=off"])
-        .args(["-rtc", "base=2020-01-01T00:00:00,clock=vm"])
-        .arg("-kernel")
-        .arg(self.kernel)
-        .arg("-initrd")
-        .arg(self.initrd)
-        .args(["-append", KERNEL_ARGS])
-        .arg("-serial")
-        .arg(format!("file:{}", self.console.display()))
-        .arg("-serial")
-        .arg(format!("file:{}", self.symbols.display()));
+        .args(["-smp", "1", "-icount", "shift=0,sleep=off"]);
+        if let Some(model) = self.cpu {
+            c.args(["-cpu", model]);
+        }
+        c.args(["-rtc", "base=2020-01-01T00:00:00,clock=vm"])
+            .arg("-kernel")
+            .arg(self.kernel)
+            .arg("-initrd")
+            .arg(self.initrd)
+            .args(["-append", &self.cmdline()])
+            .arg("-serial")
+            .arg(format!("file:{}", self.console.display()))
+            .arg("-serial")
+            .arg(format!("file:{}", self.symbols.display()));
         if let Some((plugin, fd)) = self.plugin {
-            c.arg("-plugin")
-                .arg(format!("{},fd={fd},ram={ram}", plugin.display()));
+            let mode = if self.count { "count" } else { "trace" };
+            c.arg("-plugin").arg(format!(
+                "{},fd={fd},ram={ram},mode={mode}",
+                plugin.display()
+            ));
         }
         c
+    }
+
+    /// The kernel command line: osmeter's repeatable base, then the user's parameters.
+    pub fn cmdline(&self) -> String {
+        if self.append.trim().is_empty() {
+            KERNEL_ARGS.to_string()
+        } else {
+            format!("{KERNEL_ARGS} {}", self.append.trim())
+        }
     }
 }
 
@@ -192,6 +215,9 @@ mod tests {
             initrd: p,
             memory_mib: 256,
             plugin: Some((Path::new("/p.so"), 3)),
+            count: false,
+            append: "mitigations=off",
+            cpu: Some("Skylake-Client"),
             console: p,
             symbols: p,
         };
@@ -203,7 +229,9 @@ mod tests {
         let joined = args.join(" ");
         assert!(joined.contains("-icount shift=0,sleep=off"));
         assert!(joined.contains("-smp 1"));
-        assert!(joined.contains("/p.so,fd=3,ram=268435456"));
+        assert!(joined.contains("/p.so,fd=3,ram=268435456,mode=trace"));
+        assert!(joined.contains("initramfs_async=0 mitigations=off"));
+        assert!(joined.contains("-cpu Skylake-Client"));
         assert!(joined.contains("size=268435456"));
         assert!(joined.contains("nokaslr"));
     }

@@ -3,6 +3,7 @@
 
 pub mod rank;
 
+pub mod exact;
 pub mod history;
 mod judge;
 pub mod text;
@@ -420,6 +421,16 @@ pub fn common_kind(a: &[&Run], b: &[&Run]) -> anyhow::Result<RunKind> {
 pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result<Comparison> {
     let kind = common_kind(a, b)?;
     let busy = busy_runs(a, b);
+    // Guest counts are exact: any difference is a change, however small.
+    let exact = CompareConfig {
+        min_effect: 0.0,
+        ..config.clone()
+    };
+    let config = if kind == RunKind::Guest {
+        &exact
+    } else {
+        config
+    };
     let (sa, sb) = (gather(a), gather(b));
     let mut figures = Vec::new();
     // Keep the order of the first run's own table.

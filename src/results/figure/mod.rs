@@ -9,6 +9,7 @@
 //! exact (a simulation gives the same result for the same input).
 
 pub mod bench;
+mod guest;
 mod latency;
 mod memsim;
 mod stat;
@@ -80,6 +81,12 @@ impl Run {
                 .memsim
                 .as_ref()
                 .map(memsim::figures)
+                .unwrap_or_default(),
+            RunKind::Guest => self
+                .sections
+                .guest
+                .as_ref()
+                .map(guest::figures)
                 .unwrap_or_default(),
         }
     }

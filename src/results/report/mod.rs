@@ -12,6 +12,7 @@ mod bars;
 mod comparison;
 mod counters;
 mod fingerprint;
+mod guest;
 mod hbars;
 pub mod html;
 mod latency;
@@ -127,6 +128,7 @@ pub fn sections() -> Vec<Box<dyn Section>> {
         Box::new(stat::Stat),
         Box::new(latency::Latency),
         Box::new(memsim::Memsim),
+        Box::new(guest::Guest),
         Box::new(paper::ThenAndNow(crate::papers::PaperId::Ousterhout89)),
         Box::new(paper::ThenAndNow(crate::papers::PaperId::Chen96)),
         Box::new(paper::ThenAndNow(crate::papers::PaperId::ChenBershad93)),

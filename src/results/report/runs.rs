@@ -65,6 +65,14 @@ fn how(r: &Run) -> String {
             ),
             None => String::new(),
         },
+        RunKind::Guest => match &r.sections.guest {
+            Some(d) => format!(
+                "guest {}, {} operations per counted window, exact counts",
+                crate::results::guest::side_label(d),
+                d.iterations
+            ),
+            None => String::new(),
+        },
     }
 }
 

@@ -1,0 +1,29 @@
+//! The figures of a guest run: per probe, instructions, loads and stores per operation, user and
+//! kernel apart. Counted in a deterministic guest, every figure is exact.
+
+use super::{Direction, Figure, Role};
+use crate::results::guest::GuestDoc;
+use crate::results::model::Status;
+use crate::units::Unit;
+
+pub fn figures(doc: &GuestDoc) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for p in doc.probes.iter().filter(|p| p.status == Status::Ok) {
+        let Some(c) = &p.per_op else { continue };
+        let group = p.probe.split('.').next().unwrap_or(&p.probe);
+        for (mode, counts) in c.modes() {
+            for (event, v) in counts.by_name() {
+                let mut f = Figure::exact(
+                    format!("{} {mode}.{event}", p.label()),
+                    group,
+                    Unit::Count,
+                    Direction::Lower,
+                    v,
+                );
+                f.role = Role::Os;
+                out.push(f);
+            }
+        }
+    }
+    out
+}

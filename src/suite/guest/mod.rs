@@ -1,0 +1,297 @@
+//! `osmeter run --guest KERNEL`: the selected probes run inside a QEMU guest (TCG, icount) that
+//! boots the given kernel, and osmeter's QEMU plugin counts every instruction, load and store,
+//! user and kernel apart, between markers the in-guest harness sets around each probe's loop.
+//! The guest is deterministic, so the counts are exact: two kernels, or one kernel with two sets
+//! of parameters, compare without statistics.
+//!
+//! Pieces: `inside` runs in the guest, `image` builds its file system, `counts` turns the guest's
+//! report and the plugin's totals into a document; this module picks the probes and boots each
+//! kernel in turn.
+
+pub mod counts;
+pub mod image;
+pub mod inside;
+
+use crate::capture::system::{capture, count, kernel, qemu};
+use crate::probes::{self, ProbeDef};
+use crate::results::guest::{GuestDoc, GuestProbe};
+use crate::results::model::{Params, Status};
+use crate::usage;
+use anyhow::Result;
+use std::path::Path;
+use std::time::Duration;
+
+pub struct GuestRequest {
+    /// Kernel image paths or Debian kernel package names, each booted in turn.
+    pub kernels: Vec<String>,
+    /// Sets of kernel parameters; every kernel boots once per set (none: once, with none).
+    pub appends: Vec<String>,
+    pub targets: Vec<String>,
+    pub iterations: u64,
+    /// QEMU's CPU model for every guest, when not QEMU's default.
+    pub cpu: Option<String>,
+    pub timeout: Duration,
+    pub memory_mib: u32,
+}
+
+/// Guest memory: room for osmeter, its scratch files and the probes' buffers.
+pub const MEMORY_MIB: u32 = 512;
+pub const DEFAULT_TIMEOUT: &str = "5min";
+pub const DEFAULT_ITERATIONS: u64 = 1000;
+
+/// Why a probe cannot be counted in the guest, or None when it can.
+pub fn not_in_guest(def: &ProbeDef) -> Option<&'static str> {
+    if def.group() == "app" {
+        return Some(
+            "an application workload: its programs and data live on the host, not in the guest",
+        );
+    }
+    if def.role() == crate::results::figure::Role::Hardware {
+        return Some(
+            "a hardware figure: QEMU's TCG models no caches or memory timing, so counts in the \
+             guest say nothing about it",
+        );
+    }
+    None
+}
+
+/// The probes to run in the guest, and those skipped with the reason.
+fn choose(targets: &[String]) -> Result<(Vec<String>, Vec<GuestProbe>)> {
+    let (selected, _) = probes::selection::select(targets)?;
+    let mut run = Vec::new();
+    let mut skipped = Vec::new();
+    for s in selected {
+        match not_in_guest(s.probe) {
+            None => run.push(s.probe.id.to_string()),
+            Some(why) => skipped.push(GuestProbe {
+                probe: s.probe.id.to_string(),
+                params: Params::new(),
+                status: Status::Skipped,
+                reason: Some(why.to_string()),
+                iterations: 0,
+                per_op: None,
+            }),
+        }
+    }
+    Ok((run, skipped))
+}
+
+/// A kernel image path (anything with a `/`, or an existing file) or a Debian package name.
+fn resolve_kernel(spec: &str) -> Result<kernel::Kernel> {
+    let path = Path::new(spec);
+    if spec.contains('/') || path.is_file() {
+        return kernel::from_path(path).map_err(|e| usage!("--guest {spec}: {e:#}"));
+    }
+    let _lock = kernel::lock_cache()?;
+    kernel::from_package(spec).map_err(|e| usage!("--guest {spec}: {e:#}"))
+}
+
+fn guest_label(k: &kernel::Kernel, append: &str) -> String {
+    if append.is_empty() {
+        k.label.clone()
+    } else {
+        format!("{} [{append}]", k.label)
+    }
+}
+
+/// The end of the console, with the kernel's panic line first where it panicked (the lines
+/// after it, a call trace, would push it out of the tail).
+fn console_lines(console: &str) -> String {
+    let tail = qemu::console_tail(console, 12);
+    if tail.is_empty() {
+        return "  (nothing: the kernel printed nothing before it stopped)".into();
+    }
+    match console.lines().rev().find(|l| l.contains("Kernel panic")) {
+        Some(p) if !tail.contains(p.trim_end_matches('\r')) => {
+            format!("  | {}\n  | ...\n{tail}", p.trim_end_matches('\r'))
+        }
+        _ => tail,
+    }
+}
+
+/// Why a guest gave no document, with the end of its console.
+fn failure(
+    stop: counts::Stop,
+    c: &count::Counted,
+    label: &str,
+    timeout: Duration,
+) -> anyhow::Error {
+    let tail = console_lines(&c.console);
+    let how = if c.timed_out {
+        format!("did not finish within {timeout:?} (a hung boot, or probes too slow under TCG: raise --guest-timeout or lower --guest-iterations)")
+    } else {
+        format!(
+            "stopped ({}; a kernel panic, or a kernel that cannot boot here){}",
+            c.status,
+            match c.qemu_errors.trim() {
+                "" => String::new(),
+                e => format!("; QEMU said: {e}"),
+            }
+        )
+    };
+    match stop {
+        counts::Stop::NotStarted => anyhow::anyhow!(
+            "the guest booting {label} {how} before osmeter ran in it; last console lines:\n{tail}"
+        ),
+        counts::Stop::CutShort(last) => anyhow::anyhow!(
+            "the guest booting {label} {how} after {}; last console lines:\n{tail}",
+            last.map_or("starting osmeter".to_string(), |l| format!("counting {l}"))
+        ),
+        counts::Stop::Mismatch(m) => anyhow::anyhow!(
+            "the guest booting {label} gave counts that do not fit its report ({m}); this is a \
+             bug in osmeter: please report it with the kernel's name"
+        ),
+    }
+}
+
+/// What every boot of one command shares.
+struct Prepared<'a> {
+    req: &'a GuestRequest,
+    qemu: std::path::PathBuf,
+    qemu_version: String,
+    initrd: std::path::PathBuf,
+    scratch: &'a Path,
+    skipped: Vec<GuestProbe>,
+}
+
+/// Boots one kernel with one parameter set and turns what it counted into a document.
+fn count_one(p: &Prepared, k: &kernel::Kernel, append: &str) -> Result<GuestDoc> {
+    let label = guest_label(k, append);
+    let boot_dir = p
+        .scratch
+        .join(format!("boot-{}", crate::clock::new_run_id()));
+    std::fs::create_dir(&boot_dir)?;
+    eprintln!("osmeter: booting {label} under QEMU (TCG, icount) to count the probes");
+    let start = std::time::Instant::now();
+    let counted = count::boot(&count::CountBoot {
+        qemu: &p.qemu,
+        kernel: k,
+        initrd: &p.initrd,
+        memory_mib: p.req.memory_mib,
+        append,
+        cpu: p.req.cpu.as_deref(),
+        timeout: p.req.timeout,
+        scratch: &boot_dir,
+    })?;
+    if crate::interrupt::requested() {
+        return Err(crate::interrupt::Interrupted.into());
+    }
+    let meta = counts::Meta {
+        kernel: k.label.clone(),
+        kernel_key: k.key.clone(),
+        append: append.to_string(),
+        cmdline: counted.cmdline.clone(),
+        qemu: p.qemu_version.clone(),
+        iterations: p.req.iterations,
+        cpu: p.req.cpu.clone(),
+    };
+    let mut doc = counts::document(&counted.report, &counted.marks, meta)
+        .map_err(|stop| failure(stop, &counted, &label, p.req.timeout))?;
+    doc.probes.extend(p.skipped.iter().cloned());
+    eprintln!(
+        "osmeter: {label}: counted in {:.1} s, boot included (TCG time: not kept)",
+        start.elapsed().as_secs_f64()
+    );
+    let _ = std::fs::remove_dir_all(&boot_dir);
+    Ok(doc)
+}
+
+/// Boots each kernel with each parameter set in turn and hands every document, with the time its
+/// boot started, to `each` as soon as it is complete (so that what was counted is kept if a later
+/// kernel fails).
+pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<()>) -> Result<()> {
+    // First, so that Ctrl-C at any point stops in order and the scratch directory goes.
+    crate::interrupt::install();
+    capture::ensure_packages(false)?;
+    let qemu = qemu::find_qemu()?;
+    let (ids, skipped) = choose(&req.targets)?;
+    let kernels: Vec<kernel::Kernel> = req
+        .kernels
+        .iter()
+        .map(|k| resolve_kernel(k))
+        .collect::<Result<_>>()?;
+    let appends = if req.appends.is_empty() {
+        vec![String::new()]
+    } else {
+        req.appends.iter().map(|a| a.trim().to_string()).collect()
+    };
+    let scratch = crate::scratch::ScratchDir::create(&std::env::temp_dir(), "guest")?;
+    if crate::interrupt::requested() {
+        return Err(crate::interrupt::Interrupted.into());
+    }
+    let (initrd, size) = image::build(scratch.path(), &ids, req.iterations)?;
+    eprintln!(
+        "osmeter: guest file system {:.1} MiB (zstd), {} probe(s) to count, {} skipped",
+        size as f64 / (1 << 20) as f64,
+        ids.len(),
+        skipped.len()
+    );
+    let prepared = Prepared {
+        req,
+        qemu_version: count::qemu_version(&qemu),
+        qemu,
+        initrd,
+        scratch: scratch.path(),
+        skipped,
+    };
+    for k in &kernels {
+        for append in &appends {
+            let started_at = crate::clock::now_rfc3339();
+            each(count_one(&prepared, k, append)?, started_at)?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an iteration count the windows cannot use.
+pub fn check_iterations(n: u64) -> Result<u64> {
+    if n == 0 || n > 1_000_000 {
+        return Err(usage!(
+            "--guest-iterations {n}: give 1 to 1000000 operations per counted window"
+        ));
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn applications_and_hardware_figures_are_skipped_with_the_reason() {
+        let (run, skipped) =
+            choose(&["syscall.null".into(), "memory.latency".into(), "app".into()]).unwrap();
+        assert_eq!(run, vec!["syscall.null".to_string()]);
+        assert!(skipped
+            .iter()
+            .any(|p| p.probe == "memory.latency" && p.reason.as_ref().unwrap().contains("TCG")));
+        assert!(skipped
+            .iter()
+            .filter(|p| p.probe.starts_with("app."))
+            .all(|p| p.status == Status::Skipped && p.reason.as_ref().unwrap().contains("host")));
+        assert!(choose(&["no.such".into()]).is_err());
+    }
+
+    #[test]
+    fn the_panic_line_leads_the_console_tail() {
+        let mut console =
+            String::from("boot\r\n[ 2.0] Kernel panic - not syncing: VFS: no root\r\n");
+        for i in 0..20 {
+            console.push_str(&format!("[ 2.1] trace line {i}\r\n"));
+        }
+        let lines = console_lines(&console);
+        assert!(
+            lines.starts_with("  | [ 2.0] Kernel panic - not syncing"),
+            "{lines}"
+        );
+        assert!(lines.ends_with("trace line 19"), "{lines}");
+        assert!(console_lines("").contains("printed nothing"));
+        assert_eq!(console_lines("a\nb\n"), "  | a\n  | b");
+    }
+
+    #[test]
+    fn a_bad_iteration_count_is_a_usage_error() {
+        assert!(check_iterations(0).is_err());
+        assert_eq!(check_iterations(10).unwrap(), 10);
+    }
+}
