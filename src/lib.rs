@@ -9,8 +9,8 @@
 //! that will take it away, and the list may only shrink).
 //!
 //! ```text
-//! 1 base      clock console error files guard interrupt memory_room mounts programs progress
-//!             scratch stats suggest text units
+//! 1 base      clock console error files guard interrupt kernel_parts memory_room mounts programs
+//!             progress scratch stats suggest text units
 //! 2 meter     meter
 //! 3 results   results
 //! 4 engines   apps budget capture harness latency memsim stat
@@ -36,6 +36,7 @@ pub mod files;
 pub mod guard;
 pub mod harness;
 pub mod interrupt;
+pub mod kernel_parts;
 pub mod latency;
 pub mod memory_room;
 pub mod memsim;
