@@ -13,7 +13,7 @@
 //!             progress scratch stats suggest text units
 //! 2 meter     meter
 //! 3 results   results
-//! 4 engines   apps budget capture harness latency memsim stat
+//! 4 engines   apps budget capture harness latency memsim profile stat
 //! 5 probes    probes run suite
 //! 6 papers    papers
 //! 7 cli       cli config shell_files
@@ -44,6 +44,7 @@ pub mod meter;
 pub mod mounts;
 pub mod papers;
 pub mod probes;
+pub mod profile;
 pub mod programs;
 pub mod progress;
 pub mod results;

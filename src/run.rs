@@ -87,6 +87,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
         Default::default()
     };
     let mut run = Run {
+        profiles: None,
         schema: RUN_SCHEMA.to_string(),
         id: crate::clock::new_run_id(),
         started_at,

@@ -10,6 +10,7 @@ pub mod history;
 pub mod keep;
 pub mod model;
 pub mod params;
+pub mod profile;
 pub mod report;
 pub mod store;
 pub mod table;

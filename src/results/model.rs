@@ -38,6 +38,9 @@ pub struct Run {
     /// document with a "schema" key, kept beside the microbenchmark measurements.
     #[serde(default, skip_serializing_if = "Sections::is_empty")]
     pub sections: Sections,
+    /// Where each figure's time goes (`run --profile`); absent in runs without profiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<crate::results::profile::Profiles>,
 }
 
 /// The documents of the parts of osmeter other than `run`, under their kind's name.
@@ -88,6 +91,7 @@ impl Run {
             measurements: Vec::new(),
             interrupted: false,
             sections: Sections::default(),
+            profiles: None,
         }
     }
 

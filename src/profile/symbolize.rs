@@ -1,0 +1,134 @@
+//! Names for sampled addresses: kernel addresses from /proc/kallsyms, user addresses from the
+//! mappings of the process that was sampled (`binary+0xOFFSET` into the mapped file). An address
+//! nothing names stays an address: a wrong name would send the reader after the wrong function.
+
+use crate::kernel_parts::{component_of, Component, SymbolTable};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// A named frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub name: String,
+    /// Kernel frames with a symbol only.
+    pub component: Option<Component>,
+}
+
+/// One mapping of a process: [start, end) maps `path` from file offset `offset`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub offset: u64,
+    pub path: String,
+}
+
+#[derive(Default)]
+pub struct Symbolizer {
+    kernel: Option<SymbolTable>,
+    /// Why kernel addresses stay addresses, if they do.
+    pub kernel_note: Option<String>,
+    maps: HashMap<u32, Vec<Mapping>>,
+    cache: HashMap<(bool, u32, u64), Frame>,
+}
+
+impl Symbolizer {
+    /// Kernel symbols from `kallsyms` (normally /proc/kallsyms); an unreadable or hidden table
+    /// leaves kernel addresses unnamed, with the reason in [`Symbolizer::kernel_note`].
+    pub fn new(kallsyms: &Path) -> Symbolizer {
+        match SymbolTable::load(kallsyms) {
+            Ok(t) => Symbolizer {
+                kernel: Some(t),
+                ..Symbolizer::default()
+            },
+            Err(e) => Symbolizer {
+                kernel_note: Some(format!("kernel functions are addresses: {e:#}")),
+                ..Symbolizer::default()
+            },
+        }
+    }
+
+    pub fn with_kernel(table: Option<SymbolTable>) -> Symbolizer {
+        Symbolizer {
+            kernel: table,
+            ..Symbolizer::default()
+        }
+    }
+
+    /// Reads the mappings of `pid` while it is alive; a process already gone leaves its user
+    /// addresses unnamed.
+    pub fn read_maps(&mut self, pid: u32) {
+        if self.maps.contains_key(&pid) {
+            return;
+        }
+        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+            self.maps.insert(pid, parse_maps(&text));
+        }
+    }
+
+    pub fn set_maps(&mut self, pid: u32, maps: Vec<Mapping>) {
+        self.maps.insert(pid, maps);
+    }
+
+    pub fn kernel(&mut self, addr: u64) -> Frame {
+        let table = &self.kernel;
+        self.cache
+            .entry((true, 0, addr))
+            .or_insert_with(|| match table.as_ref().and_then(|t| t.lookup(addr)) {
+                Some(f) => Frame {
+                    name: match &f.module {
+                        Some(m) => format!("{} [{m}]", f.name),
+                        None => f.name.clone(),
+                    },
+                    component: Some(component_of(&f.name)),
+                },
+                None => Frame {
+                    name: format!("{addr:#x}"),
+                    component: None,
+                },
+            })
+            .clone()
+    }
+
+    pub fn user(&mut self, pid: u32, addr: u64) -> Frame {
+        let maps = self.maps.get(&pid);
+        self.cache
+            .entry((false, pid, addr))
+            .or_insert_with(|| {
+                let name = maps
+                    .and_then(|m| m.iter().find(|m| m.start <= addr && addr < m.end))
+                    .filter(|m| !m.path.is_empty())
+                    .map(|m| {
+                        let file = m.path.rsplit('/').next().unwrap_or(&m.path);
+                        format!("{file}+{:#x}", addr - m.start + m.offset)
+                    })
+                    .unwrap_or_else(|| format!("{addr:#x}"));
+                Frame {
+                    name,
+                    component: None,
+                }
+            })
+            .clone()
+    }
+}
+
+/// `/proc/PID/maps` lines: `start-end perms offset dev inode [path]`.
+pub fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(|line| {
+            let mut f = line.split_whitespace();
+            let (start, end) = f.next()?.split_once('-')?;
+            let _perms = f.next()?;
+            let offset = u64::from_str_radix(f.next()?, 16).ok()?;
+            let _dev = f.next()?;
+            let _inode = f.next()?;
+            let path = f.collect::<Vec<_>>().join(" ");
+            Some(Mapping {
+                start: u64::from_str_radix(start, 16).ok()?,
+                end: u64::from_str_radix(end, 16).ok()?,
+                offset,
+                path,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,118 @@
+//! Where a probe's time goes: the document `run --profile` stores beside the figures (one profile
+//! per figure, from sampling rounds of its own), and its compact text. docs/profiles.md describes
+//! every field.
+
+use crate::kernel_parts::Component;
+use crate::meter::perf::sampling::SamplingSource;
+use serde::{Deserialize, Serialize};
+
+pub const PROFILES_SCHEMA: &str = "osmeter.profiles/1";
+
+/// Fewer samples than this say little about where the time goes: the figure says so instead.
+pub const FEW_SAMPLES: u64 = 100;
+
+/// The profiles of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Profiles {
+    pub schema: String,
+    /// Why no figure was profiled (the kernel refused to sample), if so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// Why the kernel's functions are addresses, not names (kallsyms unreadable or hidden), if so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_symbols: Option<String>,
+    #[serde(default)]
+    pub probes: Vec<ProbeProfile>,
+}
+
+impl Profiles {
+    pub fn refused(reason: String) -> Profiles {
+        Profiles {
+            schema: PROFILES_SCHEMA.into(),
+            refused: Some(reason),
+            ..Profiles::default()
+        }
+    }
+}
+
+/// One figure's profile. Times are nanoseconds of CPU per operation of the figure, on the measuring
+/// thread and the processes it started (partners of two-party probes).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeProfile {
+    /// The figure's label (`probe` or `probe[param=value]`).
+    pub label: String,
+    /// None when nothing was sampled.
+    pub source: Option<SamplingSource>,
+    pub samples: u64,
+    /// Samples the kernel dropped (ring full) and times it throttled the event.
+    pub lost: u64,
+    pub throttled: u64,
+    /// Operations run while sampling.
+    pub operations: u64,
+    /// CPU time the samples stand for, per operation: user + kernel.
+    pub ns_per_op: f64,
+    pub user_ns_per_op: f64,
+    pub kernel_ns_per_op: f64,
+    /// Kernel time by component, largest first.
+    pub components: Vec<ComponentShare>,
+    /// Functions by the time spent in them (self time), largest first, at most [`TOP_FUNCTIONS`].
+    pub functions: Vec<FunctionShare>,
+    /// Call stacks, root first, frames joined by `;`, with their sample counts (the folded format
+    /// of flamegraph.pl), most frequent first, at most [`MAX_STACKS`].
+    pub folded: Vec<FoldedStack>,
+    /// What limits this profile (too few samples, samples lost), for the reader.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+pub const TOP_FUNCTIONS: usize = 20;
+pub const MAX_STACKS: usize = 2000;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComponentShare {
+    pub component: Component,
+    pub ns_per_op: f64,
+    pub samples: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionShare {
+    /// The symbol, `binary+0xOFFSET` for user code without one, or `0xADDRESS` where no symbol
+    /// covers the address (never a guessed name).
+    pub name: String,
+    pub kernel: bool,
+    /// Kernel functions only; an address with no symbol takes its nearest named caller's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<Component>,
+    pub ns_per_op: f64,
+    pub samples: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FoldedStack {
+    pub stack: String,
+    pub samples: u64,
+}
+
+impl ProbeProfile {
+    /// The kernel's share of the sampled time, 0 to 1.
+    pub fn kernel_share(&self) -> f64 {
+        if self.ns_per_op > 0.0 {
+            self.kernel_ns_per_op / self.ns_per_op
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The folded stacks of every profile, each prefixed with its figure's label as the root frame,
+/// as flamegraph.pl, inferno and speedscope read them.
+pub fn folded_text(profiles: &Profiles) -> String {
+    let mut out = String::new();
+    for p in &profiles.probes {
+        for s in &p.folded {
+            out.push_str(&format!("{};{} {}\n", p.label, s.stack, s.samples));
+        }
+    }
+    out
+}
