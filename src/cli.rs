@@ -674,6 +674,11 @@ pub struct MeasureArgs {
     /// Do not open perf_event counters (time and interference only)
     #[arg(long)]
     pub no_counters: bool,
+    /// After the timed rounds, sample every figure's workload in a round of its own (cycles, or
+    /// cpu-clock without a PMU) and store where its time goes: user and kernel, kernel component,
+    /// function and call stack (`show`, `export --format folded`; see docs/profiles.md)
+    #[arg(long)]
+    pub profile: bool,
     /// Install the Debian packages the selected app workloads need (apt-get; root) before
     /// measuring; without it a workload whose package is missing is skipped, naming it (`paper
     /// chen-bershad93`: QEMU and busybox for its full-system trace)

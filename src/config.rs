@@ -42,6 +42,8 @@ pub struct RunConfig {
     pub cpu: usize,
     pub scratch_parent: PathBuf,
     pub counters: bool,
+    /// `--profile`: a sampling round of every figure after its timed rounds.
+    pub profile: bool,
     pub fifo: Option<i32>,
     /// Install the Debian packages of the selected app workloads first (`--install`).
     pub install: bool,
@@ -148,6 +150,7 @@ impl RunConfig {
             cpu,
             scratch_parent,
             counters: !args.measure.no_counters,
+            profile: args.measure.profile,
             fifo: args.measure.fifo,
             install: args.measure.install,
             fs: args.measure.fs,

@@ -87,6 +87,9 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         if let Some(doc) = &run.sections.stat {
             body.push_str(&crate::stat::render(doc));
         }
+        if let Some(profiles) = &run.profiles {
+            body.push_str(&crate::results::profile::render(profiles));
+        }
         super::emit(&(head + &body))?;
     }
     Ok(0)

@@ -5,6 +5,7 @@
 //! figure is done after its first rounds). The caller gives the validated configuration and gets
 //! measurements back.
 
+mod profiling;
 pub mod worker;
 
 use crate::harness::aggregate::{self, RoundRecord};
@@ -74,6 +75,8 @@ pub struct SuiteConfig<'a> {
     pub cpu: usize,
     pub fifo: Option<i32>,
     pub counters: bool,
+    /// After the timed rounds, one sampling round of every measured figure (`--profile`).
+    pub profile: bool,
     /// The run's scratch directory, which the caller removes afterwards.
     pub scratch: &'a Path,
     /// Where the file-system probes work.
@@ -89,6 +92,8 @@ pub struct SuiteOutcome {
     pub overhead: Option<Overhead>,
     /// Stopped by Ctrl-C or SIGTERM: some rounds were not measured.
     pub interrupted: bool,
+    /// With `profile`: where each figure's time goes.
+    pub profiles: Option<crate::results::profile::Profiles>,
 }
 
 /// Where the run is, for a progress line.
@@ -164,6 +169,7 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
         state.total += slots.len();
         state.measure(config, &slots, progress)?;
     }
+    let profiles = profiling::profile_all(config, &mut state, progress)?;
     let interrupted = state.interrupted;
     let measurements = config
         .variants
@@ -180,6 +186,7 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
         measurements,
         overhead: median_overhead(&state.overheads),
         interrupted,
+        profiles,
     })
 }
 
@@ -230,13 +237,8 @@ struct State {
 
 impl State {
     /// Measures the given rounds in order, each in a fresh process.
-    fn measure(
-        &mut self,
-        config: &SuiteConfig,
-        slots: &[Slot],
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<()> {
-        let job = |task: Task| Job {
+    fn job(config: &SuiteConfig, task: Task) -> Job {
+        Job {
             cpu: config.cpu,
             fifo: config.fifo,
             counters: config.counters,
@@ -244,7 +246,16 @@ impl State {
             scratch: config.scratch.to_path_buf(),
             file_systems: config.file_systems,
             task,
-        };
+        }
+    }
+
+    fn measure(
+        &mut self,
+        config: &SuiteConfig,
+        slots: &[Slot],
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<()> {
+        let job = |task: Task| Self::job(config, task);
         let rounds = config.rounds.max(slots.last().map_or(0, |s| s.round + 1));
         for slot in slots {
             if interrupt::requested() {
@@ -327,7 +338,7 @@ impl State {
                     self.interrupted = true;
                     return Ok(());
                 }
-                Report::Overhead(_) => {
+                Report::Overhead(_) | Report::Profile(..) | Report::ProfileRefused(_) => {
                     bail!("a measuring process answered the wrong task; this is a bug")
                 }
             }

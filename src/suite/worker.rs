@@ -63,6 +63,14 @@ pub enum Task {
         /// Iterations per sample an earlier round of this figure settled on.
         iterations_hint: Option<u64>,
     },
+    /// The workload of one probe variant under sampling (`run --profile`), not timed.
+    Profile {
+        probe: String,
+        params: Params,
+        scale: Scale,
+        label: String,
+        iterations_hint: Option<u64>,
+    },
 }
 
 /// A worker's answer.
@@ -76,6 +84,10 @@ pub enum Report {
     Failed(String),
     /// Stopped by Ctrl-C before anything was kept.
     Interrupted,
+    /// Where a figure's time goes, and why kernel functions stayed addresses if they did.
+    Profile(Box<crate::results::profile::ProbeProfile>, Option<String>),
+    /// The kernel refused to sample, and why: no figure of this run can be profiled.
+    ProfileRefused(String),
 }
 
 /// How to start a worker: this executable by default.
@@ -357,6 +369,9 @@ fn measure(job: &Job) -> Result<Report> {
     if let Some(prio) = job.fifo {
         placement::set_fifo(prio)?;
     }
+    if let Task::Profile { .. } = &job.task {
+        return super::profiling::serve(job);
+    }
     let mut sensors = SystemSensors::new(job.counters, Some(job.cpu));
     match &job.task {
         Task::Overhead => Ok(Report::Overhead(crate::harness::measure_overhead(
@@ -389,5 +404,6 @@ fn measure(job: &Job) -> Result<Report> {
                 )?)),
             }
         }
+        Task::Profile { .. } => unreachable!("served above"),
     }
 }

@@ -2,6 +2,10 @@
 //! per figure, from sampling rounds of its own), and its compact text. docs/profiles.md describes
 //! every field.
 
+mod text;
+
+pub use text::render;
+
 use crate::kernel_parts::Component;
 use crate::meter::perf::sampling::SamplingSource;
 use serde::{Deserialize, Serialize};
@@ -106,12 +110,15 @@ impl ProbeProfile {
 }
 
 /// The folded stacks of every profile, each prefixed with its figure's label as the root frame,
-/// as flamegraph.pl, inferno and speedscope read them.
+/// as flamegraph.pl, inferno and speedscope read them. Frames are stored names: a `;` or a line
+/// break in one (written by another host) would split it, so they become `_`.
 pub fn folded_text(profiles: &Profiles) -> String {
+    let clean = |s: &str| s.replace(['\n', '\r'], "_");
     let mut out = String::new();
     for p in &profiles.probes {
         for s in &p.folded {
-            out.push_str(&format!("{};{} {}\n", p.label, s.stack, s.samples));
+            let label = clean(&p.label).replace([';', ' '], "_");
+            out.push_str(&format!("{label};{} {}\n", clean(&s.stack), s.samples));
         }
     }
     out
