@@ -73,7 +73,7 @@ fn time_per_operation_by_component_function_and_stack() {
     let jit = p
         .functions
         .iter()
-        .find(|f| f.name == "0xffffffffc0001234")
+        .find(|f| f.name == "0xffffffffc0001xxx")
         .unwrap();
     assert_eq!(jit.component, Some(Component::Security));
     let user = p.functions.iter().find(|f| !f.kernel).unwrap();
@@ -105,9 +105,9 @@ fn hidden_kernel_symbols_leave_addresses_and_lost_samples_are_told() {
     };
     let mut sym = Symbolizer::with_kernel(None);
     let p = profile("x", &got, &mut sym);
-    assert_eq!(p.functions[0].name, "0xffffffff81000210");
+    assert_eq!(p.functions[0].name, "0xffffffff81000xxx");
     assert_eq!(p.components[0].component, Component::Other);
     // The user frame of a process whose mappings were never read stays an address too.
-    assert_eq!(p.folded[0].stack, "0x5010;0xffffffff81000210");
+    assert_eq!(p.folded[0].stack, "0x5010;0xffffffff81000xxx");
     assert!(p.notes.iter().any(|n| n.contains("3 samples lost")));
 }

@@ -1,6 +1,9 @@
 //! Names for sampled addresses: kernel addresses from /proc/kallsyms, user addresses from the
 //! mappings of the process that was sampled (`binary+0xOFFSET` into the mapped file). An address
 //! nothing names stays an address: a wrong name would send the reader after the wrong function.
+//! Unnamed kernel code is named by its 4 KiB page (`0xffffffffc0025xxx`): the JIT-compiled BPF
+//! programs that kallsyms does not list (seccomp's) each fill pages of their own, so one program
+//! stays one frame instead of one per instruction sampled.
 
 use crate::kernel_parts::{component_of, Component, SymbolTable};
 use std::collections::HashMap;
@@ -80,10 +83,11 @@ impl Symbolizer {
                         Some(m) => format!("{} [{m}]", f.name),
                         None => f.name.clone(),
                     },
-                    component: Some(component_of(&f.name)),
+                    // A BPF program counts where it was run from (seccomp, a tracepoint, ...).
+                    component: (!runs_bpf(&f.name)).then(|| component_of(&f.name)),
                 },
                 None => Frame {
-                    name: format!("{addr:#x}"),
+                    name: format!("{:x}xxx", addr >> 12).replacen("", "0x", 1),
                     component: None,
                 },
             })
@@ -110,6 +114,14 @@ impl Symbolizer {
             })
             .clone()
     }
+}
+
+/// A BPF program (JIT-compiled and listed, or the interpreter running one).
+fn runs_bpf(name: &str) -> bool {
+    name.starts_with("bpf_prog_")
+        || name.starts_with("___bpf_prog_run")
+        || name.starts_with("__bpf_prog_run")
+        || name.starts_with("bpf_dispatcher_")
 }
 
 /// `/proc/PID/maps` lines: `start-end perms offset dev inode [path]`.

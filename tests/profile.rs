@@ -1,0 +1,238 @@
+//! `run --profile` end to end: real sampling of real probes, real kernel symbols, a real seccomp
+//! filter as the known answer, a real refusal by the kernel.
+
+mod common;
+
+use common::{is_root, TestEnv, FAST};
+use serde_json::Value;
+use std::collections::HashSet;
+
+/// Root reads kallsyms' addresses and samples kernel call chains at any perf_event_paranoid.
+fn can_profile() -> bool {
+    if !is_root() {
+        eprintln!("skipped: kernel call chains need root here");
+    }
+    is_root()
+}
+
+fn kernel_function_names() -> HashSet<String> {
+    std::fs::read_to_string("/proc/kallsyms")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .collect()
+}
+
+fn profile_of(run: &Value) -> &Value {
+    let p = &run["profiles"];
+    assert_eq!(p["schema"], "osmeter.profiles/1", "{p}");
+    assert!(p["refused"].is_null(), "refused: {}", p["refused"]);
+    &p["probes"][0]
+}
+
+fn component_ns(profile: &Value, name: &str) -> f64 {
+    profile["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["component"] == name)
+        .map_or(0.0, |c| c["ns_per_op"].as_f64().unwrap())
+}
+
+#[test]
+fn a_syscall_probe_profile_names_real_kernel_functions_and_is_shown_and_exported() {
+    if !can_profile() {
+        return;
+    }
+    let env = TestEnv::new();
+    let mut args = vec!["run", "syscall.null", "--profile", "--json"];
+    args.extend_from_slice(FAST);
+    let run = env.json(&args);
+    assert_eq!(run["measurements"][0]["status"], "ok");
+    let p = profile_of(&run);
+    assert_eq!(p["label"], "syscall.null");
+    assert!(p["samples"].as_u64().unwrap() > 0);
+    assert!(p["kernel_ns_per_op"].as_f64().unwrap() > 0.0, "{p}");
+    let known = kernel_function_names();
+    let kernel: Vec<&str> = p["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kernel"] == true)
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(kernel.iter().any(|n| known.contains(*n)), "{kernel:?}");
+    for name in &kernel {
+        let bare = name.split(" [").next().unwrap();
+        assert!(
+            known.contains(bare) || (bare.starts_with("0x") && bare.ends_with("xxx")),
+            "{name} is neither a kernel symbol nor an address"
+        );
+    }
+
+    let id = run["id"].as_str().unwrap();
+    let show = env.osmeter().args(["show", id]).output().unwrap();
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(text.contains("Where the time goes"), "{text}");
+    assert!(text.contains("samples on cpu-clock") || text.contains("samples on cycles"));
+    let section = &text[text.find("Where the time goes").unwrap()..];
+    assert!(
+        section.lines().all(|l| l.chars().count() <= 100),
+        "{section}"
+    );
+
+    let out = env
+        .osmeter()
+        .args(["export", id, "--format", "folded"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let folded = String::from_utf8(out.stdout).unwrap();
+    assert!(!folded.is_empty());
+    for line in folded.lines() {
+        let (stack, count) = line.rsplit_once(' ').unwrap();
+        assert!(stack.starts_with("syscall.null;"), "{line}");
+        assert!(count.parse::<u64>().unwrap() > 0, "{line}");
+    }
+}
+
+/// Issue 23's first known answer: a seccomp filter of 4000 instructions makes every system call
+/// slower, and the profile gives most of the kernel's extra time to the security component.
+#[test]
+fn a_seccomp_filter_is_found_in_the_security_component() {
+    if !can_profile() {
+        return;
+    }
+    if common::which("cc").is_none() {
+        eprintln!("skipped: scripts/seccomp-run needs a C compiler (apt-get install gcc)");
+        return;
+    }
+    let env = TestEnv::new();
+    let bin = assert_cmd::cargo::cargo_bin("osmeter");
+    let mut args = vec!["run", "syscall.null", "--profile", "--json", "--no-store"];
+    args.extend_from_slice(FAST);
+    let run_with = |filtered: bool| -> Value {
+        let mut cmd = if filtered {
+            let mut c = std::process::Command::new(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/seccomp-run"),
+            );
+            c.args(["4000", "--"]).arg(&bin);
+            c
+        } else {
+            std::process::Command::new(&bin)
+        };
+        let out = cmd
+            .args(&args)
+            .env("OSMETER_STORE", env.store())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let plain = run_with(false);
+    let filtered = run_with(true);
+    let (a, b) = (profile_of(&plain), profile_of(&filtered));
+    let kernel = |p: &Value| p["kernel_ns_per_op"].as_f64().unwrap();
+    let extra = kernel(b) - kernel(a);
+    assert!(extra > 0.0, "the filter added no kernel time: {a} {b}");
+    let security = component_ns(b, "security") - component_ns(a, "security");
+    let share = security / extra;
+    eprintln!(
+        "security gets {:.0} % of {extra:.0} ns/op more kernel time",
+        100.0 * share
+    );
+    assert!(
+        share > 0.5,
+        "security got {security:.0} of {extra:.0} ns/op"
+    );
+    // Named: the filter's runner, or the JIT-compiled program (unlisted pages) it calls.
+    let security_functions: Vec<&str> = b["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["component"] == "security")
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        security_functions
+            .iter()
+            .any(|n| n.contains("seccomp") || n.ends_with("xxx")),
+        "{security_functions:?}"
+    );
+}
+
+/// Sets perf_event_paranoid for the test's life and puts the old value back, also on panic.
+struct Paranoid(Option<String>);
+
+const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
+
+impl Paranoid {
+    /// At least 2: no kernel samples for unprivileged users.
+    fn refusing() -> Paranoid {
+        let old = std::fs::read_to_string(PARANOID).unwrap();
+        if old.trim().parse::<i32>().unwrap() >= 2 {
+            return Paranoid(None);
+        }
+        std::fs::write(PARANOID, "2").unwrap();
+        Paranoid(Some(old))
+    }
+}
+
+impl Drop for Paranoid {
+    fn drop(&mut self) {
+        if let Some(old) = &self.0 {
+            std::fs::write(PARANOID, old.trim()).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_refusing_kernel_gives_one_reason_and_a_run_without_profiles() {
+    let Some(mut nobody) = common::osmeter_as_nobody() else {
+        eprintln!("skipped: needs root and setpriv to run as nobody");
+        return;
+    };
+    let _paranoid = Paranoid::refusing();
+    let out = nobody
+        .args(["run", "syscall.null", "--profile", "--json", "--no-store"])
+        .args(FAST)
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["measurements"][0]["status"], "ok");
+    let p = &run["profiles"];
+    let reason = p["refused"].as_str().unwrap();
+    assert!(reason.contains("perf_event_paranoid"), "{reason}");
+    assert!(p["probes"].as_array().unwrap().is_empty(), "{p}");
+}
+
+#[test]
+fn folded_export_of_a_run_without_profiles_says_how_to_take_them() {
+    let env = TestEnv::new();
+    let id = env.run_id(&["syscall.null"]);
+    let target = env.dir.path().join("out.folded");
+    let out = env
+        .osmeter()
+        .args(["export", &id, "--format", "folded", "-o"])
+        .arg(&target)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no profiles") && err.contains("--profile"),
+        "{err}"
+    );
+    assert!(!target.exists(), "nothing written");
+    assert_eq!(common::entries(env.dir.path()), ["runs.db"]);
+}
