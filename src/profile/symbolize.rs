@@ -32,6 +32,8 @@ pub struct Symbolizer {
     /// Why kernel addresses stay addresses, if they do.
     pub kernel_note: Option<String>,
     maps: HashMap<u32, Vec<Mapping>>,
+    /// Function symbols of each mapped file, read once (None: none to read).
+    files: HashMap<String, Option<super::elf::ElfSymbols>>,
     cache: HashMap<(bool, u32, u64), Frame>,
 }
 
@@ -95,24 +97,37 @@ impl Symbolizer {
     }
 
     pub fn user(&mut self, pid: u32, addr: u64) -> Frame {
-        let maps = self.maps.get(&pid);
-        self.cache
-            .entry((false, pid, addr))
-            .or_insert_with(|| {
-                let name = maps
-                    .and_then(|m| m.iter().find(|m| m.start <= addr && addr < m.end))
-                    .filter(|m| !m.path.is_empty())
-                    .map(|m| {
+        if let Some(f) = self.cache.get(&(false, pid, addr)) {
+            return f.clone();
+        }
+        let mapping = self
+            .maps
+            .get(&pid)
+            .and_then(|m| m.iter().find(|m| m.start <= addr && addr < m.end))
+            .filter(|m| m.path.starts_with('/'));
+        let name = match mapping {
+            Some(m) => {
+                let offset = addr - m.start + m.offset;
+                let symbols = self
+                    .files
+                    .entry(m.path.clone())
+                    .or_insert_with(|| super::elf::ElfSymbols::read(&m.path));
+                match symbols.as_ref().and_then(|s| s.at_file_offset(offset)) {
+                    Some(name) => name.to_string(),
+                    None => {
                         let file = m.path.rsplit('/').next().unwrap_or(&m.path);
-                        format!("{file}+{:#x}", addr - m.start + m.offset)
-                    })
-                    .unwrap_or_else(|| format!("{addr:#x}"));
-                Frame {
-                    name,
-                    component: None,
+                        format!("{file}+{offset:#x}")
+                    }
                 }
-            })
-            .clone()
+            }
+            None => format!("{addr:#x}"),
+        };
+        let frame = Frame {
+            name,
+            component: None,
+        };
+        self.cache.insert((false, pid, addr), frame.clone());
+        frame
     }
 }
 
