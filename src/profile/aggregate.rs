@@ -13,7 +13,8 @@ use crate::results::profile::{
 };
 use std::collections::HashMap;
 
-/// What a profiling round gathered.
+/// What a profiling round gathered, handed from the worker to the run.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Gathered {
     pub source: SamplingSource,
     pub samples: Vec<Sample>,
@@ -34,7 +35,7 @@ impl Tally {
     }
 }
 
-pub fn profile(label: &str, got: &Gathered, sym: &mut Symbolizer) -> ProbeProfile {
+pub fn profile(label: &str, got: &Gathered, sym: &mut Symbolizer<'_>) -> ProbeProfile {
     let mut user = Tally::default();
     let mut kernel = Tally::default();
     let mut components: HashMap<Component, Tally> = HashMap::new();
@@ -115,7 +116,15 @@ pub fn profile(label: &str, got: &Gathered, sym: &mut Symbolizer) -> ProbeProfil
     let cut = folded.len().saturating_sub(MAX_STACKS);
     folded.truncate(MAX_STACKS);
     let samples = got.samples.len() as u64;
+    let distinct = |key: fn(&Sample) -> u32| {
+        let mut v: Vec<u32> = got.samples.iter().map(key).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.len() as u32
+    };
     ProbeProfile {
+        processes: distinct(|s| s.pid),
+        threads: distinct(|s| s.tid),
         label: label.to_string(),
         source: Some(got.source),
         samples,

@@ -10,8 +10,8 @@ ffffffff81000300 T __x64_sys_getppid
 ffffffff81000400 D some_data
 ";
 
-fn symbolizer() -> Symbolizer {
-    let mut sym = Symbolizer::with_kernel(Some(SymbolTable::parse(KALLSYMS).unwrap()));
+fn symbolizer(table: &SymbolTable) -> Symbolizer<'_> {
+    let mut sym = Symbolizer::with_kernel(Some(table));
     sym.set_maps(
         7,
         vec![Mapping {
@@ -59,8 +59,9 @@ fn time_per_operation_by_component_function_and_stack() {
         stats: RingStats::default(),
         operations: 1000,
     };
-    let p = profile("syscall.null", &got, &mut symbolizer());
-    assert_eq!(p.samples, 5);
+    let table = SymbolTable::parse(KALLSYMS).unwrap();
+    let p = profile("syscall.null", &got, &mut symbolizer(&table));
+    assert_eq!((p.samples, p.processes, p.threads), (5, 1, 1));
     // 5 samples of 50 us over 1000 operations: 250 ns each, 200 of it in the kernel.
     assert_eq!(p.ns_per_op, 250.0);
     assert_eq!(p.kernel_ns_per_op, 200.0);

@@ -11,8 +11,10 @@ const PT_LOAD: u32 = 1;
 const STT_FUNC: u8 = 2;
 
 pub struct ElfSymbols {
-    /// (start, end, name) sorted by start.
-    functions: Vec<(u64, u64, String)>,
+    /// (start, end, offset of the name in `names`) sorted by start; names are demangled only when
+    /// asked for (a debug build holds hundreds of thousands).
+    functions: Vec<(u64, u64, u32)>,
+    names: Vec<u8>,
     /// (file offset, size, virtual address) of each loadable segment.
     segments: Vec<(u64, u64, u64)>,
 }
@@ -62,7 +64,7 @@ impl ElfSymbols {
         let strings = section(u32_at(sym, 40)? as usize)?;
         let symbols = read_at(&file, u64_at(sym, 24)?, u64_at(sym, 32)?)?;
         let names = read_at(&file, u64_at(strings, 24)?, u64_at(strings, 32)?)?;
-        let mut functions: Vec<(u64, u64, String)> = symbols
+        let mut functions: Vec<(u64, u64, u32)> = symbols
             .chunks_exact(24)
             .filter(|s| s[4] & 0xf == STT_FUNC)
             .filter_map(|s| {
@@ -70,33 +72,32 @@ impl ElfSymbols {
                 if value == 0 || size == 0 {
                     return None;
                 }
-                let name_at = u32_at(s, 0)? as usize;
-                let raw = names.get(name_at..)?;
-                let raw = &raw[..raw.iter().position(|&b| b == 0)?];
-                Some((
-                    value,
-                    value + size,
-                    demangle(std::str::from_utf8(raw).ok()?),
-                ))
+                Some((value, value + size, u32_at(s, 0)?))
             })
             .collect();
         functions.sort_by_key(|f| f.0);
         (!functions.is_empty()).then_some(ElfSymbols {
             functions,
+            names,
             segments,
         })
     }
 
     /// The function at `offset` into the file, if a symbol covers it.
-    pub fn at_file_offset(&self, offset: u64) -> Option<&str> {
+    pub fn at_file_offset(&self, offset: u64) -> Option<String> {
         let &(seg_off, _, vaddr) = self
             .segments
             .iter()
             .find(|&&(o, size, _)| o <= offset && offset < o + size)?;
         let addr = offset - seg_off + vaddr;
         let i = self.functions.partition_point(|f| f.0 <= addr);
-        let (_, end, name) = self.functions.get(i.checked_sub(1)?)?;
-        (addr < *end).then_some(name.as_str())
+        let &(_, end, name_at) = self.functions.get(i.checked_sub(1)?)?;
+        if addr >= end {
+            return None;
+        }
+        let raw = self.names.get(name_at as usize..)?;
+        let raw = &raw[..raw.iter().position(|&b| b == 0)?];
+        Some(demangle(std::str::from_utf8(raw).ok()?))
     }
 }
 

@@ -13,16 +13,17 @@ pub mod symbolize;
 
 use crate::harness::Workload;
 use crate::interrupt;
+use crate::kernel_parts::SymbolTable;
 use crate::meter::perf::sampling::Sampler;
 use crate::results::profile::ProbeProfile;
 use aggregate::Gathered;
 use anyhow::Result;
-use std::path::Path;
 use std::time::{Duration, Instant};
+use symbolize::{Symbolizer, UserName};
 
 /// Time in the workload's timed region per figure: a few thousand samples at
 /// [`crate::meter::perf::sampling::SAMPLE_HZ`].
-pub const PROFILE_TIME: Duration = Duration::from_millis(250);
+pub const PROFILE_TIME: Duration = Duration::from_millis(150);
 /// A sample of the workload this short doubles its operations when no earlier round said how many.
 const SHORT_SAMPLE: Duration = Duration::from_millis(5);
 
@@ -64,17 +65,33 @@ pub fn sample_workload<W: Workload + ?Sized>(
     })
 }
 
-/// The profile of what was gathered, named with this machine's kernel symbols and the mappings
-/// of the sampled processes (to be called while they still run). The second value says why kernel
-/// functions stayed addresses, if they did.
-pub fn profile_of(label: &str, got: &Gathered) -> (ProbeProfile, Option<String>) {
-    let mut sym = symbolize::Symbolizer::new(Path::new("/proc/kallsyms"));
+/// Names of every user address sampled, from the mappings of the sampled processes: to be called
+/// in the worker while they still run.
+pub fn name_user_frames(got: &Gathered) -> Vec<UserName> {
+    let mut sym = Symbolizer::default();
     let mut pids: Vec<u32> = got.samples.iter().map(|s| s.pid).collect();
     pids.sort_unstable();
     pids.dedup();
     for pid in pids {
         sym.read_maps(pid);
     }
-    let profile = aggregate::profile(label, got, &mut sym);
-    (profile, sym.kernel_note.clone())
+    for s in &got.samples {
+        for &addr in s.user_chain.iter().chain((!s.in_kernel).then_some(&s.ip)) {
+            sym.user(s.pid, addr);
+        }
+    }
+    sym.user_names()
+}
+
+/// The profile of what a worker gathered, with the user names it found and this machine's kernel
+/// symbols (read once per run: `symbolize::kernel_symbols`).
+pub fn profile_of(
+    label: &str,
+    got: &Gathered,
+    user_names: Vec<UserName>,
+    kernel: Option<&SymbolTable>,
+) -> ProbeProfile {
+    let mut sym = Symbolizer::with_kernel(kernel);
+    sym.preset_user(user_names);
+    aggregate::profile(label, got, &mut sym)
 }

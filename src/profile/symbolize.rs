@@ -26,38 +26,51 @@ pub struct Mapping {
     pub path: String,
 }
 
+/// A user address of a process and its name, found in the worker (where the process lived) and
+/// handed to the run with the samples.
+pub type UserName = (u32, u64, String);
+
 #[derive(Default)]
-pub struct Symbolizer {
-    kernel: Option<SymbolTable>,
-    /// Why kernel addresses stay addresses, if they do.
-    pub kernel_note: Option<String>,
+pub struct Symbolizer<'k> {
+    kernel: Option<&'k SymbolTable>,
     maps: HashMap<u32, Vec<Mapping>>,
     /// Function symbols of each mapped file, read once (None: none to read).
     files: HashMap<String, Option<super::elf::ElfSymbols>>,
     cache: HashMap<(bool, u32, u64), Frame>,
 }
 
-impl Symbolizer {
-    /// Kernel symbols from `kallsyms` (normally /proc/kallsyms); an unreadable or hidden table
-    /// leaves kernel addresses unnamed, with the reason in [`Symbolizer::kernel_note`].
-    pub fn new(kallsyms: &Path) -> Symbolizer {
-        match SymbolTable::load(kallsyms) {
-            Ok(t) => Symbolizer {
-                kernel: Some(t),
-                ..Symbolizer::default()
-            },
-            Err(e) => Symbolizer {
-                kernel_note: Some(format!("kernel functions are addresses: {e:#}")),
-                ..Symbolizer::default()
-            },
-        }
-    }
+/// Kernel symbols from `kallsyms` (normally /proc/kallsyms), or why kernel addresses will stay
+/// unnamed (unreadable, or hidden by kptr_restrict).
+pub fn kernel_symbols(kallsyms: &Path) -> Result<SymbolTable, String> {
+    SymbolTable::load(kallsyms).map_err(|e| format!("kernel functions are addresses: {e:#}"))
+}
 
-    pub fn with_kernel(table: Option<SymbolTable>) -> Symbolizer {
+impl<'k> Symbolizer<'k> {
+    pub fn with_kernel(table: Option<&'k SymbolTable>) -> Symbolizer<'k> {
         Symbolizer {
             kernel: table,
             ..Symbolizer::default()
         }
+    }
+
+    /// Names found elsewhere (in the worker) for user addresses.
+    pub fn preset_user(&mut self, names: Vec<UserName>) {
+        for (pid, addr, name) in names {
+            let frame = Frame {
+                name,
+                component: None,
+            };
+            self.cache.insert((false, pid, addr), frame);
+        }
+    }
+
+    /// Every user address named so far.
+    pub fn user_names(&self) -> Vec<UserName> {
+        self.cache
+            .iter()
+            .filter(|((kernel, _, _), _)| !kernel)
+            .map(|(&(_, pid, addr), f)| (pid, addr, f.name.clone()))
+            .collect()
     }
 
     /// Reads the mappings of `pid` while it is alive; a process already gone leaves its user
@@ -76,10 +89,10 @@ impl Symbolizer {
     }
 
     pub fn kernel(&mut self, addr: u64) -> Frame {
-        let table = &self.kernel;
+        let table = self.kernel;
         self.cache
             .entry((true, 0, addr))
-            .or_insert_with(|| match table.as_ref().and_then(|t| t.lookup(addr)) {
+            .or_insert_with(|| match table.and_then(|t| t.lookup(addr)) {
                 Some(f) => Frame {
                     name: match &f.module {
                         Some(m) => format!("{} [{m}]", f.name),
@@ -113,7 +126,7 @@ impl Symbolizer {
                     .entry(m.path.clone())
                     .or_insert_with(|| super::elf::ElfSymbols::read(&m.path));
                 match symbols.as_ref().and_then(|s| s.at_file_offset(offset)) {
-                    Some(name) => name.to_string(),
+                    Some(name) => name,
                     None => {
                         let file = m.path.rsplit('/').next().unwrap_or(&m.path);
                         format!("{file}+{offset:#x}")

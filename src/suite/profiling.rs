@@ -6,10 +6,14 @@
 use super::worker::{self, Job, Report, Task};
 use super::{Progress, State, SuiteConfig};
 use crate::interrupt;
+use crate::kernel_parts::SymbolTable;
 use crate::meter::perf::sampling::Sampler;
 use crate::probes::{self, Built, ProbeEnv};
+use crate::profile::profile_of;
+use crate::profile::symbolize::kernel_symbols;
 use crate::results::profile::{Profiles, PROFILES_SCHEMA};
 use anyhow::{anyhow, Context, Result};
+use std::path::Path;
 
 /// One sampling round of every figure that was measured, in the given order.
 pub(super) fn profile_all(
@@ -28,6 +32,8 @@ pub(super) fn profile_all(
         .filter(|&i| !state.gathered[i].records.is_empty())
         .collect();
     state.total += measured.len();
+    // Read once, at the first profile: every worker samples the same kernel.
+    let mut kernel: Option<Option<SymbolTable>> = None;
     for i in measured {
         if interrupt::requested() {
             state.interrupted = true;
@@ -48,16 +54,21 @@ pub(super) fn profile_all(
             probe: variant.probe.id.to_string(),
             params: variant.params.clone(),
             scale: variant.scale,
-            label: label.clone(),
             iterations_hint: state.gathered[i]
                 .records
                 .first()
                 .map(|r| r.outcome.iterations),
         };
         match worker::run_job(&config.worker, &State::job(config, task))? {
-            Report::Profile(p, kernel_note) => {
-                profiles.kernel_symbols = profiles.kernel_symbols.or(kernel_note);
-                profiles.probes.push(*p);
+            Report::Profile(got, names) => {
+                let table = kernel.get_or_insert_with(|| {
+                    let read = kernel_symbols(Path::new("/proc/kallsyms"));
+                    profiles.kernel_symbols = read.as_ref().err().cloned();
+                    read.ok()
+                });
+                profiles
+                    .probes
+                    .push(profile_of(&label, &got, names, table.as_ref()));
             }
             Report::ProfileRefused(reason) => {
                 profiles.refused = Some(reason);
@@ -92,7 +103,6 @@ pub(super) fn serve(job: &Job) -> Result<Report> {
         probe,
         params,
         scale,
-        label,
         iterations_hint,
     } = &job.task
     else {
@@ -114,8 +124,8 @@ pub(super) fn serve(job: &Job) -> Result<Report> {
         Built::Ready(mut work) => {
             let got =
                 crate::profile::sample_workload(&mut sampler, work.as_mut(), *iterations_hint)?;
-            let (profile, note) = crate::profile::profile_of(label, &got);
-            Ok(Report::Profile(Box::new(profile), note))
+            let names = crate::profile::name_user_frames(&got);
+            Ok(Report::Profile(Box::new(got), names))
         }
     }
 }

@@ -68,7 +68,6 @@ pub enum Task {
         probe: String,
         params: Params,
         scale: Scale,
-        label: String,
         iterations_hint: Option<u64>,
     },
 }
@@ -84,8 +83,11 @@ pub enum Report {
     Failed(String),
     /// Stopped by Ctrl-C before anything was kept.
     Interrupted,
-    /// Where a figure's time goes, and why kernel functions stayed addresses if they did.
-    Profile(Box<crate::results::profile::ProbeProfile>, Option<String>),
+    /// A figure's samples, with the names of their user addresses (the run names kernel ones).
+    Profile(
+        Box<crate::profile::aggregate::Gathered>,
+        Vec<crate::profile::symbolize::UserName>,
+    ),
     /// The kernel refused to sample, and why: no figure of this run can be profiled.
     ProfileRefused(String),
 }

@@ -55,7 +55,7 @@ impl SamplingSource {
 }
 
 /// One decoded sample. Chains are leaf first, without the kernel's context markers.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Sample {
     pub pid: u32,
     pub tid: u32,
@@ -69,7 +69,7 @@ pub struct Sample {
 }
 
 /// What a ring held besides samples.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RingStats {
     /// Samples the kernel dropped because the ring was full.
     pub lost: u64,

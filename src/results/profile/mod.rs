@@ -53,6 +53,12 @@ pub struct ProbeProfile {
     pub throttled: u64,
     /// Operations run while sampling.
     pub operations: u64,
+    /// Distinct processes and threads that samples were taken in: more than one when a partner
+    /// (or a workload's child) was sampled with the measuring thread.
+    #[serde(default)]
+    pub processes: u32,
+    #[serde(default)]
+    pub threads: u32,
     /// CPU time the samples stand for, per operation: user + kernel.
     pub ns_per_op: f64,
     pub user_ns_per_op: f64,

@@ -28,7 +28,7 @@ fn figure(out: &mut String, p: &ProbeProfile) {
     let label = escape_controls(&p.label);
     match p.source {
         Some(source) => {
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "{label}: {:.1} = user {:.1} + kernel {:.1} ({:.0} %), {} samples on {}",
                 p.ns_per_op,
@@ -38,6 +38,10 @@ fn figure(out: &mut String, p: &ProbeProfile) {
                 p.samples,
                 source.name()
             );
+            if p.processes > 1 {
+                let _ = write!(out, ", {} processes", p.processes);
+            }
+            out.push('\n');
         }
         None => {
             let _ = writeln!(out, "{label}:");
@@ -56,7 +60,12 @@ fn figure(out: &mut String, p: &ProbeProfile) {
             (true, None) => "kernel",
             (false, _) => "user",
         };
-        let name: String = escape_controls(&f.name).chars().take(WIDTH - 30).collect();
+        // The end of a long (Rust, C++) name is the function; its start is the path to it.
+        let full: Vec<char> = escape_controls(&f.name).chars().collect();
+        let name: String = match full.len().checked_sub(WIDTH - 33) {
+            Some(cut) if cut > 0 => "...".chars().chain(full[cut..].iter().copied()).collect(),
+            _ => full.into_iter().collect(),
+        };
         let _ = writeln!(out, "  {:>9.1}  {name}  ({place})", f.ns_per_op);
     }
     for note in &p.notes {
