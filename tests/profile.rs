@@ -236,3 +236,51 @@ fn folded_export_of_a_run_without_profiles_says_how_to_take_them() {
     assert!(!target.exists(), "nothing written");
     assert_eq!(common::entries(env.dir.path()), ["runs.db"]);
 }
+
+/// Ctrl-C while the second figure is being profiled: the run ends as interrupted (130) and keeps
+/// every timed figure and the profiles already taken.
+#[test]
+fn ctrl_c_during_profile_rounds_keeps_what_was_measured() {
+    use std::io::{BufRead, BufReader};
+    if !can_profile() {
+        return;
+    }
+    let env = TestEnv::new();
+    let mut child = env
+        .osmeter_std()
+        .args(["run", "syscall.null", "syscall.dup", "signal.install"])
+        .args(["--profile", "--json"])
+        .args(FAST)
+        .env("OSMETER_PROGRESS", "always")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut BufReader::new(stdout), &mut text).unwrap();
+        text
+    });
+    let mut profiling = 0;
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        if line.unwrap().contains("(profile)") {
+            profiling += 1;
+            if profiling == 2 {
+                // SAFETY: signalling the child this test started.
+                unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            }
+        }
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(profiling, 2, "profiling went on after Ctrl-C");
+    assert_eq!(status.code(), Some(130));
+    let run: Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
+    assert_eq!(run["interrupted"], true);
+    let ms = run["measurements"].as_array().unwrap();
+    assert_eq!(ms.len(), 3);
+    assert!(ms.iter().all(|m| m["status"] == "ok"), "{ms:?}");
+    let probes = run["profiles"]["probes"].as_array().unwrap();
+    assert!(!probes.is_empty() && probes.len() <= 2, "{probes:?}");
+    assert!(probes[0]["samples"].as_u64().unwrap() > 0);
+}
