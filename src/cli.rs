@@ -486,6 +486,10 @@ pub struct CompareArgs {
     /// Do not learn each figure's run-to-run spread from earlier runs of the same host
     #[arg(long)]
     pub no_history: bool,
+    /// For every figure that changed, the difference of its profiles (`run --profile`) per
+    /// operation by kernel component and by function (with --json: under "explain")
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     pub store: StoreArg,
     #[command(flatten)]

@@ -109,7 +109,7 @@ fn a_seccomp_filter_is_found_in_the_security_component() {
     }
     let env = TestEnv::new();
     let bin = assert_cmd::cargo::cargo_bin("osmeter");
-    let mut args = vec!["run", "syscall.null", "--profile", "--json", "--no-store"];
+    let mut args = vec!["run", "syscall.null", "--profile", "--json"];
     args.extend_from_slice(FAST);
     let run_with = |filtered: bool| -> Value {
         let mut cmd = if filtered {
@@ -162,6 +162,47 @@ fn a_seccomp_filter_is_found_in_the_security_component() {
             .iter()
             .any(|n| n.contains("seccomp") || n.ends_with("xxx")),
         "{security_functions:?}"
+    );
+
+    // compare --explain says the same: the security component got most of the difference.
+    let (ia, ib) = (
+        plain["id"].as_str().unwrap(),
+        filtered["id"].as_str().unwrap(),
+    );
+    let c = env.json(&["compare", ia, ib, "--explain", "--all", "--json"]);
+    let f = &c["explain"]["figures"][0];
+    assert_eq!(f["label"], "syscall.null", "{c}");
+    let (first, delta) = (
+        &f["components"][0],
+        f["kernel_ns_per_op"]["delta"].as_f64().unwrap(),
+    );
+    assert_eq!(first[0], "security", "{f}");
+    assert!(first[1]["delta"].as_f64().unwrap() > 0.5 * delta, "{f}");
+    let text = env
+        .osmeter()
+        .args(["compare", ia, ib, "--explain", "--all"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Why (profiles") && text.contains("security"),
+        "{text}"
+    );
+}
+
+#[test]
+fn explain_without_profiles_says_how_to_take_them() {
+    let env = TestEnv::new();
+    let (a, b) = (env.run_id(&["syscall.null"]), env.run_id(&["syscall.null"]));
+    let c = env.json(&["compare", &a, &b, "--explain", "--json"]);
+    let missing = c["explain"]["missing"].as_str().unwrap();
+    assert!(
+        missing.contains("neither side") && missing.contains("--profile"),
+        "{missing}"
+    );
+    assert!(
+        c["figures"].is_array(),
+        "the comparison itself is still there: {c}"
     );
 }
 

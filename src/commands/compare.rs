@@ -5,6 +5,7 @@ use crate::error::{EXIT_OK, EXIT_THRESHOLD};
 use crate::results::compare::{compare as compare_runs, history, text, CompareConfig, Verdict};
 use crate::results::keep::Tag;
 use crate::results::model::Run;
+use crate::results::profile::explain;
 use crate::results::store::{resolve_id, Location, RunFilter, Store};
 use crate::usage;
 use anyhow::Result;
@@ -97,10 +98,32 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     let rb: Vec<&Run> = b.iter().collect();
     let mut c = compare_runs(&ra, &rb, &config)?;
     c.history_runs = history_runs;
+    let explained = args.explain.then(|| {
+        let changed: Vec<String> = c
+            .figures
+            .iter()
+            .filter(|f| args.all || matches!(f.verdict, Verdict::Faster | Verdict::Slower))
+            .map(|f| f.key.clone())
+            .collect();
+        explain::explain(&ra, &rb, &changed)
+    });
     if args.output.json {
-        super::emit_json(&c)?;
+        #[derive(serde::Serialize)]
+        struct Explained<'a, C> {
+            #[serde(flatten)]
+            comparison: &'a C,
+            explain: &'a Option<explain::Explanation>,
+        }
+        match &explained {
+            Some(_) => super::emit_json(&Explained {
+                comparison: &c,
+                explain: &explained,
+            })?,
+            None => super::emit_json(&c)?,
+        }
     } else {
-        super::emit(&text::render(&c, args.all))?;
+        let why = explained.as_ref().map(explain::render).unwrap_or_default();
+        super::emit(&(text::render(&c, args.all) + &why))?;
     }
     if let Some(pct) = args.fail_if_slower {
         let limit = 1.0 - pct / 100.0;

@@ -2,6 +2,7 @@
 //! per figure, from sampling rounds of its own), and its compact text. docs/profiles.md describes
 //! every field.
 
+pub mod explain;
 mod text;
 
 pub use text::render;
