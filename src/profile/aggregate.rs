@@ -145,7 +145,8 @@ fn notes(samples: u64, stats: &RingStats, cut: usize) -> Vec<String> {
     let mut out = Vec::new();
     if samples < FEW_SAMPLES {
         out.push(format!(
-            "only {samples} samples: the probe ran too briefly to say where its time goes"
+            "only {samples} samples: the workload was on a CPU too briefly while sampled to say \
+             where its time goes (it may mostly wait, for I/O or a partner)"
         ));
     }
     if stats.lost > 0 {

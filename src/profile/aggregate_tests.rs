@@ -87,7 +87,9 @@ fn time_per_operation_by_component_function_and_stack() {
         }
     );
     assert!(
-        p.notes.iter().any(|n| n.contains("only 5 samples")),
+        p.notes
+            .iter()
+            .any(|n| n.contains("only 5 samples: the workload was on a CPU too briefly")),
         "{:?}",
         p.notes
     );
