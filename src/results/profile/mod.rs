@@ -130,3 +130,97 @@ pub fn folded_text(profiles: &Profiles) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::model::tests::empty_run;
+
+    fn profile(label: &str, security_ns: f64, entry_ns: f64) -> ProbeProfile {
+        ProbeProfile {
+            label: label.into(),
+            source: Some(SamplingSource::CpuClock),
+            samples: 1000,
+            operations: 10,
+            ns_per_op: 100.0 + security_ns + entry_ns,
+            user_ns_per_op: 100.0,
+            kernel_ns_per_op: security_ns + entry_ns,
+            components: vec![
+                ComponentShare {
+                    component: Component::Security,
+                    ns_per_op: security_ns,
+                    samples: 1,
+                },
+                ComponentShare {
+                    component: Component::EntryExit,
+                    ns_per_op: entry_ns,
+                    samples: 1,
+                },
+            ],
+            functions: vec![FunctionShare {
+                name: "__seccomp_filter".into(),
+                kernel: true,
+                component: Some(Component::Security),
+                ns_per_op: security_ns,
+                samples: 1,
+            }],
+            folded: vec![FoldedStack {
+                stack: "a;b".into(),
+                samples: 3,
+            }],
+            ..ProbeProfile::default()
+        }
+    }
+
+    #[test]
+    fn profiles_travel_with_the_run_and_runs_without_them_stay_as_they_were() {
+        let plain = serde_json::to_value(empty_run()).unwrap();
+        assert!(plain.get("profiles").is_none());
+        let mut run = empty_run();
+        run.profiles = Some(Profiles {
+            schema: PROFILES_SCHEMA.into(),
+            probes: vec![profile("syscall.null", 5.0, 50.0)],
+            ..Profiles::default()
+        });
+        let text = serde_json::to_string(&run).unwrap();
+        let back: crate::results::model::Run = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.profiles, run.profiles);
+        assert_eq!(
+            folded_text(run.profiles.as_ref().unwrap()),
+            "syscall.null;a;b 3\n"
+        );
+    }
+
+    #[test]
+    fn explain_gives_the_difference_to_the_component_and_function_that_grew() {
+        let with = |p: ProbeProfile| {
+            let mut r = empty_run();
+            r.profiles = Some(Profiles {
+                schema: PROFILES_SCHEMA.into(),
+                probes: vec![p],
+                ..Profiles::default()
+            });
+            r
+        };
+        let a1 = with(profile("syscall.null", 0.0, 50.0));
+        let a2 = with(profile("syscall.null", 10.0, 50.0));
+        let b = with(profile("syscall.null", 205.0, 55.0));
+        let e = explain::explain(&[&a1, &a2], &[&b], &["syscall.null".into()]);
+        assert_eq!(e.missing, None);
+        let f = &e.figures[0];
+        // A is the mean of its two runs.
+        assert_eq!(f.kernel_ns_per_op.a, 55.0);
+        assert_eq!(f.kernel_ns_per_op.delta, 205.0);
+        assert_eq!(f.components[0].0, Component::Security);
+        assert_eq!(f.components[0].1.delta, 200.0);
+        assert_eq!(f.components[1].1.delta, 5.0);
+        assert_eq!(f.functions[0].0, "__seccomp_filter");
+        let none = explain::explain(&[&empty_run()], &[&b], &["syscall.null".into()]);
+        assert!(none
+            .missing
+            .unwrap()
+            .contains("baseline (A) has no profiles"));
+        assert!(none.figures.is_empty());
+        assert!(explain::render(&e).contains("security     5.0 -> 205.0 (+200.0)"));
+    }
+}
