@@ -708,6 +708,10 @@ pub struct StatArgs {
     pub keep: KeepArgs,
     #[command(flatten)]
     pub output: JsonArg,
+    /// After the timed runs, run the command once more under sampling (its children too) and
+    /// store where its time goes with the run (`show`, `export --format folded`; docs/profiles.md)
+    #[arg(long)]
+    pub profile: bool,
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,

@@ -325,3 +325,31 @@ fn ctrl_c_during_profile_rounds_keeps_what_was_measured() {
     assert!(!probes.is_empty() && probes.len() <= 2, "{probes:?}");
     assert!(probes[0]["samples"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn stat_profile_samples_the_command_and_its_children_not_osmeter() {
+    if !can_profile() {
+        return;
+    }
+    let env = TestEnv::new();
+    let script = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; /bin/ls / >/dev/null";
+    let (out, id) = env.saved(&["stat", "-r", "1", "--profile", "--", "sh", "-c", script]);
+    assert!(out.contains("Where the time goes"), "{out}");
+    let run = env.json(&["show", &id, "--json"]);
+    let p = profile_of(&run);
+    assert!(p["samples"].as_u64().unwrap() > 0);
+    assert_eq!(p["operations"], 1);
+    // sh, and ls in a child of its own; never osmeter's own polling.
+    assert!(p["processes"].as_u64().unwrap() >= 1, "{p}");
+    let folded = env
+        .osmeter()
+        .args(["export", &id, "--format", "folded"])
+        .output()
+        .unwrap();
+    let folded = String::from_utf8(folded.stdout).unwrap();
+    assert!(!folded.is_empty());
+    assert!(
+        !folded.contains("osmeter::"),
+        "osmeter itself was sampled:\n{folded}"
+    );
+}

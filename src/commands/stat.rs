@@ -26,23 +26,33 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
     interrupt::install();
     let started_at = crate::clock::now_rfc3339();
     let doc = stat::measure(&config)?;
+    let profiles = match args.profile && !doc.interrupted && doc.failure.is_none() {
+        true => Some(stat::profile(&config)?),
+        false => None,
+    };
     let text = if args.output.json {
         serde_json::to_string_pretty(&doc)? + "\n"
     } else {
         stat::render(&doc)
+            + &profiles
+                .as_ref()
+                .map(crate::results::profile::render)
+                .unwrap_or_default()
     };
     super::emit_to(args.output_file.as_deref(), &text)?;
     if !doc.runs.is_empty() {
-        keeper.keep(
+        let mut run = keeper.run_of(
             Sections {
                 stat: Some(doc.clone()),
                 ..Default::default()
             },
             started_at,
-            doc.interrupted,
-        )?;
+            doc.interrupted || interrupt::requested(),
+        );
+        run.profiles = profiles;
+        keeper.save(&run)?;
     }
-    if doc.interrupted {
+    if doc.interrupted || interrupt::requested() {
         eprintln!("osmeter: interrupted; the runs above are all that was measured");
         return Ok(EXIT_INTERRUPTED);
     }

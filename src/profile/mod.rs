@@ -8,6 +8,7 @@
 //! processes still live (their mappings go with them).
 
 pub mod aggregate;
+pub mod command;
 pub mod elf;
 pub mod symbolize;
 
