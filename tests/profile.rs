@@ -89,6 +89,23 @@ fn a_syscall_probe_profile_names_real_kernel_functions_and_is_shown_and_exported
     assert!(out.status.success());
     let folded = String::from_utf8(out.stdout).unwrap();
     assert!(!folded.is_empty());
+
+    let page = env.dir.path().join("report.html");
+    env.osmeter()
+        .args(["report", id, "-o"])
+        .arg(&page)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("<section id=\"profiles\">"),
+        "no profiles section"
+    );
+    assert!(html.contains("<svg class=\"icicle\""), "no flame graph");
+    assert!(
+        html.contains("<title>syscall.null"),
+        "the root frame is the figure's label"
+    );
     for line in folded.lines() {
         let (stack, count) = line.rsplit_once(' ').unwrap();
         assert!(stack.starts_with("syscall.null;"), "{line}");

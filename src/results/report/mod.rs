@@ -20,6 +20,7 @@ mod memsim;
 mod memsim_curves;
 mod paper;
 pub mod plot;
+mod profiles;
 mod runs;
 mod stat;
 mod summary;
@@ -117,6 +118,7 @@ pub fn sections() -> Vec<Box<dyn Section>> {
         Box::new(bars::Bars::RATE),
         Box::new(memory_curve::MemoryCurve),
         Box::new(counters::Counters),
+        Box::new(profiles::Profiles),
         Box::new(apps::Apps),
         Box::new(stat::Stat),
         Box::new(latency::Latency),
