@@ -1,6 +1,8 @@
 //! `compare --explain`: for the figures that changed, the difference of their profiles per
 //! operation, by kernel component and by function. Each side's figure is the mean over the runs of
-//! that side that profiled it.
+//! that side that profiled it. The interval of a difference treats each side's sample count as
+//! Poisson (a share from n samples is uncertain by 1/sqrt(n) of itself): it says whether the
+//! samples could make the difference alone, not how the machine varies from run to run.
 
 use super::{ProbeProfile, Profiles};
 use crate::kernel_parts::Component;
@@ -37,20 +39,40 @@ pub struct Delta {
     pub a: f64,
     pub b: f64,
     pub delta: f64,
+    /// 95 % interval of `delta` from the sample counts.
+    pub ci95: [f64; 2],
 }
 
 impl Delta {
-    fn new(a: f64, b: f64) -> Delta {
+    /// From each side's (mean, standard error).
+    fn new((a, se_a): (f64, f64), (b, se_b): (f64, f64)) -> Delta {
         // A sum over nothing is -0.0: shown as 0.
         let (a, b) = (a + 0.0, b + 0.0);
-        Delta { a, b, delta: b - a }
+        let half = 1.96 * (se_a * se_a + se_b * se_b).sqrt();
+        Delta {
+            a,
+            b,
+            delta: b - a,
+            ci95: [b - a - half, b - a + half],
+        }
     }
 }
 
-/// Mean over the side's runs of what `pick` reads from `label`'s profile; None if no run of the
-/// side profiled the figure.
-fn mean_of(side: &[&Run], label: &str, pick: &dyn Fn(&ProbeProfile) -> f64) -> Option<f64> {
-    let values: Vec<f64> = side
+/// A value per operation and the samples it came from.
+type Picked = (f64, u64);
+
+fn kernel_samples(p: &ProbeProfile) -> u64 {
+    p.components.iter().map(|c| c.samples).sum()
+}
+
+/// Mean over the side's runs of what `pick` reads from `label`'s profile, and its standard error;
+/// None if no run of the side profiled the figure.
+fn mean_of(
+    side: &[&Run],
+    label: &str,
+    pick: &dyn Fn(&ProbeProfile) -> Picked,
+) -> Option<(f64, f64)> {
+    let values: Vec<Picked> = side
         .iter()
         .filter_map(|r| r.profiles.as_ref())
         .filter_map(|p: &Profiles| {
@@ -60,7 +82,16 @@ fn mean_of(side: &[&Run], label: &str, pick: &dyn Fn(&ProbeProfile) -> f64) -> O
         })
         .map(pick)
         .collect();
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    if values.is_empty() {
+        return None;
+    }
+    let k = values.len() as f64;
+    let mean = values.iter().map(|v| v.0).sum::<f64>() / k;
+    let variance: f64 = values
+        .iter()
+        .map(|&(v, n)| if n > 0 { v * v / n as f64 } else { 0.0 })
+        .sum();
+    Some((mean, variance.sqrt() / k))
 }
 
 pub fn explain(a: &[&Run], b: &[&Run], labels: &[String]) -> Explanation {
@@ -91,13 +122,13 @@ pub fn explain(a: &[&Run], b: &[&Run], labels: &[String]) -> Explanation {
 }
 
 fn figure(a: &[&Run], b: &[&Run], label: &str) -> Option<FigureExplanation> {
-    let both = |pick: &dyn Fn(&ProbeProfile) -> f64| -> Option<Delta> {
+    let both = |pick: &dyn Fn(&ProbeProfile) -> Picked| -> Option<Delta> {
         Some(Delta::new(
             mean_of(a, label, pick)?,
             mean_of(b, label, pick)?,
         ))
     };
-    let ns_per_op = both(&|p| p.ns_per_op)?;
+    let ns_per_op = both(&|p| (p.ns_per_op, p.samples))?;
     let mut components: Vec<(Component, Delta)> = Component::ALL
         .iter()
         .filter_map(|&c| {
@@ -105,8 +136,7 @@ fn figure(a: &[&Run], b: &[&Run], label: &str) -> Option<FigureExplanation> {
                 p.components
                     .iter()
                     .filter(|s| s.component == c)
-                    .map(|s| s.ns_per_op)
-                    .sum()
+                    .fold((0.0, 0), |(v, n), s| (v + s.ns_per_op, n + s.samples))
             };
             Some((c, both(&of)?)).filter(|(_, d)| d.a > 0.0 || d.b > 0.0)
         })
@@ -132,8 +162,7 @@ fn figure(a: &[&Run], b: &[&Run], label: &str) -> Option<FigureExplanation> {
                 p.functions
                     .iter()
                     .filter(|f| f.name == name)
-                    .map(|f| f.ns_per_op)
-                    .sum()
+                    .fold((0.0, 0), |(v, n), f| (v + f.ns_per_op, n + f.samples))
             };
             let d = both(&of)?;
             Some((name, d))
@@ -144,8 +173,11 @@ fn figure(a: &[&Run], b: &[&Run], label: &str) -> Option<FigureExplanation> {
     Some(FigureExplanation {
         label: label.to_string(),
         ns_per_op,
-        user_ns_per_op: both(&|p| p.user_ns_per_op)?,
-        kernel_ns_per_op: both(&|p| p.kernel_ns_per_op)?,
+        user_ns_per_op: both(&|p| {
+            let user = p.samples.saturating_sub(kernel_samples(p));
+            (p.user_ns_per_op, user)
+        })?,
+        kernel_ns_per_op: both(&|p| (p.kernel_ns_per_op, kernel_samples(p)))?,
         components,
         functions,
     })
@@ -161,14 +193,15 @@ pub fn render(e: &Explanation) -> String {
         out.push_str("  no changed figure was profiled on both sides\n");
     }
     for f in &e.figures {
-        let d = |x: &Delta| format!("{:.1} -> {:.1} ({:+.1})", x.a, x.b, x.delta);
+        let d = |x: &Delta| {
+            format!(
+                "{:.1} -> {:.1} ({:+.1}, {:+.1} to {:+.1})",
+                x.a, x.b, x.delta, x.ci95[0], x.ci95[1]
+            )
+        };
         let _ = writeln!(out, "{}: {}", escape_controls(&f.label), d(&f.ns_per_op));
-        let _ = writeln!(
-            out,
-            "  user {}   kernel {}",
-            d(&f.user_ns_per_op),
-            d(&f.kernel_ns_per_op)
-        );
+        let _ = writeln!(out, "  {:<12} {}", "(user)", d(&f.user_ns_per_op));
+        let _ = writeln!(out, "  {:<12} {}", "(kernel)", d(&f.kernel_ns_per_op));
         for (c, x) in f.components.iter().take(4) {
             let _ = writeln!(out, "  {:<12} {}", c.name(), d(x));
         }

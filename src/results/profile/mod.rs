@@ -221,6 +221,15 @@ mod tests {
             .unwrap()
             .contains("baseline (A) has no profiles"));
         assert!(none.figures.is_empty());
-        assert!(explain::render(&e).contains("security     5.0 -> 205.0 (+200.0)"));
+        assert!(explain::render(&e).contains("security     5.0 -> 205.0 (+200.0, "));
+        // One sample a side on each component: an interval far wider than the difference; the
+        // total, from 1000 samples a side, is much narrower.
+        let [lo, hi] = f.components[0].1.ci95;
+        assert!(lo < 0.0 && hi > 400.0, "{lo} {hi}");
+        let [lo, hi] = f.ns_per_op.ci95;
+        assert!(
+            lo > 150.0 && hi < 260.0 && lo < f.ns_per_op.delta,
+            "{lo} {hi}"
+        );
     }
 }
