@@ -497,6 +497,10 @@ pub struct CompareArgs {
     /// Compare even when a run was measured on a busy machine (every figure is marked)
     #[arg(long)]
     pub force: bool,
+    /// For every figure that changed, the difference of its profiles (`run --profile`) per
+    /// operation by kernel component and by function (with --json: under "explain")
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     pub store: StoreArg,
     #[command(flatten)]
@@ -728,6 +732,11 @@ pub struct MeasureArgs {
     /// Do not open perf_event counters (time and interference only)
     #[arg(long)]
     pub no_counters: bool,
+    /// After the timed rounds, sample every figure's workload in a round of its own (cycles, or
+    /// cpu-clock without a PMU) and store where its time goes: user and kernel, kernel component,
+    /// function and call stack (`show`, `export --format folded`; see docs/profiles.md)
+    #[arg(long)]
+    pub profile: bool,
     /// Install the Debian packages the selected app workloads need (apt-get; root) before
     /// measuring; without it a workload whose package is missing is skipped, naming it (`paper
     /// chen-bershad93`: QEMU and busybox for its full-system trace)
@@ -762,6 +771,10 @@ pub struct StatArgs {
     pub keep: KeepArgs,
     #[command(flatten)]
     pub output: JsonArg,
+    /// After the timed runs, run the command once more under sampling (its children too) and
+    /// store where its time goes with the run (`show`, `export --format folded`; docs/profiles.md)
+    #[arg(long)]
+    pub profile: bool,
     /// The command and its arguments; several commands are separated by `:::` and compared
     /// (`osmeter stat -- gzip -k f ::: zstd -k f`)
     #[arg(last = true, required = true, value_name = "CMD")]

@@ -45,6 +45,8 @@ pub struct RunConfig {
     pub cpu_choice: CpuChoice,
     pub scratch_parent: PathBuf,
     pub counters: bool,
+    /// `--profile`: a sampling round of every figure after its timed rounds.
+    pub profile: bool,
     pub fifo: Option<i32>,
     /// Install the Debian packages of the selected app workloads first (`--install`).
     pub install: bool,
@@ -178,6 +180,7 @@ impl RunConfig {
             cpu_choice,
             scratch_parent,
             counters: !args.measure.no_counters,
+            profile: args.measure.profile,
             fifo: args.measure.fifo,
             install: args.measure.install,
             fs: args.measure.fs,

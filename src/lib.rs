@@ -9,11 +9,11 @@
 //! that will take it away, and the list may only shrink).
 //!
 //! ```text
-//! 1 base      clock columns console error files guard interrupt memory_room mounts programs
-//!             progress scratch stats suggest text units
+//! 1 base      clock columns console error files guard interrupt kernel_parts memory_room
+//!             mounts programs progress scratch stats suggest text units
 //! 2 meter     meter
 //! 3 results   results
-//! 4 engines   apps budget capture harness latency memsim stat
+//! 4 engines   apps budget capture harness latency memsim profile stat
 //! 5 probes    probes run suite
 //! 6 papers    papers
 //! 7 cli       cli config shell_files
@@ -37,6 +37,7 @@ pub mod files;
 pub mod guard;
 pub mod harness;
 pub mod interrupt;
+pub mod kernel_parts;
 pub mod latency;
 pub mod memory_room;
 pub mod memsim;
@@ -44,6 +45,7 @@ pub mod meter;
 pub mod mounts;
 pub mod papers;
 pub mod probes;
+pub mod profile;
 pub mod programs;
 pub mod progress;
 pub mod results;

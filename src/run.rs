@@ -53,6 +53,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
         cpu: config.cpu,
         fifo: config.fifo,
         counters: config.counters,
+        profile: config.profile,
         scratch: run_fs.as_ref().map_or(scratch.path(), |fs| fs.path()),
         file_systems: config.file_systems,
         worker: WorkerCommand::this_executable(),
@@ -82,6 +83,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
         Default::default()
     };
     let mut run = Run {
+        profiles: outcome.profiles,
         schema: RUN_SCHEMA.to_string(),
         id: crate::clock::new_run_id(),
         started_at,

@@ -7,6 +7,7 @@ use crate::results::compare::{
 };
 use crate::results::keep::Tag;
 use crate::results::model::{Run, RunKind};
+use crate::results::profile::explain;
 use crate::results::store::{resolve_id, Location, RunFilter, Store};
 use crate::usage;
 use anyhow::Result;
@@ -128,10 +129,32 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     if !c.busy.is_empty() && !args.force {
         return Ok(refuse_busy(&c.busy));
     }
+    let explained = args.explain.then(|| {
+        let changed: Vec<String> = c
+            .figures
+            .iter()
+            .filter(|f| args.all || matches!(f.verdict, Verdict::Faster | Verdict::Slower))
+            .map(|f| f.key.clone())
+            .collect();
+        explain::explain(&ra, &rb, &changed)
+    });
     if args.output.json {
-        super::emit_json(&c)?;
+        #[derive(serde::Serialize)]
+        struct Explained<'a, C> {
+            #[serde(flatten)]
+            comparison: &'a C,
+            explain: &'a Option<explain::Explanation>,
+        }
+        match &explained {
+            Some(_) => super::emit_json(&Explained {
+                comparison: &c,
+                explain: &explained,
+            })?,
+            None => super::emit_json(&c)?,
+        }
     } else {
-        super::emit(&text::render(&c, args.all))?;
+        let why = explained.as_ref().map(explain::render).unwrap_or_default();
+        super::emit(&(text::render(&c, args.all) + &why))?;
     }
     if let Some(pct) = args.fail_if_slower {
         let limit = 1.0 - pct / 100.0;

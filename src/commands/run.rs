@@ -20,7 +20,12 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         super::emit(
             &(table::render(&run)
                 + &crate::apps::summary::text(&run)
-                + &crate::papers::brief::text(&run)),
+                + &crate::papers::brief::text(&run)
+                + &run
+                    .profiles
+                    .as_ref()
+                    .map(crate::results::profile::render)
+                    .unwrap_or_default()),
         )?;
     }
     // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.

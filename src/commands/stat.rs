@@ -36,6 +36,14 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
     let started_at = crate::clock::now_rfc3339();
     let docs = stat::measure_each(&configs)?;
     let several = docs.len() > 1;
+    let mut profiles = Vec::with_capacity(docs.len());
+    for (config, doc) in configs.iter().zip(&docs) {
+        let wanted = args.profile && !doc.interrupted && doc.failure.is_none();
+        profiles.push(match wanted && !interrupt::requested() {
+            true => Some(stat::profile(config)?),
+            false => None,
+        });
+    }
     match (args.output_file.as_deref(), args.output.json) {
         (None, true) if several => super::emit_json(&docs)?,
         (None, true) => super::emit_json(&docs[0])?,
@@ -45,7 +53,17 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
             } else if json {
                 serde_json::to_string_pretty(&docs[0])? + "\n"
             } else {
-                let mut text: String = docs.iter().map(stat::render).collect();
+                let mut text: String = docs
+                    .iter()
+                    .zip(&profiles)
+                    .map(|(doc, profile)| {
+                        stat::render(doc)
+                            + &profile
+                                .as_ref()
+                                .map(crate::results::profile::render)
+                                .unwrap_or_default()
+                    })
+                    .collect();
                 if several {
                     text.push_str(&stat::render_comparison(&docs));
                 }
@@ -54,22 +72,27 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
             super::emit_to(file, &text)?
         }
     }
-    for doc in docs.iter().filter(|d| !d.runs.is_empty()) {
+    for (doc, profile) in docs
+        .iter()
+        .zip(profiles)
+        .filter(|(d, _)| !d.runs.is_empty())
+    {
         let mut run = keeper.run_of(
             Sections {
                 stat: Some(doc.clone()),
                 ..Default::default()
             },
             started_at.clone(),
-            doc.interrupted,
+            doc.interrupted || interrupt::requested(),
         );
+        run.profiles = profile;
         // `runs` lists a stat run by its command, as a tag unless one was given.
         run.tags
             .entry("command".into())
             .or_insert_with(|| stat::shown(&doc.command));
         keeper.save(&run)?;
     }
-    if docs.iter().any(|d| d.interrupted) {
+    if docs.iter().any(|d| d.interrupted) || interrupt::requested() {
         eprintln!("osmeter: interrupted; the runs above are all that was measured");
         return Ok(EXIT_INTERRUPTED);
     }

@@ -90,6 +90,9 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         if let Some(doc) = &run.sections.guest {
             body.push_str(&crate::results::guest::render(doc));
         }
+        if let Some(profiles) = &run.profiles {
+            body.push_str(&crate::results::profile::render(profiles));
+        }
         super::emit(&(head + &body))?;
     }
     Ok(0)

@@ -12,6 +12,7 @@ pub mod keep;
 pub mod machine;
 pub mod model;
 pub mod params;
+pub mod profile;
 pub mod report;
 pub mod store;
 pub mod table;

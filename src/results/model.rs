@@ -41,6 +41,9 @@ pub struct Run {
     /// Whether other work disturbed the run, and what; absent in runs stored before it was judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<crate::results::machine::Machine>,
+    /// Where each figure's time goes (`run --profile`); absent in runs without profiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<crate::results::profile::Profiles>,
 }
 
 /// The documents of the parts of osmeter other than `run`, under their kind's name.
@@ -100,6 +103,7 @@ impl Run {
             interrupted: false,
             sections: Sections::default(),
             machine: None,
+            profiles: None,
         }
     }
 

@@ -187,6 +187,18 @@ fn prepare(config: &StatConfig) -> Result<()> {
     Ok(())
 }
 
+/// The command once more under sampling (`stat --profile`), its output where the timed runs' went.
+pub fn profile(config: &StatConfig) -> Result<crate::results::profile::Profiles> {
+    let argv = &config.argv;
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    if config.output == CommandOutput::ToStderr {
+        cmd.stdout(std::io::stderr());
+    }
+    interrupt::die_with_parent(&mut cmd);
+    crate::profile::command::profile_command(cmd, &shown(argv))
+}
+
 /// The command line as a user would type it, for messages.
 pub fn shown(argv: &[String]) -> String {
     argv.iter()

@@ -6,6 +6,7 @@
 //! measurements back.
 
 pub mod guest;
+mod profiling;
 pub mod worker;
 
 use crate::harness::aggregate::{self, RoundRecord};
@@ -75,6 +76,8 @@ pub struct SuiteConfig<'a> {
     pub cpu: usize,
     pub fifo: Option<i32>,
     pub counters: bool,
+    /// After the timed rounds, one sampling round of every measured figure (`--profile`).
+    pub profile: bool,
     /// The run's scratch directory, which the caller removes afterwards.
     pub scratch: &'a Path,
     /// Where the file-system probes work.
@@ -90,6 +93,8 @@ pub struct SuiteOutcome {
     pub overhead: Option<Overhead>,
     /// Stopped by Ctrl-C or SIGTERM: some rounds were not measured.
     pub interrupted: bool,
+    /// With `profile`: where each figure's time goes.
+    pub profiles: Option<crate::results::profile::Profiles>,
 }
 
 /// Where the run is, for a progress line.
@@ -108,6 +113,8 @@ pub struct Progress<'a> {
     /// When the extra rounds must end, from the start of the run: the budget, or once the first
     /// rounds are done, the time they allow the extra ones.
     pub deadline: Option<Duration>,
+    /// A sampling round of `--profile`, after the timed ones.
+    pub profiling: bool,
 }
 
 impl Progress<'_> {
@@ -144,6 +151,13 @@ impl Progress<'_> {
     pub fn line(&self) -> String {
         use crate::progress::duration;
         let what = self.label.unwrap_or("the harness's own cost");
+        if self.profiling {
+            return format!(
+                "[profile {}] {}: {what}",
+                self.done - self.total + 1,
+                duration(self.elapsed)
+            );
+        }
         let place = if self.extra() {
             format!(
                 "[extra round {}] {}",
@@ -234,6 +248,7 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
         last = slots.last().map(|s| s.variant);
         state.measure(config, &slots, progress)?;
     }
+    let profiles = profiling::profile_all(config, &mut state, progress)?;
     let interrupted = state.interrupted;
     let measurements = config
         .variants
@@ -250,6 +265,7 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
         measurements,
         overhead: median_overhead(&state.overheads),
         interrupted,
+        profiles,
     })
 }
 
@@ -303,13 +319,8 @@ struct State {
 
 impl State {
     /// Measures the given rounds in order, each in a fresh process.
-    fn measure(
-        &mut self,
-        config: &SuiteConfig,
-        slots: &[Slot],
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<()> {
-        let job = |task: Task| Job {
+    fn job(config: &SuiteConfig, task: Task) -> Job {
+        Job {
             cpu: config.cpu,
             fifo: config.fifo,
             counters: config.counters,
@@ -317,7 +328,16 @@ impl State {
             scratch: config.scratch.to_path_buf(),
             file_systems: config.file_systems,
             task,
-        };
+        }
+    }
+
+    fn measure(
+        &mut self,
+        config: &SuiteConfig,
+        slots: &[Slot],
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<()> {
+        let job = |task: Task| Self::job(config, task);
         let rounds = config.rounds.max(slots.last().map_or(0, |s| s.round + 1));
         for slot in slots {
             if interrupt::requested() {
@@ -335,6 +355,7 @@ impl State {
                     label,
                     elapsed: started.elapsed(),
                     deadline,
+                    profiling: false,
                 })
             };
             if self
@@ -402,7 +423,7 @@ impl State {
                     self.interrupted = true;
                     return Ok(());
                 }
-                Report::Overhead(_) => {
+                Report::Overhead(_) | Report::Profile(..) | Report::ProfileRefused(_) => {
                     bail!("a measuring process answered the wrong task; this is a bug")
                 }
             }
@@ -525,6 +546,7 @@ mod tests {
             label: Some("syscall.null"),
             elapsed: Duration::from_secs(elapsed_s),
             deadline: deadline_s.map(Duration::from_secs),
+            profiling: false,
         }
     }
 

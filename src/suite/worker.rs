@@ -63,6 +63,13 @@ pub enum Task {
         /// Iterations per sample an earlier round of this figure settled on.
         iterations_hint: Option<u64>,
     },
+    /// The workload of one probe variant under sampling (`run --profile`), not timed.
+    Profile {
+        probe: String,
+        params: Params,
+        scale: Scale,
+        iterations_hint: Option<u64>,
+    },
 }
 
 /// A worker's answer.
@@ -76,6 +83,13 @@ pub enum Report {
     Failed(String),
     /// Stopped by Ctrl-C before anything was kept.
     Interrupted,
+    /// A figure's samples, with the names of their user addresses (the run names kernel ones).
+    Profile(
+        Box<crate::profile::aggregate::Gathered>,
+        Vec<crate::profile::symbolize::UserName>,
+    ),
+    /// The kernel refused to sample, and why: no figure of this run can be profiled.
+    ProfileRefused(String),
 }
 
 /// How to start a worker: this executable by default.
@@ -351,7 +365,7 @@ fn measure(job: &Job) -> Result<Report> {
                 crate::results::figure::Role::CpuReference | crate::results::figure::Role::Hardware
             )
         }),
-        Task::Overhead => false,
+        Task::Overhead | Task::Profile { .. } => false,
     };
     let harness = HarnessConfig {
         realtime: job.fifo.is_some(),
@@ -366,6 +380,9 @@ fn measure(job: &Job) -> Result<Report> {
     });
     if let Some(prio) = job.fifo {
         placement::set_fifo(prio)?;
+    }
+    if let Task::Profile { .. } = &job.task {
+        return super::profiling::serve(job);
     }
     let mut sensors = SystemSensors::new(job.counters, Some(job.cpu));
     match &job.task {
@@ -399,5 +416,6 @@ fn measure(job: &Job) -> Result<Report> {
                 )?)),
             }
         }
+        Task::Profile { .. } => unreachable!("served above"),
     }
 }

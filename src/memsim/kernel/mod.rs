@@ -53,11 +53,10 @@
 pub mod analysis;
 pub mod assertions;
 pub mod attrib;
-pub mod category;
 pub mod info;
 pub mod mcpi;
-mod rules;
-pub mod symbols;
+// The taxonomy and the symbol reader stand below, shared with profiles.
+pub use crate::kernel_parts::{category, symbols};
 
 pub use attrib::{find_symbols, sidecar, Attributed, Attributor, NO_FUNCTION};
 pub use category::{classify, Category, MAX_TAG};

@@ -7,6 +7,7 @@
 //! [`crate::meter::counter_delta`] turns two readings into scaled counts.
 
 pub mod events;
+pub mod sampling;
 mod spawn;
 pub mod sys;
 #[cfg(test)]

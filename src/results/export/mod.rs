@@ -1,6 +1,7 @@
 //! Exports of a stored run, one format per module behind one trait.
 
 pub mod csv;
+pub mod folded;
 pub mod json;
 pub mod markdown;
 pub mod openmetrics;
@@ -32,6 +33,8 @@ pub enum Format {
     /// OpenMetrics / Prometheus text exposition
     #[value(alias = "prometheus")]
     Openmetrics,
+    /// Folded stacks of the run's profiles (`run --profile`), for flamegraph.pl, inferno, speedscope
+    Folded,
 }
 
 impl Format {
@@ -41,6 +44,7 @@ impl Format {
             Format::Csv => Box::new(csv::Csv),
             Format::Markdown => Box::new(markdown::Markdown),
             Format::Openmetrics => Box::new(openmetrics::OpenMetrics),
+            Format::Folded => Box::new(folded::Folded),
         }
     }
 }

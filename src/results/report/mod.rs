@@ -22,6 +22,7 @@ mod memsim_curves;
 mod overview;
 mod paper;
 pub mod plot;
+mod profiles;
 mod runs;
 mod stat;
 mod summary;
@@ -124,6 +125,7 @@ pub fn sections() -> Vec<Box<dyn Section>> {
         Box::new(bars::Bars::RATE),
         Box::new(memory_curve::MemoryCurve),
         Box::new(counters::Counters),
+        Box::new(profiles::Profiles),
         Box::new(apps::Apps),
         Box::new(stat::Stat),
         Box::new(latency::Latency),

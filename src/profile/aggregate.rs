@@ -1,0 +1,172 @@
+//! Samples to a profile: each sample stands for an amount of CPU time (its period on cpu-clock; a
+//! sampling interval on cycles, whose frequency mode aims at [`SAMPLE_HZ`] a second of CPU), which
+//! goes to user or kernel, to the component of the kernel function it was taken in (an address no
+//! symbol covers takes its nearest named caller's, so a JIT-compiled BPF program counts where it
+//! was called from), and to that function; the whole stack goes to the folded stacks.
+
+use super::symbolize::{Frame, Symbolizer};
+use crate::kernel_parts::Component;
+use crate::meter::perf::sampling::{RingStats, Sample, SamplingSource, SAMPLE_HZ};
+use crate::results::profile::{
+    ComponentShare, FoldedStack, FunctionShare, ProbeProfile, FEW_SAMPLES, MAX_STACKS,
+    TOP_FUNCTIONS,
+};
+use std::collections::HashMap;
+
+/// What a profiling round gathered, handed from the worker to the run.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Gathered {
+    pub source: SamplingSource,
+    pub samples: Vec<Sample>,
+    pub stats: RingStats,
+    pub operations: u64,
+}
+
+#[derive(Default)]
+struct Tally {
+    ns: f64,
+    samples: u64,
+}
+
+impl Tally {
+    fn add(&mut self, ns: f64) {
+        self.ns += ns;
+        self.samples += 1;
+    }
+}
+
+pub fn profile(label: &str, got: &Gathered, sym: &mut Symbolizer<'_>) -> ProbeProfile {
+    let mut user = Tally::default();
+    let mut kernel = Tally::default();
+    let mut components: HashMap<Component, Tally> = HashMap::new();
+    let mut functions: HashMap<(String, bool, Option<Component>), Tally> = HashMap::new();
+    let mut stacks: HashMap<String, u64> = HashMap::new();
+    for s in &got.samples {
+        let ns = match got.source {
+            SamplingSource::CpuClock => s.period as f64,
+            SamplingSource::Cycles => 1e9 / SAMPLE_HZ as f64,
+        };
+        let kframes: Vec<Frame> = s.kernel_chain.iter().map(|&a| sym.kernel(a)).collect();
+        let uframes: Vec<Frame> = s.user_chain.iter().map(|&a| sym.user(s.pid, a)).collect();
+        if s.in_kernel {
+            kernel.add(ns);
+            let component = kframes
+                .iter()
+                .find_map(|f| f.component)
+                .unwrap_or(Component::Other);
+            components.entry(component).or_default().add(ns);
+            let leaf = kframes
+                .first()
+                .map_or_else(|| sym.kernel(s.ip).name, |f| f.name.clone());
+            functions
+                .entry((leaf, true, Some(component)))
+                .or_default()
+                .add(ns);
+        } else {
+            user.add(ns);
+            let leaf = uframes
+                .first()
+                .map_or_else(|| sym.user(s.pid, s.ip).name, |f| f.name.clone());
+            functions.entry((leaf, false, None)).or_default().add(ns);
+        }
+        let stack: Vec<&str> = uframes
+            .iter()
+            .rev()
+            .chain(kframes.iter().rev())
+            .map(|f| f.name.as_str())
+            .collect();
+        let stack = if stack.is_empty() {
+            "[no stack]".to_string()
+        } else {
+            stack.join(";")
+        };
+        *stacks.entry(stack).or_default() += 1;
+    }
+    let ops = got.operations.max(1) as f64;
+    let mut components: Vec<ComponentShare> = components
+        .into_iter()
+        .map(|(component, t)| ComponentShare {
+            component,
+            ns_per_op: t.ns / ops,
+            samples: t.samples,
+        })
+        .collect();
+    components.sort_by(|a, b| {
+        b.ns_per_op
+            .total_cmp(&a.ns_per_op)
+            .then(a.component.cmp(&b.component))
+    });
+    let mut functions: Vec<FunctionShare> = functions
+        .into_iter()
+        .map(|((name, kernel, component), t)| FunctionShare {
+            name,
+            kernel,
+            component,
+            ns_per_op: t.ns / ops,
+            samples: t.samples,
+        })
+        .collect();
+    functions.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.name.cmp(&b.name)));
+    functions.truncate(TOP_FUNCTIONS);
+    let mut folded: Vec<FoldedStack> = stacks
+        .into_iter()
+        .map(|(stack, samples)| FoldedStack { stack, samples })
+        .collect();
+    folded.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.stack.cmp(&b.stack)));
+    let cut = folded.len().saturating_sub(MAX_STACKS);
+    folded.truncate(MAX_STACKS);
+    let samples = got.samples.len() as u64;
+    let distinct = |key: fn(&Sample) -> u32| {
+        let mut v: Vec<u32> = got.samples.iter().map(key).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.len() as u32
+    };
+    ProbeProfile {
+        processes: distinct(|s| s.pid),
+        threads: distinct(|s| s.tid),
+        label: label.to_string(),
+        source: Some(got.source),
+        samples,
+        lost: got.stats.lost,
+        throttled: got.stats.throttled,
+        operations: got.operations,
+        ns_per_op: (user.ns + kernel.ns) / ops,
+        user_ns_per_op: user.ns / ops,
+        kernel_ns_per_op: kernel.ns / ops,
+        components,
+        functions,
+        folded,
+        notes: notes(samples, &got.stats, cut),
+    }
+}
+
+fn notes(samples: u64, stats: &RingStats, cut: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    if samples < FEW_SAMPLES {
+        out.push(format!(
+            "only {samples} samples: the workload was on a CPU too briefly while sampled to say \
+             where its time goes (it may mostly wait, for I/O or a partner)"
+        ));
+    }
+    if stats.lost > 0 {
+        out.push(format!(
+            "{} samples lost (the ring was full): the shares leave them out",
+            stats.lost
+        ));
+    }
+    if stats.throttled > 0 {
+        out.push(format!(
+            "the kernel throttled sampling {} times (perf_event_max_sample_rate)",
+            stats.throttled
+        ));
+    }
+    if cut > 0 {
+        out.push(format!("{cut} rarest stacks left out of the folded stacks"));
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "aggregate_tests.rs"]
+mod tests;

@@ -1,0 +1,116 @@
+use super::*;
+use crate::kernel_parts::SymbolTable;
+use crate::profile::symbolize::Mapping;
+
+const KALLSYMS: &str = "\
+ffffffff81000000 T entry_SYSCALL_64
+ffffffff81000100 T do_syscall_64
+ffffffff81000200 T __seccomp_filter
+ffffffff81000300 T __x64_sys_getppid
+ffffffff81000400 D some_data
+";
+
+fn symbolizer(table: &SymbolTable) -> Symbolizer<'_> {
+    let mut sym = Symbolizer::with_kernel(Some(table));
+    sym.set_maps(
+        7,
+        vec![Mapping {
+            start: 0x5000,
+            end: 0x6000,
+            offset: 0x1000,
+            path: "/usr/bin/osmeter".into(),
+        }],
+    );
+    sym
+}
+
+fn kernel_sample(chain: &[u64]) -> Sample {
+    Sample {
+        pid: 7,
+        tid: 7,
+        period: 50_000,
+        ip: chain[0],
+        in_kernel: true,
+        kernel_chain: chain.to_vec(),
+        user_chain: vec![0x5010],
+        ..Sample::default()
+    }
+}
+
+#[test]
+fn time_per_operation_by_component_function_and_stack() {
+    let got = Gathered {
+        source: SamplingSource::CpuClock,
+        samples: vec![
+            kernel_sample(&[0xffffffff81000210, 0xffffffff81000110, 0xffffffff81000010]),
+            kernel_sample(&[0xffffffff81000210, 0xffffffff81000110, 0xffffffff81000010]),
+            kernel_sample(&[0xffffffff81000310, 0xffffffff81000110, 0xffffffff81000010]),
+            // A JIT-compiled program: no symbol; its caller's component, its address as name.
+            kernel_sample(&[0xffffffffc0001234, 0xffffffff81000210, 0xffffffff81000110]),
+            Sample {
+                pid: 7,
+                tid: 7,
+                period: 50_000,
+                ip: 0x5020,
+                user_chain: vec![0x5020, 0x5010],
+                ..Sample::default()
+            },
+        ],
+        stats: RingStats::default(),
+        operations: 1000,
+    };
+    let table = SymbolTable::parse(KALLSYMS).unwrap();
+    let p = profile("syscall.null", &got, &mut symbolizer(&table));
+    assert_eq!((p.samples, p.processes, p.threads), (5, 1, 1));
+    // 5 samples of 50 us over 1000 operations: 250 ns each, 200 of it in the kernel.
+    assert_eq!(p.ns_per_op, 250.0);
+    assert_eq!(p.kernel_ns_per_op, 200.0);
+    assert_eq!(p.user_ns_per_op, 50.0);
+    assert_eq!(p.components[0].component, Component::Security);
+    assert_eq!(p.components[0].samples, 3);
+    assert_eq!(p.components[1].component, Component::EntryExit);
+    assert_eq!(p.functions[0].name, "__seccomp_filter");
+    assert_eq!(p.functions[0].ns_per_op, 100.0);
+    let jit = p
+        .functions
+        .iter()
+        .find(|f| f.name == "0xffffffffc0001xxx")
+        .unwrap();
+    assert_eq!(jit.component, Some(Component::Security));
+    let user = p.functions.iter().find(|f| !f.kernel).unwrap();
+    assert_eq!(user.name, "osmeter+0x1020");
+    assert_eq!(
+        p.folded[0],
+        FoldedStack {
+            stack: "osmeter+0x1010;entry_SYSCALL_64;do_syscall_64;__seccomp_filter".into(),
+            samples: 2
+        }
+    );
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("only 5 samples: the workload was on a CPU too briefly")),
+        "{:?}",
+        p.notes
+    );
+}
+
+#[test]
+fn hidden_kernel_symbols_leave_addresses_and_lost_samples_are_told() {
+    let got = Gathered {
+        source: SamplingSource::CpuClock,
+        samples: vec![kernel_sample(&[0xffffffff81000210])],
+        stats: RingStats {
+            lost: 3,
+            ..RingStats::default()
+        },
+        operations: 10,
+    };
+    let mut sym = Symbolizer::with_kernel(None);
+    let p = profile("x", &got, &mut sym);
+    assert_eq!(p.functions[0].name, "0xffffffff81000xxx");
+    assert_eq!(p.components[0].component, Component::Other);
+    // The user frame of a process whose mappings were never read stays an address too.
+    assert_eq!(p.folded[0].stack, "0x5010;0xffffffff81000xxx");
+    assert!(p.notes.iter().any(|n| n.contains("3 samples lost")));
+}

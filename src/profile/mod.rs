@@ -1,0 +1,98 @@
+//! Where a probe's time goes: its workload run again under sampling (`run --profile`), apart from
+//! the timed rounds, and the samples turned into time per operation by user and kernel, kernel
+//! component, function and call stack (the document is `results::profile`).
+//!
+//! The sampler is opened before the probe is built, so the partner threads and processes a
+//! two-party probe starts inherit it; it is enabled only around the timed region of each sample
+//! of the workload, so set-up and clean-up are not in the profile. Names are taken while the
+//! processes still live (their mappings go with them).
+
+pub mod aggregate;
+pub mod command;
+pub mod elf;
+pub mod symbolize;
+
+use crate::harness::Workload;
+use crate::interrupt;
+use crate::kernel_parts::SymbolTable;
+use crate::meter::perf::sampling::Sampler;
+use crate::results::profile::ProbeProfile;
+use aggregate::Gathered;
+use anyhow::Result;
+use std::time::{Duration, Instant};
+use symbolize::{Symbolizer, UserName};
+
+/// Time in the workload's timed region per figure: a few thousand samples at
+/// [`crate::meter::perf::sampling::SAMPLE_HZ`].
+pub const PROFILE_TIME: Duration = Duration::from_millis(150);
+/// A sample of the workload this short doubles its operations when no earlier round said how many.
+const SHORT_SAMPLE: Duration = Duration::from_millis(5);
+
+/// Runs `work` under `sampler` for [`PROFILE_TIME`] (less after Ctrl-C, keeping what was
+/// sampled), `iterations_hint` operations at a time (what the timed rounds settled on).
+pub fn sample_workload<W: Workload + ?Sized>(
+    sampler: &mut Sampler,
+    work: &mut W,
+    iterations_hint: Option<u64>,
+) -> Result<Gathered> {
+    let mut samples = Vec::new();
+    let mut iters = iterations_hint
+        .unwrap_or(1)
+        .clamp(1, work.max_iters().max(1));
+    let mut operations = 0u64;
+    let mut spent = Duration::ZERO;
+    while spent < PROFILE_TIME && !interrupt::requested() {
+        work.prepare(iters)?;
+        sampler.enable();
+        let t = Instant::now();
+        let ran = work.run(iters);
+        let took = t.elapsed();
+        sampler.disable();
+        ran?;
+        work.finish()?;
+        sampler.drain(&mut samples);
+        spent += took;
+        operations += iters;
+        if iterations_hint.is_none() && took < SHORT_SAMPLE {
+            iters = (iters * 2).min(work.max_iters().max(1));
+        }
+    }
+    sampler.drain(&mut samples);
+    Ok(Gathered {
+        source: sampler.source,
+        samples,
+        stats: sampler.stats,
+        operations,
+    })
+}
+
+/// Names of every user address sampled, from the mappings of the sampled processes: to be called
+/// in the worker while they still run.
+pub fn name_user_frames(got: &Gathered) -> Vec<UserName> {
+    let mut sym = Symbolizer::default();
+    let mut pids: Vec<u32> = got.samples.iter().map(|s| s.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    for pid in pids {
+        sym.read_maps(pid);
+    }
+    for s in &got.samples {
+        for &addr in s.user_chain.iter().chain((!s.in_kernel).then_some(&s.ip)) {
+            sym.user(s.pid, addr);
+        }
+    }
+    sym.user_names()
+}
+
+/// The profile of what a worker gathered, with the user names it found and this machine's kernel
+/// symbols (read once per run: `symbolize::kernel_symbols`).
+pub fn profile_of(
+    label: &str,
+    got: &Gathered,
+    user_names: Vec<UserName>,
+    kernel: Option<&SymbolTable>,
+) -> ProbeProfile {
+    let mut sym = Symbolizer::with_kernel(kernel);
+    sym.preset_user(user_names);
+    aggregate::profile(label, got, &mut sym)
+}

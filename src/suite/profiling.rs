@@ -1,0 +1,133 @@
+//! `run --profile`: after the timed rounds, one more round of every measured figure in a fresh
+//! worker, its workload under sampling instead of the clock, so the timed rounds stay untouched.
+//! The kernel refusing to sample ends profiling with one reason for the run; Ctrl-C keeps the
+//! profiles taken.
+
+use super::worker::{self, Job, Report, Task};
+use super::{Progress, State, SuiteConfig};
+use crate::interrupt;
+use crate::kernel_parts::SymbolTable;
+use crate::meter::perf::sampling::Sampler;
+use crate::probes::{self, Built, ProbeEnv};
+use crate::profile::profile_of;
+use crate::profile::symbolize::kernel_symbols;
+use crate::results::profile::{Profiles, PROFILES_SCHEMA};
+use anyhow::{anyhow, Context, Result};
+use std::path::Path;
+
+/// One sampling round of every figure that was measured, in the given order.
+pub(super) fn profile_all(
+    config: &SuiteConfig,
+    state: &mut State,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Option<Profiles>> {
+    if !config.profile || state.interrupted {
+        return Ok(None);
+    }
+    let mut profiles = Profiles {
+        schema: PROFILES_SCHEMA.into(),
+        ..Profiles::default()
+    };
+    let measured: Vec<usize> = (0..config.variants.len())
+        .filter(|&i| !state.gathered[i].records.is_empty())
+        .collect();
+    // Read once, at the first profile: every worker samples the same kernel.
+    let mut kernel: Option<Option<SymbolTable>> = None;
+    for i in measured {
+        if interrupt::requested() {
+            state.interrupted = true;
+            break;
+        }
+        let variant = &config.variants[i];
+        let label = variant.label();
+        let shown = format!("{label} (profile)");
+        progress(Progress {
+            done: state.done,
+            total: state.total,
+            round: 0,
+            rounds: 1,
+            label: Some(&shown),
+            elapsed: state.started.elapsed(),
+            deadline: None,
+            profiling: true,
+        });
+        state.done += 1;
+        let task = Task::Profile {
+            probe: variant.probe.id.to_string(),
+            params: variant.params.clone(),
+            scale: variant.scale,
+            iterations_hint: state.gathered[i]
+                .records
+                .first()
+                .map(|r| r.outcome.iterations),
+        };
+        match worker::run_job(&config.worker, &State::job(config, task))? {
+            Report::Profile(got, names) => {
+                let table = kernel.get_or_insert_with(|| {
+                    let read = kernel_symbols(Path::new("/proc/kallsyms"));
+                    profiles.kernel_symbols = read.as_ref().err().cloned();
+                    read.ok()
+                });
+                profiles
+                    .probes
+                    .push(profile_of(&label, &got, names, table.as_ref()));
+            }
+            Report::ProfileRefused(reason) => {
+                profiles.refused = Some(reason);
+                break;
+            }
+            Report::Interrupted => {
+                state.interrupted = true;
+                break;
+            }
+            // The figure stands without a profile; say why in its place.
+            Report::Skipped(why) | Report::Failed(why) => {
+                profiles.probes.push(crate::results::profile::ProbeProfile {
+                    label,
+                    notes: vec![format!("not profiled: {why}")],
+                    ..Default::default()
+                })
+            }
+            Report::Overhead(_) | Report::Round(_) => {
+                return Err(anyhow!(
+                    "a measuring process answered the wrong task; this is a bug"
+                ))
+            }
+        }
+    }
+    Ok(Some(profiles))
+}
+
+/// The worker's side of a profile task: sampling opened before the probe is built (so its
+/// partners inherit it), the workload sampled, named while it still runs.
+pub(super) fn serve(job: &Job) -> Result<Report> {
+    let Task::Profile {
+        probe,
+        params,
+        scale,
+        iterations_hint,
+    } = &job.task
+    else {
+        return Err(anyhow!("not a profile task; this is a bug"));
+    };
+    let def = probes::find(probe).ok_or_else(|| anyhow!("no probe {probe}"))?;
+    let mut sampler = match Sampler::open() {
+        Ok(s) => s,
+        Err(refused) => return Ok(Report::ProfileRefused(refused.reason)),
+    };
+    let env = ProbeEnv {
+        scratch: &job.scratch,
+        cpu: job.cpu,
+        scale: *scale,
+        file_systems: job.file_systems,
+    };
+    match (def.build)(&env, params).with_context(|| format!("setting up {probe}"))? {
+        Built::Skip(reason) => Ok(Report::Skipped(reason)),
+        Built::Ready(mut work) => {
+            let got =
+                crate::profile::sample_workload(&mut sampler, work.as_mut(), *iterations_hint)?;
+            let names = crate::profile::name_user_frames(&got);
+            Ok(Report::Profile(Box::new(got), names))
+        }
+    }
+}
