@@ -2,6 +2,7 @@
 
 use super::document::{Estimate, LatencyDoc, StreamDoc};
 use super::{compute, stacks, stage_capture};
+use crate::columns::{Align, Table};
 
 /// The human-readable report of a latency document.
 pub fn render(doc: &LatencyDoc) -> String {
@@ -12,46 +13,7 @@ pub fn render(doc: &LatencyDoc) -> String {
         doc.measured_s,
         if doc.interrupted { " (interrupted)" } else { "" }
     ));
-    use crate::columns::{Align, Table};
-    let number = |ns: u64| crate::units::number(ns as f64 / 1e3);
-    let mut table = Table::new(
-        &[
-            "class/path",
-            "woken",
-            "missed",
-            "p50",
-            "p90",
-            "p99",
-            "p99.9",
-            "p99.99",
-            "max",
-            "raw max",
-        ],
-        &[[Align::Left].as_slice(), &[Align::Right; 9]].concat(),
-        1,
-    );
-    let mut failed = String::new();
-    for s in &doc.streams {
-        if let Some(e) = &s.error {
-            failed.push_str(&format!("{:<24} failed: {e}\n", s.label()));
-            continue;
-        }
-        let c = &s.corrected;
-        table.push(vec![
-            s.label(),
-            s.woken.to_string(),
-            s.missed.to_string(),
-            number(c.p50_ns),
-            number(c.p90_ns),
-            number(c.p99_ns),
-            number(c.p99_9_ns),
-            number(c.p99_99_ns),
-            number(c.max_ns),
-            number(s.raw.max_ns),
-        ]);
-    }
-    out.push_str(&table.render(crate::columns::width()));
-    out.push_str(&failed);
+    out.push_str(&percentile_table(doc));
     if !doc.loads.is_empty() {
         out.push_str("\nLoad (normal priority):\n");
         for l in &doc.loads {
@@ -153,44 +115,92 @@ pub fn render(doc: &LatencyDoc) -> String {
     out.push_str(
         "\nBuffer model: mean time to underrun (t period, n buffers, c compute; tolerates (n-1)t-c)\n",
     );
-    let ok: Vec<&StreamDoc> = doc.streams.iter().filter(|s| s.error.is_none()).collect();
-    if let Some(first) = ok.first() {
-        let mut header = vec![
-            "t ms".to_string(),
-            "n".into(),
-            "c ms".into(),
-            "tol ms".into(),
-        ];
-        header.extend(ok.iter().map(|s| s.label()));
-        let header: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut table = Table::new(&header, &vec![Align::Right; header.len()], 4);
-        for (i, b) in first.buffers.iter().enumerate() {
-            let mut row = vec![
-                b.period_ms.to_string(),
-                b.buffers.to_string(),
-                b.compute_ms.to_string(),
-                b.tolerance_ms.to_string(),
-            ];
-            row.extend(ok.iter().map(|s| {
-                let Some(r) = s.buffers.get(i) else {
-                    return "-".to_string();
-                };
-                match (r.mttf_s, r.mttf_more_than_s) {
-                    (Some(v), _) => format!(
-                        "{} (p {:.1e})",
-                        crate::units::format(v, crate::units::Unit::Seconds),
-                        r.p_underrun
-                    ),
-                    (None, more) => format!(
-                        "> {}",
-                        crate::units::format(more.unwrap_or(0.0), crate::units::Unit::Seconds)
-                    ),
-                }
-            }));
-            table.push(row);
-        }
-        out.push_str(&table.render(crate::columns::width()));
-        out.push_str("(\"> X\": no underrun seen; the MTTF is more than the measured duration)\n");
-    }
+    out.push_str(&buffer_table(doc));
     out
+}
+
+/// One row per stream: wakes, missed periods and the percentiles of lateness (us).
+fn percentile_table(doc: &LatencyDoc) -> String {
+    let number = |ns: u64| crate::units::number(ns as f64 / 1e3);
+    let mut table = Table::new(
+        &[
+            "class/path",
+            "woken",
+            "missed",
+            "p50",
+            "p90",
+            "p99",
+            "p99.9",
+            "p99.99",
+            "max",
+            "raw max",
+        ],
+        &[[Align::Left].as_slice(), &[Align::Right; 9]].concat(),
+        1,
+    );
+    let mut failed = String::new();
+    for s in &doc.streams {
+        if let Some(e) = &s.error {
+            failed.push_str(&format!("{:<24} failed: {e}\n", s.label()));
+            continue;
+        }
+        let c = &s.corrected;
+        table.push(vec![
+            s.label(),
+            s.woken.to_string(),
+            s.missed.to_string(),
+            number(c.p50_ns),
+            number(c.p90_ns),
+            number(c.p99_ns),
+            number(c.p99_9_ns),
+            number(c.p99_99_ns),
+            number(c.max_ns),
+            number(s.raw.max_ns),
+        ]);
+    }
+    table.render(crate::columns::width()) + &failed
+}
+
+/// The buffer model: mean time to underrun per pipeline (rows) and stream (columns).
+fn buffer_table(doc: &LatencyDoc) -> String {
+    let ok: Vec<&StreamDoc> = doc.streams.iter().filter(|s| s.error.is_none()).collect();
+    let Some(first) = ok.first() else {
+        return String::new();
+    };
+    let mut header = vec![
+        "t ms".to_string(),
+        "n".into(),
+        "c ms".into(),
+        "tol ms".into(),
+    ];
+    header.extend(ok.iter().map(|s| s.label()));
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut table = Table::new(&header, &vec![Align::Right; header.len()], 4);
+    for (i, b) in first.buffers.iter().enumerate() {
+        let mut row = vec![
+            b.period_ms.to_string(),
+            b.buffers.to_string(),
+            b.compute_ms.to_string(),
+            b.tolerance_ms.to_string(),
+        ];
+        row.extend(ok.iter().map(|s| {
+            let Some(r) = s.buffers.get(i) else {
+                return "-".to_string();
+            };
+            match (r.mttf_s, r.mttf_more_than_s) {
+                (Some(v), _) => format!(
+                    "{} (p {:.1e})",
+                    crate::units::format(v, crate::units::Unit::Seconds),
+                    r.p_underrun
+                ),
+                (None, more) => format!(
+                    "> {}",
+                    crate::units::format(more.unwrap_or(0.0), crate::units::Unit::Seconds)
+                ),
+            }
+        }));
+        table.push(row);
+    }
+    table.render(crate::columns::width())
+        + "(\"> X\": no underrun seen; the MTTF is more than the measured duration)\n"
 }
