@@ -6,6 +6,9 @@ use crate::text::escape_controls;
 use crate::units;
 use std::fmt::Write;
 
+/// The columns a row's values usually take (both sides, ratio, interval, q, CPU-relative, verdict).
+const VALUES_WIDTH: usize = 70;
+
 /// One side's value, both sides in the unit that suits the larger so they read side by side.
 fn side(f: &super::FigureComparison, value: f64) -> String {
     let scale = f.unit.scale_for(f.value_a.abs().max(f.value_b.abs()));
@@ -131,8 +134,9 @@ pub fn render(c: &Comparison, all: bool) -> String {
         cell_width(&|f| side(f, f.value_b), "B"),
     );
     let wci = cell_width(&|f| interval(f), "95% CI of B/A");
-    let values = wa + wb + wci + 7 + 8 + 24;
-    let stacked = crate::columns::width().is_some_and(|w| width + 2 + values > w);
+    // Whether names stand on lines of their own depends on the names alone (not on how wide this
+    // run's numbers happen to be), so the same figures always read the same way.
+    let stacked = crate::columns::width().is_some_and(|w| width + 2 + VALUES_WIDTH > w);
     let (width, lead) = if stacked {
         (0, "\n    ")
     } else {
