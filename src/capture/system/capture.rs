@@ -353,22 +353,7 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
     };
     let mut cmd = cfg.command();
     let qemu_errors = scratch.path().join("qemu-stderr.txt");
-    cmd.stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(crate::scratch::create_new(&qemu_errors)?);
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::dup2(wfd, 3) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
-    crate::interrupt::die_with_parent(&mut cmd);
+    super::qemu::wire_plugin_pipe(&mut cmd, wfd, &qemu_errors)?;
     crate::interrupt::install();
     eprintln!(
         "osmeter: booting {} under QEMU (TCG) to trace: {}",

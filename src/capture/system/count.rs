@@ -133,22 +133,7 @@ pub fn boot(req: &CountBoot) -> Result<Counted> {
         symbols: &report,
     };
     let mut cmd = cfg.command();
-    cmd.stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(crate::scratch::create_new(&qemu_errors)?);
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::dup2(wfd, 3) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
-    crate::interrupt::die_with_parent(&mut cmd);
+    super::qemu::wire_plugin_pipe(&mut cmd, wfd, &qemu_errors)?;
     let spawned = cmd.spawn();
     // SAFETY: the parent's copy of the write end is ours to close; QEMU has its own.
     unsafe { libc::close(wfd) };

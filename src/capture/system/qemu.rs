@@ -92,6 +92,27 @@ impl GuestConfig<'_> {
 }
 
 /// The QEMU executable, or what to install.
+/// QEMU's standard streams and the plugin's pipe: no input, no output, errors into a new scratch
+/// file `errors` (their tail goes into the message when the guest fails), the write end `wfd` of
+/// the plugin's pipe as descriptor 3 (`plugin: Some((.., 3))`), and QEMU ended with osmeter.
+pub fn wire_plugin_pipe(cmd: &mut Command, wfd: std::os::fd::RawFd, errors: &Path) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(crate::scratch::create_new(errors)?);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(wfd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    crate::interrupt::die_with_parent(cmd);
+    Ok(())
+}
+
 pub fn find_qemu() -> Result<PathBuf> {
     super::workloads::host_program(QEMU).map_err(|_| {
         anyhow::anyhow!(
