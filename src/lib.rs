@@ -9,7 +9,7 @@
 //! that will take it away, and the list may only shrink).
 //!
 //! ```text
-//! 1 base      clock columns console error files guard interrupt kernel_parts memory_room
+//! 1 base      clock columns console elf error files guard interrupt kernel_parts memory_room
 //!             mounts programs progress scratch stats suggest text units
 //! 2 meter     meter
 //! 3 results   results
@@ -32,6 +32,7 @@ pub mod clock;
 pub mod columns;
 pub mod commands;
 pub mod config;
+pub mod elf;
 pub mod error;
 pub mod files;
 pub mod guard;

@@ -9,7 +9,6 @@
 
 pub mod aggregate;
 pub mod command;
-pub mod elf;
 pub mod symbolize;
 
 use crate::harness::Workload;

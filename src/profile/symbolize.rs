@@ -35,7 +35,7 @@ pub struct Symbolizer<'k> {
     kernel: Option<&'k SymbolTable>,
     maps: HashMap<u32, Vec<Mapping>>,
     /// Function symbols of each mapped file, read once (None: none to read).
-    files: HashMap<String, Option<super::elf::ElfSymbols>>,
+    files: HashMap<String, Option<crate::elf::ElfSymbols>>,
     cache: HashMap<(bool, u32, u64), Frame>,
 }
 
@@ -124,7 +124,7 @@ impl<'k> Symbolizer<'k> {
                 let symbols = self
                     .files
                     .entry(m.path.clone())
-                    .or_insert_with(|| super::elf::ElfSymbols::read(&m.path));
+                    .or_insert_with(|| crate::elf::ElfSymbols::read(&m.path));
                 match symbols.as_ref().and_then(|s| s.at_file_offset(offset)) {
                     Some(name) => name,
                     None => {

@@ -1,6 +1,9 @@
-//! Function symbols of an ELF64 file (its .symtab, or .dynsym when stripped), to name sampled user
-//! addresses. Only a symbol whose [value, value + size) holds the address names it: an address
-//! past every sized symbol stays `FILE+0xOFFSET`, never the nearest name before it.
+//! Function symbols of an ELF64 object (its .symtab, or .dynsym when stripped), to name user-space
+//! addresses: the samples of a profile (by file offset) and the user frames tracefs writes for
+//! latency's causes (by offset into the mapped code). Only a symbol whose [value, value + size)
+//! holds the address names it, never the nearest name before it. Only the headers and the symbol
+//! and string tables are read, not the whole file (a debug build is hundreds of MiB). Only 64-bit
+//! little-endian objects are read (x86-64, arm64); others stay unnamed.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -8,15 +11,25 @@ use std::os::unix::fs::FileExt;
 const SHT_SYMTAB: u32 = 2;
 const SHT_DYNSYM: u32 = 11;
 const PT_LOAD: u32 = 1;
+const PF_X: u32 = 1;
 const STT_FUNC: u8 = 2;
+const STT_GNU_IFUNC: u8 = 10;
 
 pub struct ElfSymbols {
     /// (start, end, offset of the name in `names`) sorted by start; names are demangled only when
     /// asked for (a debug build holds hundreds of thousands).
     functions: Vec<(u64, u64, u32)>,
     names: Vec<u8>,
-    /// (file offset, size, virtual address) of each loadable segment.
-    segments: Vec<(u64, u64, u64)>,
+    segments: Vec<Segment>,
+}
+
+/// A loadable segment: where it lies in the file and where it is mapped.
+struct Segment {
+    offset: u64,
+    file_size: u64,
+    vaddr: u64,
+    memory_size: u64,
+    executable: bool,
 }
 
 fn u16_at(b: &[u8], at: usize) -> Option<u16> {
@@ -53,7 +66,15 @@ impl ElfSymbols {
         let segments = (0..phnum as usize)
             .map(|i| &phs[i * 56..i * 56 + 56])
             .filter(|p| u32_at(p, 0) == Some(PT_LOAD))
-            .filter_map(|p| Some((u64_at(p, 8)?, u64_at(p, 32)?, u64_at(p, 16)?)))
+            .filter_map(|p| {
+                Some(Segment {
+                    offset: u64_at(p, 8)?,
+                    file_size: u64_at(p, 32)?,
+                    vaddr: u64_at(p, 16)?,
+                    memory_size: u64_at(p, 40)?,
+                    executable: u32_at(p, 4)? & PF_X != 0,
+                })
+            })
             .collect();
         let shs = read_at(&file, shoff, shnum * 64)?;
         let section = |i: usize| shs.get(i * 64..i * 64 + 64);
@@ -66,7 +87,7 @@ impl ElfSymbols {
         let names = read_at(&file, u64_at(strings, 24)?, u64_at(strings, 32)?)?;
         let mut functions: Vec<(u64, u64, u32)> = symbols
             .chunks_exact(24)
-            .filter(|s| s[4] & 0xf == STT_FUNC)
+            .filter(|s| matches!(s[4] & 0xf, STT_FUNC | STT_GNU_IFUNC))
             .filter_map(|s| {
                 let (value, size) = (u64_at(s, 8)?, u64_at(s, 16)?);
                 if value == 0 || size == 0 {
@@ -76,6 +97,7 @@ impl ElfSymbols {
             })
             .collect();
         functions.sort_by_key(|f| f.0);
+        functions.dedup_by_key(|f| f.0);
         (!functions.is_empty()).then_some(ElfSymbols {
             functions,
             names,
@@ -85,19 +107,48 @@ impl ElfSymbols {
 
     /// The function at `offset` into the file, if a symbol covers it.
     pub fn at_file_offset(&self, offset: u64) -> Option<String> {
-        let &(seg_off, _, vaddr) = self
+        let s = self
             .segments
             .iter()
-            .find(|&&(o, size, _)| o <= offset && offset < o + size)?;
-        let addr = offset - seg_off + vaddr;
+            .find(|s| s.offset <= offset && offset < s.offset + s.file_size)?;
+        Some(self.function_at(offset - s.offset + s.vaddr)?.0)
+    }
+
+    /// The function holding the instruction `offset` bytes into the object's mapped code (as
+    /// tracefs writes a user frame: from the start of the memory area, which begins at the page
+    /// of the executable segment), and the instruction's distance from the function's start.
+    pub fn in_mapped_code(&self, offset: u64) -> Option<(String, u64)> {
+        let page = page_size();
+        self.segments
+            .iter()
+            .filter(|s| s.executable)
+            .find_map(|s| {
+                let addr = (s.vaddr & !(page - 1)) + offset;
+                (s.vaddr <= addr && addr < s.vaddr + s.memory_size).then_some(addr)
+            })
+            .and_then(|addr| self.function_at(addr))
+    }
+
+    /// The demangled name of the function holding virtual address `addr`, and the distance.
+    fn function_at(&self, addr: u64) -> Option<(String, u64)> {
         let i = self.functions.partition_point(|f| f.0 <= addr);
-        let &(_, end, name_at) = self.functions.get(i.checked_sub(1)?)?;
+        let &(start, end, name_at) = self.functions.get(i.checked_sub(1)?)?;
         if addr >= end {
             return None;
         }
         let raw = self.names.get(name_at as usize..)?;
         let raw = &raw[..raw.iter().position(|&b| b == 0)?];
-        Some(demangle(std::str::from_utf8(raw).ok()?))
+        Some((demangle(std::str::from_utf8(raw).ok()?), addr - start))
+    }
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as u64
+    } else {
+        4096
     }
 }
 
@@ -167,6 +218,11 @@ mod tests {
             demangle("_ZN4core3ptr85drop_in_place$LT$std..rt..lang_start$LT$$LP$$RP$$GT$..$u7b$$u7b$closure$u7d$$u7d$$GT$17h0123456789abcdefE"),
             "core::ptr::drop_in_place<std::rt::lang_start<$LP$$RP$>::{{closure}}>"
         );
+        assert_eq!(
+            demangle("_ZN4core3ptr23drop_in_place$LT$u8$GT$17h0123456789abcdefE"),
+            "core::ptr::drop_in_place<u8>"
+        );
+        assert_eq!(demangle("_ZN3bad99E"), "_ZN3bad99E");
         assert_eq!(demangle("getppid"), "getppid");
         assert_eq!(demangle("_ZN3foo"), "_ZN3foo");
         assert_eq!(demangle("_ZN99fooE"), "_ZN99fooE");
@@ -178,14 +234,22 @@ mod tests {
         let exe = std::fs::read_link("/proc/self/exe").unwrap();
         let syms = ElfSymbols::read(exe.to_str().unwrap()).expect("test binaries keep symbols");
         let here = the_running_test_binary_names_its_own_functions as *const () as usize as u64;
-        let maps = crate::profile::symbolize::parse_maps(
-            &std::fs::read_to_string("/proc/self/maps").unwrap(),
-        );
-        let m = maps
-            .iter()
-            .find(|m| m.start <= here && here < m.end)
-            .unwrap();
-        let name = syms.at_file_offset(here - m.start + m.offset).unwrap();
+        // The mapping holding it (start-end perms offset ...), as the kernel lists it.
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let (start, offset) = maps
+            .lines()
+            .find_map(|l| {
+                let mut fields = l.split_whitespace();
+                let (a, b) = fields.next()?.split_once('-')?;
+                let offset = u64::from_str_radix(fields.nth(1)?, 16).ok()?;
+                let (a, b) = (
+                    u64::from_str_radix(a, 16).ok()?,
+                    u64::from_str_radix(b, 16).ok()?,
+                );
+                (a <= here && here < b).then_some((a, offset))
+            })
+            .expect("the mapping of this test's code");
+        let name = syms.at_file_offset(here - start + offset).unwrap();
         assert!(
             name.ends_with("the_running_test_binary_names_its_own_functions"),
             "{name}"
