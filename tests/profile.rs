@@ -322,7 +322,7 @@ fn ctrl_c_during_profile_rounds_keeps_what_was_measured() {
     });
     let mut profiling = 0;
     for line in BufReader::new(child.stderr.take().unwrap()).lines() {
-        if line.unwrap().contains("(profile)") {
+        if line.unwrap().starts_with("[profile ") {
             profiling += 1;
             if profiling == 2 {
                 // SAFETY: signalling the child this test started.

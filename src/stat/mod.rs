@@ -108,14 +108,14 @@ pub fn measure_each(configs: &[StatConfig]) -> Result<Vec<StatDoc>> {
             run_once(config, &mut interference)?;
         }
     }
-    struct Progress {
+    struct PerCommand {
         runs: Vec<RunRecord>,
         unavailable: BTreeMap<String, String>,
         failure: Option<String>,
     }
-    let mut got: Vec<Progress> = configs
+    let mut got: Vec<PerCommand> = configs
         .iter()
-        .map(|c| Progress {
+        .map(|c| PerCommand {
             runs: Vec::with_capacity(c.repeat),
             unavailable: BTreeMap::new(),
             failure: None,

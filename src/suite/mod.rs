@@ -113,7 +113,7 @@ pub struct Progress<'a> {
     /// When the extra rounds must end, from the start of the run: the budget, or once the first
     /// rounds are done, the time they allow the extra ones.
     pub deadline: Option<Duration>,
-    /// A sampling round of `--profile`, after the timed ones.
+    /// A sampling round of `--profile`, after the timed ones (`round` of `rounds` profiles).
     pub profiling: bool,
 }
 
@@ -153,8 +153,9 @@ impl Progress<'_> {
         let what = self.label.unwrap_or("the harness's own cost");
         if self.profiling {
             return format!(
-                "[profile {}] {}: {what}",
-                self.done - self.total + 1,
+                "[profile {}/{}] {}: {what}",
+                self.round + 1,
+                self.rounds,
                 duration(self.elapsed)
             );
         }
@@ -573,6 +574,18 @@ mod tests {
         );
         // No rate yet: no guess.
         assert_eq!(at(0, 0, None).left(), None);
+        // Profile rounds count among themselves, whatever extra rounds came before them.
+        let profile = Progress {
+            round: 1,
+            rounds: 7,
+            profiling: true,
+            ..at(110, 50, None)
+        };
+        assert!(
+            profile.line().starts_with("[profile 2/7] 50.0 s: "),
+            "{}",
+            profile.line()
+        );
     }
 
     #[test]

@@ -33,20 +33,20 @@ pub(super) fn profile_all(
         .collect();
     // Read once, at the first profile: every worker samples the same kernel.
     let mut kernel: Option<Option<SymbolTable>> = None;
-    for i in measured {
+    let count = measured.len();
+    for (nth, i) in measured.into_iter().enumerate() {
         if interrupt::requested() {
             state.interrupted = true;
             break;
         }
         let variant = &config.variants[i];
         let label = variant.label();
-        let shown = format!("{label} (profile)");
         progress(Progress {
             done: state.done,
             total: state.total,
-            round: 0,
-            rounds: 1,
-            label: Some(&shown),
+            round: nth,
+            rounds: count,
+            label: Some(&label),
             elapsed: state.started.elapsed(),
             deadline: None,
             profiling: true,
