@@ -304,6 +304,30 @@ fn several_commands_are_run_in_turns_and_set_against_the_fastest() {
 }
 
 #[test]
+fn a_command_that_fails_is_not_set_against_the_others() {
+    let out = osmeter()
+        .args([
+            "stat",
+            "-r",
+            "2",
+            "--no-store",
+            "--",
+            "true",
+            ":::",
+            "false",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("not compared with `false`: it failed"),
+        "{text}"
+    );
+    assert!(!text.contains("times faster than `false`"), "{text}");
+}
+
+#[test]
 fn an_empty_command_between_separators_or_a_failing_prepare_is_refused() {
     osmeter()
         .args(["stat", "--", "true", ":::"])

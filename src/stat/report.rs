@@ -234,8 +234,10 @@ pub fn render_comparison(docs: &[StatDoc]) -> String {
         .map(|d| d.runs.iter().map(|r| r.wall_ns as f64).collect())
         .collect();
     let log_mean = |w: &[f64]| w.iter().map(|x| x.ln()).sum::<f64>() / w.len() as f64;
+    // A command that failed ran only up to its failure: its times are not its speed.
+    let comparable = |i: usize| !walls[i].is_empty() && docs[i].failure.is_none();
     let Some(fastest) = (0..docs.len())
-        .filter(|&i| !walls[i].is_empty())
+        .filter(|&i| comparable(i))
         .min_by(|&a, &b| log_mean(&walls[a]).total_cmp(&log_mean(&walls[b])))
     else {
         return String::new();
@@ -243,6 +245,10 @@ pub fn render_comparison(docs: &[StatDoc]) -> String {
     let name = |i: usize| format!("`{}`", super::shown(&docs[i].command));
     let mut out = format!("\n{} ran fastest (wall time):\n", name(fastest));
     for other in (0..docs.len()).filter(|&i| i != fastest) {
+        if !comparable(other) {
+            let _ = writeln!(out, "  not compared with {}: it failed", name(other));
+            continue;
+        }
         let test = crate::stats::twosample::log_ratio_test(&walls[fastest], &walls[other], 0.95);
         let _ = match test {
             Ok(t) => {
