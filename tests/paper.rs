@@ -715,7 +715,14 @@ fn ctrl_c_shows_and_keeps_what_was_measured() {
 #[test]
 fn run_show_and_compare_print_the_cpu_relative_figures() {
     let env = TestEnv::new();
-    let mut args = vec!["run", "syscall.null", "memory.copy", "cpu.reference"];
+    // --wide: the per-primitive rows whole on one line each (tests/width.rs checks their blocks).
+    let mut args = vec![
+        "run",
+        "syscall.null",
+        "memory.copy",
+        "cpu.reference",
+        "--wide",
+    ];
     args.extend_from_slice(FAST);
     let (text, a) = env.saved(&args);
     // Prose wraps at the terminal's width wherever its numbers put the line ends: phrases are
@@ -742,7 +749,7 @@ fn run_show_and_compare_print_the_cpu_relative_figures() {
         "{text}"
     );
     // `show` prints the same derived figures from the stored run.
-    let shown = env.osmeter().args(["show", &a]).output().unwrap();
+    let shown = env.osmeter().args(["show", &a, "--wide"]).output().unwrap();
     let shown = String::from_utf8_lossy(&shown.stdout);
     assert!(shown.contains(getpid.trim_end()), "{shown}");
     // `compare` sets each figure's speed-up against the CPU reference's.

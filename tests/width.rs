@@ -41,6 +41,19 @@ fn every_command_fits_a_hundred_columns() {
     };
     let (_, a) = run("side=a");
     let (_, b) = run("side=b");
+    // Hardware figures with long labels in the per-primitive table under the run's own.
+    let (_, copy) = env.saved(&[
+        "run",
+        "syscall.null",
+        "memory.copy",
+        "cpu.reference",
+        "--rounds",
+        "2",
+        "--repeat",
+        "3",
+        "--min-time",
+        "2ms",
+    ]);
     let trace = env.dir.path().join("s.osmt");
     let trace = trace.to_str().unwrap();
     env.osmeter()
@@ -74,6 +87,8 @@ fn every_command_fits_a_hundred_columns() {
         vec!["paper"],
         vec!["paper", "ousterhout89", "--table", "2", "--quick"],
         vec!["paper", "ousterhout89", "--run", &a],
+        vec!["show", &copy],
+        vec!["paper", "ousterhout89", "--run", &copy],
         vec!["fleet"],
     ];
     let wide: Vec<String> = commands.iter().flat_map(|c| too_wide(&env, c)).collect();

@@ -19,30 +19,25 @@ impl Grid {
     fn push(&mut self, row: Vec<String>) {
         self.rows.push(row);
     }
+    /// Fitted to the terminal like every table (stacked blocks that repeat the first column).
     pub fn render(&self, out: &mut String) {
-        let n = self.rows.iter().map(Vec::len).max().unwrap_or(0);
-        let width = |i: usize| {
-            self.rows
-                .iter()
-                .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
-                .max()
-                .unwrap_or(0)
+        use crate::columns::{Align, Table};
+        let Some((header, rows)) = self.rows.split_first() else {
+            return;
         };
-        let widths: Vec<usize> = (0..n).map(width).collect();
-        for r in &self.rows {
-            let mut line = String::from("  ");
-            for (i, w) in widths.iter().enumerate() {
-                let cell = r.get(i).map(String::as_str).unwrap_or("");
-                if i == 0 {
-                    let _ = write!(line, "{cell:<w$}");
-                } else {
-                    let _ = write!(line, "  {cell:>w$}");
-                }
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
+        let n = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let header: Vec<&str> = (0..n)
+            .map(|i| header.get(i).map(String::as_str).unwrap_or(""))
+            .collect();
+        let mut align = vec![Align::Right; n];
+        if let Some(first) = align.first_mut() {
+            *first = Align::Left;
         }
+        let mut table = Table::new(&header, &align, 1).indented("  ");
+        for r in rows {
+            table.push(r.clone());
+        }
+        out.push_str(&table.render(crate::columns::width()));
     }
 }
 
