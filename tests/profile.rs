@@ -186,7 +186,9 @@ fn a_seccomp_filter_is_found_in_the_security_component() {
         plain["id"].as_str().unwrap(),
         filtered["id"].as_str().unwrap(),
     );
-    let c = env.json(&["compare", ia, ib, "--explain", "--all", "--json"]);
+    // --force: a shared machine (other tests of this binary) may call either run busy; the
+    // explanation is the subject here.
+    let c = env.json(&["compare", ia, ib, "--explain", "--all", "--json", "--force"]);
     let f = &c["explain"]["figures"][0];
     assert_eq!(f["label"], "syscall.null", "{c}");
     let (first, delta) = (
@@ -197,7 +199,7 @@ fn a_seccomp_filter_is_found_in_the_security_component() {
     assert!(first[1]["delta"].as_f64().unwrap() > 0.5 * delta, "{f}");
     let text = env
         .osmeter()
-        .args(["compare", ia, ib, "--explain", "--all"])
+        .args(["compare", ia, ib, "--explain", "--all", "--force"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
@@ -211,7 +213,7 @@ fn a_seccomp_filter_is_found_in_the_security_component() {
 fn explain_without_profiles_says_how_to_take_them() {
     let env = TestEnv::new();
     let (a, b) = (env.run_id(&["syscall.null"]), env.run_id(&["syscall.null"]));
-    let c = env.json(&["compare", &a, &b, "--explain", "--json"]);
+    let c = env.json(&["compare", &a, &b, "--explain", "--json", "--force"]);
     let missing = c["explain"]["missing"].as_str().unwrap();
     assert!(
         missing.contains("neither side") && missing.contains("--profile"),
