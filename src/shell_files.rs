@@ -9,9 +9,31 @@ use std::path::{Path, PathBuf};
 
 /// The completion script for `shell`.
 pub fn completion(shell: Shell) -> Vec<u8> {
-    let mut cmd = Cli::command();
+    let mut cmd = visible(&Cli::command());
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "osmeter", &mut out);
+    out
+}
+
+/// `cmd` without its hidden subcommands (the workers osmeter starts itself): clap_complete offers
+/// hidden subcommands like any other, so a user typing `osmeter me<TAB>` would be offered
+/// `measure-worker`. Completion needs only names, help lines, aliases, arguments and their groups.
+fn visible(cmd: &clap::Command) -> clap::Command {
+    let mut out = clap::Command::new(cmd.get_name().to_string())
+        .visible_aliases(cmd.get_visible_aliases().map(str::to_string))
+        .disable_help_subcommand(cmd.is_disable_help_subcommand_set());
+    if let Some(about) = cmd.get_about() {
+        out = out.about(about.clone());
+    }
+    if let Some(version) = cmd.get_version() {
+        out = out.version(version.to_string());
+    }
+    out = out
+        .args(cmd.get_arguments().cloned())
+        .groups(cmd.get_groups().cloned());
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        out = out.subcommand(visible(sub));
+    }
     out
 }
 
@@ -134,12 +156,32 @@ mod tests {
     #[test]
     fn every_subcommand_and_flag_is_completed() {
         let bash = String::from_utf8(completion(Shell::Bash)).unwrap();
-        for sub in Cli::command().get_subcommands() {
+        for sub in Cli::command()
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set())
+        {
             assert!(bash.contains(sub.get_name()), "{} missing", sub.get_name());
         }
         assert!(bash.contains("--fail-if-slower"));
         let fish = String::from_utf8(completion(Shell::Fish)).unwrap();
         assert!(fish.contains("complete -c osmeter"));
+        assert!(fish.contains("-l fail-if-slower") && fish.contains("-l wide"));
+    }
+
+    #[test]
+    fn hidden_workers_are_not_offered() {
+        let hidden: Vec<String> = Cli::command()
+            .get_subcommands()
+            .filter(|s| s.is_hide_set())
+            .map(|s| s.get_name().to_string())
+            .collect();
+        assert!(hidden.iter().any(|h| h == "measure-worker"), "{hidden:?}");
+        for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+            let script = String::from_utf8(completion(shell)).unwrap();
+            for h in &hidden {
+                assert!(!script.contains(h.as_str()), "{shell} offers {h}");
+            }
+        }
     }
 
     #[test]

@@ -216,3 +216,77 @@ fn installed_man_pages_are_found_by_man_and_completions_by_bash() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A shell's binary, or None (with the install command said) outside CI when it is missing.
+fn shell_present(name: &str) -> bool {
+    if Std::new(name).arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{name} is installed by .ci/run"
+    );
+    eprintln!("{name} is not installed (apt-get install {name}); skipping");
+    false
+}
+
+#[test]
+fn installed_completions_are_found_by_fish_and_zsh() {
+    let env = TestEnv::new();
+    let home = env.dir.path().join("home");
+    let exe = installed_in(&home);
+    let install = |shell: &str| {
+        let mut cmd = Std::new(&exe);
+        cmd.args(["completions", shell, "--install"]);
+        user_env(&mut cmd, &home);
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+
+    if shell_present("fish") {
+        install("fish");
+        // fish reads ~/.config/fish/completions on its own; `complete -C` completes a line as the
+        // prompt would.
+        let mut fish = Std::new("fish");
+        fish.args(["-c", "complete -C 'osmeter me'"]);
+        user_env(&mut fish, &home);
+        let out = fish.output().unwrap();
+        let words = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            words.lines().any(|l| l.starts_with("memsim\t")),
+            "{words} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!words.contains("measure-worker"), "{words}");
+    }
+
+    if shell_present("zsh") {
+        let said = install("zsh");
+        // zsh has no per-user directory it reads by itself: osmeter says which line to add, and
+        // with exactly that line compinit finds the function.
+        let line = said
+            .split('`')
+            .find(|s| s.starts_with("fpath+=("))
+            .unwrap_or_else(|| panic!("no fpath line in {said:?}"))
+            .to_string();
+        let script = format!(
+            "{line}; autoload -U compinit; compinit -u -d {}; print -r -- $_comps[osmeter]",
+            home.join("zcompdump").display()
+        );
+        let mut zsh = Std::new("zsh");
+        zsh.args(["-f", "-c", &script]);
+        user_env(&mut zsh, &home);
+        let out = zsh.output().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "_osmeter",
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

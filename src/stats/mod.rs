@@ -9,6 +9,7 @@
 //! - [`rounds`]: a figure's value and confidence interval from its rounds (two-level bootstrap);
 //! - [`twosample`]: two figures' round values compared: ratio, its interval, a p-value;
 //! - [`fdr`]: false-discovery-rate control over the many p-values of a comparison;
+//! - [`geomean`]: the geometric mean of speed-ups and its interval, resampling whole probes;
 //! - [`changepoint`]: change points in a series of stored values (E-Divisive means);
 //! - [`segments`]: the stretches between change points, each with its level and interval;
 //! - [`dist`], [`rng`]: the distributions and the seeded generator the others rest on.
@@ -16,6 +17,7 @@
 pub mod changepoint;
 pub mod dist;
 pub mod fdr;
+pub mod geomean;
 pub mod rng;
 pub mod rounds;
 pub mod segments;

@@ -12,6 +12,7 @@ use crate::meter::pages::Pages;
 use crate::results::figure::{Direction, Evidence, Figure, Role};
 use crate::results::fingerprint::Fingerprint;
 use crate::results::model::{Run, RunKind, Unit};
+use crate::stats::geomean::geomean;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -158,6 +159,9 @@ pub struct Comparison {
     /// Geometric mean of speedups per group.
     pub geomean_by_group: BTreeMap<String, f64>,
     pub geomean: Option<f64>,
+    /// 95 % interval of `geomean`, resampling whole probes (their figures move together).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub geomean_ci95: Option<[f64; 2]>,
     /// Speedup of the CPU-bound reference, and of the OS figures relative to it (Ousterhout's
     /// question: did the OS get faster as fast as the CPU?). Hardware figures and the harness's
     /// own are left out of the OS mean.
@@ -341,13 +345,6 @@ fn counter_deltas(
         .take(5)
         .map(|(k, a, b, _)| (k, a, b))
         .collect()
-}
-
-fn geomean(xs: impl Iterator<Item = f64>) -> Option<f64> {
-    let (sum, n) = xs
-        .filter(|x| *x > 0.0 && x.is_finite())
-        .fold((0.0, 0usize), |(s, n), x| (s + x.ln(), n + 1));
-    (n > 0).then(|| (sum / n as f64).exp())
 }
 
 /// Flattens a JSON object to dotted keys with display values.
@@ -549,9 +546,10 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             .collect(),
         geomean_by_group: by_group
             .into_iter()
-            .filter_map(|(g, v)| Some((g, geomean(v.into_iter())?)))
+            .filter_map(|(g, v)| Some((g, geomean(v)?)))
             .collect(),
         geomean: geomean(figures.iter().map(|f| f.speedup)),
+        geomean_ci95: geomean_interval(&figures),
         cpu_speedup,
         os_speedup,
         os_speedup_relative_to_cpu: match (os_speedup, cpu_speedup) {
@@ -564,6 +562,19 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         history_runs: 0,
         busy,
     })
+}
+
+/// The interval of the geometric mean speed-up, resampling probes: a probe's figures (sizes,
+/// placements) share its process and move together, so they count as one draw.
+fn geomean_interval(figures: &[FigureComparison]) -> Option<[f64; 2]> {
+    let mut by_probe: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for f in figures {
+        let probe = f.key.split_once(' ').map_or(f.key.as_str(), |(p, _)| p);
+        by_probe.entry(probe).or_default().push(f.speedup);
+    }
+    let clusters: Vec<Vec<f64>> = by_probe.into_values().collect();
+    // A fixed seed: the same comparison prints the same interval every time.
+    crate::stats::geomean::clustered_interval(&clusters, 0.95, 2000, 0x6765_6f6d)
 }
 
 #[cfg(test)]

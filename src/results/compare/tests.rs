@@ -136,6 +136,10 @@ fn geomeans_and_the_cpu_relative_figure() {
     assert!((c.os_speedup_relative_to_cpu.unwrap() - os / 2.0).abs() < 1e-12);
     assert!((c.geomean.unwrap() - (2.0f64 * 1.25 * 1.6).powf(1.0 / 3.0)).abs() < 1e-12);
     assert_eq!(c.geomean_by_group["syscall"], 1.25);
+    // Three probes, one figure each: the interval spans their speed-ups' spread and holds the mean.
+    let [lo, hi] = c.geomean_ci95.unwrap();
+    let g = c.geomean.unwrap();
+    assert!(lo <= g && g <= hi && lo >= 1.25 - 1e-9 && hi <= 2.0 + 1e-9 && lo < hi);
     // Each OS figure carries its own speed-up relative to the CPU's (in the JSON document too);
     // the CPU reference itself does not.
     let relative = |key: &str| {

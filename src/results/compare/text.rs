@@ -203,9 +203,12 @@ pub fn render(c: &Comparison, all: bool) -> String {
             .iter()
             .map(|(k, v)| format!("{k} {v:.3}"))
             .collect();
+        let interval = c.geomean_ci95.map_or(String::new(), |[lo, hi]| {
+            format!(", 95 % interval {lo:.3}-{hi:.3} by probe")
+        });
         let _ = writeln!(
             out,
-            "\nGeometric mean speed-up of B over A: {g:.3} ({})",
+            "\nGeometric mean speed-up of B over A: {g:.3}{interval} ({})",
             groups.join(", ")
         );
     }

@@ -285,7 +285,16 @@ impl Section for ComparisonSection {
                 c.figures.len()
             );
             if let Some(g) = c.geomean {
-                let _ = write!(line, " Geometric mean speed-up: {}.", factor(g));
+                let _ = write!(line, " Geometric mean speed-up: {}", factor(g));
+                if let Some([lo, hi]) = c.geomean_ci95 {
+                    let _ = write!(
+                        line,
+                        " (95 % interval {} to {}, resampling probes)",
+                        factor(lo),
+                        factor(hi)
+                    );
+                }
+                line.push('.');
             }
             if let (Some(cpu), Some(rel)) = (c.cpu_speedup, c.os_speedup_relative_to_cpu) {
                 let _ = write!(

@@ -1,0 +1,142 @@
+//! The geometric mean of ratios (speed-ups), and an interval for it that respects how the ratios
+//! were measured.
+//!
+//! The figures of one comparison are not independent draws: the twenty sizes of one memory walk,
+//! or the placements of one ping-pong, share their probe's process, code and machine state, and
+//! move together. Treating them as independent would give the mean of a suite an interval far too
+//! narrow, and an A/A comparison would often exclude 1. So the interval resamples whole clusters
+//! (one per probe) with replacement, and takes the percentiles of the resampled means of logs:
+//! a cluster bootstrap, which needs no model of how the figures of a cluster move together.
+
+use super::rng::Rng;
+
+/// Geometric mean of the positive, finite values; `None` when there is none.
+pub fn geomean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values
+        .into_iter()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold((0.0, 0usize), |(s, n), v| (s + v.ln(), n + 1));
+    (n > 0).then(|| (sum / n as f64).exp())
+}
+
+/// A `level` interval of the geometric mean of every value in `clusters`, resampling whole
+/// clusters. Values that are not positive and finite are left out, as `geomean` leaves them out.
+/// `None` with fewer than two clusters holding a value: one cluster says nothing about how
+/// clusters vary. The interval always holds the geometric mean itself (a percentile interval of a
+/// very skewed resampling can miss it by a hair; it is then widened to reach it).
+pub fn clustered_interval(
+    clusters: &[Vec<f64>],
+    level: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<[f64; 2]> {
+    // Per cluster: the sum of logs and the count, all the resampling needs.
+    let parts: Vec<(f64, usize)> = clusters
+        .iter()
+        .map(|c| {
+            c.iter()
+                .filter(|v| v.is_finite() && **v > 0.0)
+                .fold((0.0, 0usize), |(s, n), v| (s + v.ln(), n + 1))
+        })
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    if parts.len() < 2 || resamples == 0 {
+        return None;
+    }
+    let estimate = {
+        let (s, n) = parts
+            .iter()
+            .fold((0.0, 0usize), |(s, n), p| (s + p.0, n + p.1));
+        s / n as f64
+    };
+    let mut rng = Rng::new(seed);
+    let mut means: Vec<f64> = (0..resamples)
+        .map(|_| {
+            let (mut s, mut n) = (0.0, 0usize);
+            for _ in 0..parts.len() {
+                let p = parts[rng.below(parts.len())];
+                s += p.0;
+                n += p.1;
+            }
+            s / n as f64
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let tail = (1.0 - level) / 2.0;
+    let lo = super::rounds::quantile(&means, tail).min(estimate);
+    let hi = super::rounds::quantile(&means, 1.0 - tail).max(estimate);
+    Some([lo.exp(), hi.exp()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn geomean_known_answers() {
+        assert_eq!(geomean([4.0, 1.0]), Some(2.0));
+        assert!((geomean([0.5, 2.0, 8.0]).unwrap() - 2.0).abs() < 1e-12);
+        assert_eq!(geomean(std::iter::empty()), None);
+        assert_eq!(geomean([2.0, 0.0, f64::NAN]), Some(2.0));
+    }
+
+    #[test]
+    fn identical_clusters_give_a_point() {
+        let c = vec![vec![1.1, 1.1], vec![1.1], vec![1.1, 1.1, 1.1]];
+        let [lo, hi] = clustered_interval(&c, 0.95, 500, 1).unwrap();
+        assert!((lo - 1.1).abs() < 1e-12 && (hi - 1.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn one_cluster_has_no_interval() {
+        assert_eq!(clustered_interval(&[vec![1.0, 2.0]], 0.95, 500, 1), None);
+        assert_eq!(
+            clustered_interval(&[vec![1.0], vec![0.0, f64::NAN]], 0.95, 500, 1),
+            None
+        );
+    }
+
+    #[test]
+    fn a_large_cluster_moving_together_widens_the_interval() {
+        // Twenty figures of one probe 10 % faster, four probes of one figure unchanged: counted
+        // as 24 independent figures the mean would look firmly above 1; by probe it is not.
+        let mut c = vec![vec![1.1; 20]];
+        c.extend((0..4).map(|k| vec![1.0 + 0.001 * k as f64]));
+        let [lo, hi] = clustered_interval(&c, 0.95, 4000, 7).unwrap();
+        assert!(lo <= 1.004 && hi >= 1.09, "[{lo}, {hi}]");
+    }
+
+    #[test]
+    fn a_common_shift_is_found() {
+        // Every probe 5 % faster, with some scatter: the interval excludes 1.
+        let c: Vec<Vec<f64>> = (0..30)
+            .map(|k| vec![1.05 + 0.01 * ((k % 5) as f64 - 2.0)])
+            .collect();
+        let [lo, hi] = clustered_interval(&c, 0.95, 2000, 3).unwrap();
+        assert!(lo > 1.03 && hi < 1.07, "[{lo}, {hi}]");
+    }
+
+    #[test]
+    fn same_seed_same_interval() {
+        let c = vec![vec![0.9, 1.2], vec![1.05], vec![0.97, 1.01, 1.3]];
+        assert_eq!(
+            clustered_interval(&c, 0.95, 1000, 9),
+            clustered_interval(&c, 0.95, 1000, 9)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn the_interval_holds_the_geomean_and_stays_positive(
+            clusters in prop::collection::vec(
+                prop::collection::vec(1e-6f64..1e6, 1..6), 2..12),
+            seed in any::<u64>(),
+        ) {
+            let g = geomean(clusters.iter().flatten().copied()).unwrap();
+            let [lo, hi] = clustered_interval(&clusters, 0.95, 200, seed).unwrap();
+            prop_assert!(lo > 0.0);
+            prop_assert!(lo <= g * (1.0 + 1e-12) && g <= hi * (1.0 + 1e-12), "{lo} {g} {hi}");
+        }
+    }
+}
