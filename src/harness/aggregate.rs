@@ -105,6 +105,11 @@ fn interference(records: &[RoundRecord]) -> Interference {
         total.per_sample.push(*i);
     }
     total.retaken_samples = records.iter().map(|r| r.outcome.retaken.len()).sum();
+    total.retaken_lost_time = records
+        .iter()
+        .flat_map(|r| &r.outcome.retaken)
+        .filter(|i| i.lost_time())
+        .count();
     total
 }
 

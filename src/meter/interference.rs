@@ -11,6 +11,8 @@ use std::os::unix::fs::FileExt;
 pub struct InterferenceReader {
     interrupts: Option<File>,
     stat: Option<File>,
+    /// The reading thread's schedstat, with the thread it belongs to.
+    schedstat: Option<(libc::pid_t, File)>,
     buf: Vec<u8>,
     /// USER_HZ: the unit of /proc/stat times.
     ticks_per_second: f64,
@@ -31,6 +33,7 @@ impl InterferenceReader {
         InterferenceReader {
             interrupts: File::open("/proc/interrupts").ok(),
             stat: File::open("/proc/stat").ok(),
+            schedstat: None,
             buf: Vec::with_capacity(64 * 1024),
             ticks_per_second: if hz > 0 { hz as f64 } else { 100.0 },
             steal_cpu,
@@ -53,8 +56,28 @@ impl InterferenceReader {
         let (voluntary, involuntary) = thread_context_switches();
         out.csw_voluntary = voluntary;
         out.csw_involuntary = involuntary;
+        out.run_delay_ns = self.run_delay();
         out
     }
+
+    /// The calling thread's time spent runnable but waiting for a CPU, in ns. The file is opened
+    /// again when another thread reads (thread-self names the thread that opened it).
+    fn run_delay(&mut self) -> Option<u64> {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        if self.schedstat.as_ref().map(|(t, _)| *t) != Some(tid) {
+            self.schedstat = File::open("/proc/thread-self/schedstat")
+                .ok()
+                .map(|f| (tid, f));
+        }
+        let text = read_whole(self.schedstat.as_ref().map(|(_, f)| f), &mut self.buf)?;
+        parse_run_delay(text)
+    }
+}
+
+/// The second field of a schedstat line: nanoseconds spent waiting on a run queue.
+fn parse_run_delay(text: &str) -> Option<u64> {
+    text.split_whitespace().nth(1)?.parse().ok()
 }
 
 impl Default for InterferenceReader {
@@ -175,6 +198,24 @@ pub fn parse_steal(text: &str, cpu: Option<usize>) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_delay_is_the_second_schedstat_field_and_this_thread_has_one() {
+        assert_eq!(parse_run_delay("1234567 89012 34\n"), Some(89012));
+        assert_eq!(parse_run_delay("1234567\n"), None);
+        assert_eq!(parse_run_delay("x y z"), None);
+        // This kernel keeps schedstat (CI's does; a kernel without CONFIG_SCHED_INFO would not).
+        let mut r = InterferenceReader::new();
+        let first = r.read().run_delay_ns;
+        if std::path::Path::new("/proc/thread-self/schedstat").exists() {
+            assert!(first.is_some());
+            // Read from another thread, it is that thread's own.
+            let other = std::thread::spawn(move || r.read().run_delay_ns)
+                .join()
+                .unwrap();
+            assert!(other.is_some());
+        }
+    }
 
     const INTERRUPTS: &str = "\
            CPU0       CPU1

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 /// under a fair scheduler) far above.
 pub const OTHERS_SHARE: f64 = 0.10;
 /// At least this share of the samples of CPU-bound figures (which never block and have no
-/// partner) were preempted by another task or lost time to the hypervisor: busy.
+/// partner) lost a millisecond or more to another task, or time to the hypervisor: busy.
 pub const DISTURBED_SHARE: f64 = 0.25;
 /// Fewer such samples than this say nothing either way.
 pub const MIN_SAMPLES: usize = 10;
@@ -117,10 +117,11 @@ impl Evidence {
             self.interrupts += i.irq_timer + i.irq_other;
             self.steal_ms += i.steal_ms;
             if matches!(m.role, Some(Role::CpuReference | Role::Hardware)) {
-                // Samples taken again were preempted too: the machine disturbed them.
+                // Samples taken again were preempted: the machine disturbed them as much as it
+                // took from them.
                 self.cpu_bound_samples += i.per_sample.len() + i.retaken_samples;
                 self.disturbed_samples +=
-                    i.retaken_samples + i.per_sample.iter().filter(|s| s.preempted()).count();
+                    i.retaken_lost_time + i.per_sample.iter().filter(|s| s.lost_time()).count();
             }
         }
     }
@@ -193,7 +194,7 @@ pub fn judge(cpu: usize, e: &Evidence) -> (Verdict, Vec<String>) {
     }
     if let Some(share) = e.disturbed_share().filter(|&s| s >= DISTURBED_SHARE) {
         reasons.push(format!(
-            "{} of {} samples of CPU-bound figures ({}) were preempted by another task or lost \
+            "{} of {} samples of CPU-bound figures ({}) waited 1 ms or more for their CPU or lost \
              time to the hypervisor",
             e.disturbed_samples,
             e.cpu_bound_samples,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::meter::counts::LOST_TIME_NS;
 use crate::results::model::{Params, SampleInterference, Status, Unit};
 
 fn quiet() -> Evidence {
@@ -100,12 +101,37 @@ fn only_cpu_bound_figures_count_their_preempted_samples() {
     ]);
     assert_eq!((e.cpu_bound_samples, e.disturbed_samples), (6, 3));
     assert_eq!(e.csw_involuntary, 18);
-    // Samples taken again count as disturbed ones seen.
+    // Samples taken again count as seen, and as disturbed as far as they lost time.
     let mut retook = fig(Role::Hardware, 0);
     retook.interference.retaken_samples = 2;
+    retook.interference.retaken_lost_time = 1;
     let mut e = Evidence::default();
     e.count_samples(&[retook]);
-    assert_eq!((e.cpu_bound_samples, e.disturbed_samples), (5, 2));
+    assert_eq!((e.cpu_bound_samples, e.disturbed_samples), (5, 1));
+}
+
+#[test]
+fn a_sample_is_disturbed_by_the_time_it_waited_not_by_being_preempted_at_all() {
+    let sample = |switches: u64, waited: Option<u64>, steal_ms: f64| SampleInterference {
+        csw_involuntary: switches,
+        run_delay_ns: waited,
+        steal_ms,
+        ..Default::default()
+    };
+    // Daemons pushed onto the measuring CPU by a hog on the other one: preempted for 50 us.
+    assert!(sample(3, Some(50_000), 0.0).preempted());
+    assert!(!sample(3, Some(50_000), 0.0).lost_time());
+    // A second job sharing the CPU: a scheduler slice or more.
+    assert!(sample(1, Some(LOST_TIME_NS), 0.0).lost_time());
+    // Without schedstat any preemption counts; stolen time always does.
+    assert!(sample(1, None, 0.0).lost_time());
+    assert!(!sample(0, None, 0.0).lost_time());
+    assert!(sample(0, Some(0), 10.0).lost_time());
+    // A delta of two readings waits as long as the thread waited between them.
+    let before = sample(0, Some(7_000_000), 0.0);
+    let after = sample(2, Some(9_500_000), 0.0);
+    assert_eq!(after.delta(&before).run_delay_ns, Some(2_500_000));
+    assert_eq!(after.delta(&sample(0, None, 0.0)).run_delay_ns, None);
 }
 
 #[test]

@@ -225,6 +225,10 @@ pub struct Interference {
     /// preempted, taken again and not kept.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retaken_samples: usize,
+    /// Of those, the ones in which the machine took a share worth judging it by (see
+    /// `SampleInterference::lost_time`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retaken_lost_time: usize,
     /// Per kept sample, in the order of `samples`.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub per_sample: Vec<SampleInterference>,

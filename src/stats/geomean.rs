@@ -7,6 +7,12 @@
 //! narrow, and an A/A comparison would often exclude 1. So the interval resamples whole clusters
 //! (one per probe) with replacement, and takes the percentiles of the resampled means of logs:
 //! a cluster bootstrap, which needs no model of how the figures of a cluster move together.
+//!
+//! Resampling sees how figures differ from each other, not an error they all share: a VM whose
+//! host ran it 10 % faster for the whole of one run moves every figure at once, and every cluster
+//! with it. Each figure's own interval (from its rounds) does hold that error, so the interval
+//! given is the union of the bootstrap's and the one the figures' own intervals give when their
+//! errors are taken to move together.
 
 use super::rng::Rng;
 
@@ -68,6 +74,31 @@ pub fn clustered_interval(
     Some([lo.exp(), hi.exp()])
 }
 
+/// The interval of the geometric mean `g` if every figure's error moved with every other's (a
+/// machine a little faster for the whole of one run): its half-width on the log scale is then the
+/// mean of the figures' half-widths, not that mean shrunk by the square root of their number.
+/// `half_widths` are the figures' 95 % half-widths on the log scale; `None` without any.
+pub fn shared_error_interval(g: f64, half_widths: &[f64]) -> Option<[f64; 2]> {
+    let w: Vec<f64> = half_widths
+        .iter()
+        .copied()
+        .filter(|w| w.is_finite() && *w >= 0.0)
+        .collect();
+    if w.is_empty() || !(g.is_finite() && g > 0.0) {
+        return None;
+    }
+    let mean = w.iter().sum::<f64>() / w.len() as f64;
+    Some([g * (-mean).exp(), g * mean.exp()])
+}
+
+/// The smallest interval holding both.
+pub fn union(a: Option<[f64; 2]>, b: Option<[f64; 2]>) -> Option<[f64; 2]> {
+    match (a, b) {
+        (Some([a0, a1]), Some([b0, b1])) => Some([a0.min(b0), a1.max(b1)]),
+        (x, None) | (None, x) => x,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +155,18 @@ mod tests {
             clustered_interval(&c, 0.95, 1000, 9),
             clustered_interval(&c, 0.95, 1000, 9)
         );
+    }
+
+    #[test]
+    fn shared_error_is_the_mean_half_width() {
+        let [lo, hi] = shared_error_interval(2.0, &[0.1, 0.3, f64::NAN]).unwrap();
+        assert!((lo - 2.0 * (-0.2f64).exp()).abs() < 1e-12);
+        assert!((hi - 2.0 * 0.2f64.exp()).abs() < 1e-12);
+        assert_eq!(shared_error_interval(2.0, &[]), None);
+        assert_eq!(shared_error_interval(0.0, &[0.1]), None);
+        assert_eq!(union(Some([1.0, 2.0]), Some([0.5, 1.5])), Some([0.5, 2.0]));
+        assert_eq!(union(None, Some([0.5, 1.5])), Some([0.5, 1.5]));
+        assert_eq!(union(None, None), None);
     }
 
     proptest! {

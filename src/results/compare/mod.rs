@@ -159,7 +159,8 @@ pub struct Comparison {
     /// Geometric mean of speedups per group.
     pub geomean_by_group: BTreeMap<String, f64>,
     pub geomean: Option<f64>,
-    /// 95 % interval of `geomean`, resampling whole probes (their figures move together).
+    /// 95 % interval of `geomean`: whole probes resampled, widened to the figures' own intervals
+    /// taken as moving together (a machine faster for a whole run moves them all).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub geomean_ci95: Option<[f64; 2]>,
     /// Speedup of the CPU-bound reference, and of the OS figures relative to it (Ousterhout's
@@ -564,9 +565,12 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
     })
 }
 
-/// The interval of the geometric mean speed-up, resampling probes: a probe's figures (sizes,
-/// placements) share its process and move together, so they count as one draw.
+/// The interval of the geometric mean speed-up: resampling probes (a probe's figures, its sizes
+/// and placements, share its process and move together, so they count as one draw), widened to
+/// what the figures' own intervals give if an error of the machine moved them all at once (a
+/// host that ran one whole run faster): an A/A comparison must not read as a speed-up.
 fn geomean_interval(figures: &[FigureComparison]) -> Option<[f64; 2]> {
+    use crate::stats::geomean::{clustered_interval, shared_error_interval, union};
     let mut by_probe: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for f in figures {
         let probe = f.key.split_once(' ').map_or(f.key.as_str(), |(p, _)| p);
@@ -574,7 +578,16 @@ fn geomean_interval(figures: &[FigureComparison]) -> Option<[f64; 2]> {
     }
     let clusters: Vec<Vec<f64>> = by_probe.into_values().collect();
     // A fixed seed: the same comparison prints the same interval every time.
-    crate::stats::geomean::clustered_interval(&clusters, 0.95, 2000, 0x6765_6f6d)
+    let resampled = clustered_interval(&clusters, 0.95, 2000, 0x6765_6f6d);
+    let half_widths: Vec<f64> = figures
+        .iter()
+        .filter_map(|f| f.ratio_ci95)
+        .filter(|[lo, hi]| *lo > 0.0 && hi.is_finite())
+        .map(|[lo, hi]| (hi.ln() - lo.ln()) / 2.0)
+        .collect();
+    let shared = geomean(figures.iter().map(|f| f.speedup))
+        .and_then(|g| shared_error_interval(g, &half_widths));
+    union(resampled, shared)
 }
 
 #[cfg(test)]

@@ -203,3 +203,44 @@ fn samples_of_one_process_look_certain_where_rounds_do_not() {
         f.reason
     );
 }
+
+/// Two runs of 74 figures in rounds with a `between` spread; every figure of B is `shift` times
+/// A's (a machine slower, or faster, for the whole of one run).
+fn shifted_pair(rng: &mut Rng, between: f64, shift: f64) -> (Run, Run) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for i in 0..74 {
+        let probe = format!("g{}.f{i}", i % 20);
+        let value = 50.0 * (1.0 + i as f64);
+        a.push(in_rounds(&probe, simulated(rng, value, between, 0.005)));
+        b.push(in_rounds(
+            &probe,
+            simulated(rng, value * shift, between, 0.005),
+        ));
+    }
+    (run_of("a", a), run_of("b", b))
+}
+
+#[test]
+fn a_whole_run_moved_within_its_figures_noise_is_no_geomean_finding() {
+    // A VM whose host ran B 6 % faster: each figure's rounds spread 10 %, so no figure can say it,
+    // and neither may the mean of them all.
+    let mut rng = Rng::new(23);
+    for _ in 0..5 {
+        let (a, b) = shifted_pair(&mut rng, 0.10, 1.0 / 1.06);
+        let c = compare(&[&a], &[&b], &CompareConfig::default()).unwrap();
+        let [lo, hi] = c.geomean_ci95.unwrap();
+        let g = c.geomean.unwrap();
+        assert!(g > 1.02, "the shift is in the mean: {g}");
+        assert!(lo <= 1.0 && 1.0 <= hi, "{g} [{lo}, {hi}]");
+    }
+}
+
+#[test]
+fn a_real_slowdown_of_every_figure_is_outside_the_geomean_interval() {
+    let mut rng = Rng::new(24);
+    let (a, b) = shifted_pair(&mut rng, 0.02, 1.20);
+    let c = compare(&[&a], &[&b], &CompareConfig::default()).unwrap();
+    let [lo, hi] = c.geomean_ci95.unwrap();
+    assert!(hi < 1.0, "B is 1.2x slower: [{lo}, {hi}]");
+    assert!(lo <= c.geomean.unwrap() && c.geomean.unwrap() <= hi);
+}

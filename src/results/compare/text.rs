@@ -204,7 +204,7 @@ pub fn render(c: &Comparison, all: bool) -> String {
             .map(|(k, v)| format!("{k} {v:.3}"))
             .collect();
         let interval = c.geomean_ci95.map_or(String::new(), |[lo, hi]| {
-            format!(", 95 % interval {lo:.3}-{hi:.3} by probe")
+            format!(", 95 % interval {lo:.3}-{hi:.3}")
         });
         let _ = writeln!(
             out,

@@ -287,12 +287,7 @@ impl Section for ComparisonSection {
             if let Some(g) = c.geomean {
                 let _ = write!(line, " Geometric mean speed-up: {}", factor(g));
                 if let Some([lo, hi]) = c.geomean_ci95 {
-                    let _ = write!(
-                        line,
-                        " (95 % interval {} to {}, resampling probes)",
-                        factor(lo),
-                        factor(hi)
-                    );
+                    let _ = write!(line, " (95 % interval {} to {})", factor(lo), factor(hi));
                 }
                 line.push('.');
             }
