@@ -85,6 +85,18 @@ pub const STORE_CASES: &[Case] = &[
     (
         3,
         "tests/hostile_stores.rs",
+        "the_whole_tree_of_the_command_under_stat_dies_with_osmeter",
+        3,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "the_whole_tree_under_trace_dies_with_osmeter",
+        2,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
         "a_latency_run_and_its_load_end_together_on_any_signal",
         2,
     ),
