@@ -47,7 +47,7 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
     ] {
         argv.push(a.as_ref());
     }
-    argv.extend(cmd.iter().map(|a| std::ffi::OsStr::new(a)));
+    argv.extend(cmd.iter().map(std::ffi::OsStr::new));
     crate::interrupt::install();
     let start = std::time::Instant::now();
     // Under a guardian: whatever the command starts (valgrind runs it in its own process, and its

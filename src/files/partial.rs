@@ -130,14 +130,12 @@ pub fn sweep(dir: &Path) {
             continue;
         }
         let path = entry.path();
-        if is_leftover(&path, me) {
-            if std::fs::remove_file(&path).is_ok() {
-                eprintln!(
-                    "osmeter: removed {}, a partial file left by an osmeter that was killed while \
-                     writing it",
-                    crate::text::escape_controls(&path.display().to_string())
-                );
-            }
+        if is_leftover(&path, me) && std::fs::remove_file(&path).is_ok() {
+            eprintln!(
+                "osmeter: removed {}, a partial file left by an osmeter that was killed while \
+                 writing it",
+                crate::text::escape_controls(&path.display().to_string())
+            );
         }
     }
 }
