@@ -404,36 +404,19 @@ unsafe fn reap(program: libc::pid_t, report: &mut Option<Report>) -> bool {
     }
 }
 
-/// SIGKILLs the guardian's children until none is left: each round's orphans are handed to the
-/// guardian (their subreaper) and killed in the next. The program's own end, if it comes here,
-/// still goes to `report`.
+/// SIGKILLs the guardian's children until none is left (or for about ten seconds at most): each
+/// round's orphans are handed to the guardian (their subreaper) and killed in the next. The
+/// program's own end, if it comes here, still goes to `report`.
 unsafe fn end_tree(me: libc::pid_t, program: libc::pid_t, report: &mut Option<Report>) {
     for _ in 0..10_000 {
         if reap(program, report) {
             return;
         }
-        let killed = for_each_child(me, |pid| {
+        // Children not found in /proc (none ended yet since the kill) are waited for the same
+        // way, round after round, never blocking: osmeter waits for this guardian.
+        for_each_child(me, |pid| {
             libc::kill(pid, libc::SIGKILL);
         });
-        if killed == 0 {
-            // Children left but none found in /proc yet: wait for one to end.
-            let mut st = 0;
-            let mut ru: libc::rusage = std::mem::zeroed();
-            let pid = libc::wait4(-1, &mut st, 0, &mut ru);
-            if pid == program {
-                let mut at: libc::timespec = std::mem::zeroed();
-                libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut at);
-                *report = Some(Report {
-                    status: st,
-                    rusage: ru,
-                    at,
-                });
-            }
-            if pid < 0 {
-                return;
-            }
-            continue;
-        }
         let ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 1_000_000,
