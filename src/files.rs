@@ -1,6 +1,7 @@
 //! Output files: written whole or not at all, with the same permissions whatever writes them.
 
 mod destination;
+pub mod partial;
 
 use anyhow::Result;
 pub use destination::{classify, parent, Destination, FIFO_READER_WAIT};
@@ -55,6 +56,8 @@ enum Output {
     Replace {
         into: PathBuf,
         temp: tempfile::NamedTempFile,
+        // After `temp`: unregistered once the file is renamed or removed.
+        _pending: partial::Pending,
     },
     Stream(std::fs::File),
 }
@@ -62,10 +65,17 @@ enum Output {
 impl AtomicFile {
     pub fn create(target: &Path) -> Result<AtomicFile> {
         let out = match destination::classify(target)? {
-            Destination::Replace(into) => Output::Replace {
-                temp: temp_beside(target, &into)?,
-                into,
-            },
+            Destination::Replace(into) => {
+                // What an osmeter killed outright left here while writing.
+                partial::sweep(destination::parent(&into));
+                let temp = temp_beside(target, &into)?;
+                let pending = partial::register(temp.path(), temp.as_file());
+                Output::Replace {
+                    temp,
+                    into,
+                    _pending: pending,
+                }
+            }
             stream => Output::Stream(destination::open_stream(target, &stream)?),
         };
         Ok(AtomicFile {
@@ -93,7 +103,7 @@ impl AtomicFile {
     pub fn commit(self) -> Result<()> {
         let (into, temp) = match self.out {
             Output::Stream(_) => return Ok(()),
-            Output::Replace { into, temp } => (into, temp),
+            Output::Replace { into, temp, .. } => (into, temp),
         };
         set_mode(temp.path(), 0o644 & !umask())
             .map_err(|e| fail(&self.target, format!("cannot set its permissions: {e}")))?;
@@ -110,7 +120,7 @@ impl AtomicFile {
 fn temp_beside(target: &Path, into: &Path) -> Result<tempfile::NamedTempFile> {
     let dir = destination::parent(into);
     tempfile::Builder::new()
-        .prefix(".osmeter-partial-")
+        .prefix(partial::PREFIX)
         .tempfile_in(dir)
         .map_err(|e| {
             // tempfile appends its random file name; the reader needs the directory and why.

@@ -239,6 +239,121 @@ fn valgrind_under_trace_dies_with_osmeter() {
     issue29::held("valgrind_under_trace_dies_with_osmeter", tried);
 }
 
+/// Starts `osmeter ARGS` whose command runs `sh -c 'sleep MARKER & sleep MARKER'`, waits until
+/// both sleeps run, ends osmeter with `signal` and checks that none of them is left.
+fn command_tree_dies_with_osmeter(
+    env: &TestEnv,
+    args: &[&str],
+    marker: &str,
+    signal: libc::c_int,
+) -> Output {
+    let _cleanup = KillMarked(marker.to_string());
+    let started = Started::spawn(osmeter_std(env).args(args));
+    let both = procs::wait_until(Duration::from_secs(60), || {
+        procs::sleeps_with_marker(marker) >= 2
+    });
+    assert!(both, "the command's two sleeps never ran");
+    let (out, took) = started.stop_with(signal);
+    assert!(took < PROMPT, "{}: took {took:?}", signal_name(signal));
+    let gone = procs::wait_until(Duration::from_secs(3), || {
+        procs::with_marker(marker).is_empty()
+    });
+    assert!(
+        gone,
+        "{}: processes of the command's tree outlived osmeter: {:?}",
+        signal_name(signal),
+        procs::with_marker(marker)
+    );
+    out
+}
+
+fn two_sleeps(marker: &str) -> String {
+    format!("sleep {marker} & sleep {marker}")
+}
+
+/// `stat -- sh -c 'sleep N & sleep N'` + kill -9 left both sleeps running (only the shell had a
+/// parent-death signal), and SIGTERM left the background one (a shell without job control starts
+/// it with SIGINT ignored). A background job that the command leaves when it ends was left too;
+/// it now ends with its run, before the next one.
+#[test]
+fn the_whole_tree_of_the_command_under_stat_dies_with_osmeter() {
+    let mut tried = 0;
+    for signal in [libc::SIGKILL, libc::SIGTERM] {
+        tried += 1;
+        let env = TestEnv::new();
+        let marker = procs::sleep_marker();
+        let tree = two_sleeps(&marker);
+        let out = command_tree_dies_with_osmeter(
+            &env,
+            &["stat", "--", "sh", "-c", &tree],
+            &marker,
+            signal,
+        );
+        if signal == libc::SIGKILL {
+            assert_eq!(out.status.code(), None);
+        } else {
+            assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+            assert_eq!(stored_run(&env)["interrupted"], true);
+        }
+    }
+    tried += 1;
+    let env = TestEnv::new();
+    let marker = procs::sleep_marker();
+    let _cleanup = KillMarked(marker.clone());
+    let script = format!("sleep {marker} & exit 0");
+    osmeter(&env)
+        .args(["stat", "-r", "2", "--", "sh", "-c", &script])
+        .assert()
+        .success();
+    assert!(
+        procs::wait_until(Duration::from_secs(3), || procs::with_marker(&marker)
+            .is_empty()),
+        "the background job outlived its run: {:?}",
+        procs::with_marker(&marker)
+    );
+    issue29::held(
+        "the_whole_tree_of_the_command_under_stat_dies_with_osmeter",
+        tried,
+    );
+}
+
+/// `trace -o t.osmt -- sh -c 'sleep N & sleep N'` + kill -9 or SIGHUP: valgrind died with osmeter,
+/// the sleeps it started lived on.
+#[test]
+fn the_whole_tree_under_trace_dies_with_osmeter() {
+    if which("valgrind").is_none() {
+        issue29::skipped(
+            "the_whole_tree_under_trace_dies_with_osmeter",
+            "no valgrind here",
+        );
+        return;
+    }
+    let mut tried = 0;
+    for signal in [libc::SIGKILL, libc::SIGHUP] {
+        tried += 1;
+        let env = TestEnv::new();
+        let trace = env.dir.path().join("t.osmt");
+        let marker = procs::sleep_marker();
+        let tree = two_sleeps(&marker);
+        let args = [
+            "trace",
+            "-o",
+            trace.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &tree,
+        ];
+        let out = command_tree_dies_with_osmeter(&env, &args, &marker, signal);
+        if signal == libc::SIGKILL {
+            assert_eq!(out.status.code(), None);
+        } else {
+            assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+        }
+    }
+    issue29::held("the_whole_tree_under_trace_dies_with_osmeter", tried);
+}
+
 /// `latency --load-cmd` + SIGHUP kept nothing; kill -9 must still end the load.
 #[test]
 fn a_latency_run_and_its_load_end_together_on_any_signal() {

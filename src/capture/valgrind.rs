@@ -1,6 +1,7 @@
 //! User-mode traces: a command run under valgrind's lackey, its references converted as they
 //! arrive into an osmeter trace.
 
+use crate::guard::command::{GuardedChild, Stream};
 use crate::memsim::trace::binary::TraceWriter;
 use crate::memsim::trace::file::{Sink, ZSTD_LEVEL};
 use crate::memsim::trace::{self, RefSource, FLAG_INCOMPLETE, FLAG_USER_ONLY};
@@ -23,7 +24,6 @@ pub struct UserCapture {
 /// or the command killed by a signal) keeps the references read so far in a complete file whose
 /// trailer marks it incomplete. A conversion error leaves no file.
 pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Result<UserCapture> {
-    use std::os::unix::process::CommandExt;
     let file = crate::files::AtomicFile::create(out)?;
     let sink = Sink::create(&file, out, zstd, ZSTD_LEVEL)?;
     let mut writer = TraceWriter::new(sink, FLAG_USER_ONLY)
@@ -36,58 +36,48 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
     let (rfd, wfd) = (fds[0], fds[1]);
     // SAFETY: rfd is a fresh descriptor we own.
     let reader = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(rfd) };
-    let mut child = std::process::Command::new(valgrind);
-    child
-        // --vgdb=no: no gdbserver FIFOs in the temporary directory, which a valgrind stopped by
-        // a signal (Ctrl-C) would leave behind.
-        .args([
-            "--tool=lackey",
-            "--trace-mem=yes",
-            "--log-fd=3",
-            "--vgdb=no",
-        ])
-        .args(cmd);
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        child.pre_exec(move || {
-            if wfd == 3 {
-                if libc::fcntl(3, libc::F_SETFD, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            } else if libc::dup2(wfd, 3) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+    let mut argv: Vec<&std::ffi::OsStr> = vec![valgrind.as_os_str()];
+    // --vgdb=no: no gdbserver FIFOs in the temporary directory, which a valgrind stopped by a
+    // signal (Ctrl-C) would leave behind.
+    for a in [
+        "--tool=lackey",
+        "--trace-mem=yes",
+        "--log-fd=3",
+        "--vgdb=no",
+    ] {
+        argv.push(a.as_ref());
     }
-    crate::interrupt::die_with_parent(&mut child);
+    argv.extend(cmd.iter().map(std::ffi::OsStr::new));
     crate::interrupt::install();
     let start = std::time::Instant::now();
-    let spawned = child.spawn();
+    // Under a guardian: whatever the command starts (valgrind runs it in its own process, and its
+    // children natively) ends with osmeter, SIGKILL included.
+    let spawned = GuardedChild::spawn(&argv, Stream::Inherit, Stream::Inherit, Some(wfd))
+        .and_then(|mut child| child.release().map(|_| child));
     // SAFETY: the parent's copy of the write end is ours to close; the child has its own.
     unsafe { libc::close(wfd) };
     let mut proc = spawned.context("cannot start valgrind")?;
-    let pid = proc.id() as libc::pid_t;
     let mut src =
         trace::text::LackeyReader::new(std::io::BufReader::with_capacity(1 << 20, reader));
     let done = std::sync::atomic::AtomicBool::new(false);
     let captured = crate::progress::Counter::default();
     let progress = super::progress(captured.clone(), "starting the command under valgrind");
     let copied = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| stop_on_interrupt(pid, &done));
+        let child = &proc;
+        let watcher = scope.spawn(|| stop_on_interrupt(child, &done));
         let copied = copy_refs(&mut src, &mut writer, &captured, out);
         done.store(true, std::sync::atomic::Ordering::SeqCst);
-        // Joined before the child is reaped below, so its pid cannot be reused meanwhile.
         let _ = watcher.join();
         copied
     });
     if copied.is_err() {
-        // SAFETY: signalling our own child, not yet reaped.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        proc.signal(libc::SIGKILL);
     }
     // Closing the read end first: a child still writing gets EPIPE instead of blocking.
     drop(src);
-    let status = proc.wait().context("waiting for valgrind")?;
+    let ended = proc.wait(|_| {}).context("waiting for valgrind")?;
+    let status: std::process::ExitStatus =
+        std::os::unix::process::ExitStatusExt::from_raw(ended.status);
     drop(progress);
     copied.context("converting lackey's output")?;
     let interrupted = crate::interrupt::requested();
@@ -132,10 +122,10 @@ fn copy_refs(
     }
 }
 
-/// Until `done`, watches for Ctrl-C; then stops valgrind (pid `pid`) as a terminal would, with
+/// Until `done`, watches for Ctrl-C; then stops valgrind (`child`) as a terminal would, with
 /// SIGINT, and with SIGKILL if it has not finished within a few seconds (a command that ignores
 /// SIGINT). Its output then ends, which ends the copy.
-fn stop_on_interrupt(pid: libc::pid_t, done: &std::sync::atomic::AtomicBool) {
+fn stop_on_interrupt(child: &GuardedChild, done: &std::sync::atomic::AtomicBool) {
     use std::sync::atomic::Ordering;
     use std::time::{Duration, Instant};
     while !crate::interrupt::requested() {
@@ -144,8 +134,7 @@ fn stop_on_interrupt(pid: libc::pid_t, done: &std::sync::atomic::AtomicBool) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    // SAFETY: our own child, not reaped before this thread is joined.
-    unsafe { libc::kill(pid, libc::SIGINT) };
+    child.signal(libc::SIGINT);
     let deadline = Instant::now() + Duration::from_secs(3);
     while Instant::now() < deadline {
         if done.load(Ordering::SeqCst) {
@@ -153,6 +142,5 @@ fn stop_on_interrupt(pid: libc::pid_t, done: &std::sync::atomic::AtomicBool) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    // SAFETY: as above.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
+    child.signal(libc::SIGKILL);
 }

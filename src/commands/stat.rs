@@ -44,9 +44,11 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
             false => None,
         });
     }
-    match (args.output_file.as_deref(), args.output.json) {
-        (None, true) if several => super::emit_json(&docs)?,
-        (None, true) => super::emit_json(&docs[0])?,
+    // Written before the runs are saved, but a file that cannot be written (a FIFO nobody reads,
+    // a full disk) loses no run: its error comes after the save.
+    let written = match (args.output_file.as_deref(), args.output.json) {
+        (None, true) if several => super::emit_json(&docs),
+        (None, true) => super::emit_json(&docs[0]),
         (file, json) => {
             let text = if json && several {
                 serde_json::to_string_pretty(&docs)? + "\n"
@@ -69,9 +71,9 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
                 }
                 text
             };
-            super::emit_to(file, &text)?
+            super::emit_to(file, &text)
         }
-    }
+    };
     for (doc, profile) in docs
         .iter()
         .zip(profiles)
@@ -92,6 +94,7 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
             .or_insert_with(|| stat::shown(&doc.command));
         keeper.save(&run)?;
     }
+    written?;
     if docs.iter().any(|d| d.interrupted) || interrupt::requested() {
         eprintln!("osmeter: interrupted; the runs above are all that was measured");
         return Ok(EXIT_INTERRUPTED);

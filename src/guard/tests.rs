@@ -1,3 +1,4 @@
+use super::sys::*;
 use super::*;
 use std::time::Instant;
 

@@ -2,9 +2,10 @@
 //! (user and kernel apart) and the interference seen, as the mean with a 95 % confidence interval
 //! and the coefficient of variation.
 
+use crate::guard::command::{nanos_between, GuardedChild, Stream};
 use crate::interrupt;
 use crate::meter::interference::InterferenceReader;
-use crate::meter::perf::{spawn_counted, CountedChild};
+use crate::meter::perf::CounterSet;
 use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -37,6 +38,9 @@ pub struct StatConfig {
     /// A shell command run before every run (warm-up ones too), not measured.
     pub prepare: Option<String>,
 }
+
+/// How long a command has to end after the SIGINT passed on to it, before it is killed.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Most warm-up runs of a command (`--warmup`).
 pub const MAX_WARMUP_RUNS: usize = 10_000;
@@ -228,68 +232,52 @@ fn start_error(program: &str, e: std::io::Error) -> anyhow::Error {
     anyhow!("cannot start `{program}`: {e}{hint}")
 }
 
-/// Waits for the child with wait4, so its rusage (and that of the descendants it reaped) comes
-/// back. Ctrl-C reaches the child through the terminal; it is forwarded in case it did not.
-fn wait_child(pid: libc::pid_t) -> Result<(libc::c_int, libc::rusage)> {
-    let mut forwarded = false;
-    loop {
-        let mut status = 0;
-        // SAFETY: rusage is plain old data, filled by wait4.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: valid pointers to locals.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-        if r == pid {
-            return Ok((status, ru));
-        }
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EINTR) {
-            return Err(anyhow!("waiting for the command (pid {pid}): {err}"));
-        }
-        if interrupt::requested() && !forwarded {
-            forwarded = true;
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(pid, libc::SIGINT) };
-        }
-    }
-}
-
 fn tv_ns(tv: libc::timeval) -> u64 {
     tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1_000
 }
 
 /// Runs the command once. Returns the record and the events that could not be counted.
+///
+/// The command runs under a guardian (crate::guard::command), so that nothing it starts outlives
+/// osmeter, SIGKILL included; the guardian only reports: the counters are opened here on the held
+/// command, the start is taken here just before its exec, and the end, status and rusage are its
+/// wait4's, exactly what a wait4 of osmeter's own gave.
 fn run_once(
     config: &StatConfig,
     interference: &mut InterferenceReader,
 ) -> Result<(RunRecord, BTreeMap<String, String>)> {
     let argv = &config.argv;
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]);
-    match config.output {
-        CommandOutput::ToStderr => {
-            cmd.stdout(std::io::stderr());
-        }
-        CommandOutput::Discard => {
-            cmd.stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null());
-        }
-        CommandOutput::Inherit => {}
-    }
-    // It stays in osmeter's process group (the terminal's Ctrl-C and job control reach it), and
-    // still ends with osmeter when that is killed outright.
-    interrupt::die_with_parent(&mut cmd);
+    let (stdout, stderr) = match config.output {
+        CommandOutput::ToStderr => (Stream::Stderr, Stream::Inherit),
+        CommandOutput::Discard => (Stream::Null, Stream::Null),
+        CommandOutput::Inherit => (Stream::Inherit, Stream::Inherit),
+    };
     let irq0 = interference.read();
-    let CountedChild {
-        child,
-        mut counters,
-        started,
-    } = spawn_counted(cmd).map_err(|e| start_error(&argv[0], e))?;
-    let (status, ru) = wait_child(child.id() as libc::pid_t)?;
-    let wall = started.elapsed();
+    let mut child = GuardedChild::spawn(argv, stdout, stderr, None)
+        .map_err(|e| anyhow!("cannot start `{}`: {e}", argv[0]))?;
+    let mut counters = CounterSet::open_for_process(child.pid());
+    let started = child.release().map_err(|e| start_error(&argv[0], e))?;
+    // Ctrl-C reaches the command through the terminal; it is passed on in case it did not (a
+    // SIGTERM or SIGHUP sent to osmeter alone). A command still running a second later (a shell
+    // waiting for a child that never saw the signal) is ended with all it started.
+    let mut asked: Option<std::time::Instant> = None;
+    let ended = child
+        .wait(|child| match asked {
+            None if interrupt::requested() => {
+                asked = Some(std::time::Instant::now());
+                child.signal(libc::SIGINT);
+            }
+            Some(t) if t.elapsed() >= STOP_GRACE => child.stop(),
+            _ => {}
+        })
+        .map_err(|e| anyhow!("waiting for `{}`: {e}", shown(argv)))?;
     let irq = interference.read().delta(&irq0);
     let reading = counters.read();
+    // What the command left running ends now, before the next run.
+    drop(child);
+    let (status, ru) = (ended.status, ended.rusage);
     let record = RunRecord {
-        wall_ns: wall.as_nanos() as u64,
+        wall_ns: nanos_between(started, ended.at),
         user_ns: tv_ns(ru.ru_utime),
         system_ns: tv_ns(ru.ru_stime),
         max_rss_kib: ru.ru_maxrss as u64,

@@ -25,6 +25,18 @@ pub const OUTPUT_CASES: &[Case] = &[
         14,
     ),
     (
+        1,
+        "tests/hostile_output.rs",
+        "a_writer_stopped_by_a_signal_leaves_no_partial_file",
+        4,
+    ),
+    (
+        1,
+        "tests/hostile_output.rs",
+        "an_output_fifo_nobody_reads_is_given_up_naming_it",
+        3,
+    ),
+    (
         5,
         "tests/hostile_output.rs",
         "stored_control_characters_reach_no_terminal",
@@ -80,6 +92,18 @@ pub const STORE_CASES: &[Case] = &[
         3,
         "tests/hostile_stores.rs",
         "valgrind_under_trace_dies_with_osmeter",
+        2,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "the_whole_tree_of_the_command_under_stat_dies_with_osmeter",
+        3,
+    ),
+    (
+        3,
+        "tests/hostile_stores.rs",
+        "the_whole_tree_under_trace_dies_with_osmeter",
         2,
     ),
     (

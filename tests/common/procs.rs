@@ -103,3 +103,13 @@ fn unique() -> u64 {
 pub fn sleep_marker() -> String {
     format!("21.{}0{}", std::process::id(), unique())
 }
+
+/// The `sleep` processes among [`with_marker`]'s (not a shell or osmeter naming the marker).
+pub fn sleeps_with_marker(marker: &str) -> usize {
+    with_marker(marker)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
+        })
+        .count()
+}
