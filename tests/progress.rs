@@ -196,3 +196,48 @@ fn run_progress_gives_elapsed_and_left_and_its_total_never_grows() {
     // Results stay on stdout, progress only on stderr.
     assert!(!String::from_utf8_lossy(&out.stdout).contains("round 1/"));
 }
+
+/// The traced command's output and the progress line share one file (as they share a terminal):
+/// the command writes half a line, waits past a progress period, and ends the line. Every line
+/// of the command's reaches the file whole, and progress is still drawn between them.
+#[test]
+fn trace_progress_never_runs_into_the_commands_output() {
+    let env = TestEnv::new();
+    if common::which("valgrind").is_none() {
+        eprintln!("valgrind is not installed (.ci/run installs it); skipping");
+        return;
+    }
+    let log = env.dir.path().join("terminal.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let status = env
+        .osmeter_std()
+        .env("OSMETER_PROGRESS", "always")
+        .args(["trace", "-o"])
+        .arg(env.dir.path().join("talk.osmt"))
+        .args([
+            "--",
+            "sh",
+            "-c",
+            // Half lines on stdout and on stderr, each finished after more than a second; then
+            // quiet, for the progress line to show it still runs.
+            "for i in 1 2; do printf \"out$i-\"; sleep 1.3; echo end; printf \"err$i-\" >&2; \
+             sleep 1.3; echo end >&2; done; sleep 1.5",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .status()
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(status.success(), "{text}");
+    for want in ["out1-end", "err1-end", "out2-end", "err2-end"] {
+        assert!(
+            text.lines().any(|l| l == want),
+            "{want:?} is not a whole line of its own in:\n{text}"
+        );
+    }
+    assert!(
+        text.lines().any(|l| l.starts_with("trace: ")),
+        "no progress line in:\n{text}"
+    );
+}

@@ -60,6 +60,15 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
             Ok(())
         });
     }
+    // The command's output would run into the progress line where both go to one terminal (or
+    // one file): such a stream is passed through osmeter instead (see progress::Relay).
+    let relayed = [1, 2].map(crate::progress::shares_progress);
+    if relayed[0] {
+        child.stdout(std::process::Stdio::piped());
+    }
+    if relayed[1] {
+        child.stderr(std::process::Stdio::piped());
+    }
     crate::interrupt::die_with_parent(&mut child);
     crate::interrupt::install();
     let start = std::time::Instant::now();
@@ -67,6 +76,14 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
     // SAFETY: the parent's copy of the write end is ours to close; the child has its own.
     unsafe { libc::close(wfd) };
     let mut proc = spawned.context("cannot start valgrind")?;
+    use crate::progress::{Out, Relay};
+    let relays: Vec<Relay> = [
+        proc.stdout.take().map(|o| Relay::start(o, Out::Stdout)),
+        proc.stderr.take().map(|e| Relay::start(e, Out::Stderr)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let pid = proc.id() as libc::pid_t;
     let mut src =
         trace::text::LackeyReader::new(std::io::BufReader::with_capacity(1 << 20, reader));
@@ -88,6 +105,10 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
     // Closing the read end first: a child still writing gets EPIPE instead of blocking.
     drop(src);
     let status = proc.wait().context("waiting for valgrind")?;
+    // The command's last words before the progress line is cleared and the summary follows.
+    for r in relays {
+        r.finish(std::time::Duration::from_secs(2));
+    }
     drop(progress);
     copied.context("converting lackey's output")?;
     let interrupted = crate::interrupt::requested();
