@@ -516,6 +516,74 @@ fn report_of_real_latency_and_memsim_runs() {
     );
 }
 
+/// Real latency runs under three loads: the histograms are small multiples, a panel per
+/// class/path stream, each with a line per run (load) in a colour of its own, and the legend
+/// names the loads.
+#[test]
+fn latency_runs_under_several_loads_are_small_multiples() {
+    let env = TestEnv::new();
+    let ids: Vec<String> = [None, Some("cpu"), Some("memory")]
+        .into_iter()
+        .map(|load| {
+            let mut args = vec![
+                "latency",
+                "--duration",
+                "1s",
+                "--classes",
+                "normal",
+                "--paths",
+                "timer,futex",
+            ];
+            if let Some(l) = load {
+                args.extend(["--load", l]);
+            }
+            stored_run(&env, &args)
+        })
+        .collect();
+    let out = env.dir.path().join("loads.html");
+    env.osmeter()
+        .arg("report")
+        .args(&ids)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    check_static(&html);
+    let start = html.find("<section id=\"latency\">").unwrap();
+    let lat = &html[start..start + html[start..].find("</section>").unwrap()];
+    let panels: Vec<&str> = lat.split("<div class=\"panel\">").skip(1).collect();
+    assert_eq!(
+        panels.len(),
+        2,
+        "a panel per stream (normal/timer, normal/futex)"
+    );
+    for (panel, name) in panels.iter().zip(["normal/timer", "normal/futex"]) {
+        assert!(panel.contains(name), "panel {name}");
+        // plotters writes a line's colour as its stroke: three runs, three colours.
+        let svg = &panel[..panel.find("</svg>").unwrap()];
+        let colours: std::collections::BTreeSet<&str> = svg
+            .split("stroke=\"#")
+            .skip(1)
+            .map(|s| &s[..6])
+            .filter(|c| !["FFFFFF", "000000"].contains(c) && !c.starts_with("E1E4E8"))
+            .collect();
+        assert!(
+            colours.len() >= 3,
+            "a colour per load in {name}: {colours:?}"
+        );
+    }
+    for load in ["load: none", "load: cpu", "load: memory"] {
+        assert!(lat.contains(load), "the legend names {load}");
+    }
+    check_in_browser(
+        &out,
+        &["runs", "latency"],
+        3,
+        "report-screenshot-latency-loads.png",
+    );
+}
+
 /// A real latency run with stages, causes with stacks and the computing pipeline: each has its
 /// table in the latency section, and the page loads in Chromium.
 #[test]
