@@ -178,7 +178,8 @@ fn side_by_side(docs: &[&GuestDoc], width: Option<usize>) -> String {
         align.extend([Align::Right; 4]);
     }
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    let mut table = Table::new(&header, &align, 1);
+    // A kernel's four columns stay together: a block of them starts with its "[k]".
+    let mut table = Table::new(&header, &align, 1).grouped(4);
     if let Some(first) = docs.first() {
         for p in &first.probes {
             let key = p.label();
@@ -306,6 +307,16 @@ pub mod tests {
         assert!(widest(&fitted) <= 100, "{fitted}");
         let label = a.probes[0].label();
         assert_eq!(fitted.matches(label.as_str()).count(), 2, "{fitted}");
+        // A block per kernel, each with its four columns under its own number.
+        let blocks: Vec<&str> = fitted.split("\n\n").skip(1).collect();
+        assert!(
+            blocks[0].contains("[1] k.ins") && blocks[0].contains("k.stores"),
+            "{fitted}"
+        );
+        assert!(
+            blocks[1].contains("[2] k.ins") && blocks[1].contains("k.stores"),
+            "{fitted}"
+        );
         for n in ["123456", "654321", "90.5", "[2] k.ins"] {
             assert!(fitted.contains(n), "{n} in {fitted}");
         }
