@@ -241,3 +241,50 @@ fn trace_progress_never_runs_into_the_commands_output() {
         "no progress line in:\n{text}"
     );
 }
+
+/// The same on a terminal (a pty made by util-linux's `script`), where the progress line is
+/// redrawn in place: the command's half line is finished before any redraw, and the line is
+/// cleared before the command writes again.
+#[test]
+fn trace_progress_on_a_terminal_clears_itself_for_the_commands_output() {
+    let env = TestEnv::new();
+    if common::which("valgrind").is_none() || common::which("script").is_none() {
+        eprintln!(
+            "valgrind or script (util-linux) is not installed (.ci/run installs them); skipping"
+        );
+        return;
+    }
+    let osmeter = assert_cmd::cargo::cargo_bin("osmeter");
+    let trace = env.dir.path().join("tty.osmt");
+    let inner = format!(
+        "{} trace -o {} -- sh -c 'printf out1-; sleep 1.3; echo end; sleep 1.3; echo out2'",
+        osmeter.display(),
+        trace.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &inner, "/dev/null"])
+        .env("OSMETER_STORE", env.store())
+        .env_remove("OSMETER_PROGRESS")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text:?}");
+    assert!(
+        text.contains("\x1b[2Ktrace: "),
+        "progress drawn in place: {text:?}"
+    );
+    assert!(
+        text.contains("out1-end"),
+        "the half line finished whole: {text:?}"
+    );
+    // Whatever the command writes starts on a cleared line, never after a progress line's text.
+    for word in ["out1-", "out2"] {
+        let at = text.find(word).unwrap();
+        let before = &text[..at];
+        assert!(
+            before.ends_with("\x1b[2K") || before.ends_with('\n') || before.is_empty(),
+            "{word} written after progress text: {text:?}"
+        );
+    }
+}
