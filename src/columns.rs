@@ -36,6 +36,9 @@ pub struct Table {
     pub key_columns: usize,
     /// Put before every line.
     pub indent: String,
+    /// The columns after the keys come in groups of this many (one kernel's counts, say), and a
+    /// block is cut only between groups: a group split over two blocks would lose its name.
+    pub group: usize,
 }
 
 impl Table {
@@ -46,7 +49,14 @@ impl Table {
             rows: Vec::new(),
             key_columns,
             indent: String::new(),
+            group: 1,
         }
+    }
+
+    /// Columns after the keys in groups of `size`, kept in one block each.
+    pub fn grouped(mut self, size: usize) -> Table {
+        self.group = size.max(1);
+        self
     }
 
     pub fn indented(mut self, indent: &str) -> Table {
@@ -84,16 +94,17 @@ impl Table {
         let key_cols: Vec<usize> = (0..keys).collect();
         let mut blocks: Vec<Vec<usize>> = Vec::new();
         let mut current = key_cols.clone();
-        for c in keys..widths.len() {
+        let rest: Vec<usize> = (keys..widths.len()).collect();
+        for group in rest.chunks(self.group) {
             let mut tried = current.clone();
-            tried.push(c);
+            tried.extend_from_slice(group);
             let fits = width.is_none_or(|w| line(&tried) <= w);
             if fits || current.len() == keys {
                 current = tried;
             } else {
                 blocks.push(current);
                 current = key_cols.clone();
-                current.push(c);
+                current.extend_from_slice(group);
             }
         }
         if current.len() > keys || blocks.is_empty() {
@@ -253,6 +264,23 @@ mod tests {
             .all(|b| b.lines().nth(1).unwrap().starts_with("value-0")));
         // --wide: one block.
         assert_eq!(t.render(None).split("\n\n").count(), 1);
+    }
+
+    #[test]
+    fn groups_of_columns_stay_in_one_block() {
+        let t = table(9, "value-").grouped(4);
+        let text = t.render(Some(60));
+        let blocks: Vec<&str> = text.split("\n\n").collect();
+        assert_eq!(blocks.len(), 2, "{text}");
+        // The first group's columns 1-4 together, then 5-8 together.
+        assert!(
+            blocks[0].contains("C4") && !blocks[0].contains("C5"),
+            "{text}"
+        );
+        assert!(
+            blocks[1].contains("C5") && blocks[1].contains("C8"),
+            "{text}"
+        );
     }
 
     #[test]

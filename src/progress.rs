@@ -6,7 +6,7 @@
 //! and tests); `never` never draws.
 
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -82,14 +82,102 @@ fn draw_until_stopped(
         }
         let line = status(started.elapsed());
         let mut err = std::io::stderr().lock();
+        // A relayed child that has written part of a line owns the cursor until its line ends.
+        if MID_LINE.load(Ordering::SeqCst) {
+            continue;
+        }
         let _ = match style {
             Style::InPlace => write!(err, "\r\x1b[2K{line}"),
             Style::Lines => writeln!(err, "{line}"),
         };
         let _ = err.flush();
+        SHOWN.store(style == Style::InPlace, Ordering::SeqCst);
     }
-    if style == Style::InPlace {
+    if style == Style::InPlace && SHOWN.swap(false, Ordering::SeqCst) {
         let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    }
+}
+
+/// An in-place progress line is on the screen (cleared before a relayed write).
+static SHOWN: AtomicBool = AtomicBool::new(false);
+/// A relayed child's output ended without a line feed: no progress line is drawn until it does.
+static MID_LINE: AtomicBool = AtomicBool::new(false);
+
+/// Whether a child that inherits our descriptor `fd` (1 or 2) would write where progress lines
+/// are drawn: progress is drawn, and `fd` is the same open file as stderr (one terminal, or one
+/// log file for both). Such a child's output goes through [`Relay`], so that the two never run
+/// into each other.
+pub fn shares_progress(fd: i32) -> bool {
+    if style().is_none() {
+        return false;
+    }
+    let id = |fd: i32| {
+        // SAFETY: fstat writes into the zeroed struct we own.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
+    };
+    id(fd).is_some_and(|a| Some(a) == id(2))
+}
+
+/// Where a relayed stream goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Out {
+    Stdout,
+    Stderr,
+}
+
+/// Copies a child's output to our stdout or stderr as it comes, each write made while holding
+/// stderr (so a progress line is never drawn halfway through it), after clearing a progress line
+/// that is on the screen; a write that ends inside a line holds progress back until the line ends.
+/// Used instead of letting the child inherit a terminal it would share with the progress line.
+pub struct Relay {
+    done: std::sync::mpsc::Receiver<()>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Relay {
+    pub fn start(mut from: impl Read + Send + 'static, to: Out) -> Relay {
+        let (tell, done) = std::sync::mpsc::channel();
+        let handle = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 16 << 10];
+            loop {
+                let n = match from.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                let mut err = std::io::stderr().lock();
+                if SHOWN.swap(false, Ordering::SeqCst) {
+                    let _ = write!(err, "\r\x1b[2K");
+                    let _ = err.flush();
+                }
+                let _ = match to {
+                    Out::Stderr => err.write_all(&buf[..n]).and_then(|_| err.flush()),
+                    Out::Stdout => {
+                        let mut out = std::io::stdout().lock();
+                        out.write_all(&buf[..n]).and_then(|_| out.flush())
+                    }
+                };
+                MID_LINE.store(buf[n - 1] != b'\n', Ordering::SeqCst);
+            }
+            MID_LINE.store(false, Ordering::SeqCst);
+            let _ = tell.send(());
+        });
+        Relay {
+            done,
+            handle: Some(handle),
+        }
+    }
+
+    /// Waits until the child's output has ended, for at most `grace` once the child itself has
+    /// ended: a process it left behind may hold the stream open, and is not waited for.
+    pub fn finish(mut self, grace: Duration) {
+        if self.done.recv_timeout(grace).is_ok() {
+            if let Some(h) = self.handle.take() {
+                let _ = h.join();
+            }
+        }
     }
 }
 

@@ -199,3 +199,38 @@ fn every_command_the_documents_quote_parses() {
         refused.join("\n")
     );
 }
+
+/// Every fenced block that shows a `$ ` command is either rerun by scripts/docs-examples (an
+/// `example` marker right above it) or says why it is not (a `static` marker), so an output that
+/// could drift from the build is never there by oversight.
+#[test]
+fn every_shown_output_is_rerun_or_says_why_not() {
+    let mut bare = Vec::new();
+    for path in documents() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let mut i = 0;
+        while i < lines.len() {
+            if !lines[i].trim_start().starts_with("```") {
+                i += 1;
+                continue;
+            }
+            let end = (i + 1..lines.len())
+                .find(|&j| lines[j].trim_start().starts_with("```"))
+                .unwrap_or(lines.len());
+            let shows_a_command = lines[i + 1..end].iter().any(|l| l.starts_with("$ "));
+            let above = if i > 0 { lines[i - 1] } else { "" };
+            let marked = above.starts_with("<!-- example") || above.starts_with("<!-- static: ");
+            if shows_a_command && !marked {
+                bare.push(format!("{name}:{}: {}", i + 1, lines[i + 1]));
+            }
+            i = end + 1;
+        }
+    }
+    assert!(
+        bare.is_empty(),
+        "blocks with neither an example nor a static marker above them:\n{}",
+        bare.join("\n")
+    );
+}

@@ -311,6 +311,19 @@ fn the_whole_tree_of_the_command_under_stat_dies_with_osmeter() {
         "the background job outlived its run: {:?}",
         procs::with_marker(&marker)
     );
+    // The helpers of a stat run: --prepare's shell, and the command once more under --profile.
+    for helper in ["prepare", "profile"] {
+        tried += 1;
+        let env = TestEnv::new();
+        let marker = procs::sleep_marker();
+        let tree = two_sleeps(&marker);
+        let args: Vec<&str> = match helper {
+            "prepare" => vec!["stat", "--prepare", &tree, "--", "true"],
+            _ => vec!["stat", "-r", "1", "--profile", "--", "sh", "-c", &tree],
+        };
+        let out = command_tree_dies_with_osmeter(&env, &args, &marker, libc::SIGKILL);
+        assert_eq!(out.status.code(), None, "{helper}");
+    }
     issue29::held(
         "the_whole_tree_of_the_command_under_stat_dies_with_osmeter",
         tried,

@@ -196,3 +196,95 @@ fn run_progress_gives_elapsed_and_left_and_its_total_never_grows() {
     // Results stay on stdout, progress only on stderr.
     assert!(!String::from_utf8_lossy(&out.stdout).contains("round 1/"));
 }
+
+/// The traced command's output and the progress line share one file (as they share a terminal):
+/// the command writes half a line, waits past a progress period, and ends the line. Every line
+/// of the command's reaches the file whole, and progress is still drawn between them.
+#[test]
+fn trace_progress_never_runs_into_the_commands_output() {
+    let env = TestEnv::new();
+    if common::which("valgrind").is_none() {
+        eprintln!("valgrind is not installed (.ci/run installs it); skipping");
+        return;
+    }
+    let log = env.dir.path().join("terminal.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let status = env
+        .osmeter_std()
+        .env("OSMETER_PROGRESS", "always")
+        .args(["trace", "-o"])
+        .arg(env.dir.path().join("talk.osmt"))
+        .args([
+            "--",
+            "sh",
+            "-c",
+            // Half lines on stdout and on stderr, each finished after more than a second; then
+            // quiet, for the progress line to show it still runs.
+            "for i in 1 2; do printf \"out$i-\"; sleep 1.3; echo end; printf \"err$i-\" >&2; \
+             sleep 1.3; echo end >&2; done; sleep 1.5",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .status()
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(status.success(), "{text}");
+    for want in ["out1-end", "err1-end", "out2-end", "err2-end"] {
+        assert!(
+            text.lines().any(|l| l == want),
+            "{want:?} is not a whole line of its own in:\n{text}"
+        );
+    }
+    assert!(
+        text.lines().any(|l| l.starts_with("trace: ")),
+        "no progress line in:\n{text}"
+    );
+}
+
+/// The same on a terminal (a pty made by util-linux's `script`), where the progress line is
+/// redrawn in place: the command's half line is finished before any redraw, and the line is
+/// cleared before the command writes again.
+#[test]
+fn trace_progress_on_a_terminal_clears_itself_for_the_commands_output() {
+    let env = TestEnv::new();
+    if common::which("valgrind").is_none() || common::which("script").is_none() {
+        eprintln!(
+            "valgrind or script (util-linux) is not installed (.ci/run installs them); skipping"
+        );
+        return;
+    }
+    let osmeter = assert_cmd::cargo::cargo_bin("osmeter");
+    let trace = env.dir.path().join("tty.osmt");
+    let inner = format!(
+        "{} trace -o {} -- sh -c 'printf out1-; sleep 1.3; echo end; sleep 1.3; echo out2'",
+        osmeter.display(),
+        trace.display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-q", "-e", "-c", &inner, "/dev/null"])
+        .env("OSMETER_STORE", env.store())
+        .env_remove("OSMETER_PROGRESS")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text:?}");
+    assert!(
+        text.contains("\x1b[2Ktrace: "),
+        "progress drawn in place: {text:?}"
+    );
+    assert!(
+        text.contains("out1-end"),
+        "the half line finished whole: {text:?}"
+    );
+    // Whatever the command writes starts on a cleared line, never after a progress line's text.
+    for word in ["out1-", "out2"] {
+        let at = text.find(word).unwrap();
+        let before = &text[..at];
+        assert!(
+            before.ends_with("\x1b[2K") || before.ends_with('\n') || before.is_empty(),
+            "{word} written after progress text: {text:?}"
+        );
+    }
+}

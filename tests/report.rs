@@ -5,14 +5,14 @@
 
 mod common;
 
-use common::{which, TestEnv, FAST};
+use common::browser::{chromium, run_chromium, screenshot_path};
+use common::{TestEnv, FAST};
 use osmeter::results::model::{Measurement, Params, Run, RunOptions, Status, Unit};
 use osmeter::results::store::{sqlite::SqliteStore, Store};
 use osmeter::stats::summary::summarize;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn figure(probe: &str, params: Params, unit: Unit, center: f64) -> Measurement {
     let wobble = [0.985, 1.0, 1.012, 0.994, 1.006, 1.0, 0.997];
@@ -217,14 +217,6 @@ fn real_run(env: &TestEnv, tag: &str) -> String {
     env.run_id(&["syscall", "cpu.reference", "--tag", tag])
 }
 
-/// Where screenshots go: target/, beside the tests' own temporary directory.
-fn screenshot_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .unwrap()
-        .join(name)
-}
-
 /// Checks that need no browser: the file is whole, offline and script-free.
 fn check_static(html: &str) {
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
@@ -236,70 +228,6 @@ fn check_static(html: &str) {
     );
     assert!(!html.contains("<link") && !html.contains("<img") && !html.contains("@import"));
     assert!(html.contains("@media print"));
-}
-
-fn chromium() -> Option<PathBuf> {
-    let found = which("chromium").or_else(|| which("chromium-browser"));
-    if found.is_none() {
-        // CI installs it; elsewhere say loudly what was not checked.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "chromium is missing: apt-get install -y chromium"
-        );
-        eprintln!(
-            "SKIPPED the browser checks: chromium is not installed (apt-get install -y chromium)"
-        );
-    }
-    found
-}
-
-/// Runs headless Chromium with a time limit; returns (stdout, stderr).
-fn run_chromium(bin: &Path, profile: &Path, extra: &[String], url: &str) -> (String, String) {
-    let mut child = Command::new(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(extra)
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start chromium");
-    let out_pipe = child.stdout.take().unwrap();
-    let err_pipe = child.stderr.take().unwrap();
-    let read = |mut p: Box<dyn std::io::Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = p.read_to_string(&mut s);
-            s
-        })
-    };
-    let (out_t, err_t) = (read(Box::new(out_pipe)), read(Box::new(err_pipe)));
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (out_t.join().unwrap(), err_t.join().unwrap())
 }
 
 /// Loads the report in Chromium: every section id and at least `min_svgs` plots in the rendered
@@ -539,9 +467,10 @@ fn report_of_real_latency_and_memsim_runs() {
     // The latency section: one histogram, the percentile table and the buffer table of the
     // default configurations (5 periods by 3 buffer counts).
     let lat = section("latency");
-    assert_eq!(lat.matches("<svg").count(), 1, "one histogram plot");
-    assert!(lat.contains("normal/timer cpu"), "the stream's line");
-    assert!(lat.contains("share of periods per bin"));
+    assert_eq!(lat.matches("<svg").count(), 1, "one histogram panel");
+    assert!(lat.contains("<div class=\"panel-title\">normal/timer</div>"));
+    assert!(lat.contains("normal/timer cpu"), "the stream's row");
+    assert!(lat.contains("share of all periods"));
     assert!(lat.contains("tolerated lateness"));
     assert_eq!(lat.matches("<table class=\"buffers\">").count(), 1);
     let buffers = &lat[lat.find("<table class=\"buffers\">").unwrap()..];
@@ -584,6 +513,74 @@ fn report_of_real_latency_and_memsim_runs() {
         4,
         "report-screenshot-latency-memsim.png",
         7200,
+    );
+}
+
+/// Real latency runs under three loads: the histograms are small multiples, a panel per
+/// class/path stream, each with a line per run (load) in a colour of its own, and the legend
+/// names the loads.
+#[test]
+fn latency_runs_under_several_loads_are_small_multiples() {
+    let env = TestEnv::new();
+    let ids: Vec<String> = [None, Some("cpu"), Some("memory")]
+        .into_iter()
+        .map(|load| {
+            let mut args = vec![
+                "latency",
+                "--duration",
+                "1s",
+                "--classes",
+                "normal",
+                "--paths",
+                "timer,futex",
+            ];
+            if let Some(l) = load {
+                args.extend(["--load", l]);
+            }
+            stored_run(&env, &args)
+        })
+        .collect();
+    let out = env.dir.path().join("loads.html");
+    env.osmeter()
+        .arg("report")
+        .args(&ids)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(&out).unwrap();
+    check_static(&html);
+    let start = html.find("<section id=\"latency\">").unwrap();
+    let lat = &html[start..start + html[start..].find("</section>").unwrap()];
+    let panels: Vec<&str> = lat.split("<div class=\"panel\">").skip(1).collect();
+    assert_eq!(
+        panels.len(),
+        2,
+        "a panel per stream (normal/timer, normal/futex)"
+    );
+    for (panel, name) in panels.iter().zip(["normal/timer", "normal/futex"]) {
+        assert!(panel.contains(name), "panel {name}");
+        // plotters writes a line's colour as its stroke: three runs, three colours.
+        let svg = &panel[..panel.find("</svg>").unwrap()];
+        let colours: std::collections::BTreeSet<&str> = svg
+            .split("stroke=\"#")
+            .skip(1)
+            .map(|s| &s[..6])
+            .filter(|c| !["FFFFFF", "000000"].contains(c) && !c.starts_with("E1E4E8"))
+            .collect();
+        assert!(
+            colours.len() >= 3,
+            "a colour per load in {name}: {colours:?}"
+        );
+    }
+    for load in ["load: none", "load: cpu", "load: memory"] {
+        assert!(lat.contains(load), "the legend names {load}");
+    }
+    check_in_browser(
+        &out,
+        &["runs", "latency"],
+        3,
+        "report-screenshot-latency-loads.png",
     );
 }
 

@@ -1,11 +1,12 @@
 //! User-mode traces: a command run under valgrind's lackey, its references converted as they
 //! arrive into an osmeter trace.
 
-use crate::guard::command::{GuardedChild, Stream};
+use crate::guard::command::{output_pipe, GuardedChild, Stream};
 use crate::memsim::trace::binary::TraceWriter;
 use crate::memsim::trace::file::{Sink, ZSTD_LEVEL};
 use crate::memsim::trace::{self, RefSource, FLAG_INCOMPLETE, FLAG_USER_ONLY};
 use anyhow::{Context, Result};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// What a capture did: references written, how long it took, whether Ctrl-C cut it short, and how
@@ -48,14 +49,33 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
         argv.push(a.as_ref());
     }
     argv.extend(cmd.iter().map(std::ffi::OsStr::new));
+    // The command's output would run into the progress line where both go to one terminal (or
+    // one file): such a stream is passed through osmeter instead (see progress::Relay).
+    let relayed = [1, 2].map(|fd| {
+        crate::progress::shares_progress(fd)
+            .then(output_pipe)
+            .transpose()
+    });
+    let [out_pipe, err_pipe] = relayed;
+    let (out_pipe, err_pipe) = (out_pipe?, err_pipe?);
+    let stream = |p: &Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>| {
+        p.as_ref()
+            .map_or(Stream::Inherit, |(_, w)| Stream::Fd(w.as_raw_fd()))
+    };
     crate::interrupt::install();
     let start = std::time::Instant::now();
     // Under a guardian: whatever the command starts (valgrind runs it in its own process, and its
     // children natively) ends with osmeter, SIGKILL included.
-    let spawned = GuardedChild::spawn(&argv, Stream::Inherit, Stream::Inherit, Some(wfd))
+    let spawned = GuardedChild::spawn(&argv, stream(&out_pipe), stream(&err_pipe), Some(wfd))
         .and_then(|mut child| child.release().map(|_| child));
     // SAFETY: the parent's copy of the write end is ours to close; the child has its own.
     unsafe { libc::close(wfd) };
+    use crate::progress::{Out, Relay};
+    // The write ends are the program's now; the reads end when it (and its guardian) are gone.
+    let relays: Vec<Relay> = [(out_pipe, Out::Stdout), (err_pipe, Out::Stderr)]
+        .into_iter()
+        .filter_map(|(p, to)| p.map(|(r, _)| Relay::start(std::fs::File::from(r), to)))
+        .collect();
     let mut proc = spawned.context("cannot start valgrind")?;
     let mut src =
         trace::text::LackeyReader::new(std::io::BufReader::with_capacity(1 << 20, reader));
@@ -78,6 +98,10 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
     let ended = proc.wait(|_| {}).context("waiting for valgrind")?;
     let status: std::process::ExitStatus =
         std::os::unix::process::ExitStatusExt::from_raw(ended.status);
+    // The command's last words before the progress line is cleared and the summary follows.
+    for r in relays {
+        r.finish(std::time::Duration::from_secs(2));
+    }
     drop(progress);
     copied.context("converting lackey's output")?;
     let interrupted = crate::interrupt::requested();

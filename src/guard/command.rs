@@ -32,6 +32,13 @@ pub enum Stream {
     Null,
     /// osmeter's standard error (for standard output: results alone stay on osmeter's stdout).
     Stderr,
+    /// This descriptor of osmeter's (a pipe's write end that osmeter reads from).
+    Fd(RawFd),
+}
+
+/// A pipe (read end, write end), both close-on-exec, for a [`Stream::Fd`] that osmeter reads.
+pub fn output_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    pipe().map_err(|e| io::Error::other(format!("{e:#}")))
 }
 
 /// How the program ended, as the guardian's wait4 saw it.
@@ -153,6 +160,11 @@ impl GuardedChild {
         Ok(child)
     }
 
+    /// The guardian's pid.
+    pub fn guardian(&self) -> libc::pid_t {
+        self.guardian
+    }
+
     /// The program's pid (held before its exec until [`GuardedChild::release`]).
     pub fn pid(&self) -> libc::pid_t {
         self.pid
@@ -212,7 +224,17 @@ impl GuardedChild {
     /// Waits for the program's end. `on_wake` is called when a signal interrupts the wait and
     /// every 100 ms meanwhile (to pass Ctrl-C on, then to [`GuardedChild::stop`] a program
     /// that does not heed it).
-    pub fn wait(&mut self, mut on_wake: impl FnMut(&GuardedChild)) -> io::Result<Ended> {
+    pub fn wait(&mut self, on_wake: impl FnMut(&GuardedChild)) -> io::Result<Ended> {
+        self.wait_waking(100, on_wake)
+    }
+
+    /// [`GuardedChild::wait`], waking every `every_ms` milliseconds (a sampler's ring is drained
+    /// more often than a Ctrl-C needs passing on).
+    pub fn wait_waking(
+        &mut self,
+        every_ms: i32,
+        mut on_wake: impl FnMut(&GuardedChild),
+    ) -> io::Result<Ended> {
         if let Some(ended) = self.ended {
             return Ok(ended);
         }
@@ -226,7 +248,7 @@ impl GuardedChild {
                 revents: 0,
             };
             // SAFETY: one pollfd on the stack.
-            if unsafe { libc::poll(&mut p, 1, 100) } <= 0 {
+            if unsafe { libc::poll(&mut p, 1, every_ms) } <= 0 {
                 on_wake(self);
                 continue;
             }
@@ -454,6 +476,7 @@ unsafe fn program(guardian: libc::pid_t, fds: Fds, prep: &Prepared) -> ! {
         let ok = match stream {
             Stream::Inherit => true,
             Stream::Stderr => fd == 2 || libc::dup2(2, fd) == fd,
+            Stream::Fd(from) => libc::dup2(from, fd) == fd,
             Stream::Null => {
                 let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
                 null >= 0 && libc::dup2(null, fd) == fd && libc::close(null) == 0

@@ -5,19 +5,23 @@
 
 use super::aggregate::Gathered;
 use super::symbolize::{kernel_symbols, Symbolizer};
+use crate::guard::command::{GuardedChild, Stream};
 use crate::meter::perf::sampling::Sampler;
 use crate::results::profile::{Profiles, PROFILES_SCHEMA};
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Result};
 use std::collections::HashSet;
 use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-const POLL: Duration = Duration::from_millis(5);
+const POLL_MS: i32 = 5;
+/// A command that has not ended this long after Ctrl-C was passed on is ended with all it started.
+const STOP_GRACE: Duration = Duration::from_secs(1);
 
-/// Profiles `cmd` (one run of it) under `label`; a refusal by the kernel is a profile document
-/// that says why, not an error.
-pub fn profile_command(mut cmd: Command, label: &str) -> Result<Profiles> {
+/// Profiles one run of `argv` (its standard output to `stdout`) under `label`; a refusal by the
+/// kernel is a profile document that says why, not an error. The command runs under a guardian
+/// (crate::guard::command), so nothing it starts outlives osmeter; the guardian inherits the
+/// sampler too, but only waits, and its few samples are left out with osmeter's own.
+pub fn profile_command(argv: &[String], stdout: Stream, label: &str) -> Result<Profiles> {
     let mut sampler = match Sampler::open() {
         Ok(s) => s,
         Err(refused) => return Ok(Profiles::refused(refused.reason)),
@@ -26,32 +30,38 @@ pub fn profile_command(mut cmd: Command, label: &str) -> Result<Profiles> {
     let mut seen = HashSet::new();
     let mut samples = Vec::new();
     sampler.enable();
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {label} to profile it"))?;
-    loop {
-        let done = child.try_wait()?.is_some();
-        let before = samples.len();
-        sampler.drain(&mut samples);
-        for s in &samples[before..] {
-            if s.pid != std::process::id() && seen.insert(s.pid) {
-                sym.read_maps(s.pid);
+    let mut child = GuardedChild::spawn(argv, stdout, Stream::Inherit, None)
+        .and_then(|mut c| c.release().map(|_| c))
+        .map_err(|e| anyhow!("cannot start {label} to profile it: {e}"))?;
+    let guardian = child.guardian() as u32;
+    let mut asked: Option<Instant> = None;
+    child
+        .wait_waking(POLL_MS, |child| {
+            let before = samples.len();
+            sampler.drain(&mut samples);
+            for s in &samples[before..] {
+                if s.pid != std::process::id() && s.pid != guardian && seen.insert(s.pid) {
+                    sym.read_maps(s.pid);
+                }
             }
-        }
-        if done || crate::interrupt::requested() {
-            break;
-        }
-        std::thread::sleep(POLL);
-    }
+            // Ctrl-C: the command has it from the terminal too; what was sampled is kept.
+            match asked {
+                None if crate::interrupt::requested() => {
+                    asked = Some(Instant::now());
+                    child.signal(libc::SIGINT);
+                }
+                Some(t) if t.elapsed() >= STOP_GRACE => child.stop(),
+                _ => {}
+            }
+        })
+        .map_err(|e| anyhow!("waiting for {label}: {e}"))?;
     sampler.disable();
-    if child.try_wait()?.is_none() {
-        // Ctrl-C: the command has it too; what was sampled is kept.
-        let _ = child.wait();
-    }
+    drop(child);
     sampler.drain(&mut samples);
-    // The sampler is osmeter's own thread's: its polling is not the command's time.
+    // The sampler is osmeter's own thread's: its polling is not the command's time, nor is the
+    // guardian's waiting.
     let own = std::process::id();
-    samples.retain(|s| s.pid != own);
+    samples.retain(|s| s.pid != own && s.pid != guardian);
     let got = Gathered {
         source: sampler.source,
         samples,

@@ -3,9 +3,9 @@
 //! line and probes execute the same instructions, so every count is exact and no time is kept
 //! (TCG's wall time says nothing about the guest kernel).
 
+use crate::columns::{wrap, Align, Table};
 use crate::results::model::{label, Params, Status};
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
 
 pub const GUEST_SCHEMA: &str = "osmeter.guest/1";
 
@@ -137,12 +137,18 @@ pub fn render(doc: &GuestDoc) -> String {
 }
 
 /// Several guest runs of the same probes, side by side: one column group per kernel and
-/// parameter set, kernel instructions first (what a kernel comparison is about).
+/// parameter set, kernel instructions first (what a kernel comparison is about). Two kernels'
+/// groups beside long probe labels pass 100 columns, so the table is a [`Table`] that stacks
+/// blocks repeating the probe column (`--wide` keeps one line per probe).
 pub fn render_side_by_side(docs: &[&GuestDoc]) -> String {
+    side_by_side(docs, crate::columns::width())
+}
+
+/// The same fitted to `width` (None: one line per probe).
+fn side_by_side(docs: &[&GuestDoc], width: Option<usize>) -> String {
     let mut out = String::new();
     for (i, d) in docs.iter().enumerate() {
-        let _ = writeln!(
-            out,
+        let line = format!(
             "[{}] {} ({}, CPU {}), up to {} operations per window; counts per operation, exact (QEMU TCG, icount)",
             i + 1,
             side_label(d),
@@ -150,62 +156,57 @@ pub fn render_side_by_side(docs: &[&GuestDoc]) -> String {
             d.cpu.as_deref().unwrap_or("qemu64"),
             d.iterations
         );
+        out.push_str(&wrap(&line, width, "    "));
         if d.build == "debug" {
-            let _ = writeln!(
-                out,
+            out.push_str(&wrap(
                 "    (a debug build of osmeter ran in the guest: user counts hold its unoptimised \
-                 loop control, kernel counts are unaffected)"
-            );
+                 loop control, kernel counts are unaffected)",
+                width,
+                "    ",
+            ));
         }
     }
-    let width = docs
-        .iter()
-        .flat_map(|d| d.probes.iter().map(|p| p.label().chars().count()))
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    let _ = write!(out, "\n{:width$}", "probe");
+    let mut header = vec!["probe".to_string()];
+    let mut align = vec![Align::Left];
     for i in 0..docs.len() {
-        let _ = write!(
-            out,
-            "  {:>10} {:>10} {:>9} {:>9}",
+        header.extend([
             format!("[{}] k.ins", i + 1),
-            "u.ins",
-            "k.loads",
-            "k.stores"
-        );
+            "u.ins".into(),
+            "k.loads".into(),
+            "k.stores".into(),
+        ]);
+        align.extend([Align::Right; 4]);
     }
-    out.push('\n');
-    let Some(first) = docs.first() else {
-        return out;
-    };
-    for p in &first.probes {
-        let key = p.label();
-        let _ = write!(out, "{key:width$}");
-        for d in docs {
-            let other = d.probes.iter().find(|q| q.label() == key);
-            match other.and_then(|q| q.per_op.as_ref().map(|c| (q, c))) {
-                Some((_, c)) => {
-                    let _ = write!(
-                        out,
-                        "  {:>10} {:>10} {:>9} {:>9}",
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    // A kernel's four columns stay together: a block of them starts with its "[k]".
+    let mut table = Table::new(&header, &align, 1).grouped(4);
+    if let Some(first) = docs.first() {
+        for p in &first.probes {
+            let key = p.label();
+            let mut row = vec![key.clone()];
+            for d in docs {
+                let other = d.probes.iter().find(|q| q.label() == key);
+                match other.and_then(|q| q.per_op.as_ref()) {
+                    Some(c) => row.extend([
                         count(c.kernel.instructions),
                         count(c.user.instructions),
                         count(c.kernel.loads),
-                        count(c.kernel.stores)
-                    );
-                }
-                None => {
-                    let why = other.map_or("-", |q| match q.status {
-                        Status::Skipped => "skipped",
-                        _ => "failed",
-                    });
-                    let _ = write!(out, "  {why:>10} {:>10} {:>9} {:>9}", "", "", "");
+                        count(c.kernel.stores),
+                    ]),
+                    None => {
+                        let why = other.map_or("-", |q| match q.status {
+                            Status::Skipped => "skipped",
+                            _ => "failed",
+                        });
+                        row.extend([why.to_string(), String::new(), String::new(), String::new()]);
+                    }
                 }
             }
+            table.push(row);
         }
-        out.push('\n');
     }
+    out.push('\n');
+    out.push_str(&table.render(width));
     for (i, d) in docs.iter().enumerate() {
         for p in d.probes.iter().filter(|p| p.reason.is_some()) {
             let what = match p.status {
@@ -213,13 +214,13 @@ pub fn render_side_by_side(docs: &[&GuestDoc]) -> String {
                 Status::Skipped => "skipped",
                 Status::Failed => "failed",
             };
-            let _ = writeln!(
-                out,
+            let line = format!(
                 "[{}] {} {what}: {}",
                 i + 1,
                 p.label(),
                 p.reason.as_deref().unwrap_or("")
             );
+            out.push_str(&wrap(&line, width, "    "));
         }
     }
     out
@@ -282,6 +283,43 @@ pub mod tests {
         assert!(row.contains("600") && row.contains("1400"), "{t}");
         assert!(row.contains("90.5"), "{t}");
         assert!(t.contains("[2] app.make skipped: not in a guest"), "{t}");
+    }
+
+    /// Two kernels beside the longest labels of the quick probes were 106 columns on one line;
+    /// fitted, the table stacks blocks that repeat the probe, and every count is still shown.
+    #[test]
+    fn two_kernels_with_long_labels_fit_a_hundred_columns() {
+        let long = |d: &mut GuestDoc| {
+            d.probes[0].params = crate::results::model::Params::from_iter([
+                ("pattern".to_string(), serde_json::json!("random")),
+                ("size".to_string(), serde_json::json!(134217728u64)),
+            ]);
+            d.probes[0].probe = "memory.latency".into();
+            d.kernel = "linux-image-6.1.0-28-amd64".into();
+        };
+        let (mut a, mut b) = (doc("A", 123456.0), doc("B", 654321.0));
+        long(&mut a);
+        long(&mut b);
+        let wide = side_by_side(&[&a, &b], None);
+        let fitted = side_by_side(&[&a, &b], Some(100));
+        let widest = |t: &str| t.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest(&wide) > 100, "the case is a wide one:\n{wide}");
+        assert!(widest(&fitted) <= 100, "{fitted}");
+        let label = a.probes[0].label();
+        assert_eq!(fitted.matches(label.as_str()).count(), 2, "{fitted}");
+        // A block per kernel, each with its four columns under its own number.
+        let blocks: Vec<&str> = fitted.split("\n\n").skip(1).collect();
+        assert!(
+            blocks[0].contains("[1] k.ins") && blocks[0].contains("k.stores"),
+            "{fitted}"
+        );
+        assert!(
+            blocks[1].contains("[2] k.ins") && blocks[1].contains("k.stores"),
+            "{fitted}"
+        );
+        for n in ["123456", "654321", "90.5", "[2] k.ins"] {
+            assert!(fitted.contains(n), "{n} in {fitted}");
+        }
     }
 
     #[test]

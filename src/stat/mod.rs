@@ -8,7 +8,6 @@ use crate::meter::interference::InterferenceReader;
 use crate::meter::perf::CounterSet;
 use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
-use std::process::Command;
 
 pub mod document;
 mod report;
@@ -173,14 +172,26 @@ fn prepare(config: &StatConfig) -> Result<()> {
     let Some(prepare) = &config.prepare else {
         return Ok(());
     };
-    let mut cmd = Command::new("/bin/sh");
-    cmd.args(["-c", prepare])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null());
-    interrupt::die_with_parent(&mut cmd);
-    let status = cmd
-        .status()
-        .map_err(|e| anyhow!("cannot run --prepare `{prepare}` with /bin/sh: {e}"))?;
+    // Under a guardian as the command is: what it starts ends with osmeter, SIGKILL included.
+    let cannot = |e: std::io::Error| anyhow!("cannot run --prepare `{prepare}` with /bin/sh: {e}");
+    let mut child = GuardedChild::spawn(
+        &["/bin/sh", "-c", prepare],
+        Stream::Null,
+        Stream::Inherit,
+        None,
+    )
+    .and_then(|mut c| c.release().map(|_| c))
+    .map_err(cannot)?;
+    let ended = child
+        .wait(|child| {
+            if interrupt::requested() {
+                child.stop();
+            }
+        })
+        .map_err(cannot)?;
+    drop(child);
+    let status: std::process::ExitStatus =
+        std::os::unix::process::ExitStatusExt::from_raw(ended.status);
     if !status.success() && !interrupt::requested() {
         return Err(anyhow!(
             "--prepare `{prepare}` failed ({status}) before a run of `{}`; nothing after it was \
@@ -194,13 +205,11 @@ fn prepare(config: &StatConfig) -> Result<()> {
 /// The command once more under sampling (`stat --profile`), its output where the timed runs' went.
 pub fn profile(config: &StatConfig) -> Result<crate::results::profile::Profiles> {
     let argv = &config.argv;
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..]);
-    if config.output == CommandOutput::ToStderr {
-        cmd.stdout(std::io::stderr());
-    }
-    interrupt::die_with_parent(&mut cmd);
-    crate::profile::command::profile_command(cmd, &shown(argv))
+    let stdout = match config.output {
+        CommandOutput::ToStderr => Stream::Stderr,
+        CommandOutput::Discard | CommandOutput::Inherit => Stream::Inherit,
+    };
+    crate::profile::command::profile_command(argv, stdout, &shown(argv))
 }
 
 /// The command line as a user would type it, for messages.

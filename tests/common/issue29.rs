@@ -98,7 +98,7 @@ pub const STORE_CASES: &[Case] = &[
         3,
         "tests/hostile_stores.rs",
         "the_whole_tree_of_the_command_under_stat_dies_with_osmeter",
-        3,
+        5,
     ),
     (
         3,

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod apps;
+pub mod browser;
 pub mod procs;
 
 use assert_cmd::Command;

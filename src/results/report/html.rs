@@ -148,6 +148,8 @@ td.warn { color: var(--warn); font-size: 0.8rem; max-width: 380px; }
 .bad { color: #b3261e; }
 .note { color: var(--muted); font-size: 0.9rem; }
 figure { margin: 14px 0 22px; }
+.panels { display: grid; grid-template-columns: repeat(auto-fill, minmax(250px, 1fr)); gap: 6px 18px; }
+.panel-title { font-size: 0.82rem; font-weight: 600; margin-top: 4px; }
 figure svg { display: block; width: 100%; height: auto; }
 figcaption { font-size: 0.86rem; color: var(--muted); margin-top: 4px; max-width: 980px; }
 figcaption b { color: var(--ink); }
@@ -164,6 +166,8 @@ footer { margin-top: 40px; padding: 10px 24px 30px; color: var(--muted); font-si
   tbody tr:nth-child(even) { background: none; }
   * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   .grid { grid-template-columns: 1fr 1fr; }
+  .panels { grid-template-columns: repeat(3, 1fr); }
+  .panel { break-inside: avoid; page-break-inside: avoid; }
   .wide { overflow: visible; }
   table { max-width: 100%; }
   td { overflow-wrap: anywhere; }

@@ -121,7 +121,8 @@ fn decades(min: f64, max: f64) -> Axis {
     }
 }
 
-/// Log-log histograms, one line per named series; `x_desc` says what the x axis measures.
+/// Log-log histograms, one line per named series in one plot (a stream's few stages); `x_desc`
+/// says what the x axis measures.
 fn histogram_plot(series: &[(String, Vec<Bin>)], x_desc: &str) -> Result<String> {
     let all = || series.iter().flat_map(|(_, b)| b.iter());
     let x = decades(
@@ -193,8 +194,138 @@ fn histogram_plot(series: &[(String, Vec<Bin>)], x_desc: &str) -> Result<String>
     })
 }
 
+/// Pixel size a panel is drawn at; CSS scales it to its grid cell (three or four to a row).
+const PANEL: (u32, u32) = (300, 220);
+
+/// One small log-log histogram: a line per run in that run's colour. Every panel is drawn on the
+/// same axes (`x`, `y`), so panels compare by position as well as within themselves.
+fn panel_plot(lines: &[(usize, &[Bin])], x: Axis, y: Axis) -> Result<String> {
+    svg(PANEL, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(8)
+            .margin_right(16)
+            .x_label_area_size(30)
+            .y_label_area_size(52)
+            .build_cartesian_2d(
+                Ticked::new(x.range(), x.ticks()),
+                Ticked::new(y.range(), y.ticks()),
+            )?;
+        let x_fmt = |t: &f64| x.tick_label(x.from(*t), Unit::Nanoseconds);
+        let y_fmt = |t: &f64| format!("{} %", compact(y.from(*t) * 100.0));
+        chart
+            .configure_mesh()
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .x_labels(4)
+            .label_style((FONT, 13))
+            .bold_line_style(RGBColor(225, 228, 232))
+            .light_line_style(WHITE)
+            .draw()?;
+        for &(run, bins) in lines {
+            let c = color(run);
+            let at = |b: &Bin| (x.to((b.lo * b.hi).sqrt()), y.to(b.share));
+            // A line joins neighbouring bins only: an empty bin breaks it, so a lone outlier
+            // stays a lone dot instead of a slope that suggests values in between.
+            let mut segment: Vec<(f64, f64)> = Vec::new();
+            let mut last: Option<u64> = None;
+            for b in bins {
+                if last.is_some_and(|l| l + 1 != b.index) {
+                    if segment.len() > 1 {
+                        chart.draw_series(LineSeries::new(segment.clone(), c.stroke_width(2)))?;
+                    }
+                    segment.clear();
+                }
+                segment.push(at(b));
+                last = Some(b.index);
+            }
+            if segment.len() > 1 {
+                chart.draw_series(LineSeries::new(segment, c.stroke_width(2)))?;
+            }
+            chart.draw_series(bins.iter().map(|b| Circle::new(at(b), 2, c.filled())))?;
+        }
+        Ok(())
+    })
+}
+
+/// One stream of one run, ready to plot.
+struct Series<'a> {
+    run: usize,
+    /// "normal/timer": the panel it is drawn in (the CPU may differ between runs).
+    panel: String,
+    bins: Vec<Bin>,
+    doc: &'a LatencyDoc,
+}
+
+/// Small multiples: a panel per class/path stream instead of a dozen lines in one plot, each
+/// panel with a line per run in a colour of its own (Okabe-Ito first: told apart with the common
+/// colour-vision deficiencies), a legend naming the runs and their loads above the panels when
+/// there are several.
+fn histogram_panels(ctx: &Context, series: &[Series]) -> Result<String> {
+    let all = || series.iter().flat_map(|s| s.bins.iter());
+    let x = decades(
+        all().map(|b| b.lo).fold(f64::INFINITY, f64::min),
+        all().map(|b| b.hi).fold(0.0, f64::max),
+    );
+    let y = decades(
+        all().map(|b| b.share).fold(f64::INFINITY, f64::min),
+        all().map(|b| b.share).fold(0.0, f64::max),
+    );
+    let mut runs: Vec<(usize, &LatencyDoc)> = Vec::new();
+    let mut panels: Vec<&str> = Vec::new();
+    for s in series {
+        if !runs.iter().any(|(r, _)| *r == s.run) {
+            runs.push((s.run, s.doc));
+        }
+        if !panels.contains(&s.panel.as_str()) {
+            panels.push(&s.panel);
+        }
+    }
+    let mut out = String::new();
+    if runs.len() > 1 {
+        let items: Vec<LegendItem> = runs
+            .iter()
+            .map(|&(r, d)| LegendItem {
+                name: format!("{}, load: {}", ctx.run_label(r), load_names(d)),
+                color: color(r),
+                swatch: Swatch::Line,
+            })
+            .collect();
+        let h = legend_height(&items);
+        out.push_str(&svg((WIDTH, h), |root| legend(root, &items))?);
+        out.push('\n');
+    }
+    out.push_str("<div class=\"panels\">\n");
+    for name in panels {
+        let lines: Vec<(usize, &[Bin])> = series
+            .iter()
+            .filter(|s| s.panel == name)
+            .map(|s| (s.run, s.bins.as_slice()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "<div class=\"panel\"><div class=\"panel-title\">{}</div>\n{}</div>",
+            esc(name),
+            panel_plot(&lines, x, y)?
+        );
+    }
+    out.push_str("</div>");
+    Ok(out)
+}
+
+/// The loads of a latency run, as the legend names them.
+fn load_names(d: &LatencyDoc) -> String {
+    if d.loads.is_empty() {
+        "none".into()
+    } else {
+        let names: Vec<&str> = d.loads.iter().map(|l| l.load.as_str()).collect();
+        names.join(", ")
+    }
+}
+
 /// Percentiles, missed periods and worst cases: one row per stream.
 fn summary_table(all: &[Stream]) -> String {
+    // Two tables rather than one of thirteen columns: the percentiles, then the worst cases with
+    // their long estimate, each narrow enough for the page and for A4 paper.
     let header = [
         "class/path",
         "policy",
@@ -206,10 +337,14 @@ fn summary_table(all: &[Stream]) -> String {
         "p99.9",
         "p99.99",
         "max",
+    ];
+    let worst_header = [
+        "class/path",
         "max not counting missed",
         "worst per 1 s window: median / max",
         "estimated worst case",
     ];
+    let mut worst_rows: Vec<Row> = Vec::new();
     let rows: Vec<Row> = all
         .iter()
         .map(|s| {
@@ -269,9 +404,15 @@ fn summary_table(all: &[Stream]) -> String {
             for (_, ns) in d.corrected.percentiles() {
                 cells.push(Cell::num(crate::units::number(ns as f64 / 1e3)));
             }
-            cells.push(Cell::num(crate::units::number(d.raw.max_ns as f64 / 1e3)));
-            cells.push(Cell::num(window));
-            cells.push(Cell::from(estimate));
+            worst_rows.push(Row {
+                class: "",
+                cells: vec![
+                    Cell::from(esc(&s.label)),
+                    Cell::num(crate::units::number(d.raw.max_ns as f64 / 1e3)),
+                    Cell::num(window),
+                    Cell::from(estimate),
+                ],
+            });
             Row { class: "", cells }
         })
         .collect();
@@ -281,6 +422,9 @@ fn summary_table(all: &[Stream]) -> String {
          a Gumbel law to the 1 s window maxima and projects it: an estimate, not a measurement.",
     );
     out.push_str(&table("latency", &header, &rows));
+    if !worst_rows.is_empty() {
+        out.push_str(&table("worst", &worst_header, &worst_rows));
+    }
     for s in all {
         if let Estimate::Unavailable { unavailable: why } = &s.doc.estimate {
             if s.error().is_none() {
@@ -304,8 +448,10 @@ fn priority(d: &StreamDoc) -> String {
 /// One cell of the buffer table, as the text report writes it.
 fn mttf_cell(b: &BufferResult) -> Cell {
     match b.mttf_s {
+        // The share on a line of its own keeps the column narrow (several streams stand side by
+        // side).
         Some(v) => Cell::num(format!(
-            "{} (p {:.1e})",
+            "{}<br><span class=\"note\">(p {:.1e})</span>",
             crate::units::format(v, crate::units::Unit::Seconds),
             b.p_underrun
         )),
@@ -324,8 +470,12 @@ fn buffer_key(b: &BufferResult) -> (u64, u32, u64) {
     (b.period_ms.to_bits(), b.buffers, b.compute_ms.to_bits())
 }
 
+/// Streams side by side in one buffer table: more would not fit the page or A4 paper.
+const STREAMS_PER_TABLE: usize = 4;
+
 /// Rows: every (t, n, c) configuration any stream was evaluated for, in first-seen order;
-/// columns: the MTTF of each stream that ran.
+/// columns: the MTTF of each stream that ran. More streams than [`STREAMS_PER_TABLE`] make
+/// several tables stacked, each repeating the configuration columns (as text tables are cut).
 fn buffer_table(all: &[Stream]) -> String {
     let ok: Vec<&Stream> = all.iter().filter(|s| s.error().is_none()).collect();
     let mut configs: Vec<&BufferResult> = Vec::new();
@@ -339,32 +489,36 @@ fn buffer_table(all: &[Stream]) -> String {
     if configs.is_empty() {
         return String::new();
     }
-    let mut header: Vec<String> = ["t (ms)", "n", "c (ms)", "tolerated lateness (ms)"]
-        .map(String::from)
-        .to_vec();
-    header.extend(ok.iter().map(|s| format!("MTTF {}", s.label)));
-    let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    let rows: Vec<Row> = configs
-        .iter()
-        .map(|cfg| {
-            let mut cells = vec![
-                Cell::num(num(cfg.period_ms)),
-                Cell::num(cfg.buffers.to_string()),
-                Cell::num(num(cfg.compute_ms)),
-                Cell::num(num(cfg.tolerance_ms)),
-            ];
-            for s in &ok {
-                let found = s
-                    .doc
-                    .buffers
-                    .iter()
-                    .find(|b| buffer_key(b) == buffer_key(cfg));
-                cells.push(found.map(mttf_cell).unwrap_or_default());
-            }
-            Row { class: "", cells }
-        })
-        .collect();
-    table("buffers", &header, &rows)
+    let mut out = String::new();
+    for block in ok.chunks(STREAMS_PER_TABLE) {
+        let mut header: Vec<String> = ["t (ms)", "n", "c (ms)", "tolerated lateness (ms)"]
+            .map(String::from)
+            .to_vec();
+        header.extend(block.iter().map(|s| format!("MTTF {}", s.label)));
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let rows: Vec<Row> = configs
+            .iter()
+            .map(|cfg| {
+                let mut cells = vec![
+                    Cell::num(num(cfg.period_ms)),
+                    Cell::num(cfg.buffers.to_string()),
+                    Cell::num(num(cfg.compute_ms)),
+                    Cell::num(num(cfg.tolerance_ms)),
+                ];
+                for s in block {
+                    let found = s
+                        .doc
+                        .buffers
+                        .iter()
+                        .find(|b| buffer_key(b) == buffer_key(cfg));
+                    cells.push(found.map(mttf_cell).unwrap_or_default());
+                }
+                Row { class: "", cells }
+            })
+            .collect();
+        out.push_str(&table("buffers", &header, &rows));
+    }
+    out
 }
 
 /// Cause capture: what ran, fired or was missing around each wake over the threshold.
@@ -487,27 +641,33 @@ impl Section for Latency {
             return Ok(None);
         }
         let all = streams(&docs);
-        let series: Vec<(String, Vec<Bin>)> = all
+        let series: Vec<Series> = docs
             .iter()
-            .filter(|s| s.error().is_none())
-            .map(|s| (s.label.clone(), bins(&s.doc.histogram_corrected.buckets)))
-            .filter(|(_, b)| !b.is_empty())
+            .flat_map(|&(run, doc)| {
+                doc.streams
+                    .iter()
+                    .filter(|s| s.error.is_none())
+                    .map(move |s| Series {
+                        run,
+                        panel: format!("{}/{}", s.class.as_str(), s.path.name()),
+                        bins: bins(&s.histogram_corrected.buckets),
+                        doc,
+                    })
+            })
+            .filter(|s| !s.bins.is_empty())
             .collect();
         let mut out = setup(ctx, &docs);
         if series.is_empty() {
             out.push_str(&note("No stream recorded a wake-up."));
         } else {
-            let svg = histogram_plot(
-                &series,
-                "wake-up lateness (logarithmic; missed periods included)",
-            )?;
             out.push_str(&figure(
-                &svg,
-                "<b>How late the periodic threads woke.</b> One line per class/path stream: each \
-                 dot is the share of all periods whose lateness fell in a quarter-octave bin \
-                 (both axes logarithmic, so a long tail stays visible next to the common case). A \
-                 missed period counts with the lateness it would have had. Lines join \
-                 neighbouring bins only; a lone dot is a bin with empty neighbours.",
+                &histogram_panels(ctx, &series)?,
+                "<b>How late the periodic threads woke.</b> A panel per class/path stream, all on \
+                 the same axes: wake-up lateness across (missed periods included, with the \
+                 lateness they would have had), and up the share of all periods whose lateness \
+                 fell in each quarter-octave bin, both logarithmic so a long tail stays visible \
+                 next to the common case. Each run is a line of its own colour; lines join \
+                 neighbouring bins only, so a lone dot is a bin with empty neighbours.",
             ));
         }
         out.push_str("<h3>Percentiles and worst cases</h3>\n");
@@ -657,7 +817,7 @@ mod tests {
         assert!(html.contains("normal/timer cpu1"));
         assert!(html.contains("failed: cannot set SCHED_FIFO"));
         assert!(
-            html.contains("100 ms (p 1.0e-2)"),
+            html.contains("100 ms<br><span class=\"note\">(p 1.0e-2)</span>"),
             "MTTF as the text report"
         );
         assert!(html.contains("&gt; 1.00 s"));
@@ -665,6 +825,63 @@ mod tests {
         assert!(html.contains("not estimated"));
         // Percentiles in microseconds.
         assert!(html.contains(">400<") && html.contains(">1200<"));
+    }
+
+    /// Three runs under three loads, each with a timer and a futex stream: a panel per stream,
+    /// each with a line per run in the run's own colour, and a legend naming the loads.
+    #[test]
+    fn streams_are_small_multiples_with_a_line_per_load() {
+        use crate::latency::load::LoadReport;
+        let buckets = || {
+            vec![
+                [16384, 16511, 800],
+                [20480, 20607, 190],
+                [1_048_576, 1_056_767, 10],
+            ]
+        };
+        let runs: Vec<_> = [Some("cpu"), Some("memory"), None]
+            .into_iter()
+            .map(|load| {
+                let mut futex = stream(ClassName::Normal, buckets(), None);
+                futex.path = Path::Futex;
+                let mut d = doc(vec![stream(ClassName::Normal, buckets(), None), futex]);
+                d.loads = load
+                    .map(|l| LoadReport {
+                        load: l.into(),
+                        threads: 1,
+                        ops: 1,
+                        rate: 1.0,
+                        unit: "ops/s".into(),
+                        error: None,
+                    })
+                    .into_iter()
+                    .collect();
+                let mut run = empty_run();
+                run.sections.latency = Some(d);
+                run
+            })
+            .collect();
+        let ctx = Context::new(&runs);
+        let html = Latency.render(&ctx).unwrap().unwrap();
+        let panels: Vec<&str> = html.split("<div class=\"panel\">").skip(1).collect();
+        assert_eq!(panels.len(), 2, "a panel per stream");
+        assert!(panels[0].contains("normal/timer") && panels[1].contains("normal/futex"));
+        let hex = |c: RGBColor| format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2);
+        for panel in &panels {
+            let panel = &panel[..panel.find("</svg>").unwrap()];
+            for run in 0..3 {
+                assert!(
+                    panel.contains(&hex(color(run))),
+                    "run {run}'s colour in {panel}"
+                );
+            }
+        }
+        for load in ["load: cpu", "load: memory", "load: none"] {
+            assert!(html.contains(load), "legend names {load}");
+        }
+        // Three panels' worth of colours that a person tells apart: no two alike.
+        let (a, b, c) = (color(0), color(1), color(2));
+        assert!(a != b && b != c && a != c);
     }
 
     #[test]

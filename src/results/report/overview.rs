@@ -14,15 +14,22 @@ pub struct Overview;
 const NAMED: usize = 5;
 
 fn measured(ctx: &Context) -> String {
-    let kinds: std::collections::BTreeSet<String> =
-        ctx.runs.iter().map(|r| r.kind().to_string()).collect();
+    // Counted per kind: "4 runs of kind latency, run" read as if all four were latency runs.
+    let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in ctx.runs {
+        *kinds.entry(r.kind().to_string()).or_default() += 1;
+    }
     let hosts: std::collections::BTreeSet<String> =
         ctx.runs.iter().filter_map(|r| r.host()).collect();
     let figures: usize = ctx.runs.iter().map(|r| r.figures().len()).sum();
+    let kinds: Vec<String> = kinds
+        .into_iter()
+        .map(|(kind, n)| format!("{n} of kind {kind}"))
+        .collect();
     format!(
-        "{} run(s) of kind {} on {} host(s), {figures} figures in all.",
+        "{} run(s) ({}) on {} host(s), {figures} figures in all.",
         ctx.runs.len(),
-        kinds.into_iter().collect::<Vec<_>>().join(", "),
+        kinds.join(", "),
         hosts.len().max(1)
     )
 }

@@ -113,6 +113,9 @@ fn grid_table(g: &Grid) -> String {
                     // Today's rows stand out from the paper's.
                     0 if c.starts_with("this machine") => Cell::from(format!("<b>{}</b>", esc(c))),
                     0 => Cell::from(esc(c)),
+                    // Figures right-aligned and kept whole; words (a figure's name with its
+                    // parameters) left to wrap, or the table outgrows A4 paper.
+                    _ if c.starts_with(|ch: char| ch.is_alphabetic()) => Cell::from(esc(c)),
                     _ => Cell::num(esc(c)),
                 })
                 .collect(),
