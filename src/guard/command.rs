@@ -342,7 +342,19 @@ unsafe fn guardian(fds: Fds, prep: &Prepared) -> ! {
     libc::sigaction(libc::SIGCHLD, &action, std::ptr::null_mut());
     libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     libc::prctl(libc::PR_SET_NAME, c"osmeter-guard".as_ptr(), 0, 0, 0);
-    close_all_but(&[fds.control, fds.report, fds.go, fds.exec_error, prep.fd3]);
+    let stream_fd = |s: Stream| match s {
+        Stream::Fd(fd) => fd,
+        _ => -1,
+    };
+    close_all_but(&[
+        fds.control,
+        fds.report,
+        fds.go,
+        fds.exec_error,
+        prep.fd3,
+        stream_fd(prep.stdout),
+        stream_fd(prep.stderr),
+    ]);
     let me = libc::getpid();
     let pid = libc::fork();
     if pid == 0 {
