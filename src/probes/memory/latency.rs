@@ -181,28 +181,30 @@ impl SplitMix64 {
     }
 }
 
+/// One link of a chase: `p` becomes the address its node holds.
+macro_rules! step {
+    ($p:ident) => {
+        // SAFETY: every node holds the address of another node of the same live mapping.
+        $p = unsafe { *$p } as *const usize
+    };
+}
+
 /// Follows `n` links from `p`. Unrolled so the loop's own counter and branch cost next to nothing
 /// per load.
 #[inline(never)]
 fn chase(mut p: *const usize, n: u64) -> *const usize {
-    macro_rules! step {
-        () => {
-            // SAFETY: every node holds the address of another node of the same live mapping.
-            p = unsafe { *p } as *const usize
-        };
-    }
     for _ in 0..n / 8 {
-        step!();
-        step!();
-        step!();
-        step!();
-        step!();
-        step!();
-        step!();
-        step!();
+        step!(p);
+        step!(p);
+        step!(p);
+        step!(p);
+        step!(p);
+        step!(p);
+        step!(p);
+        step!(p);
     }
     for _ in 0..n % 8 {
-        step!();
+        step!(p);
     }
     p
 }
@@ -212,24 +214,18 @@ fn chase(mut p: *const usize, n: u64) -> *const usize {
 /// instructions can learn.
 #[inline(never)]
 fn chase_by_hundreds(mut p: *const usize, n: u64) -> *const usize {
-    macro_rules! step {
-        () => {
-            // SAFETY: every node holds the address of another node of the same live mapping.
-            p = unsafe { *p } as *const usize
-        };
-    }
     macro_rules! ten {
         () => {
-            step!();
-            step!();
-            step!();
-            step!();
-            step!();
-            step!();
-            step!();
-            step!();
-            step!();
-            step!();
+            step!(p);
+            step!(p);
+            step!(p);
+            step!(p);
+            step!(p);
+            step!(p);
+            step!(p);
+            step!(p);
+            step!(p);
+            step!(p);
         };
     }
     for _ in 0..n / 100 {

@@ -171,27 +171,30 @@ fn histogram_plot(series: &[(String, Vec<Bin>)], x_desc: &str) -> Result<String>
         for (i, (_, bins)) in series.iter().enumerate() {
             let c = color(i);
             let at = |b: &Bin| (x.to((b.lo * b.hi).sqrt()), y.to(b.share));
-            // A line joins neighbouring bins only: an empty bin breaks it, so a lone outlier
-            // stays a lone dot instead of a slope that suggests values in between.
-            let mut run: Vec<(f64, f64)> = Vec::new();
-            let mut last: Option<u64> = None;
-            for b in bins {
-                if last.is_some_and(|l| l + 1 != b.index) && run.len() > 1 {
-                    chart.draw_series(LineSeries::new(run.clone(), c.stroke_width(2)))?;
-                }
-                if last.is_some_and(|l| l + 1 != b.index) {
-                    run.clear();
-                }
-                run.push(at(b));
-                last = Some(b.index);
-            }
-            if run.len() > 1 {
-                chart.draw_series(LineSeries::new(run, c.stroke_width(2)))?;
+            for line in neighbouring_runs(bins, at) {
+                chart.draw_series(LineSeries::new(line, c.stroke_width(2)))?;
             }
             chart.draw_series(bins.iter().map(|b| Circle::new(at(b), 3, c.filled())))?;
         }
         Ok(())
     })
+}
+
+/// The points of each stretch of neighbouring bins, two or more long: a line joins neighbouring
+/// bins only, so an empty bin breaks it and a lone outlier stays a lone dot instead of a slope
+/// that suggests values in between.
+fn neighbouring_runs(bins: &[Bin], at: impl Fn(&Bin) -> (f64, f64)) -> Vec<Vec<(f64, f64)>> {
+    let mut runs: Vec<Vec<(f64, f64)>> = Vec::new();
+    let mut last: Option<u64> = None;
+    for b in bins {
+        if last.is_none_or(|l| l + 1 != b.index) {
+            runs.push(Vec::new());
+        }
+        runs.last_mut().expect("pushed above").push(at(b));
+        last = Some(b.index);
+    }
+    runs.retain(|r| r.len() > 1);
+    runs
 }
 
 /// Pixel size a panel is drawn at; CSS scales it to its grid cell (three or four to a row).
@@ -224,22 +227,8 @@ fn panel_plot(lines: &[(usize, &[Bin])], x: Axis, y: Axis) -> Result<String> {
         for &(run, bins) in lines {
             let c = color(run);
             let at = |b: &Bin| (x.to((b.lo * b.hi).sqrt()), y.to(b.share));
-            // A line joins neighbouring bins only: an empty bin breaks it, so a lone outlier
-            // stays a lone dot instead of a slope that suggests values in between.
-            let mut segment: Vec<(f64, f64)> = Vec::new();
-            let mut last: Option<u64> = None;
-            for b in bins {
-                if last.is_some_and(|l| l + 1 != b.index) {
-                    if segment.len() > 1 {
-                        chart.draw_series(LineSeries::new(segment.clone(), c.stroke_width(2)))?;
-                    }
-                    segment.clear();
-                }
-                segment.push(at(b));
-                last = Some(b.index);
-            }
-            if segment.len() > 1 {
-                chart.draw_series(LineSeries::new(segment, c.stroke_width(2)))?;
+            for line in neighbouring_runs(bins, at) {
+                chart.draw_series(LineSeries::new(line, c.stroke_width(2)))?;
             }
             chart.draw_series(bins.iter().map(|b| Circle::new(at(b), 2, c.filled())))?;
         }
@@ -693,6 +682,27 @@ impl Section for Latency {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_join_neighbouring_bins_only() {
+        let bin = |index: u64| Bin {
+            lo: 1.0,
+            hi: 1.0,
+            share: index as f64,
+            index,
+        };
+        let bins: Vec<Bin> = [1, 2, 3, 5, 7, 8].into_iter().map(bin).collect();
+        let runs = neighbouring_runs(&bins, |b| (b.index as f64, b.share));
+        // 5 stands alone: a dot, no line.
+        assert_eq!(
+            runs,
+            vec![
+                vec![(1.0, 1.0), (2.0, 2.0), (3.0, 3.0)],
+                vec![(7.0, 7.0), (8.0, 8.0)]
+            ]
+        );
+        assert!(neighbouring_runs(&[], |b| (b.lo, b.hi)).is_empty());
+    }
     use crate::latency::accounting::WindowSummary;
     use crate::latency::document::{Distribution, StoredHistogram};
     use crate::latency::threads::{ClassName, Path};
