@@ -6,6 +6,7 @@ pub mod rank;
 pub mod exact;
 pub mod history;
 mod judge;
+pub mod machine_speed;
 pub mod text;
 
 use crate::meter::pages::Pages;
@@ -13,6 +14,7 @@ use crate::results::figure::{Direction, Evidence, Figure, Role};
 use crate::results::fingerprint::Fingerprint;
 use crate::results::model::{Run, RunKind, Unit};
 use crate::stats::geomean::geomean;
+use machine_speed::MachineSpeed;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -177,6 +179,11 @@ pub struct Comparison {
     /// figure is called changed unless the caller forces it (and then each is marked).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub busy: Vec<BusyRun>,
+    /// Set when the CPU yardstick moved beyond noise between runs of one CPU model: the machine
+    /// itself ran at another speed, and figures that follow it are called changed only when they
+    /// changed both as measured and relative to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_speed: Option<MachineSpeed>,
 }
 
 /// A compared run that was measured on a busy machine.
@@ -205,6 +212,7 @@ fn busy_runs(a: &[&Run], b: &[&Run]) -> Vec<BusyRun> {
 }
 
 /// One figure over the runs of one side.
+#[derive(Clone)]
 struct Side {
     figure: Figure,
     /// The figure's value in each run.
@@ -462,18 +470,39 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         })
         .collect();
     let judgements = judge::decide(steps, &ratios, &better, config);
-    for (k, j) in keys.into_iter().zip(judgements) {
+    let same_cpu = same_cpu_model(a, b);
+    let mut machine = keys.iter().zip(&judgements).find_map(|(k, j)| {
+        let (a, b) = (&sa[*k], &sb[*k]);
+        machine_speed::moved(
+            a.figure.role,
+            j.verdict,
+            a.figure.direction.speedup(a.value(), b.value()),
+            j.ratio_ci95,
+            same_cpu,
+        )
+    });
+    let relative = machine
+        .as_ref()
+        .map(|m| judged_at_speed_of_a(&keys, &sa, &sb, m, config));
+    let follows: Vec<bool> = keys
+        .iter()
+        .map(|k| machine.is_some() && machine_speed::follows_machine(&sa[*k]))
+        .collect();
+    for (i, (k, j)) in keys.into_iter().zip(judgements).enumerate() {
         let (side_a, side_b) = (&sa[k], &sb[k]);
         let (va, vb) = (side_a.value(), side_b.value());
-        let counter_deltas = if matches!(j.verdict, Verdict::Faster | Verdict::Slower) {
+        let f = &side_a.figure;
+        let (verdict, reason) = match (pages_differ(side_a, side_b), &machine, &relative) {
+            (Some(why), _, _) => (Verdict::Untested, why),
+            (None, Some(m), Some(rel)) if follows[i] => {
+                machine_speed::combine((j.verdict, &j.reason), (rel[i].verdict, &rel[i].reason), m)
+            }
+            _ => (j.verdict, j.reason),
+        };
+        let counter_deltas = if matches!(verdict, Verdict::Faster | Verdict::Slower) {
             counter_deltas(&side_a.explain, &side_b.explain)
         } else {
             Vec::new()
-        };
-        let f = &side_a.figure;
-        let (verdict, reason) = match pages_differ(side_a, side_b) {
-            Some(why) => (Verdict::Untested, why),
-            None => (j.verdict, j.reason),
         };
         figures.push(FigureComparison {
             key: k.clone(),
@@ -519,6 +548,17 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             _ => None,
         };
     }
+    if let Some(m) = &mut machine {
+        let relative = |i: usize, f: &FigureComparison| {
+            if follows[i] {
+                f.speedup / m.speedup
+            } else {
+                f.speedup
+            }
+        };
+        m.geomean_relative = geomean(figures.iter().enumerate().map(|(i, f)| relative(i, f)));
+        m.geomean_relative_ci95 = geomean_interval(&figures, relative);
+    }
     let os_speedup = geomean(
         figures
             .iter()
@@ -550,7 +590,7 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             .filter_map(|(g, v)| Some((g, geomean(v)?)))
             .collect(),
         geomean: geomean(figures.iter().map(|f| f.speedup)),
-        geomean_ci95: geomean_interval(&figures),
+        geomean_ci95: geomean_interval(&figures, |_, f| f.speedup),
         cpu_speedup,
         os_speedup,
         os_speedup_relative_to_cpu: match (os_speedup, cpu_speedup) {
@@ -562,19 +602,72 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         min_effect: config.min_effect,
         history_runs: 0,
         busy,
+        machine_speed: machine,
     })
+}
+
+/// Whether every run of both sides names the same CPU model (or none does).
+fn same_cpu_model(a: &[&Run], b: &[&Run]) -> bool {
+    let model = |r: &&Run| r.fingerprint.as_ref().and_then(|f| f.cpu_model.clone());
+    let mut models = a.iter().chain(b).map(model);
+    let first = models.next().flatten();
+    models.all(|m| m == first)
+}
+
+/// The judgements again with every figure that follows the machine's speed taken to A's speed,
+/// the minimum effect widened by the yardstick's own uncertainty.
+fn judged_at_speed_of_a(
+    keys: &[&String],
+    sa: &BTreeMap<String, Side>,
+    sb: &BTreeMap<String, Side>,
+    machine: &MachineSpeed,
+    config: &CompareConfig,
+) -> Vec<judge::Judgement> {
+    let config = CompareConfig {
+        min_effect: config.min_effect + machine.added_min_effect,
+        ..config.clone()
+    };
+    let scaled: Vec<Side> = keys
+        .iter()
+        .map(|k| {
+            if machine_speed::follows_machine(&sa[*k]) {
+                machine_speed::at_speed_of_a(&sb[*k], machine.speedup)
+            } else {
+                sb[*k].clone()
+            }
+        })
+        .collect();
+    let steps = keys
+        .iter()
+        .zip(&scaled)
+        .map(|(k, b)| judge::test(k, &sa[*k], b, &config))
+        .collect();
+    let ratios: Vec<f64> = keys
+        .iter()
+        .zip(&scaled)
+        .map(|(k, b)| b.value() / sa[*k].value())
+        .collect();
+    let better: Vec<bool> = keys
+        .iter()
+        .zip(&scaled)
+        .map(|(k, b)| sa[*k].figure.direction.speedup(sa[*k].value(), b.value()) > 1.0)
+        .collect();
+    judge::decide(steps, &ratios, &better, &config)
 }
 
 /// The interval of the geometric mean speed-up: resampling probes (a probe's figures, its sizes
 /// and placements, share its process and move together, so they count as one draw), widened to
 /// what the figures' own intervals give if an error of the machine moved them all at once (a
 /// host that ran one whole run faster): an A/A comparison must not read as a speed-up.
-fn geomean_interval(figures: &[FigureComparison]) -> Option<[f64; 2]> {
+fn geomean_interval(
+    figures: &[FigureComparison],
+    speedup: impl Fn(usize, &FigureComparison) -> f64,
+) -> Option<[f64; 2]> {
     use crate::stats::geomean::{clustered_interval, shared_error_interval, union};
     let mut by_probe: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for f in figures {
+    for (i, f) in figures.iter().enumerate() {
         let probe = f.key.split_once(' ').map_or(f.key.as_str(), |(p, _)| p);
-        by_probe.entry(probe).or_default().push(f.speedup);
+        by_probe.entry(probe).or_default().push(speedup(i, f));
     }
     let clusters: Vec<Vec<f64>> = by_probe.into_values().collect();
     // A fixed seed: the same comparison prints the same interval every time.
@@ -585,7 +678,7 @@ fn geomean_interval(figures: &[FigureComparison]) -> Option<[f64; 2]> {
         .filter(|[lo, hi]| *lo > 0.0 && hi.is_finite())
         .map(|[lo, hi]| (hi.ln() - lo.ln()) / 2.0)
         .collect();
-    let shared = geomean(figures.iter().map(|f| f.speedup))
+    let shared = geomean(figures.iter().enumerate().map(|(i, f)| speedup(i, f)))
         .and_then(|g| shared_error_interval(g, &half_widths));
     union(resampled, shared)
 }

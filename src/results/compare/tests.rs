@@ -538,3 +538,61 @@ fn a_placement_figure_is_compared_only_between_runs_with_the_same_pages() {
         );
     }
 }
+
+#[test]
+fn a_machine_that_ran_faster_as_a_whole_is_said_once_and_not_called_a_change() {
+    // B's machine ran 1.25x as fast: the yardstick and the system call moved together, the DRAM
+    // walk did not move, and only fs.read changed beyond the machine's own move.
+    let side = |id: &str, cpu: f64, null: f64, read: f64, seed: u64| {
+        run_with(
+            id,
+            vec![
+                figure("cpu.reference", Unit::Nanoseconds, noisy(cpu, 15, seed)),
+                figure("syscall.null", Unit::Nanoseconds, noisy(null, 15, seed + 1)),
+                figure(
+                    "memory.latency",
+                    Unit::Nanoseconds,
+                    noisy(90.0, 15, seed + 2),
+                ),
+                figure("fs.read", Unit::Nanoseconds, noisy(read, 15, seed + 3)),
+            ],
+        )
+    };
+    let a = side("a", 1000.0, 250.0, 200.0, 10);
+    let b = side("b", 800.0, 200.0, 100.0, 20);
+    let c = cmp(&[&a], &[&b], &CompareConfig::default());
+    let m = c.machine_speed.as_ref().expect("the yardstick moved");
+    assert!((m.speedup - 1.25).abs() < 0.03, "{}", m.speedup);
+    let verdict = |key: &str| {
+        let f = c.figures.iter().find(|f| f.key == key).unwrap();
+        (f.verdict, f.reason.clone())
+    };
+    assert_eq!(verdict("cpu.reference").0, Verdict::Faster);
+    let (null, why) = verdict("syscall.null");
+    assert_eq!(null, Verdict::NoChange, "{why}");
+    assert!(why.contains("as fast in B"), "{why}");
+    // Unmoved as measured, 1.25x slower relative to the machine: not a finding either way.
+    assert_eq!(verdict("memory.latency").0, Verdict::NoChange);
+    assert_eq!(verdict("fs.read").0, Verdict::Faster);
+    // The relative geometric mean leaves the machine's move out: fs.read's 1.6x over four.
+    let g = m.geomean_relative.unwrap();
+    let [lo, hi] = m.geomean_relative_ci95.unwrap();
+    assert!(lo <= g && g <= hi, "{lo} {g} {hi}");
+    assert!(g < c.geomean.unwrap());
+    let text = text::render(&c, false);
+    assert!(text.contains("MACHINE SPEED") && text.contains("Relative to the machine's own speed"));
+    let json = serde_json::to_value(&c).unwrap();
+    assert!(json["machine_speed"]["speedup"].as_f64().unwrap() > 1.2);
+
+    // On another CPU model the yardstick's move is the other machine's speed, not drift: the
+    // figures are judged as measured.
+    let mut other = b.clone();
+    other.fingerprint = Some(Fingerprint {
+        cpu_model: Some("Another CPU".into()),
+        ..Fingerprint::default()
+    });
+    let c = cmp(&[&a], &[&other], &CompareConfig::default());
+    assert!(c.machine_speed.is_none());
+    let f = c.figures.iter().find(|f| f.key == "syscall.null").unwrap();
+    assert_eq!(f.verdict, Verdict::Faster);
+}

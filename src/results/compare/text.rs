@@ -41,6 +41,9 @@ pub fn render(c: &Comparison, all: bool) -> String {
             let _ = writeln!(out, "  {} {}: {why}", r.side, r.run);
         }
     }
+    if let Some(m) = &c.machine_speed {
+        let _ = writeln!(out, "\n{}", machine_moved(m));
+    }
     if !c.fingerprint_differences.is_empty() {
         let _ = writeln!(out, "\nSystem differences:");
         for (k, a, b) in &c.fingerprint_differences {
@@ -211,6 +214,17 @@ pub fn render(c: &Comparison, all: bool) -> String {
             "\nGeometric mean speed-up of B over A: {g:.3}{interval} ({})",
             groups.join(", ")
         );
+        if let Some((g, [lo, hi])) = c
+            .machine_speed
+            .as_ref()
+            .and_then(|m| m.geomean_relative.zip(m.geomean_relative_ci95))
+        {
+            let _ = writeln!(
+                out,
+                "Relative to the machine's own speed (cpu.reference): {g:.3}, 95 % interval \
+                 {lo:.3}-{hi:.3}"
+            );
+        }
     }
     if let (Some(cpu), Some(os), Some(rel)) =
         (c.cpu_speedup, c.os_speedup, c.os_speedup_relative_to_cpu)
@@ -228,6 +242,24 @@ pub fn render(c: &Comparison, all: bool) -> String {
         }
     }
     out
+}
+
+/// The paragraph that says the machine itself changed speed between the runs.
+pub fn machine_moved(m: &super::MachineSpeed) -> String {
+    let interval = m.ratio_ci95.map_or(String::new(), |[lo, hi]| {
+        format!(
+            " (its B/A time {:.3}, 95 % interval {lo:.3}-{hi:.3})",
+            1.0 / m.speedup
+        )
+    });
+    format!(
+        "MACHINE SPEED: cpu.reference, which only computes and never enters the kernel, ran \
+         {:.3}x as fast in B{interval} on the same CPU model: the machine itself changed speed \
+         between the runs (a host sharing its cores, a clock frequency, a neighbour on the same \
+         core). A figure that follows the machine's speed is called changed only when it changed \
+         both as measured and relative to cpu.reference.",
+        m.speedup
+    )
 }
 
 /// Figures without a partner, listed whole with `--all`, else the first few and a count (a

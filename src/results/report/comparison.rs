@@ -301,6 +301,9 @@ impl Section for ComparisonSection {
                 );
             }
             out.push_str(&format!("<p>{}</p>\n", esc(&line)));
+            if let Some(m) = &c.machine_speed {
+                out.push_str(&note(&crate::results::compare::text::machine_moved(m)));
+            }
             if general(c).next().is_some() {
                 out.push_str(&chart(ctx, i, c)?);
                 out.push_str(&changed_table(c));
