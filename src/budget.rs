@@ -3,8 +3,6 @@
 //! naming what it needs, what the machine has, and what to ask for instead, rather than an
 //! allocation that aborts osmeter, an out-of-memory kill, or a full disk.
 
-use crate::probes::footprint::{self, Footprint};
-use crate::results::model::Params;
 use crate::usage;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -13,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// whatever else runs beside the measurement.
 const MEMORY_SHARE: f64 = 0.8;
 /// Share of the scratch file system's free space a probe may fill.
-const DISK_SHARE: f64 = 0.9;
+pub const DISK_SHARE: f64 = 0.9;
 
 /// What the machine has for a run: available memory (MemAvailable, or less when a memory cgroup
 /// limits osmeter: see [`crate::memory_room`]) and the free space of the scratch directory's file
@@ -57,25 +55,17 @@ pub fn free_space(dir: &Path) -> Option<u64> {
 /// readings, the summarised copy and its share of the run document (about 200 bytes of JSON).
 pub const RUN_SAMPLE_BYTES: u64 = 1024;
 
-/// Checks a whole `run` request before anything starts: the samples it keeps (`--repeat`) and
-/// every probe variant's memory and scratch space.
-pub fn check_run<'a>(
-    variants: impl IntoIterator<Item = (&'a str, &'a Params)>,
-    samples: u64,
-    scratch: &Path,
-) -> Result<()> {
-    let have = Have::here(scratch);
-    check_samples("--repeat", samples, RUN_SAMPLE_BYTES, &have)?;
-    for (probe, params) in variants {
-        check_variant(probe, params, &have)?;
-    }
-    Ok(())
+/// Bytes of memory and of scratch disk space one probe variant uses at once (what each probe
+/// takes is said by `probes::footprint`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Footprint {
+    pub memory: u64,
+    pub disk: u64,
 }
 
-/// Checks one probe variant against the machine.
-pub fn check_variant(probe: &str, params: &Params, have: &Have) -> Result<()> {
-    let Footprint { memory, disk } = footprint::of(probe, params);
-    let label = crate::results::model::label(probe, params);
+/// Checks what one measurement (`label` names it) takes against the machine.
+pub fn check_footprint(label: &str, need: Footprint, have: &Have) -> Result<()> {
+    let Footprint { memory, disk } = need;
     if disk as f64 > have.disk as f64 * DISK_SHARE {
         return Err(usage!(
             "{label} would write {} in {}, whose file system has {} free: choose a smaller \
@@ -117,7 +107,6 @@ pub use crate::units::bytes;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params;
 
     fn machine(memory: u64, disk: u64) -> Have {
         Have {
@@ -128,42 +117,26 @@ mod tests {
         }
     }
 
-    fn exit_code(r: Result<()>) -> i32 {
-        crate::error::exit_code(&r.unwrap_err())
-    }
-
     #[test]
-    fn a_file_larger_than_the_free_space_is_refused_before_it_is_written() {
-        let have = machine(24 << 30, 20 << 30);
-        let big = params![("file_size", 999_999_995_904u64)];
-        let err = check_variant("fs.read_cached", &big, &have).unwrap_err();
-        let text = format!("{err:#}");
+    fn a_footprint_beyond_the_disk_or_the_memory_is_refused_and_says_what_to_do() {
+        let have = machine(10 << 30, 20 << 30);
+        let disk = Footprint {
+            memory: 0,
+            disk: 21 << 30,
+        };
+        let text = format!("{:#}", check_footprint("fs.x", disk, &have).unwrap_err());
         assert!(
-            text.contains("931.3 GiB") && text.contains("/scratch") && text.contains("20 GiB"),
+            text.contains("fs.x would write 21 GiB") && text.contains("--dir"),
             "{text}"
         );
+        let memory = Footprint {
+            memory: 9 << 30,
+            disk: 0,
+        };
+        let err = check_footprint("memory.x", memory, &have).unwrap_err();
         assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_USAGE);
-        let fits = params![("file_size", 64u64 << 20)];
-        assert!(check_variant("fs.read_cached", &fits, &have).is_ok());
-        // Just over the share left free, and just under.
-        let edge = (20u64 << 30) as f64 * DISK_SHARE;
-        let over = params![("file_size", edge as u64 + (16 << 10))];
-        assert_eq!(exit_code(check_variant("fs.read_cached", &over, &have)), 2);
-    }
-
-    #[test]
-    fn memory_beyond_what_is_available_is_refused() {
-        let have = machine(10 << 30, u64::MAX);
-        // Two buffers of 5 GiB.
-        let copy = params![("size", 5u64 << 30), ("cache", "cold")];
-        let text = format!(
-            "{:#}",
-            check_variant("memory.copy", &copy, &have).unwrap_err()
-        );
-        assert!(text.contains("10 GiB of memory"), "{text}");
-        let copy = params![("size", 1u64 << 30), ("cache", "cold")];
-        assert!(check_variant("memory.copy", &copy, &have).is_ok());
-        assert!(check_variant("syscall.null", &Params::new(), &machine(0, 0)).is_ok());
+        assert!(format!("{err:#}").contains("9 GiB of memory"));
+        assert!(check_footprint("x", Footprint::default(), &machine(0, 0)).is_ok());
     }
 
     #[test]

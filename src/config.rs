@@ -4,13 +4,12 @@
 use crate::cli::RunArgs;
 use crate::harness::HarnessConfig;
 use crate::meter::placement;
-use crate::probes::selection::{apply_sets, select, Selected};
+use crate::probes::selection::{apply_sets, select};
 use crate::probes::Scale;
 use crate::results::keep::Keeper;
 use crate::results::machine::{CpuBusy, CpuChoice};
 use crate::usage;
 use anyhow::Result;
-use std::path::PathBuf;
 
 pub use crate::suite::{DEFAULT_ROUNDS, MAX_REPEAT, MAX_ROUNDS, MAX_WARMUP};
 /// Without --rounds, figures whose rounds disagree get more, up to this many in all, within the
@@ -27,38 +26,7 @@ pub const FULL_MIN_SAMPLE_NS: u64 = 20_000_000;
 /// A longer --min-time is a typo: one sample would outlast any sensible run.
 pub const MAX_MIN_SAMPLE_NS: u64 = 60_000_000_000;
 
-pub struct RunConfig {
-    /// The suite name when exactly one suite was asked for.
-    pub suite: Option<String>,
-    pub selected: Vec<Selected>,
-    pub harness: HarnessConfig,
-    /// Rounds of every figure, each in a fresh process.
-    pub rounds: usize,
-    /// Rounds in all for figures whose rounds disagree (`rounds` when --rounds fixes them).
-    pub max_rounds: usize,
-    /// Wall time the run's extra rounds must fit in (see [`crate::suite::SuiteConfig`]).
-    pub budget: Option<std::time::Duration>,
-    /// Seed of the rounds' shuffled order.
-    pub seed: u64,
-    pub cpu: usize,
-    /// How `cpu` came to be: given, or chosen as the one with least other work.
-    pub cpu_choice: CpuChoice,
-    pub scratch_parent: PathBuf,
-    pub counters: bool,
-    /// `--profile`: a sampling round of every figure after its timed rounds.
-    pub profile: bool,
-    pub fifo: Option<i32>,
-    /// Install the Debian packages of the selected app workloads first (`--install`).
-    pub install: bool,
-    /// `--fs`: the scratch directory on an ext4 image mounted by the kernel or by fuse2fs.
-    pub fs: Option<crate::apps::image::Kind>,
-    /// Where the file-system probes work: fresh file systems of their own, or the scratch
-    /// directory's as it is when the user chose it (`--dir`, `--fs`).
-    pub file_systems: crate::probes::FileSystems,
-    /// Tags and store, checked before measuring.
-    pub keeper: Keeper,
-    pub json: bool,
-}
+pub use crate::run::RunConfig;
 
 /// --min-time within [`MAX_MIN_SAMPLE_NS`], and with --fifo within what a worker that never sleeps
 /// during a sample may run (see [`crate::meter::rt_limit::FIFO_MAX_SAMPLE_NS`]).
@@ -117,8 +85,8 @@ impl RunConfig {
         let (mut selected, suite) = select(&args.targets)?;
         apply_sets(&mut selected, &args.sets)?;
         if let Some(kind) = args.measure.fs {
-            crate::apps::runfs::andrew_on_run_fs(&mut selected, &args.sets);
-            crate::apps::runfs::check(kind, args.measure.install)?;
+            crate::suite::runfs::andrew_on_run_fs(&mut selected, &args.sets);
+            crate::suite::runfs::check(kind, args.measure.install)?;
         }
         let quick = selected.iter().all(|s| s.scale == Scale::Quick);
         let samples =
@@ -156,7 +124,7 @@ impl RunConfig {
         for (probe, params) in variants() {
             crate::probes::limits::check(probe, params)?;
         }
-        crate::budget::check_run(variants(), samples as u64, &scratch_parent)?;
+        crate::probes::footprint::check_run(variants(), samples as u64, &scratch_parent)?;
         Ok(RunConfig {
             suite,
             selected,
@@ -190,7 +158,7 @@ impl RunConfig {
                 crate::probes::FileSystems::Fresh
             },
             keeper: Keeper::new(
-                &crate::apps::runfs::tags_with_fs(&args.keep.tags, args.measure.fs),
+                &crate::suite::runfs::tags_with_fs(&args.keep.tags, args.measure.fs),
                 args.keep.no_store,
                 args.keep.store.store.as_ref(),
             )?,

@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! 1 base      clock columns console elf error files guard interrupt kernel_parts memory_room
-//!             mounts programs progress scratch stats suggest text units
+//!             mounts programs progress scratch stats suggest text tracefs units
 //! 2 meter     meter
 //! 3 results   results
 //! 4 engines   apps budget capture harness latency memsim profile stat
@@ -58,4 +58,5 @@ pub mod stats;
 pub mod suggest;
 pub mod suite;
 pub mod text;
+pub mod tracefs;
 pub mod units;

@@ -2,18 +2,57 @@
 //! scratch directory (on the file system `--fs` asked for), with the machine's fingerprint and the
 //! derived figures. `osmeter run` and `osmeter paper` both measure through here.
 
-use crate::config::RunConfig;
 use crate::harness;
+use crate::harness::HarnessConfig;
 use crate::interrupt;
 use crate::meter::look::Look;
 use crate::meter::perf;
 use crate::meter::watch::Watch;
+use crate::probes::selection::Selected;
 use crate::results::fingerprint;
+use crate::results::keep::Keeper;
 use crate::results::machine;
+use crate::results::machine::CpuChoice;
 use crate::results::model::{Run, RunOptions, RUN_SCHEMA};
 use crate::suite::worker::WorkerCommand;
 use crate::suite::{SuiteConfig, Variant};
 use anyhow::Result;
+use std::path::PathBuf;
+
+/// A validated `run` request: what to measure, how, where, and where to keep it (lowered from the
+/// command line by `config`, or built by `paper` for the figures a paper needs).
+pub struct RunConfig {
+    /// The suite name when exactly one suite was asked for.
+    pub suite: Option<String>,
+    pub selected: Vec<Selected>,
+    pub harness: HarnessConfig,
+    /// Rounds of every figure, each in a fresh process.
+    pub rounds: usize,
+    /// Rounds in all for figures whose rounds disagree (`rounds` when --rounds fixes them).
+    pub max_rounds: usize,
+    /// Wall time the run's extra rounds must fit in (see [`crate::suite::SuiteConfig`]).
+    pub budget: Option<std::time::Duration>,
+    /// Seed of the rounds' shuffled order.
+    pub seed: u64,
+    pub cpu: usize,
+    /// How `cpu` came to be: given, or chosen as the one with least other work.
+    pub cpu_choice: CpuChoice,
+    pub scratch_parent: PathBuf,
+    pub counters: bool,
+    /// `--profile`: a sampling round of every figure after its timed rounds.
+    pub profile: bool,
+    pub fifo: Option<i32>,
+    /// Install the Debian packages of the selected app workloads first (`--install`).
+    pub install: bool,
+    /// `--fs`: the scratch directory on an ext4 image mounted by the kernel or by fuse2fs.
+    pub fs: Option<crate::apps::image::Kind>,
+    /// Where the file-system probes work: fresh file systems of their own, or the scratch
+    /// directory's as it is when the user chose it (`--dir`, `--fs`).
+    pub file_systems: crate::probes::FileSystems,
+    /// Tags and store, checked before measuring.
+    pub keeper: Keeper,
+    pub json: bool,
+}
 
 /// Measures the configured probes in rounds and returns the annotated run (marked interrupted
 /// after Ctrl-C, holding what was measured).
@@ -31,7 +70,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
     let scratch = crate::scratch::ScratchDir::create(&config.scratch_parent, "run")?;
     crate::apps::cell::sweep_left();
     // Declared after the scratch directory, so it is unmounted before the directory goes.
-    let run_fs = crate::apps::runfs::RunFs::mount_for(config.fs, &scratch, &config.selected)?;
+    let run_fs = crate::suite::runfs::RunFs::mount_for(config.fs, &scratch, &config.selected)?;
     let suite = SuiteConfig {
         variants: config
             .selected

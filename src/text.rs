@@ -43,6 +43,26 @@ fn escape(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// The command line as a user would type it, for messages.
+pub fn command_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                // Quoted for a shell, and control characters shown escaped: a stored command is
+                // printed in tables, and a line feed in it would start a new row.
+                let quoted = format!("'{}'", a.replace('\'', r"'\''"));
+                escape_controls(&quoted).into_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -944,7 +944,7 @@ fn a_scratch_file_larger_than_the_free_space_is_refused_before_it_is_written() {
 /// A trace instance planted under the name a dead osmeter process would have used; removed on drop
 /// if the test fails before osmeter removes it.
 struct PlantedInstance {
-    fs: std::sync::Arc<osmeter::latency::tracefs::Tracefs>,
+    fs: std::sync::Arc<osmeter::tracefs::Tracefs>,
     name: String,
 }
 
@@ -969,7 +969,7 @@ fn leftover_trace_instances_are_swept_by_every_root_latency_and_run() {
         issue16::skipped(TEST, "tracefs needs root");
         return;
     }
-    let Ok(fs) = osmeter::latency::tracefs::Tracefs::reach() else {
+    let Ok(fs) = osmeter::tracefs::Tracefs::reach() else {
         issue16::skipped(TEST, "no tracefs on this kernel");
         return;
     };
@@ -997,7 +997,7 @@ fn leftover_trace_instances_are_swept_by_every_root_latency_and_run() {
                 .arg("60")
                 .spawn()
                 .unwrap();
-            let start = osmeter::latency::tracefs::process_start_ticks(owner.id()).unwrap();
+            let start = osmeter::tracefs::process_start_ticks(owner.id()).unwrap();
             let planted = PlantedInstance {
                 fs: fs.clone(),
                 name: format!("osmeter-{}-{start}-hostile{attempt}", owner.id()),

@@ -9,16 +9,6 @@ use std::path::{Path, PathBuf};
 /// take the arrow away.
 const STILL_UP: &[(&str, &str, &str)] = &[
     (
-        "apps/runfs.rs",
-        "probes",
-        "the run's file system belongs to suite/",
-    ),
-    (
-        "budget.rs",
-        "probes",
-        "the per-variant check moves to probes::footprint",
-    ),
-    (
         "papers/latency_side.rs",
         "cli",
         "papers take a request of their own",
@@ -32,11 +22,6 @@ const STILL_UP: &[(&str, &str, &str)] = &[
         "papers/plan.rs",
         "config",
         "papers take a request of their own",
-    ),
-    (
-        "results/report/apps.rs",
-        "apps",
-        "apps render their own section",
     ),
     (
         "results/figure/latency.rs",
@@ -54,29 +39,9 @@ const STILL_UP: &[(&str, &str, &str)] = &[
         "a Document trait: latency states its own figures",
     ),
     (
-        "results/fingerprint/capabilities.rs",
-        "latency",
-        "tracefs detection moves below results",
-    ),
-    (
         "results/model.rs",
         "latency",
         "a Document trait: sections stored by kind",
-    ),
-    (
-        "results/report/latency.rs",
-        "latency",
-        "latency renders its own section",
-    ),
-    (
-        "results/report/latency/detail.rs",
-        "latency",
-        "latency renders its own section",
-    ),
-    (
-        "results/report/latency/detail/tests.rs",
-        "latency",
-        "latency renders its own section",
     ),
     (
         "results/figure/memsim.rs",
@@ -89,26 +54,6 @@ const STILL_UP: &[(&str, &str, &str)] = &[
         "a Document trait: sections stored by kind",
     ),
     (
-        "results/report/memsim.rs",
-        "memsim",
-        "memsim renders its own section",
-    ),
-    (
-        "results/report/memsim_curves.rs",
-        "memsim",
-        "memsim renders its own section",
-    ),
-    (
-        "results/report/mod.rs",
-        "papers",
-        "sections registered by the commands layer",
-    ),
-    (
-        "results/report/paper.rs",
-        "papers",
-        "papers render their own section",
-    ),
-    (
         "results/compare/tests.rs",
         "probes",
         "tests build figures without the registry",
@@ -117,11 +62,6 @@ const STILL_UP: &[(&str, &str, &str)] = &[
         "results/figure/bench.rs",
         "probes",
         "a figure's direction stored with it",
-    ),
-    (
-        "results/model.rs",
-        "probes",
-        "a Document trait: sections stored by kind",
     ),
     (
         "results/figure/stat.rs",
@@ -133,17 +73,6 @@ const STILL_UP: &[(&str, &str, &str)] = &[
         "stat",
         "a Document trait: sections stored by kind",
     ),
-    (
-        "results/report/runs.rs",
-        "stat",
-        "stat renders its own section",
-    ),
-    (
-        "results/report/stat.rs",
-        "stat",
-        "stat renders its own section",
-    ),
-    ("run.rs", "config", "the run request moves below cli"),
 ];
 
 /// Layer of each top-level module, read from the map in src/lib.rs's documentation.

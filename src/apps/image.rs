@@ -307,3 +307,27 @@ pub fn run_server_cgroup() -> Option<PathBuf> {
         .is_some_and(|n| n.starts_with("osmeter-app-"));
     (ours && path.join("cgroup.procs").is_file()).then_some(path)
 }
+
+/// Smallest image: the Andrew tree's copies and the file probes' files with room to spare.
+const MIN_IMAGE_MIB: u64 = 1024;
+
+/// The image's size for variants that write at most `disk` bytes at once: twice that and 256 MiB
+/// more for the file system's own blocks, never below [`MIN_IMAGE_MIB`]. The file is sparse, so
+/// only what is written takes space.
+pub fn image_mib(disk: u64) -> u64 {
+    (disk.saturating_mul(2) >> 20)
+        .saturating_add(256)
+        .max(MIN_IMAGE_MIB)
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    #[test]
+    fn image_size_covers_twice_the_largest_footprint() {
+        assert_eq!(image_mib(0), MIN_IMAGE_MIB);
+        assert_eq!(image_mib(1 << 30), 2048 + 256);
+        assert_eq!(image_mib(u64::MAX), (u64::MAX >> 20) + 256);
+    }
+}

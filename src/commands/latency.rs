@@ -4,8 +4,8 @@
 use crate::cli::LatencyArgs;
 use crate::interrupt;
 use crate::latency::buffer::BufferConfig;
-use crate::latency::report;
 use crate::latency::session::{self, CauseSettings, Settings, Verdict};
+use crate::latency::text;
 use crate::latency::threads::Class;
 use crate::results::keep::Keeper;
 use crate::results::model::{Run, RunOptions, Sections};
@@ -50,7 +50,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
     if args.output.json {
         super::emit_json(&run)?;
     } else {
-        super::emit(&report::render(doc))?;
+        super::emit(&text::render(doc))?;
     }
     keeper.save(&run)?;
     Ok(exit_code(verdict))
@@ -60,7 +60,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
 /// keeper will keep, under `suite`: the one way a latency measurement becomes a run, for `latency`
 /// and for `paper` (whose latency runs carry the paper's name as their suite).
 pub fn measure_run(settings: &Settings, keeper: &Keeper, suite: &str) -> Result<(Run, Verdict)> {
-    crate::latency::tracefs::sweep_stale_instances();
+    crate::tracefs::sweep_stale_instances();
     interrupt::install();
     let outcome = session::measure(settings)?;
     let verdict = outcome.verdict();

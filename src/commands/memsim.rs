@@ -3,7 +3,7 @@
 
 use crate::cli::MemsimArgs;
 use crate::memsim::document::{MemsimDoc, TraceRef};
-use crate::memsim::{curve, interval, kernel, report, sweep, trace};
+use crate::memsim::{curve, interval, kernel, sweep, text, trace};
 use crate::usage;
 use anyhow::{Context, Result};
 
@@ -124,7 +124,7 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
         super::emit_json(&doc)?;
     } else {
         super::emit(
-            &(report::render(&doc)
+            &(text::render(&doc)
                 + &kernel::analysis::render(&doc)
                 + &curve::render(&doc.curves)
                 + &interval::render(&doc.intervals)),

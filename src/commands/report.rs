@@ -25,7 +25,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
             })
         })
         .collect::<Result<_>>()?;
-    let page = report::render(&runs)?;
+    let page = report::render(&runs, &sections())?;
     crate::files::write_atomic(&args.output, page.as_bytes()).map_err(|e| {
         match e.downcast_ref::<crate::files::WriteError>() {
             Some(w) => anyhow::anyhow!(
@@ -43,4 +43,37 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
         page.len().div_ceil(1024)
     );
     Ok(EXIT_OK)
+}
+
+/// Every section of the page, in page order: the general ones of the results toolkit, and each
+/// domain's own beside them.
+pub fn sections() -> Vec<Box<dyn report::Section>> {
+    use crate::papers::PaperId;
+    use crate::results::report::{
+        bars::Bars, comparison::ComparisonSection, counters::Counters, fingerprint::Fingerprint,
+        guest::Guest, memory_curve::MemoryCurve, overview::Overview, profiles::Profiles,
+        runs::Runs, summary::SummaryTables,
+    };
+    vec![
+        Box::new(Overview),
+        Box::new(Runs),
+        Box::new(ComparisonSection),
+        Box::new(SummaryTables),
+        Box::new(Bars::TIME),
+        Box::new(Bars::BANDWIDTH),
+        Box::new(Bars::RATE),
+        Box::new(MemoryCurve),
+        Box::new(Counters),
+        Box::new(Profiles),
+        Box::new(crate::apps::html::Apps),
+        Box::new(crate::stat::html::Stat),
+        Box::new(crate::latency::html::Latency),
+        Box::new(crate::memsim::html::Memsim),
+        Box::new(Guest),
+        Box::new(crate::papers::html::ThenAndNow(PaperId::Ousterhout89)),
+        Box::new(crate::papers::html::ThenAndNow(PaperId::Chen96)),
+        Box::new(crate::papers::html::ThenAndNow(PaperId::ChenBershad93)),
+        Box::new(crate::papers::html::ThenAndNow(PaperId::CotaRobles99)),
+        Box::new(Fingerprint),
+    ]
 }

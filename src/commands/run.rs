@@ -12,7 +12,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         return super::guest::run(args);
     }
     let config = RunConfig::from_args(args)?;
-    crate::latency::tracefs::sweep_stale_instances();
+    crate::tracefs::sweep_stale_instances();
     let run = crate::run::measure(&config)?;
     if config.json {
         super::emit_json(&run)?;

@@ -91,7 +91,7 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
         // `runs` lists a stat run by its command, as a tag unless one was given.
         run.tags
             .entry("command".into())
-            .or_insert_with(|| stat::shown(&doc.command));
+            .or_insert_with(|| crate::text::command_line(&doc.command));
         keeper.save(&run)?;
     }
     written?;

@@ -78,10 +78,10 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
             body.push_str(&crate::papers::brief::text(&run));
         }
         if let Some(doc) = &run.sections.latency {
-            body.push_str(&crate::latency::report::render(doc));
+            body.push_str(&crate::latency::text::render(doc));
         }
         if let Some(doc) = &run.sections.memsim {
-            body.push_str(&crate::memsim::report::render(doc));
+            body.push_str(&crate::memsim::text::render(doc));
             body.push_str(&crate::memsim::kernel::analysis::render(doc));
         }
         if let Some(doc) = &run.sections.stat {

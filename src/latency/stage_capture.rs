@@ -11,7 +11,7 @@ use super::histogram::Histogram;
 use super::ringbuf::{self, CpuPipe, EventFormat, RawEvent, FLAG_HARDIRQ, FLAG_SOFTIRQ};
 use super::stages::{Event, KernelWake, Overhead, PhaseLog, Stages, StreamStageAcc, Tracker};
 use super::threads::{monotonic_ns, THREAD_PREFIX};
-use super::tracefs::{Instance, Tracefs};
+use crate::tracefs::{Instance, Tracefs};
 use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};

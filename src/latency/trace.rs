@@ -5,7 +5,7 @@
 //! `tracefs`), so removing it restores everything.
 
 use super::stacks::{samples_in, StackSample};
-use super::tracefs::{Instance, Tracefs};
+use crate::tracefs::{Instance, Tracefs};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

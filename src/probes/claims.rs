@@ -318,31 +318,6 @@ pub fn over_rounds(per_round: &[&[ClaimCheck]]) -> Vec<ClaimCheck> {
     out
 }
 
-/// Whether a check is about a software counter (per operation) rather than a condition the probe
-/// checked itself.
-fn is_counter(check: &ClaimCheck) -> bool {
-    crate::meter::perf::events::SOFTWARE_GROUP
-        .iter()
-        .any(|e| e.name == check.event)
-}
-
-/// The sentence a reader sees for a check that does not hold.
-pub fn contradiction(check: &ClaimCheck) -> String {
-    let (what, per) = if is_counter(check) {
-        ("counters contradict the probe", " per operation")
-    } else {
-        ("the probe's own check failed", "")
-    };
-    format!(
-        "{what}: {} {}{per} where {}-{} is expected ({})",
-        check.event,
-        crate::units::compact(check.seen),
-        crate::units::compact(check.expected[0]),
-        crate::units::compact(check.expected[1]),
-        check.why
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -400,7 +375,7 @@ mod tests {
         );
         assert_eq!(checks.len(), 1);
         assert!(!checks[0].holds);
-        let text = contradiction(&checks[0]);
+        let text = checks[0].contradiction();
         assert!(
             text.contains("page-faults 0.0058 per operation where 0.9-1.1"),
             "{text}"
@@ -475,7 +450,7 @@ mod tests {
         assert!(!merged[0].holds);
         assert_eq!(merged[0].why, "in 1 of 3 rounds; freed inodes held back");
         assert_eq!(
-            contradiction(&merged[0]),
+            merged[0].contradiction(),
             "the probe's own check failed: fresh-inode-share 1 where 0-0.5 is expected \
              (in 1 of 3 rounds; freed inodes held back)"
         );

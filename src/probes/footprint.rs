@@ -2,13 +2,31 @@
 //! disk space it writes in the scratch directory, from its parameters. `osmeter run` compares it
 //! with what the machine has before measuring anything ([`crate::budget`]).
 
+pub use crate::budget::Footprint;
+use crate::budget::{check_footprint, check_samples, Have, RUN_SAMPLE_BYTES};
 use crate::results::model::Params;
+use anyhow::Result;
+use std::path::Path;
 
-/// Bytes of memory and of scratch disk space one variant uses at once.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Footprint {
-    pub memory: u64,
-    pub disk: u64,
+/// Checks a whole `run` request before anything starts: the samples it keeps (`--repeat`) and
+/// every probe variant's memory and scratch space.
+pub fn check_run<'a>(
+    variants: impl IntoIterator<Item = (&'a str, &'a Params)>,
+    samples: u64,
+    scratch: &Path,
+) -> Result<()> {
+    let have = Have::here(scratch);
+    check_samples("--repeat", samples, RUN_SAMPLE_BYTES, &have)?;
+    for (probe, params) in variants {
+        check_variant(probe, params, &have)?;
+    }
+    Ok(())
+}
+
+/// Checks one probe variant against the machine.
+pub fn check_variant(probe: &str, params: &Params, have: &Have) -> Result<()> {
+    let label = crate::results::model::label(probe, params);
+    check_footprint(&label, of(probe, params), have)
 }
 
 /// Parameters whose value scales a probe's memory or disk use; every probe that has one must be
@@ -45,6 +63,7 @@ pub fn of(probe: &str, params: &Params) -> Footprint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params;
     use crate::probes::{registry, Scale};
 
     #[test]
@@ -119,5 +138,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn machine(memory: u64, disk: u64) -> Have {
+        Have {
+            memory,
+            memory_said: format!("this machine has {} available", crate::units::bytes(memory)),
+            disk,
+            scratch: std::path::PathBuf::from("/scratch"),
+        }
+    }
+
+    fn exit_code(r: Result<()>) -> i32 {
+        crate::error::exit_code(&r.unwrap_err())
+    }
+
+    #[test]
+    fn a_file_larger_than_the_free_space_is_refused_before_it_is_written() {
+        let have = machine(24 << 30, 20 << 30);
+        let big = params![("file_size", 999_999_995_904u64)];
+        let err = check_variant("fs.read_cached", &big, &have).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("931.3 GiB") && text.contains("/scratch") && text.contains("20 GiB"),
+            "{text}"
+        );
+        assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_USAGE);
+        let fits = params![("file_size", 64u64 << 20)];
+        assert!(check_variant("fs.read_cached", &fits, &have).is_ok());
+        // Just over the share left free, and just under.
+        let edge = (20u64 << 30) as f64 * crate::budget::DISK_SHARE;
+        let over = params![("file_size", edge as u64 + (16 << 10))];
+        assert_eq!(exit_code(check_variant("fs.read_cached", &over, &have)), 2);
+    }
+
+    #[test]
+    fn memory_beyond_what_is_available_is_refused() {
+        let have = machine(10 << 30, u64::MAX);
+        // Two buffers of 5 GiB.
+        let copy = params![("size", 5u64 << 30), ("cache", "cold")];
+        let text = format!(
+            "{:#}",
+            check_variant("memory.copy", &copy, &have).unwrap_err()
+        );
+        assert!(text.contains("10 GiB of memory"), "{text}");
+        let copy = params![("size", 1u64 << 30), ("cache", "cold")];
+        assert!(check_variant("memory.copy", &copy, &have).is_ok());
+        assert!(check_variant("syscall.null", &Params::new(), &machine(0, 0)).is_ok());
     }
 }

@@ -296,6 +296,33 @@ pub struct ClaimCheck {
     pub why: String,
 }
 
+impl ClaimCheck {
+    /// Whether the check is about a software counter (per operation) rather than a condition the
+    /// probe checked itself.
+    fn is_counter(&self) -> bool {
+        crate::meter::perf::events::SOFTWARE_GROUP
+            .iter()
+            .any(|e| e.name == self.event)
+    }
+
+    /// The sentence a reader sees for a check that does not hold.
+    pub fn contradiction(&self) -> String {
+        let (what, per) = if self.is_counter() {
+            ("counters contradict the probe", " per operation")
+        } else {
+            ("the probe's own check failed", "")
+        };
+        format!(
+            "{what}: {} {}{per} where {}-{} is expected ({})",
+            self.event,
+            crate::units::compact(self.seen),
+            crate::units::compact(self.expected[0]),
+            crate::units::compact(self.expected[1]),
+            self.why
+        )
+    }
+}
+
 /// What one round of a figure gave: the median of its samples, and where it ran.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RoundValue {
@@ -349,13 +376,13 @@ impl Measurement {
     /// A whole-number parameter of this figure; the error names the figure and the parameter.
     pub fn u64_param(&self, name: &str) -> anyhow::Result<u64> {
         use anyhow::Context;
-        crate::probes::util::param_u64(&self.params, name).with_context(|| self.label())
+        crate::results::params::param_u64(&self.params, name).with_context(|| self.label())
     }
 
     /// A text parameter of this figure; the error names the figure and the parameter.
     pub fn str_param(&self, name: &str) -> anyhow::Result<&str> {
         use anyhow::Context;
-        crate::probes::util::param_str(&self.params, name).with_context(|| self.label())
+        crate::results::params::param_str(&self.params, name).with_context(|| self.label())
     }
 
     /// Each round's value (the median of its samples), in round order; empty for runs without

@@ -6,14 +6,16 @@ use crate::guard::command::{nanos_between, GuardedChild, Stream};
 use crate::interrupt;
 use crate::meter::interference::InterferenceReader;
 use crate::meter::perf::CounterSet;
+use crate::text::command_line;
 use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
 
 pub mod document;
-mod report;
+pub mod html;
+mod text;
 
 pub use document::{FigureSummary, RunRecord, StatDoc, StatUnit, STAT_SCHEMA};
-pub use report::{render, render_comparison};
+pub use text::{render, render_comparison};
 
 /// Where the command's own standard output goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,7 +198,7 @@ fn prepare(config: &StatConfig) -> Result<()> {
         return Err(anyhow!(
             "--prepare `{prepare}` failed ({status}) before a run of `{}`; nothing after it was \
              measured",
-            shown(&config.argv)
+            command_line(&config.argv)
         ));
     }
     Ok(())
@@ -209,27 +211,7 @@ pub fn profile(config: &StatConfig) -> Result<crate::results::profile::Profiles>
         CommandOutput::ToStderr => Stream::Stderr,
         CommandOutput::Discard | CommandOutput::Inherit => Stream::Inherit,
     };
-    crate::profile::command::profile_command(argv, stdout, &shown(argv))
-}
-
-/// The command line as a user would type it, for messages.
-pub fn shown(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            let plain = !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-            if plain {
-                a.clone()
-            } else {
-                // Quoted for a shell, and control characters shown escaped: a stored command is
-                // printed in tables, and a line feed in it would start a new row.
-                let quoted = format!("'{}'", a.replace('\'', r"'\''"));
-                crate::text::escape_controls(&quoted).into_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
+    crate::profile::command::profile_command(argv, stdout, &command_line(argv))
 }
 
 fn start_error(program: &str, e: std::io::Error) -> anyhow::Error {
@@ -279,7 +261,7 @@ fn run_once(
             Some(t) if t.elapsed() >= STOP_GRACE => child.stop(),
             _ => {}
         })
-        .map_err(|e| anyhow!("waiting for `{}`: {e}", shown(argv)))?;
+        .map_err(|e| anyhow!("waiting for `{}`: {e}", command_line(argv)))?;
     let irq = interference.read().delta(&irq0);
     let reading = counters.read();
     // What the command left running ends now, before the next run.
@@ -319,7 +301,7 @@ fn describe_failure(argv: &[String], r: &RunRecord, index: usize, repeat: usize)
     };
     format!(
         "`{}` {how} in run {} of {repeat}{rest}",
-        shown(argv),
+        command_line(argv),
         index + 1
     )
 }

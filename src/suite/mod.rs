@@ -7,6 +7,7 @@
 
 pub mod guest;
 mod profiling;
+pub mod runfs;
 pub mod worker;
 
 use crate::harness::aggregate::{self, RoundRecord};
@@ -485,7 +486,7 @@ fn finish(
         m.checks
             .iter()
             .filter(|c| !c.holds)
-            .map(claims::contradiction),
+            .map(crate::results::model::ClaimCheck::contradiction),
     );
     for (round, error) in &got.failures {
         m.warnings

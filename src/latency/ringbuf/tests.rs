@@ -168,7 +168,7 @@ fn is_root() -> bool {
 
 #[test]
 fn real_marker_events_come_back_with_their_text_and_monotonic_times() {
-    use crate::latency::tracefs::{Instance, Tracefs};
+    use crate::tracefs::{Instance, Tracefs};
     if !is_root() {
         eprintln!("skipped: tracefs needs root");
         return;

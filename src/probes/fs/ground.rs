@@ -52,7 +52,7 @@ impl Ground {
         }
         let made = match fresh {
             Fresh::Ext4 => {
-                Mounted::journaled_ext4(env.scratch, crate::apps::runfs::image_mib(disk)).map(|m| {
+                Mounted::journaled_ext4(env.scratch, crate::apps::image::image_mib(disk)).map(|m| {
                     // What mkfs wrote goes to the device now, not through writeback during the
                     // round's samples.
                     m.sync();

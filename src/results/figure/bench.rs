@@ -86,7 +86,7 @@ pub fn caveats(run: &Run) -> BTreeMap<String, Vec<String>> {
                 .checks
                 .iter()
                 .filter(|c| !c.holds)
-                .map(crate::probes::claims::contradiction)
+                .map(crate::results::model::ClaimCheck::contradiction)
                 .collect();
             (label(&m.probe, &m.params), said)
         })

@@ -173,10 +173,10 @@ fn realtime_check() -> Feature {
 
 fn tracefs_checks(root: bool) -> Vec<Feature> {
     // osmeter itself reaches tracefs through a private mount that changes nothing, when it can.
-    let private = crate::latency::tracefs::Tracefs::reach()
+    let private = crate::tracefs::Tracefs::reach()
         .ok()
-        .filter(|fs| fs.access == crate::latency::tracefs::Access::Private);
-    let mounted = crate::latency::tracefs::mount_points().into_iter().next();
+        .filter(|fs| fs.access == crate::tracefs::Access::Private);
+    let mounted = crate::tracefs::mount_points().into_iter().next();
     let stale = private
         .as_ref()
         .map(|fs| fs.stale_instances())

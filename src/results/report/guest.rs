@@ -99,7 +99,7 @@ mod tests {
                 r
             })
             .collect();
-        let html = crate::results::report::render(&runs).unwrap();
+        let html = crate::results::report::render(&runs, &[Box::new(super::Guest)]).unwrap();
         let at = html
             .find("<table class=\"guest\">")
             .expect("the guest table");

@@ -2,30 +2,26 @@
 //! that shows stored runs to a person, on screen and on paper.
 //!
 //! The page is a list of sections. Each section is a type implementing [`Section`] in its own module
-//! and is listed once in [`sections`]; a section that has nothing to show for the given runs returns
+//! (the general ones here, each domain's in that domain: `latency::html`, `memsim::html`,
+//! `stat::html`, `apps::html`, `papers::html`), listed once in page order by the commands layer
+//! (`commands::report::sections`); a section that has nothing to show for the given runs returns
 //! `None` and is left out. The microbenchmark sections show runs of kind `run` only; sections over a
 //! run's own document (command statistics, wake-up latency, memory simulation) read their part of
 //! `Run::sections`: a report of any mix of kinds draws each run in its own sections.
 
-mod apps;
-mod bars;
-mod comparison;
-mod counters;
-mod fingerprint;
-mod guest;
-mod hbars;
+pub mod bars;
+pub mod comparison;
+pub mod counters;
+pub mod fingerprint;
+pub mod guest;
+pub mod hbars;
 pub mod html;
-mod latency;
-mod memory_curve;
-mod memsim;
-mod memsim_curves;
-mod overview;
-mod paper;
+pub mod memory_curve;
+pub mod overview;
 pub mod plot;
-mod profiles;
-mod runs;
-mod stat;
-mod summary;
+pub mod profiles;
+pub mod runs;
+pub mod summary;
 
 use crate::results::compare::{compare, CompareConfig, Comparison};
 use crate::results::model::{Run, RunKind};
@@ -113,39 +109,15 @@ pub trait Section {
     }
 }
 
-/// Every section, in page order.
-pub fn sections() -> Vec<Box<dyn Section>> {
-    vec![
-        Box::new(overview::Overview),
-        Box::new(runs::Runs),
-        Box::new(comparison::ComparisonSection),
-        Box::new(summary::SummaryTables),
-        Box::new(bars::Bars::TIME),
-        Box::new(bars::Bars::BANDWIDTH),
-        Box::new(bars::Bars::RATE),
-        Box::new(memory_curve::MemoryCurve),
-        Box::new(counters::Counters),
-        Box::new(profiles::Profiles),
-        Box::new(apps::Apps),
-        Box::new(stat::Stat),
-        Box::new(latency::Latency),
-        Box::new(memsim::Memsim),
-        Box::new(guest::Guest),
-        Box::new(paper::ThenAndNow(crate::papers::PaperId::Ousterhout89)),
-        Box::new(paper::ThenAndNow(crate::papers::PaperId::Chen96)),
-        Box::new(paper::ThenAndNow(crate::papers::PaperId::ChenBershad93)),
-        Box::new(paper::ThenAndNow(crate::papers::PaperId::CotaRobles99)),
-        Box::new(fingerprint::Fingerprint),
-    ]
-}
-
-/// The whole page for these runs (at least one).
-pub fn render(runs: &[Run]) -> Result<String> {
+/// The whole page for these runs (at least one), made of these sections in this order: the
+/// commands layer lists them (each domain's own sections beside the general ones here), so this
+/// toolkit never names a domain.
+pub fn render(runs: &[Run], sections: &[Box<dyn Section>]) -> Result<String> {
     anyhow::ensure!(!runs.is_empty(), "a report needs at least one run");
     let ctx = Context::new(runs);
     let mut body = String::new();
     let mut toc = Vec::new();
-    for section in sections() {
+    for section in sections {
         let Some(inner) = section.render(&ctx)? else {
             continue;
         };

@@ -28,7 +28,7 @@ fn how(r: &Run) -> String {
         RunKind::Stat => match &r.sections.stat {
             Some(d) => format!(
                 "`{}`, {} of {} runs",
-                crate::stat::shown(&d.command),
+                crate::text::command_line(&d.command),
                 d.runs.len(),
                 d.repeat
             ),

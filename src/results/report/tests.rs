@@ -86,7 +86,7 @@ fn run(id: &str, scale: f64, hardware: bool) -> Run {
 
 #[test]
 fn one_run_has_every_section_but_the_comparison() {
-    let page = render(&[run("r1", 1.0, true)]).unwrap();
+    let page = render_page(&[run("r1", 1.0, true)]).unwrap();
     for id in [
         "runs",
         "fingerprint",
@@ -117,7 +117,7 @@ fn several_runs_add_differences_and_comparisons() {
         run("slow", 1.3, false),
         run("same", 1.0, false),
     ];
-    let page = render(&runs).unwrap();
+    let page = render_page(&runs).unwrap();
     assert!(page.contains("<section id=\"comparison\">"));
     assert!(page.contains("Fields that differ"));
     assert!(page.contains("kernel_release"));
@@ -134,13 +134,13 @@ fn several_runs_add_differences_and_comparisons() {
 fn an_empty_run_without_fingerprint_still_renders() {
     let mut r = crate::results::model::tests::empty_run();
     r.interrupted = true;
-    let page = render(&[r.clone(), r]).unwrap();
+    let page = render_page(&[r.clone(), r]).unwrap();
     assert!(page.contains("no stored fingerprint"));
     assert!(page.contains("no figures in ns"));
     assert!(page.contains("no memory.latency figures"));
     assert!(page.contains("have no measured figure in common"));
     assert!(page.contains("interrupted"));
-    assert!(render(&[]).is_err());
+    assert!(render_page(&[]).is_err());
 }
 
 /// A memory.latency figure whose parameters cannot place it is left out of the curve, and the
@@ -151,7 +151,7 @@ fn a_latency_figure_without_its_parameters_is_named_not_placed() {
     let no_pattern: Params = [("size".to_string(), serde_json::json!(4096))].into();
     r.measurements
         .push(figure("memory.latency", no_pattern, Unit::Nanoseconds, 1.0));
-    let page = render(&[r]).unwrap();
+    let page = render_page(&[r]).unwrap();
     assert!(page.contains("Left out of the curve: R1: memory.latency size=4096: parameter pattern"));
     assert!(!page.contains(">default<"), "no made-up pattern");
 }
@@ -159,7 +159,7 @@ fn a_latency_figure_without_its_parameters_is_named_not_placed() {
 #[test]
 fn the_page_opens_with_what_changed_and_keeps_the_fingerprint_closed_at_the_end() {
     let runs = [run("base", 1.0, false), run("slow", 1.3, false)];
-    let page = render(&runs).unwrap();
+    let page = render_page(&runs).unwrap();
     let at = |id: &str| {
         page.find(&format!("<section id=\"{id}\">"))
             .unwrap_or_else(|| panic!("no section {id}"))
@@ -171,4 +171,25 @@ fn the_page_opens_with_what_changed_and_keeps_the_fingerprint_closed_at_the_end(
     assert!(overview.contains("x slower"), "{overview}");
     let fingerprint = &page[at("fingerprint")..];
     assert!(fingerprint.contains("<details>\n<summary>System fingerprint</summary>"));
+}
+
+/// The page with this toolkit's own sections (the commands layer adds each domain's among them).
+fn render_page(runs: &[Run]) -> Result<String> {
+    use super::{
+        bars::Bars, comparison::ComparisonSection, counters::Counters, fingerprint::Fingerprint,
+        memory_curve::MemoryCurve, overview::Overview, runs::Runs, summary::SummaryTables,
+    };
+    let sections: Vec<Box<dyn Section>> = vec![
+        Box::new(Overview),
+        Box::new(Runs),
+        Box::new(ComparisonSection),
+        Box::new(SummaryTables),
+        Box::new(Bars::TIME),
+        Box::new(Bars::BANDWIDTH),
+        Box::new(Bars::RATE),
+        Box::new(MemoryCurve),
+        Box::new(Counters),
+        Box::new(Fingerprint),
+    ];
+    render(runs, &sections)
 }

@@ -5,16 +5,16 @@
 //!
 //! The tables are the grids `osmeter paper` prints, so the terminal and the page cannot disagree.
 
-use super::hbars::{HBar, HBars};
-use super::html::{esc, figure, note, table, Cell, Row};
-use super::plot::{color, compact, Axis, LegendItem};
-use super::{Context, Section};
 use crate::papers::brief::holds_part_of;
 use crate::papers::data::Paper;
 use crate::papers::render::{self, Grid};
 use crate::papers::spec::spec;
 use crate::papers::view::{self, Here, PaperDoc};
 use crate::papers::PaperId;
+use crate::results::report::hbars::{HBar, HBars};
+use crate::results::report::html::{esc, figure, note, table, Cell, Row};
+use crate::results::report::plot::{color, compact, Axis, LegendItem};
+use crate::results::report::{Context, Section};
 use anyhow::Result;
 use std::fmt::Write as _;
 

@@ -2,13 +2,13 @@
 //! of the timer wakes (`--stages`), the functions that ran instead of late threads (`--trace`
 //! with stacks) and the pipeline run for real beside the buffer model (`--compute`).
 
-use super::super::html::{esc, figure, note, num, table, Cell, Row};
-use super::super::Context;
 use super::{bins, histogram_plot, Bin};
 use crate::latency::compute::ComputeResult;
 use crate::latency::document::LatencyDoc;
 use crate::latency::stacks::Cause;
 use crate::latency::stages::{StageStats, Stages};
+use crate::results::report::html::{esc, figure, note, num, table, Cell, Row};
+use crate::results::report::Context;
 use anyhow::Result;
 
 /// Causes listed per run.

@@ -9,7 +9,7 @@
 //! its own processes. The mount goes when the run ends, also after Ctrl-C or SIGTERM; after
 //! SIGKILL the next run in the same `--dir` detaches it ([`crate::scratch`]).
 
-use super::image::{self, Kind, Mounted};
+use crate::apps::image::{self, image_mib, Kind, Mounted};
 use crate::probes::selection::Selected;
 use crate::results::keep::Tag;
 use crate::results::model::Params;
@@ -22,18 +22,6 @@ const ANDREW: &str = "app.andrew";
 /// The mounted image the run's scratch space lives in.
 pub struct RunFs {
     mount: Mounted,
-}
-
-/// Smallest image: the Andrew tree's copies and the file probes' files with room to spare.
-const MIN_IMAGE_MIB: u64 = 1024;
-
-/// The image's size for variants that write at most `disk` bytes at once: twice that and 256 MiB
-/// more for the file system's own blocks, never below [`MIN_IMAGE_MIB`]. The file is sparse, so
-/// only what is written takes space.
-pub fn image_mib(disk: u64) -> u64 {
-    (disk.saturating_mul(2) >> 20)
-        .saturating_add(256)
-        .max(MIN_IMAGE_MIB)
 }
 
 impl RunFs {
@@ -137,13 +125,6 @@ pub fn tags_with_fs(tags: &[Tag], fs: Option<Kind>) -> Vec<Tag> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn image_size_covers_twice_the_largest_footprint() {
-        assert_eq!(image_mib(0), MIN_IMAGE_MIB);
-        assert_eq!(image_mib(1 << 30), 2048 + 256);
-        assert_eq!(image_mib(u64::MAX), (u64::MAX >> 20) + 256);
-    }
 
     #[test]
     fn the_fs_tag_is_added_once_and_never_over_the_users() {

@@ -6,13 +6,15 @@
 //! summed into quarter-octave bins (their edges fall on stored bucket edges, so no count is split),
 //! and each bin's height is its share of all periods, which on a logarithmic x axis is a density.
 
-use super::html::{esc, figure, note, num, table, value, Cell, Row};
-use super::plot::{color, legend, legend_height, svg, Axis, LegendItem, Scale, Swatch, Ticked};
-use super::plot::{compact, FONT, WIDTH};
-use super::{Context, Section};
 use crate::latency::buffer::BufferResult;
 use crate::latency::document::{Estimate, LatencyDoc, StreamDoc, LATENCY_SCHEMA};
 use crate::results::model::Unit;
+use crate::results::report::html::{esc, figure, note, num, table, value, Cell, Row};
+use crate::results::report::plot::{
+    color, legend, legend_height, svg, Axis, LegendItem, Scale, Swatch, Ticked,
+};
+use crate::results::report::plot::{compact, FONT, WIDTH};
+use crate::results::report::{Context, Section};
 use anyhow::Result;
 use plotters::prelude::*;
 use std::collections::BTreeMap;

@@ -1,4 +1,3 @@
-use super::super::super::{Context, Section};
 use super::super::tests::{doc, stream};
 use super::super::Latency;
 use crate::latency::compute::{ComputeRun, Work};
@@ -8,6 +7,7 @@ use crate::latency::stage_capture::{StageCaptureInfo, StreamStages};
 use crate::latency::stages::{KernelWake, Overhead, StreamStageAcc};
 use crate::latency::threads::ClassName;
 use crate::results::model::tests::empty_run;
+use crate::results::report::{Context, Section};
 use std::collections::BTreeMap;
 
 const US: u64 = 1_000;

@@ -4,13 +4,15 @@
 //! machine table, and the first-level miss rates of the same intervals, so phases of a workload
 //! show).
 
-use super::html::{esc, figure, note};
-use super::plot::{color, legend, legend_height, svg, Axis, LegendItem, Ticked, FONT, WIDTH};
-use super::Context;
 use crate::memsim::curve::{CurvePoint, CurveResult};
 use crate::memsim::document::MemsimDoc;
 use crate::memsim::interval::{IntervalPoint, IntervalResult};
 use crate::results::fingerprint::text::bytes;
+use crate::results::report::html::{esc, figure, note};
+use crate::results::report::plot::{
+    color, legend, legend_height, svg, Axis, LegendItem, Ticked, FONT, WIDTH,
+};
+use crate::results::report::Context;
 use crate::units::Unit;
 use anyhow::Result;
 use plotters::prelude::*;
@@ -87,7 +89,7 @@ fn draw(chart: &Chart, lines: &[Line]) -> Result<String> {
 }
 
 fn percent_label(v: f64) -> String {
-    format!("{} %", super::plot::compact(v))
+    format!("{} %", crate::results::report::plot::compact(v))
 }
 
 fn prefix(ctx: &Context, run: usize, several: bool) -> String {
@@ -207,7 +209,7 @@ fn interval_chart(result: &IntervalResult, view: IntervalView) -> Result<String>
         .last()
         .map_or(1.0, |p| (p.first + p.references) as f64);
     let x = Axis {
-        scale: super::plot::Scale::Linear,
+        scale: crate::results::report::plot::Scale::Linear,
         lo: 0.0,
         hi: last.max(1.0),
     };
@@ -215,8 +217,8 @@ fn interval_chart(result: &IntervalResult, view: IntervalView) -> Result<String>
         lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
         f64::INFINITY,
     );
-    let x_label = super::plot::count_label;
-    let mcpi_label = |v: f64| super::plot::compact(v);
+    let x_label = crate::results::report::plot::count_label;
+    let mcpi_label = |v: f64| crate::results::report::plot::compact(v);
     let (y_desc, y_label): (_, &dyn Fn(f64) -> String) = match view {
         IntervalView::Mcpi => ("memory cycles per instruction", &mcpi_label),
         IntervalView::MissRates => ("misses per first-level access", &percent_label),

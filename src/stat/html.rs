@@ -1,9 +1,9 @@
 //! Command statistics (`osmeter stat`, the run's "stat" section): per run of `stat`, every figure
 //! of the command with its mean over the runs of the command, the interval and the spread.
 
-use super::html::{esc, note, table, Cell, Row};
-use super::{Context, Section};
 use crate::results::model::RunKind;
+use crate::results::report::html::{esc, note, table, Cell, Row};
+use crate::results::report::{Context, Section};
 use crate::units;
 use anyhow::Result;
 use std::fmt::Write as _;
@@ -35,7 +35,7 @@ impl Section for Stat {
                 out,
                 "<h3>{}: <code>{}</code></h3>",
                 esc(&ctx.run_label(i)),
-                esc(&crate::stat::shown(&doc.command))
+                esc(&crate::text::command_line(&doc.command))
             );
             let rows: Vec<Row> = doc
                 .figures()

@@ -5,12 +5,16 @@
 //! The stored `mcpi.user` and `mcpi.system` both divide by all instructions, so their segments add
 //! up to the machine's total MCPI and can share one bar.
 
-use super::html::{esc, figure, note, num, table, Cell, Row};
-use super::plot::{color, compact, legend, legend_height, svg, Axis, LegendItem, Ticked};
-use super::plot::{FONT, WIDTH};
-use super::{Context, Section};
+mod curves;
+
 use crate::memsim::document::{AssertionVerdict, MachineDoc, Mcpi, MemsimDoc, SCHEMA};
 use crate::memsim::machine::COMPONENTS;
+use crate::results::report::html::{esc, figure, note, num, table, Cell, Row};
+use crate::results::report::plot::{
+    color, compact, legend, legend_height, svg, Axis, LegendItem, Ticked,
+};
+use crate::results::report::plot::{FONT, WIDTH};
+use crate::results::report::{Context, Section};
 use crate::units::percent;
 use anyhow::Result;
 use plotters::prelude::*;
@@ -336,7 +340,7 @@ impl Section for Memsim {
         out.push_str(&three_c_note());
         out.push_str(&miss_table(&all));
         out.push_str(&kernel_parts(ctx, &docs));
-        out.push_str(&super::memsim_curves::render(ctx, &docs)?);
+        out.push_str(&curves::render(ctx, &docs)?);
         Ok(Some(out))
     }
 }

@@ -3,10 +3,10 @@
 //! in the kernel, in interrupts and idle, and the interrupts that fired, by device (the same view
 //! `run` and `show` print, from [`crate::apps::summary`]).
 
-use super::html::{esc, note, table};
-use super::{Context, Section};
 use crate::apps::summary::{shares, top_interrupts};
 use crate::results::model::{RunKind, Status};
+use crate::results::report::html::{esc, note, table};
+use crate::results::report::{Context, Section};
 use crate::units::{format, Unit};
 use anyhow::Result;
 

@@ -1,9 +1,9 @@
 //! What `osmeter stat` reports: the figures taken from each run, their summaries, and the table.
 
 use super::document::{FigureSummary, RunRecord, StatDoc, StatUnit, STAT_SCHEMA};
-use super::shown;
 use crate::results::model::{CounterScopes, CounterValues};
 use crate::stats::summary as stats;
+use crate::text::command_line;
 use crate::units::{number, Unit};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -242,7 +242,7 @@ pub fn render_comparison(docs: &[StatDoc]) -> String {
     else {
         return String::new();
     };
-    let name = |i: usize| format!("`{}`", super::shown(&docs[i].command));
+    let name = |i: usize| format!("`{}`", command_line(&docs[i].command));
     let mut out = format!("\n{} ran fastest (wall time):\n", name(fastest));
     for other in (0..docs.len()).filter(|&i| i != fastest) {
         if !comparable(other) {
@@ -278,7 +278,7 @@ pub fn render(doc: &StatDoc) -> String {
     let _ = writeln!(
         out,
         "\nosmeter stat: `{}`, {n} run{}{}",
-        shown(&doc.command),
+        command_line(&doc.command),
         if n == 1 { "" } else { "s" },
         if n < doc.repeat {
             format!(" of {} asked", doc.repeat)
