@@ -14,6 +14,7 @@ use crate::results::report::plot::{
     color, legend, legend_height, svg, Axis, LegendItem, Scale, Swatch, Ticked,
 };
 use crate::results::report::plot::{compact, FONT, WIDTH};
+use crate::results::report::plot::{line_chart, AxisText};
 use crate::results::report::{Context, Section};
 use anyhow::Result;
 use plotters::prelude::*;
@@ -144,32 +145,15 @@ fn histogram_plot(series: &[(String, Vec<Bin>)], x_desc: &str) -> Result<String>
             swatch: Swatch::Line,
         })
         .collect();
-    let legend_h = legend_height(&items);
-    svg((WIDTH, 440 + legend_h), |root| {
-        let (top, body) = root.split_vertically(legend_h);
-        legend(&top, &items)?;
-        let mut chart = ChartBuilder::on(&body)
-            .margin(14)
-            .margin_right(28)
-            .x_label_area_size(48)
-            .y_label_area_size(78)
-            .build_cartesian_2d(
-                Ticked::new(x.range(), x.ticks()),
-                Ticked::new(y.range(), y.ticks()),
-            )?;
-        let x_fmt = |t: &f64| x.tick_label(x.from(*t), Unit::Nanoseconds);
-        let y_fmt = |t: &f64| format!("{} %", compact(y.from(*t) * 100.0));
-        chart
-            .configure_mesh()
-            .x_label_formatter(&x_fmt)
-            .y_label_formatter(&y_fmt)
-            .x_desc(x_desc)
-            .y_desc("share of periods per bin (logarithmic)")
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 13))
-            .bold_line_style(RGBColor(225, 228, 232))
-            .light_line_style(WHITE)
-            .draw()?;
+    let x_label = |v: f64| x.tick_label(v, Unit::Nanoseconds);
+    let y_label = |v: f64| format!("{} %", compact(v * 100.0));
+    let text = AxisText {
+        x_label: &x_label,
+        y_label: &y_label,
+        x_desc,
+        y_desc: "share of periods per bin (logarithmic)",
+    };
+    line_chart(440, &items, (&x, &y), 78, &text, |chart| {
         for (i, (_, bins)) in series.iter().enumerate() {
             let c = color(i);
             let at = |b: &Bin| (x.to((b.lo * b.hi).sqrt()), y.to(b.share));

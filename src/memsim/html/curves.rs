@@ -9,9 +9,8 @@ use crate::memsim::document::MemsimDoc;
 use crate::memsim::interval::{IntervalPoint, IntervalResult};
 use crate::results::fingerprint::text::bytes;
 use crate::results::report::html::{esc, figure, note};
-use crate::results::report::plot::{
-    color, legend, legend_height, svg, Axis, LegendItem, Ticked, FONT, WIDTH,
-};
+use crate::results::report::plot::{color, Axis, LegendItem};
+use crate::results::report::plot::{line_chart, AxisText};
 use crate::results::report::Context;
 use crate::units::Unit;
 use anyhow::Result;
@@ -42,32 +41,15 @@ fn draw(chart: &Chart, lines: &[Line]) -> Result<String> {
         .iter()
         .map(|l| LegendItem::boxed(l.name.clone(), l.color))
         .collect();
-    let legend_h = legend_height(&items);
-    svg((WIDTH, 380 + legend_h), |root| {
-        let (top, body) = root.split_vertically(legend_h);
-        legend(&top, &items)?;
-        let (x, y) = (&chart.x, &chart.y);
-        let mut c = ChartBuilder::on(&body)
-            .margin(14)
-            .margin_right(28)
-            .x_label_area_size(48)
-            .y_label_area_size(72)
-            .build_cartesian_2d(
-                Ticked::new(x.range(), x.ticks()),
-                Ticked::new(y.range(), y.ticks()),
-            )?;
-        let x_fmt = |t: &f64| (chart.x_label)(x.from(*t)).replace(' ', "\u{a0}");
-        let y_fmt = |t: &f64| (chart.y_label)(y.from(*t));
-        c.configure_mesh()
-            .x_label_formatter(&x_fmt)
-            .y_label_formatter(&y_fmt)
-            .x_desc(chart.x_desc)
-            .y_desc(chart.y_desc)
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 13))
-            .bold_line_style(RGBColor(225, 228, 232))
-            .light_line_style(WHITE)
-            .draw()?;
+    let (x, y) = (&chart.x, &chart.y);
+    let x_label = |v: f64| (chart.x_label)(v).replace(' ', "\u{a0}");
+    let text = AxisText {
+        x_label: &x_label,
+        y_label: chart.y_label,
+        x_desc: chart.x_desc,
+        y_desc: chart.y_desc,
+    };
+    line_chart(380, &items, (x, y), 72, &text, |c| {
         for l in lines {
             let pts: Vec<(f64, f64)> = l.points.iter().map(|&(a, b)| (x.to(a), y.to(b))).collect();
             if l.dashed {

@@ -3,9 +3,7 @@
 //! read against them.
 
 use super::html::{esc, figure, note, num, table, Cell, Row};
-use super::plot::{
-    color, legend, legend_height, svg, Axis, LegendItem, Scale, Swatch, Ticked, FONT, WIDTH,
-};
+use super::plot::{color, line_chart, Axis, AxisText, LegendItem, Scale, Swatch, FONT};
 use super::{Context, Section};
 use crate::results::fingerprint::text::bytes;
 use crate::results::model::{Measurement, Status, Unit};
@@ -181,36 +179,19 @@ fn plot(all: &[Series], marks: &[(String, f64)]) -> Result<(String, Axis)> {
     let x = Axis::log2(min, max);
     let y = Axis::for_values(pts().flat_map(|p| [p.median, p.ci[0], p.ci[1]]), 10.0);
     let items = legend_items(all);
-    let legend_h = legend_height(&items);
-    let text = svg((WIDTH, 500 + legend_h), |root| {
-        let (top, body) = root.split_vertically(legend_h);
-        legend(&top, &items)?;
-        let mut chart = ChartBuilder::on(&body)
-            .margin(14)
-            .margin_right(28)
-            .x_label_area_size(48)
-            .y_label_area_size(72)
-            .build_cartesian_2d(
-                Ticked::new(x.range(), x.ticks()),
-                Ticked::new(y.range(), y.ticks()),
-            )?;
-        let x_fmt = |t: &f64| bytes(x.from(*t).round() as u64).replace(' ', "\u{a0}");
-        let y_fmt = |t: &f64| y.tick_label(y.from(*t), Unit::Nanoseconds);
-        chart
-            .configure_mesh()
-            .x_label_formatter(&x_fmt)
-            .y_label_formatter(&y_fmt)
-            .x_desc("footprint walked (bytes, base-2 logarithmic axis)")
-            .y_desc(if y.scale == Scale::Log10 {
-                "time per load (logarithmic)"
-            } else {
-                "time per load"
-            })
-            .axis_desc_style((FONT, 14))
-            .label_style((FONT, 13))
-            .bold_line_style(RGBColor(225, 228, 232))
-            .light_line_style(WHITE)
-            .draw()?;
+    let x_label = |v: f64| bytes(v.round() as u64).replace(' ', "\u{a0}");
+    let y_label = |v: f64| y.tick_label(v, Unit::Nanoseconds);
+    let axes = AxisText {
+        x_label: &x_label,
+        y_label: &y_label,
+        x_desc: "footprint walked (bytes, base-2 logarithmic axis)",
+        y_desc: if y.scale == Scale::Log10 {
+            "time per load (logarithmic)"
+        } else {
+            "time per load"
+        },
+    };
+    let text = line_chart(500, &items, (&x, &y), 72, &axes, |chart| {
         let y_top = y.range().end;
         let mark_style = (FONT, 12)
             .into_font()

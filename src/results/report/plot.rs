@@ -369,6 +369,59 @@ pub fn legend_height(items: &[LegendItem]) -> u32 {
     legend_layout(items).1 * 20 + 8
 }
 
+/// The drawing area of a chart on two ticked axes, as every line chart of the page has it.
+pub type Chart<'a, 'b> =
+    ChartContext<'a, SVGBackend<'b>, plotters::coord::cartesian::Cartesian2d<Ticked, Ticked>>;
+
+/// What a line chart's axes say: tick labels from the axis's own value, and the descriptions.
+pub struct AxisText<'f> {
+    pub x_label: &'f dyn Fn(f64) -> String,
+    pub y_label: &'f dyn Fn(f64) -> String,
+    pub x_desc: &'f str,
+    pub y_desc: &'f str,
+}
+
+/// A line chart under its legend, `height` pixels tall without it, at the page's width, with the
+/// page's margins, fonts and grid: one set-up for the memory curve, memsim's curves and the
+/// latency histograms. `draw` adds the series; its points are in axis space (`Axis::to`).
+pub fn line_chart(
+    height: u32,
+    items: &[LegendItem],
+    (x, y): (&Axis, &Axis),
+    y_label_area: u32,
+    text: &AxisText,
+    draw: impl FnOnce(&mut Chart) -> Result<()>,
+) -> Result<String> {
+    let legend_h = legend_height(items);
+    svg((WIDTH, height + legend_h), |root| {
+        let (top, body) = root.split_vertically(legend_h);
+        legend(&top, items)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin(14)
+            .margin_right(28)
+            .x_label_area_size(48)
+            .y_label_area_size(y_label_area)
+            .build_cartesian_2d(
+                Ticked::new(x.range(), x.ticks()),
+                Ticked::new(y.range(), y.ticks()),
+            )?;
+        let x_fmt = |t: &f64| (text.x_label)(x.from(*t));
+        let y_fmt = |t: &f64| (text.y_label)(y.from(*t));
+        chart
+            .configure_mesh()
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .x_desc(text.x_desc)
+            .y_desc(text.y_desc)
+            .axis_desc_style((FONT, 14))
+            .label_style((FONT, 13))
+            .bold_line_style(RGBColor(225, 228, 232))
+            .light_line_style(WHITE)
+            .draw()?;
+        draw(&mut chart)
+    })
+}
+
 /// Shortens a label that would crowd the axis.
 pub fn clip_label(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
