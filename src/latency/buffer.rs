@@ -135,6 +135,22 @@ pub struct BufferResult {
     pub mttf: String,
 }
 
+impl BufferResult {
+    /// The MTTF as the tables show it, derived once for text and HTML: the time between failures
+    /// and the underrun probability per period beside it, or "> the measured duration" with no
+    /// failure seen.
+    pub fn mttf_shown(&self) -> (String, Option<String>) {
+        let seconds = |v: f64| crate::units::format(v, crate::units::Unit::Seconds);
+        match self.mttf_s {
+            Some(v) => (seconds(v), Some(format!("p {:.1e}", self.p_underrun))),
+            None => (
+                format!("> {}", seconds(self.mttf_more_than_s.unwrap_or(0.0))),
+                None,
+            ),
+        }
+    }
+}
+
 /// Failures are counted on the measured wake sequence and spread over the measured time: the MTTF
 /// is the measured duration divided by the failures. For a pipeline whose period t is longer than
 /// the measuring period this is conservative (a stall long enough to underrun it hits every

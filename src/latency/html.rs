@@ -422,22 +422,16 @@ fn priority(d: &StreamDoc) -> String {
 
 /// One cell of the buffer table, as the text report writes it.
 fn mttf_cell(b: &BufferResult) -> Cell {
-    match b.mttf_s {
-        // The share on a line of its own keeps the column narrow (several streams stand side by
-        // side).
-        Some(v) => Cell::num(format!(
-            "{}<br><span class=\"note\">(p {:.1e})</span>",
-            crate::units::format(v, crate::units::Unit::Seconds),
-            b.p_underrun
-        )),
-        None => Cell::num(format!(
-            "&gt; {}",
-            crate::units::format(
-                b.mttf_more_than_s.unwrap_or(0.0),
-                crate::units::Unit::Seconds
-            )
-        )),
-    }
+    // The probability on a line of its own keeps the column narrow (several streams stand side
+    // by side).
+    Cell::num(match b.mttf_shown() {
+        (value, Some(p)) => format!(
+            "{}<br><span class=\"note\">({})</span>",
+            esc(&value),
+            esc(&p)
+        ),
+        (value, None) => esc(&value),
+    })
 }
 
 /// A configuration's key in the buffer table: t, n and c.

@@ -187,16 +187,9 @@ fn buffer_table(doc: &LatencyDoc) -> String {
             let Some(r) = s.buffers.get(i) else {
                 return "-".to_string();
             };
-            match (r.mttf_s, r.mttf_more_than_s) {
-                (Some(v), _) => format!(
-                    "{} (p {:.1e})",
-                    crate::units::format(v, crate::units::Unit::Seconds),
-                    r.p_underrun
-                ),
-                (None, more) => format!(
-                    "> {}",
-                    crate::units::format(more.unwrap_or(0.0), crate::units::Unit::Seconds)
-                ),
+            match r.mttf_shown() {
+                (value, Some(p)) => format!("{value} ({p})"),
+                (value, None) => value,
             }
         }));
         table.push(row);
