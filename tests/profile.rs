@@ -372,3 +372,46 @@ fn stat_profile_samples_the_command_and_its_children_not_osmeter() {
         "osmeter itself was sampled:\n{folded}"
     );
 }
+
+/// An app workload's profile samples its cgroup: every process of the workload (perl and what it
+/// starts), with a note saying so; where CPU-wide sampling is refused, the note says why.
+#[test]
+fn app_workloads_are_sampled_through_their_cgroup() {
+    if !can_profile() {
+        return;
+    }
+    if common::which("perl").is_none() {
+        eprintln!("skipped: app.interp interp=perl needs perl (apt-get install perl)");
+        return;
+    }
+    let env = TestEnv::new();
+    let mut args = vec![
+        "run",
+        "app.interp",
+        "--set",
+        "interp=perl",
+        "--profile",
+        "--json",
+    ];
+    args.extend_from_slice(FAST);
+    let run = env.json(&args);
+    let p = profile_of(&run);
+    assert_eq!(p["label"], "app.interp interp=perl", "{p}");
+    let notes: Vec<&str> = p["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let how = notes
+        .iter()
+        .find(|n| n.starts_with("sampled: "))
+        .unwrap_or_else(|| panic!("no note on how it was sampled: {notes:?}"));
+    assert!(
+        how.contains("every process in the workload's cgroup")
+            || how.contains("not the workload's cgroup ("),
+        "{how}"
+    );
+    assert!(p["processes"].as_u64().unwrap() >= 1, "{p}");
+    assert!(p["kernel_ns_per_op"].as_f64().unwrap() > 0.0, "{p}");
+}

@@ -215,6 +215,10 @@ impl<A: App> Workload for Whole<A> {
         false
     }
 
+    fn cgroup(&self) -> Option<std::path::PathBuf> {
+        self.counters.cell().map(|c| c.path().to_path_buf())
+    }
+
     fn max_iters(&self) -> u64 {
         self.app.max_iters()
     }

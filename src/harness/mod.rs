@@ -67,6 +67,11 @@ pub trait Workload {
     fn counted(&mut self) -> Option<CounterScopes> {
         None
     }
+    /// The cgroup (v2 directory) every process of the workload runs in, for workloads that have
+    /// one of their own (application workloads): `--profile` samples it whole.
+    fn cgroup(&self) -> Option<std::path::PathBuf> {
+        None
+    }
     /// For workloads that time each operation themselves and whose figure is a statistic of
     /// those times (a percentile of request latency): the last sample's figure times its
     /// operations, in ns, used instead of the sample's elapsed time.

@@ -1,6 +1,6 @@
 //! Kernel components for profiles: a function's component comes first from the few names that the
-//! usual root causes of a slowdown own (mitigation thunks, seccomp and LSM hooks, locks, tracing
-//! and BPF), then from memsim's category of the same name, mapped coarser.
+//! usual root causes of a slowdown own (mitigation thunks, seccomp and LSM hooks, netfilter, locks,
+//! tracing and BPF), then from memsim's category of the same name, mapped coarser.
 
 use super::category::{classify, Category};
 use super::symbols::base_name;
@@ -25,6 +25,8 @@ pub enum Component {
     /// fork, exec, exit, signals.
     Process,
     Network,
+    /// Packet filtering: nftables and iptables rule evaluation, conntrack, NAT, the netfilter hooks.
+    Netfilter,
     /// Spinlocks, mutexes, rwsems, RCU read sides.
     Locking,
     /// Hard and soft interrupts, timers, IPIs.
@@ -36,7 +38,7 @@ pub enum Component {
 }
 
 impl Component {
-    pub const ALL: [Component; 14] = [
+    pub const ALL: [Component; 15] = [
         Component::EntryExit,
         Component::Mitigations,
         Component::Security,
@@ -46,6 +48,7 @@ impl Component {
         Component::Scheduler,
         Component::Process,
         Component::Network,
+        Component::Netfilter,
         Component::Locking,
         Component::Interrupts,
         Component::Tracing,
@@ -64,6 +67,7 @@ impl Component {
             Component::Scheduler => "scheduler",
             Component::Process => "process",
             Component::Network => "network",
+            Component::Netfilter => "netfilter",
             Component::Locking => "locking",
             Component::Interrupts => "interrupts",
             Component::Tracing => "tracing",
@@ -90,7 +94,8 @@ impl Component {
     }
 }
 
-/// Prefixes owned by a component before memsim's rules are asked, first match wins. The entry code
+/// Prefixes owned by a component before memsim's rules are asked, first match wins (memsim counts
+/// netfilter as networking; profiles name it apart). The entry code
 /// switches CR3 for PTI inline (no symbol of its own), so PTI's cost shows in entry-exit.
 const OWNED: &[(Component, &[&str])] = &[
     (
@@ -163,7 +168,38 @@ const OWNED: &[(Component, &[&str])] = &[
             "kprobe_",
             "kretprobe_",
             "ring_buffer_",
+            // The trace ring buffer's own steps (`rb_` alone is the red-black tree's).
+            "rb_reserve_next_event",
+            "rb_commit",
+            "rb_end_commit",
+            "rb_move_tail",
+            "rb_wakeups",
+            "rb_time_",
+            "rb_update_write_stamp",
+            "rb_try_to_discard",
+            "rb_set_commit_to_write",
+            "rb_add_timestamp",
+            "rb_event_",
             "syscall_trace_",
+        ],
+    ),
+    (
+        // A firewall's cost is a root cause of its own: the rest of the network stack is not.
+        Component::Netfilter,
+        &[
+            "nf_",
+            "__nf_",
+            "nft_",
+            "__nft_",
+            "ipt_do_table",
+            "ip6t_do_table",
+            "arpt_do_table",
+            "ebt_do_table",
+            "xt_",
+            "ipv4_conntrack",
+            "ipv6_conntrack",
+            "iptable_",
+            "ip6table_",
         ],
     ),
     (
@@ -220,11 +256,19 @@ mod tests {
             ("__traceiter_sys_enter", Component::Tracing),
             ("function_trace_call", Component::Tracing),
             ("bpf_prog_run_pin_on_cpu", Component::Tracing),
-            ("nft_do_chain", Component::Network),
+            ("ftrace_syscall_enter", Component::Tracing),
+            ("rb_reserve_next_event", Component::Tracing),
+            ("nft_do_chain", Component::Netfilter),
+            ("nf_hook_slow", Component::Netfilter),
+            ("nft_immediate_eval", Component::Netfilter),
+            ("ipt_do_table", Component::Netfilter),
+            ("nf_conntrack_in", Component::Netfilter),
         ];
         for (name, want) in cases {
             assert_eq!(component_of(name), want, "{name}");
         }
+        // The red-black tree shares the ring buffer's prefix, not its component.
+        assert_ne!(component_of("rb_insert_color"), Component::Tracing);
     }
 
     #[test]

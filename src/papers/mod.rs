@@ -16,6 +16,7 @@ pub mod quantity;
 pub mod render;
 pub mod source;
 pub mod spec;
+pub mod split;
 pub mod summary;
 pub mod view;
 #[cfg(test)]

@@ -390,6 +390,7 @@ pub fn render(paper: &Paper, doc: &PaperDoc, only: Option<&str>) -> String {
             let _ = writeln!(out, "  - no figure today: {w}");
         }
     }
+    out.push_str(&super::split::render_for(doc.paper, &doc.mode_split, only));
     if !doc.assertions.is_empty() && only.is_none() {
         let _ = writeln!(
             out,

@@ -94,6 +94,9 @@ pub struct PaperDoc {
     pub assertions: Vec<AssertionPair>,
     /// Where today's side comes from for papers that `osmeter run` does not measure.
     pub elsewhere: Option<String>,
+    /// Per operation of each figure, user and kernel apart, and from what (chen96 only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mode_split: Vec<super::split::ModeSplit>,
 }
 
 /// What the view needs to know about the machine that is showing it.
@@ -503,6 +506,7 @@ pub fn build(paper: &Paper, spec: &Spec, runs: &[Run], here: &Here) -> anyhow::R
         today_source: today_source(spec, runs),
         assertions: assertions(paper, runs),
         elsewhere: spec.elsewhere.map(str::to_string),
+        mode_split: super::split::for_paper(paper.paper, runs),
     })
 }
 

@@ -20,7 +20,15 @@ pub struct Gathered {
     pub samples: Vec<Sample>,
     pub stats: RingStats,
     pub operations: u64,
+    /// How the samples were taken, when the reader should know (a workload's cgroup, or why not).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
+
+/// The kernel's handler of the ioctl that switches the sampler on and off: a sample taken inside
+/// it is the sampler's own cost, not the workload's (the enable is sampled from the moment the
+/// first CPU's event starts, the disable until the last one stops).
+const SAMPLER_SWITCH: &str = "perf_ioctl";
 
 #[derive(Default)]
 struct Tally {
@@ -41,12 +49,17 @@ pub fn profile(label: &str, got: &Gathered, sym: &mut Symbolizer<'_>) -> ProbePr
     let mut components: HashMap<Component, Tally> = HashMap::new();
     let mut functions: HashMap<(String, bool, Option<Component>), Tally> = HashMap::new();
     let mut stacks: HashMap<String, u64> = HashMap::new();
+    let mut own = 0u64;
     for s in &got.samples {
         let ns = match got.source {
             SamplingSource::CpuClock => s.period as f64,
             SamplingSource::Cycles => 1e9 / SAMPLE_HZ as f64,
         };
         let kframes: Vec<Frame> = s.kernel_chain.iter().map(|&a| sym.kernel(a)).collect();
+        if kframes.iter().any(|f| f.name == SAMPLER_SWITCH) {
+            own += 1;
+            continue;
+        }
         let uframes: Vec<Frame> = s.user_chain.iter().map(|&a| sym.user(s.pid, a)).collect();
         if s.in_kernel {
             kernel.add(ns);
@@ -115,7 +128,7 @@ pub fn profile(label: &str, got: &Gathered, sym: &mut Symbolizer<'_>) -> ProbePr
     folded.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.stack.cmp(&b.stack)));
     let cut = folded.len().saturating_sub(MAX_STACKS);
     folded.truncate(MAX_STACKS);
-    let samples = got.samples.len() as u64;
+    let samples = got.samples.len() as u64 - own;
     let distinct = |key: fn(&Sample) -> u32| {
         let mut v: Vec<u32> = got.samples.iter().map(key).collect();
         v.sort_unstable();
@@ -137,12 +150,22 @@ pub fn profile(label: &str, got: &Gathered, sym: &mut Symbolizer<'_>) -> ProbePr
         components,
         functions,
         folded,
-        notes: notes(samples, &got.stats, cut),
+        notes: got
+            .notes
+            .iter()
+            .cloned()
+            .chain(notes(samples, &got.stats, cut, own))
+            .collect(),
     }
 }
 
-fn notes(samples: u64, stats: &RingStats, cut: usize) -> Vec<String> {
+fn notes(samples: u64, stats: &RingStats, cut: usize, own: u64) -> Vec<String> {
     let mut out = Vec::new();
+    if own > 0 {
+        out.push(format!(
+            "{own} samples left out: taken while the sampler was being switched on or off"
+        ));
+    }
     if samples < FEW_SAMPLES {
         out.push(format!(
             "only {samples} samples: the workload was on a CPU too briefly while sampled to say \

@@ -8,6 +8,8 @@ ffffffff81000100 T do_syscall_64
 ffffffff81000200 T __seccomp_filter
 ffffffff81000300 T __x64_sys_getppid
 ffffffff81000400 D some_data
+ffffffff81000500 T perf_ioctl
+ffffffff81000600 T generic_exec_single
 ";
 
 fn symbolizer(table: &SymbolTable) -> Symbolizer<'_> {
@@ -58,6 +60,7 @@ fn time_per_operation_by_component_function_and_stack() {
         ],
         stats: RingStats::default(),
         operations: 1000,
+        notes: Vec::new(),
     };
     let table = SymbolTable::parse(KALLSYMS).unwrap();
     let p = profile("syscall.null", &got, &mut symbolizer(&table));
@@ -105,6 +108,7 @@ fn hidden_kernel_symbols_leave_addresses_and_lost_samples_are_told() {
             ..RingStats::default()
         },
         operations: 10,
+        notes: Vec::new(),
     };
     let mut sym = Symbolizer::with_kernel(None);
     let p = profile("x", &got, &mut sym);
@@ -113,4 +117,35 @@ fn hidden_kernel_symbols_leave_addresses_and_lost_samples_are_told() {
     // The user frame of a process whose mappings were never read stays an address too.
     assert_eq!(p.folded[0].stack, "0x5010;0xffffffff81000xxx");
     assert!(p.notes.iter().any(|n| n.contains("3 samples lost")));
+}
+
+#[test]
+fn samples_of_the_sampler_switching_itself_are_left_out() {
+    let got = Gathered {
+        source: SamplingSource::CpuClock,
+        samples: vec![
+            kernel_sample(&[0xffffffff81000310, 0xffffffff81000110]),
+            // Inside the enable ioctl: the sampler's cost, not the workload's.
+            kernel_sample(&[0xffffffff81000610, 0xffffffff81000510, 0xffffffff81000110]),
+            kernel_sample(&[0xffffffff81000510, 0xffffffff81000110]),
+        ],
+        stats: RingStats::default(),
+        operations: 100,
+        notes: Vec::new(),
+    };
+    let table = SymbolTable::parse(KALLSYMS).unwrap();
+    let p = profile("syscall.null", &got, &mut symbolizer(&table));
+    assert_eq!(p.samples, 1);
+    // One sample of 50 us over 100 operations.
+    assert_eq!(p.kernel_ns_per_op, 500.0);
+    assert_eq!(p.functions.len(), 1);
+    assert_eq!(p.functions[0].name, "__x64_sys_getppid");
+    assert!(p.folded.iter().all(|f| !f.stack.contains("perf_ioctl")));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.starts_with("2 samples left out: taken while the sampler")),
+        "{:?}",
+        p.notes
+    );
 }

@@ -67,6 +67,7 @@ pub fn profile_command(argv: &[String], stdout: Stream, label: &str) -> Result<P
         samples,
         stats: sampler.stats,
         operations: 1,
+        notes: Vec::new(),
     };
     for s in &got.samples {
         for &addr in s.user_chain.iter().chain((!s.in_kernel).then_some(&s.ip)) {

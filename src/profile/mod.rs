@@ -24,11 +24,15 @@ use symbolize::{Symbolizer, UserName};
 /// Time in the workload's timed region per figure: a few thousand samples at
 /// [`crate::meter::perf::sampling::SAMPLE_HZ`].
 pub const PROFILE_TIME: Duration = Duration::from_millis(150);
-/// A sample of the workload this short doubles its operations when no earlier round said how many.
-const SHORT_SAMPLE: Duration = Duration::from_millis(5);
+/// A sampled run of the workload shorter than this gets more operations next time: switching the
+/// sampler on and off costs a call into every CPU's event (and every inherited copy's), which
+/// would otherwise take much of a round made of short runs (1 ms samples cost more than they
+/// sampled here).
+const SHORT_RUN: Duration = Duration::from_millis(20);
 
 /// Runs `work` under `sampler` for [`PROFILE_TIME`] (less after Ctrl-C, keeping what was
-/// sampled), `iterations_hint` operations at a time (what the timed rounds settled on).
+/// sampled), `iterations_hint` operations at a time (what the timed rounds settled on) at first,
+/// more when a run is shorter than [`SHORT_RUN`].
 pub fn sample_workload<W: Workload + ?Sized>(
     sampler: &mut Sampler,
     work: &mut W,
@@ -52,8 +56,8 @@ pub fn sample_workload<W: Workload + ?Sized>(
         sampler.drain(&mut samples);
         spent += took;
         operations += iters;
-        if iterations_hint.is_none() && took < SHORT_SAMPLE {
-            iters = (iters * 2).min(work.max_iters().max(1));
+        if took < SHORT_RUN {
+            iters = longer_run(iters, took).min(work.max_iters().max(1));
         }
     }
     sampler.drain(&mut samples);
@@ -62,7 +66,16 @@ pub fn sample_workload<W: Workload + ?Sized>(
         samples,
         stats: sampler.stats,
         operations,
+        notes: Vec::new(),
     })
+}
+
+/// Operations for a run of about [`SHORT_RUN`], given that `iters` took `took`; at most 16 times
+/// as many at a step, so one run that was fast by chance does not make the next one far too long.
+fn longer_run(iters: u64, took: Duration) -> u64 {
+    let want = (iters as u128 * SHORT_RUN.as_nanos()).div_ceil(took.as_nanos().max(1));
+    let capped = u64::try_from(want.min(iters as u128 * 16)).unwrap_or(u64::MAX);
+    capped.max(iters.saturating_add(1))
 }
 
 /// Names of every user address sampled, from the mappings of the sampled processes: to be called
@@ -94,4 +107,20 @@ pub fn profile_of(
     let mut sym = Symbolizer::with_kernel(kernel);
     sym.preset_user(user_names);
     aggregate::profile(label, got, &mut sym)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_runs_grow_toward_the_run_length_and_never_shrink() {
+        // 1000 operations in 2 ms: 10 000 for 20 ms.
+        assert_eq!(longer_run(1000, Duration::from_millis(2)), 10_000);
+        // Far too short: at most 16 times at a step.
+        assert_eq!(longer_run(10, Duration::from_nanos(10)), 160);
+        // Already long: one more at least, so a run that keeps coming out short still grows.
+        assert_eq!(longer_run(7, Duration::from_millis(19)), 8);
+        assert_eq!(longer_run(1, Duration::ZERO), 16);
+    }
 }

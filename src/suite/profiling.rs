@@ -124,8 +124,28 @@ pub(super) fn serve(job: &Job) -> Result<Report> {
     match (def.build)(&env, params).with_context(|| format!("setting up {probe}"))? {
         Built::Skip(reason) => Ok(Report::Skipped(reason)),
         Built::Ready(mut work) => {
-            let got =
+            let mut how = None;
+            if let Some(cgroup) = work.cgroup() {
+                // Processes the workload did not start itself (a server it reaches) are in its
+                // cgroup too; the inherited sampler sees only what this process started.
+                how = Some(match Sampler::open_cgroup(&cgroup) {
+                    Ok(whole) => {
+                        sampler = whole;
+                        format!(
+                            "sampled: every process in the workload's cgroup {}",
+                            cgroup.display()
+                        )
+                    }
+                    Err(refused) => format!(
+                        "sampled: the measuring process and what it started, not the workload's \
+                         cgroup ({})",
+                        refused.reason
+                    ),
+                });
+            }
+            let mut got =
                 crate::profile::sample_workload(&mut sampler, work.as_mut(), *iterations_hint)?;
+            got.notes.extend(how);
             let names = crate::profile::name_user_frames(&got);
             Ok(Report::Profile(Box::new(got), names))
         }

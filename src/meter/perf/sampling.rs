@@ -177,10 +177,36 @@ impl Sampler {
     }
 
     pub fn open_on(source: SamplingSource) -> Result<Sampler, Refused> {
-        let attr = attr(source);
+        Self::open_target(source, 0, sys::FLAG_INHERIT, 0)
+    }
+
+    /// Opens sampling of every process in the cgroup (v2) directory `cgroup`, whoever started
+    /// them, on every CPU: an application workload's cgroup. Needs what CPU-wide sampling needs
+    /// (root, CAP_PERFMON or kernel.perf_event_paranoid at 0 or below).
+    pub fn open_cgroup(cgroup: &std::path::Path) -> Result<Sampler, Refused> {
+        let dir = std::fs::File::open(cgroup).map_err(|e| Refused {
+            errno: e.raw_os_error().unwrap_or(libc::EIO),
+            reason: format!("cannot open the cgroup {}: {e}", cgroup.display()),
+        })?;
+        let fd = dir.as_raw_fd();
+        Self::open_target(SamplingSource::Cycles, fd, 0, sys::PERF_FLAG_PID_CGROUP).or_else(|_| {
+            Self::open_target(SamplingSource::CpuClock, fd, 0, sys::PERF_FLAG_PID_CGROUP)
+        })
+    }
+
+    /// One event per online CPU on `pid` (0: the calling thread; a cgroup descriptor with
+    /// [`sys::PERF_FLAG_PID_CGROUP`]).
+    fn open_target(
+        source: SamplingSource,
+        pid: libc::pid_t,
+        inherit: u64,
+        open_flags: libc::c_ulong,
+    ) -> Result<Sampler, Refused> {
+        let mut attr = attr(source);
+        attr.flags |= inherit;
         let mut rings = Vec::new();
         for cpu in online_cpus() {
-            let fd = match sys::open_on(&attr, 0, cpu as libc::c_int, None, 0) {
+            let fd = match sys::open_on(&attr, pid, cpu as libc::c_int, None, open_flags) {
                 Ok(fd) => fd,
                 // Gone offline since the list was read.
                 Err(libc::ENODEV) if !rings.is_empty() => continue,
@@ -229,7 +255,8 @@ impl Sampler {
 }
 
 fn attr(source: SamplingSource) -> PerfEventAttr {
-    let flags = sys::FLAG_DISABLED | sys::FLAG_INHERIT | sys::FLAG_EXCLUDE_HV;
+    // Inherited (by the threads and processes the thread starts) when it samples a thread.
+    let flags = sys::FLAG_DISABLED | sys::FLAG_EXCLUDE_HV;
     let rate = SAMPLE_HZ.min(max_sample_rate()).max(1);
     let mut attr = match source {
         SamplingSource::Cycles => {

@@ -1,29 +1,32 @@
 //! `compare --explain`: for the figures that changed, the difference of their profiles per
 //! operation, by kernel component and by function. Each side's figure is the mean over the runs of
-//! that side that profiled it. The interval of a difference treats each side's sample count as
-//! Poisson (a share from n samples is uncertain by 1/sqrt(n) of itself): it says whether the
-//! samples could make the difference alone, not how the machine varies from run to run.
+//! that side that profiled it. The interval of a difference is a bootstrap over the samples of
+//! each side's profiles and over its runs when it has several (see [`super::bootstrap`]).
 
+use super::bootstrap::{self, Cell, RunCells};
 use super::{ProbeProfile, Profiles};
 use crate::kernel_parts::Component;
 use crate::results::model::Run;
 use crate::text::escape_controls;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// Functions listed per figure, by the size of their change.
 const SHOWN_FUNCTIONS: usize = 8;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Explanation {
     pub figures: Vec<FigureExplanation>,
     /// Why nothing is explained (neither side has profiles), and how to take them.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,
+    /// How the intervals were taken (`bootstrap::METHOD`).
+    #[serde(default)]
+    pub interval: String,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FigureExplanation {
     pub label: String,
     pub ns_per_op: Delta,
@@ -34,64 +37,13 @@ pub struct FigureExplanation {
     pub functions: Vec<(String, Delta)>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Delta {
     pub a: f64,
     pub b: f64,
     pub delta: f64,
-    /// 95 % interval of `delta` from the sample counts.
+    /// 95 % interval of `delta`, by bootstrap over the samples (and the runs) of each side.
     pub ci95: [f64; 2],
-}
-
-impl Delta {
-    /// From each side's (mean, standard error).
-    fn new((a, se_a): (f64, f64), (b, se_b): (f64, f64)) -> Delta {
-        // A sum over nothing is -0.0: shown as 0.
-        let (a, b) = (a + 0.0, b + 0.0);
-        let half = 1.96 * (se_a * se_a + se_b * se_b).sqrt();
-        Delta {
-            a,
-            b,
-            delta: b - a,
-            ci95: [b - a - half, b - a + half],
-        }
-    }
-}
-
-/// A value per operation and the samples it came from.
-type Picked = (f64, u64);
-
-fn kernel_samples(p: &ProbeProfile) -> u64 {
-    p.components.iter().map(|c| c.samples).sum()
-}
-
-/// Mean over the side's runs of what `pick` reads from `label`'s profile, and its standard error;
-/// None if no run of the side profiled the figure.
-fn mean_of(
-    side: &[&Run],
-    label: &str,
-    pick: &dyn Fn(&ProbeProfile) -> Picked,
-) -> Option<(f64, f64)> {
-    let values: Vec<Picked> = side
-        .iter()
-        .filter_map(|r| r.profiles.as_ref())
-        .filter_map(|p: &Profiles| {
-            p.probes
-                .iter()
-                .find(|q| q.label == label && q.source.is_some())
-        })
-        .map(pick)
-        .collect();
-    if values.is_empty() {
-        return None;
-    }
-    let k = values.len() as f64;
-    let mean = values.iter().map(|v| v.0).sum::<f64>() / k;
-    let variance: f64 = values
-        .iter()
-        .map(|&(v, n)| if n > 0 { v * v / n as f64 } else { 0.0 })
-        .sum();
-    Some((mean, variance.sqrt() / k))
 }
 
 pub fn explain(a: &[&Run], b: &[&Run], labels: &[String]) -> Explanation {
@@ -118,73 +70,162 @@ pub fn explain(a: &[&Run], b: &[&Run], labels: &[String]) -> Explanation {
     } else {
         labels.iter().filter_map(|l| figure(a, b, l)).collect()
     };
-    Explanation { figures, missing }
+    Explanation {
+        figures,
+        missing,
+        interval: bootstrap::METHOD.to_string(),
+    }
+}
+
+/// The profiles of `label` in a side's runs (those that could profile it).
+fn profiles_of<'a>(side: &[&'a Run], label: &str) -> Vec<&'a ProbeProfile> {
+    side.iter()
+        .filter_map(|r| r.profiles.as_ref())
+        .filter_map(|p: &Profiles| {
+            p.probes
+                .iter()
+                .find(|q| q.label == label && q.source.is_some())
+        })
+        .collect()
+}
+
+/// Where each quantity of a figure sits in the value vectors: total, user, kernel, then one per
+/// component, then one per function named on either side.
+struct Layout {
+    functions: Vec<String>,
+}
+
+const TOTAL: usize = 0;
+const USER: usize = 1;
+const KERNEL: usize = 2;
+const FIRST_COMPONENT: usize = 3;
+
+impl Layout {
+    fn component(c: Component) -> usize {
+        FIRST_COMPONENT + Component::ALL.iter().position(|&x| x == c).unwrap_or(0)
+    }
+
+    fn function(&self, name: &str) -> Option<usize> {
+        self.functions
+            .binary_search_by(|f| f.as_str().cmp(name))
+            .ok()
+            .map(|i| FIRST_COMPONENT + Component::ALL.len() + i)
+    }
+
+    fn len(&self) -> usize {
+        FIRST_COMPONENT + Component::ALL.len() + self.functions.len()
+    }
+
+    /// One run's profile as cells: each listed function, the rest of each component past its
+    /// listed functions, the rest of the user time.
+    fn cells(&self, p: &ProbeProfile) -> RunCells {
+        let mut cells = Vec::new();
+        let mut rest: BTreeMap<Option<Component>, (u64, f64)> = BTreeMap::new();
+        for c in &p.components {
+            let r = rest.entry(Some(c.component)).or_default();
+            r.0 += c.samples;
+            r.1 += c.ns_per_op;
+        }
+        let user_samples = p
+            .samples
+            .saturating_sub(p.components.iter().map(|c| c.samples).sum());
+        rest.insert(None, (user_samples, p.user_ns_per_op));
+        for f in &p.functions {
+            let part = if f.kernel {
+                f.component.or(Some(Component::Other))
+            } else {
+                None
+            };
+            let r = rest.entry(part).or_default();
+            r.0 = r.0.saturating_sub(f.samples);
+            r.1 -= f.ns_per_op;
+            let mut into = vec![TOTAL, if f.kernel { KERNEL } else { USER }];
+            into.extend(part.map(Layout::component));
+            into.extend(self.function(&f.name));
+            cells.push(Cell {
+                samples: f.samples,
+                ns_per_op: f.ns_per_op,
+                into,
+            });
+        }
+        for (part, (samples, ns)) in rest {
+            let mut into = vec![TOTAL];
+            match part {
+                Some(c) => into.extend([KERNEL, Layout::component(c)]),
+                None => into.push(USER),
+            }
+            cells.push(Cell {
+                samples,
+                // What rounding left (a difference of sums) is no time.
+                ns_per_op: ns.max(0.0),
+                into,
+            });
+        }
+        cells
+    }
 }
 
 fn figure(a: &[&Run], b: &[&Run], label: &str) -> Option<FigureExplanation> {
-    let both = |pick: &dyn Fn(&ProbeProfile) -> Picked| -> Option<Delta> {
-        Some(Delta::new(
-            mean_of(a, label, pick)?,
-            mean_of(b, label, pick)?,
-        ))
+    let (pa, pb) = (profiles_of(a, label), profiles_of(b, label));
+    if pa.is_empty() || pb.is_empty() {
+        return None;
+    }
+    let mut functions: Vec<String> = pa
+        .iter()
+        .chain(&pb)
+        .flat_map(|p| p.functions.iter().map(|f| f.name.clone()))
+        .collect();
+    functions.sort_unstable();
+    functions.dedup();
+    let layout = Layout { functions };
+    let n = layout.len();
+    let (ca, cb): (Vec<RunCells>, Vec<RunCells>) = (
+        pa.iter().map(|p| layout.cells(p)).collect(),
+        pb.iter().map(|p| layout.cells(p)).collect(),
+    );
+    let (va, vb) = (bootstrap::side_mean(&ca, n), bootstrap::side_mean(&cb, n));
+    let ci = bootstrap::intervals(&ca, &cb, n, seed_of(label));
+    let delta = |q: usize| Delta {
+        // A sum over nothing is -0.0: shown as 0.
+        a: va[q] + 0.0,
+        b: vb[q] + 0.0,
+        delta: vb[q] - va[q],
+        ci95: ci[q],
     };
-    let ns_per_op = both(&|p| (p.ns_per_op, p.samples))?;
     let mut components: Vec<(Component, Delta)> = Component::ALL
         .iter()
-        .filter_map(|&c| {
-            let of = move |p: &ProbeProfile| {
-                p.components
-                    .iter()
-                    .filter(|s| s.component == c)
-                    .fold((0.0, 0), |(v, n), s| (v + s.ns_per_op, n + s.samples))
-            };
-            Some((c, both(&of)?)).filter(|(_, d)| d.a > 0.0 || d.b > 0.0)
-        })
+        .map(|&c| (c, delta(Layout::component(c))))
+        .filter(|(_, d)| d.a > 0.0 || d.b > 0.0)
         .collect();
     components.sort_by(|x, y| y.1.delta.abs().total_cmp(&x.1.delta.abs()));
-    let mut names: BTreeMap<String, ()> = BTreeMap::new();
-    for side in [a, b] {
-        for r in side {
-            for q in r
-                .profiles
-                .iter()
-                .flat_map(|p| &p.probes)
-                .filter(|q| q.label == label)
-            {
-                names.extend(q.functions.iter().map(|f| (f.name.clone(), ())));
-            }
-        }
-    }
-    let mut functions: Vec<(String, Delta)> = names
-        .into_keys()
-        .filter_map(|name| {
-            let of = |p: &ProbeProfile| {
-                p.functions
-                    .iter()
-                    .filter(|f| f.name == name)
-                    .fold((0.0, 0), |(v, n), f| (v + f.ns_per_op, n + f.samples))
-            };
-            let d = both(&of)?;
-            Some((name, d))
-        })
+    let mut functions: Vec<(String, Delta)> = layout
+        .functions
+        .iter()
+        .filter_map(|name| Some((name.clone(), delta(layout.function(name)?))))
         .collect();
     functions.sort_by(|x, y| y.1.delta.abs().total_cmp(&x.1.delta.abs()));
     functions.truncate(SHOWN_FUNCTIONS);
     Some(FigureExplanation {
         label: label.to_string(),
-        ns_per_op,
-        user_ns_per_op: both(&|p| {
-            let user = p.samples.saturating_sub(kernel_samples(p));
-            (p.user_ns_per_op, user)
-        })?,
-        kernel_ns_per_op: both(&|p| (p.kernel_ns_per_op, kernel_samples(p)))?,
+        ns_per_op: delta(TOTAL),
+        user_ns_per_op: delta(USER),
+        kernel_ns_per_op: delta(KERNEL),
         components,
         functions,
     })
 }
 
+/// The same figure draws the same resamples whatever else is compared.
+fn seed_of(label: &str) -> u64 {
+    label.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
 pub fn render(e: &Explanation) -> String {
-    let mut out = String::from("\nWhy (profiles, ns of CPU per operation, A -> B)\n");
+    let mut out = String::from(
+        "\nWhy (profiles, ns of CPU per operation, A -> B; 95 % intervals by bootstrap)\n",
+    );
     if let Some(m) = &e.missing {
         let _ = writeln!(out, "  {m}");
         return out;

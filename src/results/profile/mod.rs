@@ -2,6 +2,7 @@
 //! per figure, from sampling rounds of its own), and its compact text. docs/profiles.md describes
 //! every field.
 
+mod bootstrap;
 pub mod explain;
 mod text;
 
@@ -136,11 +137,13 @@ mod tests {
     use super::*;
     use crate::results::model::tests::empty_run;
 
+    /// A profile whose samples each stand for 1 ns per operation.
     fn profile(label: &str, security_ns: f64, entry_ns: f64) -> ProbeProfile {
+        let n = |ns: f64| ns as u64;
         ProbeProfile {
             label: label.into(),
             source: Some(SamplingSource::CpuClock),
-            samples: 1000,
+            samples: n(100.0 + security_ns + entry_ns),
             operations: 10,
             ns_per_op: 100.0 + security_ns + entry_ns,
             user_ns_per_op: 100.0,
@@ -149,12 +152,12 @@ mod tests {
                 ComponentShare {
                     component: Component::Security,
                     ns_per_op: security_ns,
-                    samples: 1,
+                    samples: n(security_ns),
                 },
                 ComponentShare {
                     component: Component::EntryExit,
                     ns_per_op: entry_ns,
-                    samples: 1,
+                    samples: n(entry_ns),
                 },
             ],
             functions: vec![FunctionShare {
@@ -162,7 +165,7 @@ mod tests {
                 kernel: true,
                 component: Some(Component::Security),
                 ns_per_op: security_ns,
-                samples: 1,
+                samples: n(security_ns),
             }],
             folded: vec![FoldedStack {
                 stack: "a;b".into(),
@@ -222,14 +225,18 @@ mod tests {
             .contains("baseline (A) has no profiles"));
         assert!(none.figures.is_empty());
         assert!(explain::render(&e).contains("security     5.0 -> 205.0 (+200.0, "));
-        // One sample a side on each component: an interval far wider than the difference; the
-        // total, from 1000 samples a side, is much narrower.
+        // 205 samples of security on B against 0 and 10 on A's two runs: about 200 +- 2 sqrt(205)
+        // and the spread of A's runs.
         let [lo, hi] = f.components[0].1.ci95;
-        assert!(lo < 0.0 && hi > 400.0, "{lo} {hi}");
-        let [lo, hi] = f.ns_per_op.ci95;
         assert!(
-            lo > 150.0 && hi < 260.0 && lo < f.ns_per_op.delta,
+            lo > 150.0 && lo < 200.0 && hi > 200.0 && hi < 255.0,
             "{lo} {hi}"
         );
+        let [lo, hi] = f.ns_per_op.ci95;
+        assert!(
+            lo < f.ns_per_op.delta && f.ns_per_op.delta < hi,
+            "{lo} {hi}"
+        );
+        assert!(e.interval.starts_with("bootstrap"), "{}", e.interval);
     }
 }
