@@ -18,10 +18,10 @@ mod common;
 
 use common::{is_root, TestEnv, FAST};
 use osmeter::kernel_parts::Component;
-use osmeter::latency::tracefs::{Instance, Tracefs};
 use osmeter::results::model::Run;
 use osmeter::results::profile::explain::Explanation;
 use osmeter::results::profile::ProbeProfile;
+use osmeter::tracefs::{Instance, Tracefs};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
