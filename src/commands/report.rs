@@ -45,35 +45,23 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// Every section of the page, in page order: the general ones of the results toolkit, and each
-/// domain's own beside them.
+/// Every section of the page, in page order: each domain's own among the general ones of the
+/// results toolkit.
 pub fn sections() -> Vec<Box<dyn report::Section>> {
+    use crate::papers::html::ThenAndNow;
     use crate::papers::PaperId;
-    use crate::results::report::{
-        bars::Bars, comparison::ComparisonSection, counters::Counters, fingerprint::Fingerprint,
-        guest::Guest, memory_curve::MemoryCurve, overview::Overview, profiles::Profiles,
-        runs::Runs, summary::SummaryTables,
-    };
-    vec![
-        Box::new(Overview),
-        Box::new(Runs),
-        Box::new(ComparisonSection),
-        Box::new(SummaryTables),
-        Box::new(Bars::TIME),
-        Box::new(Bars::BANDWIDTH),
-        Box::new(Bars::RATE),
-        Box::new(MemoryCurve),
-        Box::new(Counters),
-        Box::new(Profiles),
-        Box::new(crate::apps::html::Apps),
-        Box::new(crate::stat::html::Stat),
-        Box::new(crate::latency::html::Latency),
-        Box::new(crate::memsim::html::Memsim),
-        Box::new(Guest),
-        Box::new(crate::papers::html::ThenAndNow(PaperId::Ousterhout89)),
-        Box::new(crate::papers::html::ThenAndNow(PaperId::Chen96)),
-        Box::new(crate::papers::html::ThenAndNow(PaperId::ChenBershad93)),
-        Box::new(crate::papers::html::ThenAndNow(PaperId::CotaRobles99)),
-        Box::new(Fingerprint),
-    ]
+    report::page_sections(
+        vec![
+            Box::new(crate::apps::html::Apps),
+            Box::new(crate::stat::html::Stat),
+            Box::new(crate::latency::html::Latency),
+            Box::new(crate::memsim::html::Memsim),
+        ],
+        vec![
+            Box::new(ThenAndNow(PaperId::Ousterhout89)),
+            Box::new(ThenAndNow(PaperId::Chen96)),
+            Box::new(ThenAndNow(PaperId::ChenBershad93)),
+            Box::new(ThenAndNow(PaperId::CotaRobles99)),
+        ],
+    )
 }

@@ -303,6 +303,50 @@ pub struct MachineDoc {
     pub by_address_space: Vec<SpaceDoc>,
 }
 
+/// One cache of a machine with its user and system halves side by side, and their misses by
+/// cause (compulsory, capacity, conflict) added up: what the text and the HTML tables both show.
+pub struct CacheBoth<'a> {
+    pub name: &'a str,
+    pub user: &'a CacheDoc,
+    pub system: CacheDoc,
+    pub accesses: u64,
+    pub classes: [u64; 3],
+}
+
+impl CacheBoth<'_> {
+    /// Each cause's share of the classified misses; `None` when no miss was classified.
+    pub fn class_shares(&self) -> Option<[f64; 3]> {
+        let all: u64 = self.classes.iter().sum();
+        (all > 0).then(|| self.classes.map(|c| c as f64 / all as f64))
+    }
+}
+
+impl MachineDoc {
+    /// The caches from the first level down with user and system together, those that saw no
+    /// access left out.
+    pub fn caches_both(&self) -> Vec<CacheBoth<'_>> {
+        self.user
+            .caches_in_order()
+            .into_iter()
+            .filter_map(|(name, u)| {
+                let s = self.system.caches.get(name).cloned().unwrap_or_default();
+                let accesses = u.accesses + s.accesses;
+                (accesses > 0).then(|| CacheBoth {
+                    name,
+                    user: u,
+                    classes: [
+                        u.classes.compulsory + s.classes.compulsory,
+                        u.classes.capacity + s.classes.capacity,
+                        u.classes.conflict + s.classes.conflict,
+                    ],
+                    system: s,
+                    accesses,
+                })
+            })
+            .collect()
+    }
+}
+
 impl MachineDoc {
     pub fn new(cfg: &MachineConfig, s: &Stats) -> MachineDoc {
         let [u, k] = &s.mode;

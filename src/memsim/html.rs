@@ -239,31 +239,17 @@ fn miss_table(all: &[Machine]) -> String {
     let mut rows = Vec::new();
     for m in all {
         let d = m.doc;
-        for (name, u) in d.user.caches_in_order() {
-            let s = d.system.caches.get(name).copied().unwrap_or_default();
-            let accesses = u.accesses + s.accesses;
-            if accesses == 0 {
-                continue;
-            }
-            let classes = [
-                u.classes.compulsory + s.classes.compulsory,
-                u.classes.capacity + s.classes.capacity,
-                u.classes.conflict + s.classes.conflict,
-            ];
-            let classified: u64 = classes.iter().sum();
+        for c in d.caches_both() {
             let mut cells = vec![
                 Cell::from(esc(&m.label)),
-                Cell::from(esc(name)),
-                Cell::num(format!("{accesses}")),
-                Cell::num(percent(u.miss_rate)),
-                Cell::num(percent(s.miss_rate)),
+                Cell::from(esc(c.name)),
+                Cell::num(format!("{}", c.accesses)),
+                Cell::num(percent(c.user.miss_rate)),
+                Cell::num(percent(c.system.miss_rate)),
             ];
-            for &c in &classes {
-                cells.push(Cell::num(if classified > 0 {
-                    percent(c as f64 / classified as f64)
-                } else {
-                    "-".into()
-                }));
+            match c.class_shares() {
+                Some(shares) => cells.extend(shares.map(|x| Cell::num(percent(x)))),
+                None => cells.extend((0..3).map(|_| Cell::num("-".to_string()))),
             }
             rows.push(Row { class: "", cells });
         }

@@ -1,7 +1,7 @@
 //! The memsim document as the paper's table: MCPI by component, user and system side by side,
 //! then miss rates and 3C classes.
 
-use super::document::{ratio, MemsimDoc};
+use super::document::MemsimDoc;
 
 pub fn render(doc: &MemsimDoc) -> String {
     let mut out = String::new();
@@ -42,31 +42,15 @@ pub fn render(doc: &MemsimDoc) -> String {
             "  {:<10} {:>9} {:>9}   {}\n",
             "miss rate", "user", "system", "3C of all misses: compulsory/capacity/conflict"
         ));
-        for (name, u) in m.user.caches_in_order() {
-            let s = m.system.caches.get(name).copied().unwrap_or_default();
-            if u.accesses + s.accesses == 0 {
-                continue;
-            }
-            let classes = [
-                u.classes.compulsory + s.classes.compulsory,
-                u.classes.capacity + s.classes.capacity,
-                u.classes.conflict + s.classes.conflict,
-            ];
-            let all: u64 = classes.iter().sum();
-            let three_c = if all == 0 {
-                String::new()
-            } else {
-                classes
-                    .iter()
-                    .map(|&c| format!("{:.0}%", 100.0 * ratio(c, all)))
-                    .collect::<Vec<_>>()
-                    .join("/")
-            };
+        for c in m.caches_both() {
+            let three_c = c.class_shares().map_or(String::new(), |shares| {
+                shares.map(|x| format!("{:.0}%", 100.0 * x)).join("/")
+            });
             out.push_str(&format!(
                 "  {:<10} {:>8.3}% {:>8.3}%   {}\n",
-                name,
-                100.0 * u.miss_rate,
-                100.0 * s.miss_rate,
+                c.name,
+                100.0 * c.user.miss_rate,
+                100.0 * c.system.miss_rate,
                 three_c
             ));
         }

@@ -109,6 +109,36 @@ pub trait Section {
     }
 }
 
+/// The page's sections in order: this toolkit's general ones around the domains' own, which the
+/// commands layer gives (`domains` after the profiles, `papers` after the guest table and before
+/// the fingerprint), so the toolkit fixes the page's shape without naming a domain.
+pub fn page_sections(
+    domains: Vec<Box<dyn Section>>,
+    papers: Vec<Box<dyn Section>>,
+) -> Vec<Box<dyn Section>> {
+    let leading: Vec<Box<dyn Section>> = vec![
+        Box::new(overview::Overview),
+        Box::new(runs::Runs),
+        Box::new(comparison::ComparisonSection),
+        Box::new(summary::SummaryTables),
+        Box::new(bars::Bars::TIME),
+        Box::new(bars::Bars::BANDWIDTH),
+        Box::new(bars::Bars::RATE),
+        Box::new(memory_curve::MemoryCurve),
+        Box::new(counters::Counters),
+        Box::new(profiles::Profiles),
+    ];
+    leading
+        .into_iter()
+        .chain(domains)
+        .chain(std::iter::once(Box::new(guest::Guest) as Box<dyn Section>))
+        .chain(papers)
+        .chain(std::iter::once(
+            Box::new(fingerprint::Fingerprint) as Box<dyn Section>
+        ))
+        .collect()
+}
+
 /// The whole page for these runs (at least one), made of these sections in this order: the
 /// commands layer lists them (each domain's own sections beside the general ones here), so this
 /// toolkit never names a domain.

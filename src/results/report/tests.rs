@@ -175,21 +175,5 @@ fn the_page_opens_with_what_changed_and_keeps_the_fingerprint_closed_at_the_end(
 
 /// The page with this toolkit's own sections (the commands layer adds each domain's among them).
 fn render_page(runs: &[Run]) -> Result<String> {
-    use super::{
-        bars::Bars, comparison::ComparisonSection, counters::Counters, fingerprint::Fingerprint,
-        memory_curve::MemoryCurve, overview::Overview, runs::Runs, summary::SummaryTables,
-    };
-    let sections: Vec<Box<dyn Section>> = vec![
-        Box::new(Overview),
-        Box::new(Runs),
-        Box::new(ComparisonSection),
-        Box::new(SummaryTables),
-        Box::new(Bars::TIME),
-        Box::new(Bars::BANDWIDTH),
-        Box::new(Bars::RATE),
-        Box::new(MemoryCurve),
-        Box::new(Counters),
-        Box::new(Fingerprint),
-    ];
-    render(runs, &sections)
+    render(runs, &page_sections(Vec::new(), Vec::new()))
 }
