@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
+    /// The file passed SQLite's quick check on this connection, before its first write: the
+    /// check reads every page, so making it before each of many saves (a push of thousands of
+    /// runs) would read the whole store again each time.
+    checked: bool,
 }
 
 /// The first 16 bytes of every SQLite 3 database file.
@@ -104,6 +108,7 @@ impl SqliteStore {
         let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),
+            checked: false,
         };
         if let Err(e) = store.prepare() {
             return Err(integrity::explain_os(path, e, store.os_error()));
@@ -127,6 +132,7 @@ impl SqliteStore {
         let store = SqliteStore {
             conn,
             path: path.to_path_buf(),
+            checked: false,
         };
         match store.inspect().map_err(|e| integrity::explain(path, e))? {
             None => SqliteStore::empty(path),
@@ -151,6 +157,7 @@ impl SqliteStore {
         let mut store = SqliteStore {
             conn: Connection::open_in_memory()?,
             path: path.to_path_buf(),
+            checked: false,
         };
         store.prepare()?;
         Ok(store)
@@ -445,12 +452,16 @@ impl Store for SqliteStore {
 }
 
 impl SqliteStore {
-    /// Saves under the write lock, after checking the file: a damaged store is never written to.
+    /// Saves under the write lock, after checking the file (once per connection): a damaged store
+    /// is never written to.
     fn save_checked(&mut self, run: &Run) -> Result<bool> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        integrity::check(&tx, &self.path)?;
+        if !self.checked {
+            integrity::check(&tx, &self.path)?;
+            self.checked = true;
+        }
         let exists: bool = tx
             .query_row("SELECT 1 FROM runs WHERE id = ?1", [&run.id], |_| Ok(()))
             .optional()?
