@@ -69,6 +69,11 @@ fn number(text: &str) -> Option<i64> {
     text.parse().ok()
 }
 
+/// Seconds since the epoch of a stored stamp (RFC 3339, as [`rfc3339`] writes them), or a date.
+pub fn parse_stamp(text: &str) -> Option<i64> {
+    parse_absolute(text.trim())
+}
+
 /// `2026-11-01`, `2026-11-01T10:00`, `2026-11-01T10:00:00Z`, `2026-11-01 10:00:00+01:00`.
 fn parse_absolute(text: &str) -> Option<i64> {
     let (date, time) = match text.split_once(['T', ' ']) {

@@ -597,3 +597,77 @@ fn latency_and_stat_keep_their_run_locally_when_the_server_is_unreachable() {
         );
     }
 }
+
+#[test]
+fn a_database_of_schema_2_gains_the_fleet_columns_from_its_documents() {
+    let url = pg::fresh_database();
+    let mut old = run("old", "2026-11-01T10:00:00Z", "alpha", &[("kernel", "6.1")]);
+    if let Some(f) = old.fingerprint.as_mut() {
+        f.machine_id = Some("0123456789abcdef".into());
+    }
+    {
+        // The database as osmeter wrote it at schema version 2, by the role that owns it.
+        use osmeter::results::store::schema;
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        c.batch_execute(
+            "CREATE TABLE osmeter_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO osmeter_meta VALUES ('application', 'osmeter'), ('schema_version', '2');",
+        )
+        .unwrap();
+        for sql in &schema::MIGRATIONS[..2] {
+            c.batch_execute(sql).unwrap();
+        }
+        c.execute(
+            "INSERT INTO runs VALUES ($1, 'run', $2, 'alpha', 'quick', $3, 0, $4)",
+            &[
+                &old.id,
+                &old.started_at,
+                &old.tool_version,
+                &serde_json::to_string(&old).unwrap(),
+            ],
+        )
+        .unwrap();
+        for f in schema::figure_rows(&old) {
+            c.execute(
+                "INSERT INTO figures VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                &[
+                    &old.id,
+                    &f.seq,
+                    &f.key,
+                    &f.group,
+                    &f.unit,
+                    &f.direction,
+                    &f.value,
+                    &f.ci_low,
+                    &f.ci_high,
+                ],
+            )
+            .unwrap();
+        }
+    }
+    let mut s = PostgresStore::open(&url).unwrap();
+    let list = s.list(&RunFilter::default()).unwrap();
+    assert_eq!(list.len(), 1);
+    let info = &list[0];
+    assert_eq!(info.machine_id.as_deref(), Some("0123456789abcdef"));
+    assert_eq!((info.figures, info.busy), (old.figures().len(), false));
+    assert_eq!(info.placed_at, "2026-11-01T10:00:00Z");
+    assert_eq!(
+        (info.received_at.as_deref(), info.clock_offset),
+        (None, None)
+    );
+    assert_eq!(s.load("old").unwrap().unwrap(), old);
+    // A run saved now carries the server's receipt and this host's offset from it.
+    s.save(&run("new", "2026-11-02T10:00:00Z", "alpha", &[]))
+        .unwrap();
+    let new = &s.list(&RunFilter::default()).unwrap()[0];
+    assert_eq!(new.id, "new");
+    assert!(new.received_at.is_some() && new.clock_offset.unwrap().abs() < 60.0);
+    assert_eq!(
+        count(
+            &url,
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'runs_placed_at'"
+        ),
+        1
+    );
+}

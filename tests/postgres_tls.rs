@@ -161,6 +161,8 @@ fn tls_modes_take_the_right_server_and_refuse_the_rest() {
     serve(Some(&server_cert(&good, true)));
     let err = refused(&url("127.0.0.1", "verify-full", Some(&good_pem)));
     assert!(err.contains("expired"), "{err}");
+    let err = refused(&url("127.0.0.1", "verify-ca", Some(&good_pem)));
+    assert!(err.contains("expired"), "{err}");
 
     // A server without TLS: refused, with the way to allow plain text named.
     serve(None);

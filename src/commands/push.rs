@@ -59,7 +59,9 @@ pub fn push(args: &PushArgs) -> Result<i32> {
         // Each run is its own transaction: after a failure, the same command resumes the push.
         let new = to.save(&run).with_context(|| {
             format!(
-                "copying run {id} to {} (copied {} before it; the same command resumes)",
+                "copying run {id} to {} failed after {} run(s) of this push were copied; \
+                 those are kept, and repeating the same command copies the rest (runs already \
+                 there are skipped, none is stored twice)",
                 report.to,
                 report.copied.len()
             )

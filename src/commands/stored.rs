@@ -33,7 +33,9 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
     )?;
     // Every stored string one cell: another host may have written anything (see crate::text).
     let cell = |s: &str| escape_controls(s).into_owned();
-    for r in &list {
+    // Two machines of one name are told apart by their machine ids.
+    let names = crate::results::fleet::host_names(&list);
+    for (r, name) in list.iter().zip(&names) {
         let tags: Vec<String> = r
             .tags
             .iter()
@@ -41,18 +43,35 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
             .collect();
         writeln!(
             out,
-            "{:<18} {:<20} {:<8} {:<16} {:<8} {:>6}  {}{}",
+            "{:<18} {:<20} {:<8} {:<16} {:<8} {:>6}  {}{}{}",
             cell(&r.id),
             cell(&r.started_at),
             cell(&r.kind.to_string()),
-            cell(r.host.as_deref().unwrap_or("-")),
+            cell(name.as_deref().unwrap_or("-")),
             cell(r.suite.as_deref().unwrap_or("-")),
             r.figures,
             tags.join(" "),
-            if r.interrupted { " (interrupted)" } else { "" }
+            if r.interrupted { " (interrupted)" } else { "" },
+            match r.clock_offset.filter(|_| r.clock_off()) {
+                Some(off) => format!(
+                    " (host clock {}: placed at {} by the store's clock)",
+                    crate::results::fleet::text::clock_offset_text(off),
+                    cell(&r.placed_at)
+                ),
+                None => String::new(),
+            }
         )?;
     }
     super::emit(&out)?;
+    let skewed = list.iter().filter(|r| r.clock_off()).count();
+    if skewed > 0 {
+        eprintln!(
+            "osmeter: {skewed} run(s) came from a host whose clock was off by more than {} min \
+             when the store received them: they are listed, and --since judged, by the store's \
+             clock rather than the host's start time",
+            crate::results::store::schema::CLOCK_TOLERANCE_S / 60.0
+        );
+    }
     Ok(0)
 }
 

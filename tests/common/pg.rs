@@ -128,6 +128,19 @@ impl Cluster {
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?
             .port();
+        self.port = port;
+        self.serve_on(port)
+    }
+
+    /// Stops the server as an administrator's restart does (fast shutdown: every session is ended,
+    /// unfinished transactions are rolled back) and starts it again on the same port.
+    pub fn restart(&self) -> Result<(), String> {
+        self.shut_down();
+        self.serve_on(self.port)
+    }
+
+    /// Starts the server on `port` and waits until it accepts connections.
+    fn serve_on(&self, port: u16) -> Result<(), String> {
         let log = self.root.join("server.log");
         let log_file = std::fs::File::create(&log).map_err(|e| e.to_string())?;
         let mut cmd = self.command("postgres");
@@ -153,7 +166,6 @@ impl Cluster {
             });
         }
         let mut child = spawn_from_lasting_thread(cmd)?;
-        self.port = port;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
@@ -250,6 +262,12 @@ impl Cluster {
 
     /// Fast shutdown, then the directory goes. Safe to call twice.
     pub fn stop(&self) {
+        self.shut_down();
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+
+    /// Fast shutdown of the server, if it runs; its files stay.
+    fn shut_down(&self) {
         let child = self.server.lock().map(|mut s| s.take()).unwrap_or(None);
         if let Some(mut child) = child {
             // SIGINT is PostgreSQL's fast shutdown: sessions are ended, nothing is waited for.
@@ -262,7 +280,6 @@ impl Cluster {
             let _ = child.kill();
             let _ = child.wait();
         }
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 

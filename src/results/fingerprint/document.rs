@@ -11,6 +11,10 @@ pub struct Fingerprint {
     pub fingerprint_schema: String,
     pub tool_version: String,
     pub hostname: Option<String>,
+    /// This machine's id (/etc/machine-id) as osmeter's own keyed hash of it: it tells apart two
+    /// hosts that share a host name without showing the id itself, which systemd asks programs
+    /// to keep to the machine.
+    pub machine_id: Option<String>,
 
     pub kernel_release: Option<String>,
     pub kernel_version: Option<String>,

@@ -70,6 +70,10 @@ impl Sources {
             fingerprint_schema: FINGERPRINT_SCHEMA.into(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
             hostname: self.value("/proc/sys/kernel/hostname"),
+            machine_id: self
+                .value("/etc/machine-id")
+                .or_else(|| self.value("/var/lib/dbus/machine-id"))
+                .map(|id| parse::keyed_machine_id(&id)),
             kernel_release: self.value("/proc/sys/kernel/osrelease"),
             preempt_boot_param: cmdline
                 .as_deref()

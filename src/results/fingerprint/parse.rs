@@ -313,3 +313,15 @@ pub fn decide_hypervisor(e: &HypervisorEvidence) -> (String, String) {
 #[cfg(test)]
 #[path = "parse_tests.rs"]
 mod tests;
+
+/// osmeter's name for a machine id: the first 16 hex digits of HMAC-SHA256 of the id under a key
+/// of osmeter's own, as systemd's machine-id(5) asks of programs that send the id elsewhere. The
+/// same machine always gets the same name; the id itself cannot be read back from it.
+pub fn keyed_machine_id(id: &str) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"osmeter machine id v1");
+    let tag = ring::hmac::sign(&key, id.trim().to_ascii_lowercase().as_bytes());
+    tag.as_ref()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

@@ -209,3 +209,15 @@ fn hypervisor_decisions() {
     assert_eq!(h, "bare metal");
     assert!(why.contains("no cpuid hypervisor flag"));
 }
+
+#[test]
+fn the_machine_id_is_kept_as_a_keyed_hash() {
+    let id = "0123456789abcdef0123456789abcdef";
+    let named = keyed_machine_id(id);
+    assert_eq!(named.len(), 16);
+    assert!(named.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert!(!id.contains(&named), "the id itself shows through: {named}");
+    // The same machine gets the same name however the file was written; another gets another.
+    assert_eq!(keyed_machine_id(&format!("{}\n", id.to_uppercase())), named);
+    assert_ne!(keyed_machine_id("fedcba9876543210fedcba9876543210"), named);
+}

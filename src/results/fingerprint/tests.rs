@@ -30,6 +30,7 @@ fn empty_tree_gives_nulls_not_panics() {
     assert_eq!(fp["tool_version"], env!("CARGO_PKG_VERSION"));
     for k in [
         "hostname",
+        "machine_id",
         "kernel_release",
         "preempt_model",
         "cpu_model",
@@ -67,6 +68,7 @@ fn fake_tree_is_read_and_parsed() {
     let dir = tempfile::tempdir().unwrap();
     let r = dir.path();
     write(r, "/proc/sys/kernel/hostname", "box1\n");
+    write(r, "/etc/machine-id", "0123456789abcdef0123456789abcdef\n");
     write(r, "/proc/sys/kernel/osrelease", "6.9.0-test\n");
     write(
         r,
@@ -140,6 +142,10 @@ fn fake_tree_is_read_and_parsed() {
 
     let fp = json(fake(r).collect(Some(r)));
     assert_eq!(fp["hostname"], "box1");
+    assert_eq!(
+        fp["machine_id"],
+        parse::keyed_machine_id("0123456789abcdef0123456789abcdef")
+    );
     assert_eq!(fp["kernel_release"], "6.9.0-test");
     assert_eq!(fp["preempt_model"], "PREEMPT_DYNAMIC");
     assert_eq!(fp["preempt_model_source"], "kernel version string");

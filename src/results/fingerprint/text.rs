@@ -17,6 +17,7 @@ enum Show {
 
 const SYSTEM: &[(&str, &str, Show)] = &[
     ("hostname", "hostname", Show::Text),
+    ("machine id (keyed hash)", "machine_id", Show::Text),
     ("distribution", "distribution", Show::Text),
     ("kernel release", "kernel_release", Show::Text),
     ("kernel version", "kernel_version", Show::Text),

@@ -117,7 +117,17 @@ pub struct HostChange {
 /// One host in a line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostSummary {
+    /// The host name, with the machine id beside it (`name [id]`) when another machine goes by
+    /// the same name.
     pub host: String,
+    /// The machine id (a keyed hash, see the fingerprint) of the host's newest run.
+    #[serde(default)]
+    pub machine_id: Option<String>,
+    /// How far the host's clock was ahead of the store's (seconds, negative: behind) when its
+    /// newest run arrived, where that was more than the tolerance: its runs are then placed by
+    /// the store's clock, not its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_off: Option<f64>,
     pub class: String,
     pub runs: usize,
     pub newest_run: String,
@@ -180,7 +190,8 @@ pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
     }
     runs.reverse(); // oldest first
     let mut left_out = Vec::new();
-    let hosts = hosts_of(store, &runs, &mut left_out)?;
+    let names = host_names(&runs);
+    let hosts = hosts_of(store, &runs, &names, &mut left_out)?;
     let keys: Vec<String> = store
         .figure_keys()?
         .into_iter()
@@ -193,7 +204,7 @@ pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
         ));
     }
     let mut classes = classes_of(&hosts);
-    let places = run_places(&runs, &hosts);
+    let places = run_places(&runs, &names, &hosts);
     let mut changes = Vec::new();
     for key in &keys {
         let stored = store.figure_values(key)?;
@@ -248,15 +259,45 @@ pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
     })
 }
 
+/// The name each run's host goes by in the report, beside `runs`: its host name, or, where runs of
+/// one name come from more than one machine (two hosts given the same name), the name with the
+/// machine id. A run without a machine id (stored by an osmeter that did not keep it) joins the
+/// one machine of its name, or stands apart when there are several.
+pub fn host_names(runs: &[RunInfo]) -> Vec<Option<String>> {
+    let mut machines: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for r in runs {
+        if let Some(h) = &r.host {
+            let ids = machines.entry(h.as_str()).or_default();
+            ids.extend(r.machine_id.as_deref());
+        }
+    }
+    runs.iter()
+        .map(|r| {
+            let host = r.host.as_ref()?;
+            Some(if machines[host.as_str()].len() > 1 {
+                // Eight hex digits tell a handful of machines of one name apart.
+                let id = r
+                    .machine_id
+                    .as_deref()
+                    .map_or("no id", |m| m.get(..8).unwrap_or(m));
+                format!("{host} [{id}]")
+            } else {
+                host.clone()
+            })
+        })
+        .collect()
+}
+
 /// The runs of each host, oldest first, and the host's class from its newest run's fingerprint.
 fn hosts_of<'a>(
     store: &mut dyn Store,
     runs: &'a [RunInfo],
+    names: &[Option<String>],
     left_out: &mut Vec<(String, String)>,
 ) -> Result<BTreeMap<String, HostRuns<'a>>> {
     let mut by_host: BTreeMap<String, Vec<&RunInfo>> = BTreeMap::new();
-    for r in runs {
-        match &r.host {
+    for (r, name) in runs.iter().zip(names) {
+        match name {
             Some(h) => by_host.entry(h.clone()).or_default().push(r),
             None => left_out.push((r.id.clone(), "its fingerprint names no host".to_string())),
         }
@@ -299,11 +340,16 @@ fn classes_of(hosts: &BTreeMap<String, HostRuns>) -> BTreeMap<String, Class> {
 /// Where each run of a host stands in `runs` (oldest first), and whose it is.
 type RunPlaces<'a> = BTreeMap<&'a str, (usize, &'a str)>;
 
-fn run_places<'a>(runs: &'a [RunInfo], hosts: &'a BTreeMap<String, HostRuns>) -> RunPlaces<'a> {
+fn run_places<'a>(
+    runs: &'a [RunInfo],
+    names: &[Option<String>],
+    hosts: &'a BTreeMap<String, HostRuns>,
+) -> RunPlaces<'a> {
     runs.iter()
+        .zip(names)
         .enumerate()
-        .filter_map(|(i, r)| {
-            let (host, _) = hosts.get_key_value(r.host.as_deref()?)?;
+        .filter_map(|(i, (r, name))| {
+            let (host, _) = hosts.get_key_value(name.as_deref()?)?;
             Some((r.id.as_str(), (i, host.as_str())))
         })
         .collect()
@@ -525,8 +571,13 @@ fn summarise(host: &str, hr: &HostRuns, classes: &BTreeMap<String, Class>) -> Ho
         .flat_map(|f| f.cells.iter())
         .filter(|c| c.host == host)
         .collect();
+    let newest = hr.runs.last();
     HostSummary {
         host: host.to_string(),
+        machine_id: newest.and_then(|r| r.machine_id.clone()),
+        clock_off: newest
+            .filter(|r| r.clock_off())
+            .and_then(|r| r.clock_offset),
         class: hr.class.clone(),
         runs: hr.runs.len(),
         newest_run: hr.runs.last().map(|r| r.id.clone()).unwrap_or_default(),

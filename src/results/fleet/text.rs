@@ -47,7 +47,7 @@ pub fn render(r: &FleetReport) -> String {
             let _ = writeln!(
                 out,
                 "  {:<14} {:<24} {:>9} {:>9} {:>6.3} {:>14} {:>7.1e} {}",
-                clip(&cell.host, 14),
+                clip_host(&cell.host, 14),
                 clip(&row.figure, 24),
                 format(cell.value, row.unit),
                 format(row.median, row.unit),
@@ -72,10 +72,25 @@ pub fn render(r: &FleetReport) -> String {
         let _ = writeln!(
             out,
             "  {:<16} {:>4} run(s), {:>4} figure(s), {verdict}",
-            clip(&h.host, 16),
+            clip_host(&h.host, 16),
             h.runs,
             h.figures
         );
+    }
+    let skewed: Vec<_> = r.hosts.iter().filter(|h| h.clock_off.is_some()).collect();
+    if !skewed.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nclocks off (their runs are placed by the store's clock, not their own):"
+        );
+        for h in skewed {
+            let _ = writeln!(
+                out,
+                "  {:<16} {}",
+                clip_host(&h.host, 16),
+                clock_offset_text(h.clock_off.unwrap_or(0.0))
+            );
+        }
     }
     if !r.changes.is_empty() {
         let _ = writeln!(out, "\nsince when:");
@@ -102,13 +117,41 @@ fn change_line(r: &FleetReport, c: &HostChange) -> String {
         .unwrap_or(crate::units::Unit::Count);
     format!(
         "{} {}: {} -> {} from run {} ({})",
-        clip(&c.host, 16),
+        clip_host(&c.host, 16),
         clip(&c.figure, 28),
         format(c.before, unit),
         format(c.after, unit),
         c.run,
         c.started_at
     )
+}
+
+/// A host clock's offset from the store's, as people say it: "5 h 02 min ahead".
+pub fn clock_offset_text(offset_s: f64) -> String {
+    let secs = offset_s.abs().round() as i64;
+    let (h, m) = (secs / 3600, secs % 3600 / 60);
+    let size = if h > 0 {
+        format!("{h} h {m:02} min")
+    } else {
+        format!("{m} min {:02} s", secs % 60)
+    };
+    format!(
+        "{size} {}",
+        if offset_s >= 0.0 { "ahead" } else { "behind" }
+    )
+}
+
+/// A host's name cut to `width`, keeping the machine id of a name that two machines share
+/// (`name [id]`): the id is what tells the two lines apart.
+fn clip_host(name: &str, width: usize) -> String {
+    match name.rfind(" [").filter(|_| name.ends_with(']')) {
+        Some(at) if name.chars().count() > width => {
+            let id = &name[at..];
+            let room = width.saturating_sub(id.chars().count()).max(2);
+            format!("{}{id}", clip(&name[..at], room))
+        }
+        _ => clip(name, width),
+    }
 }
 
 /// Stored text (host names and figure keys come from every host of the fleet) escaped and cut.

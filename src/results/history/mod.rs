@@ -190,13 +190,8 @@ pub fn history(store: &mut dyn Store, query: &HistoryQuery) -> Result<FigureHist
     let (unit, direction) = (newest.unit, newest.direction);
     let mut left_out = Vec::new();
     let mut points = Vec::new();
-    let busy = if query.include_busy {
-        Default::default()
-    } else {
-        busy_runs(store, matched.iter().map(|(info, _)| info.id.as_str()))?
-    };
     for (info, s) in &matched {
-        if busy.contains(info.id.as_str()) {
+        if info.busy && !query.include_busy {
             left_out.push(LeftOut {
                 run: info.id.clone(),
                 reason: "measured on a busy machine (--include-busy takes it in)".to_string(),
@@ -279,21 +274,6 @@ pub fn history(store: &mut dyn Store, query: &HistoryQuery) -> Result<FigureHist
         segments,
         left_out,
     })
-}
-
-/// Which of these runs were measured on a busy machine. The store's index does not say, so each
-/// run's document is read (runs that no longer load are not called busy).
-fn busy_runs<'a>(
-    store: &mut dyn Store,
-    ids: impl Iterator<Item = &'a str>,
-) -> Result<std::collections::BTreeSet<&'a str>> {
-    let mut busy = std::collections::BTreeSet::new();
-    for id in ids {
-        if store.load(id)?.is_some_and(|r| r.busy()) {
-            busy.insert(id);
-        }
-    }
-    Ok(busy)
 }
 
 fn unknown_figure(store: &mut dyn Store, key: &str) -> anyhow::Error {

@@ -28,6 +28,29 @@ pub struct RunInfo {
     pub figures: usize,
     pub interrupted: bool,
     pub tags: std::collections::BTreeMap<String, String>,
+    /// When the store received the run, on the store's clock (unknown for runs stored before
+    /// osmeter kept it).
+    pub received_at: Option<String>,
+    /// How far the host's clock was ahead of the store's when the run arrived, in seconds.
+    pub clock_offset: Option<f64>,
+    /// Where the run stands in time among all hosts' runs: `started_at`, or, from a host whose
+    /// clock was off by more than [`schema::CLOCK_TOLERANCE_S`], its start on the store's clock.
+    /// Lists are ordered and `--since` is judged by it.
+    pub placed_at: String,
+    /// The host's machine id (a keyed hash, see the fingerprint), which tells apart hosts that
+    /// share a name.
+    pub machine_id: Option<String>,
+    /// The machine was judged busy during the run.
+    pub busy: bool,
+}
+
+impl RunInfo {
+    /// The host's clock was off by more than the tolerance when the store received the run, so
+    /// the run is placed by the store's clock.
+    pub fn clock_off(&self) -> bool {
+        self.clock_offset
+            .is_some_and(|o| o.abs() > schema::CLOCK_TOLERANCE_S)
+    }
 }
 
 /// Filters of `osmeter runs`; every given one must match.
@@ -36,7 +59,7 @@ pub struct RunFilter {
     pub host: Option<String>,
     pub suite: Option<String>,
     pub tags: Vec<(String, String)>,
-    /// RFC 3339 time or date; runs that started at or after it.
+    /// RFC 3339 time or date; runs placed at or after it (see [`RunInfo::placed_at`]).
     pub since: Option<String>,
 }
 

@@ -65,21 +65,16 @@ impl PostgresStore {
             }
         };
         for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let to = i as i64 + 1;
             tx.batch_execute(sql)
+                .and_then(|()| {
+                    tx.batch_execute(schema::ordering_indexes(to, schema::Backend::Postgres))
+                })
                 .map_err(|e| explain_create(e, &self.target))
-                .with_context(|| format!("migrating {where_} to schema version {}", i + 1))?;
+                .with_context(|| format!("migrating {where_} to schema version {to}"))?;
         }
-        if version > 0 && version < schema::FIGURES_SINCE {
-            let docs: Vec<(String, String)> = tx
-                .query("SELECT id, document FROM runs", &[])?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect();
-            for (id, doc) in docs {
-                let run: Run = serde_json::from_str(&doc)
-                    .with_context(|| format!("run {id} in {where_} is unreadable"))?;
-                insert_figures(&mut tx, &run)?;
-            }
+        if version > 0 && version < schema::FLEET_COLUMNS_SINCE {
+            backfill(&mut tx, version, &where_)?;
         }
         tx.execute(
             "UPDATE osmeter_meta SET value = $1 WHERE key = 'schema_version'",
@@ -89,6 +84,33 @@ impl PostgresStore {
             .with_context(|| format!("creating osmeter's tables in {where_}"))?;
         Ok(())
     }
+}
+
+/// Fills what migrations from `version` added from the stored documents (see the SQLite store's
+/// twin).
+fn backfill(tx: &mut ::postgres::Transaction, version: i64, where_: &str) -> Result<()> {
+    let docs: Vec<(String, String)> = tx
+        .query("SELECT id, document FROM runs", &[])?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    for (id, doc) in docs {
+        let run: Run = serde_json::from_str(&doc)
+            .with_context(|| format!("run {id} in {where_} is unreadable"))?;
+        if version < schema::FIGURES_SINCE {
+            insert_figures(tx, &run)?;
+        }
+        tx.execute(
+            "UPDATE runs SET machine_id = $2, busy = $3, figures = $4 WHERE id = $1",
+            &[
+                &id,
+                &run.fingerprint.as_ref().and_then(|f| f.machine_id.clone()),
+                &i32::from(run.busy()),
+                &(run.figures().len() as i32),
+            ],
+        )?;
+    }
+    Ok(())
 }
 
 /// Most likely cause of a failed CREATE: the user may not create tables in the schema.
@@ -184,7 +206,7 @@ impl Store for PostgresStore {
         // COLLATE "C": times and ids compare byte by byte, as in SQLite, whatever the server's locale.
         let mut sql = String::from(
             "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
-                    (SELECT count(*) FROM figures f WHERE f.run_id = r.id)
+                    r.figures, r.received_at, r.clock_offset, r.placed_at, r.machine_id, r.busy
              FROM runs r WHERE true",
         );
         let mut args: Vec<&(dyn ToSql + Sync)> = Vec::new();
@@ -199,7 +221,7 @@ impl Store for PostgresStore {
         if let Some(s) = &filter.since {
             args.push(s);
             sql.push_str(&format!(
-                " AND r.started_at COLLATE \"C\" >= ${}",
+                " AND r.placed_at COLLATE \"C\" >= ${}",
                 args.len()
             ));
         }
@@ -212,7 +234,7 @@ impl Store for PostgresStore {
                 args.len()
             ));
         }
-        sql.push_str(" ORDER BY r.started_at COLLATE \"C\" DESC, r.id COLLATE \"C\" DESC");
+        sql.push_str(" ORDER BY r.placed_at COLLATE \"C\" DESC, r.id COLLATE \"C\" DESC");
         let mut out: Vec<RunInfo> = self
             .client
             .query(&sql, &args)?
@@ -225,7 +247,12 @@ impl Store for PostgresStore {
                 suite: r.get(4),
                 tool_version: r.get(5),
                 interrupted: r.get::<_, i32>(6) != 0,
-                figures: r.get::<_, i64>(7) as usize,
+                figures: r.get::<_, i32>(7) as usize,
+                received_at: r.get(8),
+                clock_offset: r.get(9),
+                placed_at: r.get(10),
+                machine_id: r.get(11),
+                busy: r.get::<_, i32>(12) != 0,
                 tags: BTreeMap::new(),
             })
             .collect();
@@ -267,7 +294,7 @@ impl Store for PostgresStore {
         Ok(self
             .client
             .query(
-                "SELECT id FROM runs ORDER BY started_at COLLATE \"C\" DESC",
+                "SELECT id FROM runs ORDER BY placed_at COLLATE \"C\" DESC, id COLLATE \"C\" DESC",
                 &[],
             )?
             .iter()
@@ -342,10 +369,18 @@ struct MeasurementColumns {
 fn save_in(client: &mut Client, run: &Run) -> Result<bool> {
     let document = serde_json::to_string(run)?;
     let mut tx = client.transaction()?;
+    // The server's clock beside this host's, read together: their difference is how far this
+    // host's clock is off (the round trip, well under the tolerance, aside).
+    let server_now: f64 = tx
+        .query_one("SELECT extract(epoch FROM clock_timestamp())::float8", &[])?
+        .get(0);
+    let cols = schema::RunColumns::of(run, server_now, schema::host_now());
     // A concurrent save of the same id waits here for the other to commit, then inserts nothing.
     let inserted = tx.execute(
-        "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document)
-         VALUES ($1, $8, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+        "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document,
+                           received_at, clock_offset, placed_at, machine_id, busy, figures)
+         VALUES ($1, $8, $2, $3, $4, $5, $6, $7, $9, $10, $11, $12, $13, $14)
+         ON CONFLICT (id) DO NOTHING",
         &[
             &run.id,
             &run.started_at,
@@ -355,6 +390,12 @@ fn save_in(client: &mut Client, run: &Run) -> Result<bool> {
             &i32::from(run.interrupted),
             &document,
             &run.kind().as_str(),
+            &cols.received_at,
+            &cols.clock_offset,
+            &cols.placed_at,
+            &cols.machine_id,
+            &i32::from(cols.busy),
+            &(cols.figures as i32),
         ],
     )?;
     if inserted == 0 {

@@ -52,7 +52,97 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, seq)
     );
     CREATE INDEX figures_key ON figures (key);",
+    // 2 -> 3: what a fleet's questions filter and order by, without reading documents: when the
+    // store received each run and how far the host's clock was off then, the place in time that
+    // follows from both, the machine id beside the host name, whether the machine was busy, and
+    // how many figures the run states. Filled from the stored documents by `FLEET_COLUMNS_SINCE`;
+    // the indexes that order by time are each backend's own (`ordering_indexes`).
+    "ALTER TABLE runs ADD COLUMN received_at TEXT;
+    ALTER TABLE runs ADD COLUMN clock_offset DOUBLE PRECISION;
+    ALTER TABLE runs ADD COLUMN placed_at TEXT;
+    ALTER TABLE runs ADD COLUMN machine_id TEXT;
+    ALTER TABLE runs ADD COLUMN busy INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN figures INTEGER NOT NULL DEFAULT 0;
+    UPDATE runs SET placed_at = started_at;
+    CREATE INDEX run_tags_key_value ON run_tags (key, value);",
 ];
+
+/// The version that added the columns of migration 2 -> 3: a store migrated from below it fills
+/// `machine_id`, `busy` and `figures` from the documents it holds (`received_at` and
+/// `clock_offset` stay unknown, and such runs are placed at their host's start time).
+pub const FLEET_COLUMNS_SINCE: i64 = 3;
+
+/// Which database a statement is for, where the two differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Indexes of migration `version - 1 -> version` that must sort as the queries do: byte by byte,
+/// which is SQLite's default and, in PostgreSQL, `COLLATE "C"` whatever the server's locale (an
+/// index in another collation cannot serve those queries).
+pub fn ordering_indexes(version: i64, backend: Backend) -> &'static str {
+    match (version, backend) {
+        (3, Backend::Sqlite) => {
+            "CREATE INDEX runs_placed_at ON runs (placed_at);
+             CREATE INDEX runs_host_placed_at ON runs (host, placed_at);"
+        }
+        (3, Backend::Postgres) => {
+            "CREATE INDEX runs_placed_at ON runs (placed_at COLLATE \"C\");
+             CREATE INDEX runs_host_placed_at ON runs (host, placed_at COLLATE \"C\");"
+        }
+        _ => "",
+    }
+}
+
+/// How far a host's clock may be from the store's before its start times are not trusted to
+/// place its runs among other hosts' (a run is then placed by the store's clock instead).
+pub const CLOCK_TOLERANCE_S: f64 = 300.0;
+
+/// Where a run stands in time, as the store saw it: its host's start time, or, when the host's
+/// clock was off by more than [`CLOCK_TOLERANCE_S`] at saving (`offset`: host minus store,
+/// seconds), that start time moved onto the store's clock.
+pub fn placed_at(started_at: &str, offset: Option<f64>) -> String {
+    match (offset, crate::clock::parse_stamp(started_at)) {
+        (Some(off), Some(start)) if off.abs() > CLOCK_TOLERANCE_S => {
+            crate::clock::rfc3339(start - off.round() as i64)
+        }
+        _ => started_at.to_string(),
+    }
+}
+
+/// The columns of `runs` a save fills beside the document.
+pub struct RunColumns {
+    pub received_at: String,
+    pub clock_offset: Option<f64>,
+    pub placed_at: String,
+    pub machine_id: Option<String>,
+    pub busy: bool,
+    pub figures: i64,
+}
+
+impl RunColumns {
+    /// `store_now` and `host_now`: seconds since the epoch on the store's and this host's clocks.
+    pub fn of(run: &crate::results::model::Run, store_now: f64, host_now: f64) -> RunColumns {
+        let offset = host_now - store_now;
+        RunColumns {
+            received_at: crate::clock::rfc3339(store_now.floor() as i64),
+            clock_offset: Some(offset),
+            placed_at: placed_at(&run.started_at, Some(offset)),
+            machine_id: run.fingerprint.as_ref().and_then(|f| f.machine_id.clone()),
+            busy: run.busy(),
+            figures: run.figures().len() as i64,
+        }
+    }
+}
+
+/// This host's clock, in seconds since the epoch.
+pub fn host_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
 
 /// The version that added the `figures` table: a store migrated from below it fills the table
 /// from the documents it already holds.
@@ -95,4 +185,43 @@ pub fn figure_rows(run: &crate::results::model::Run) -> Vec<FigureRow> {
 /// Schema version this binary writes.
 pub fn current_version() -> i64 {
     MIGRATIONS.len() as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_moved_onto_the_stores_clock_only_past_the_tolerance() {
+        let start = "2026-11-01T15:00:00Z";
+        // Five hours ahead: the run started at 10:00 by the store's clock.
+        assert_eq!(placed_at(start, Some(5.0 * 3600.0)), "2026-11-01T10:00:00Z");
+        // Ninety minutes behind, across midnight.
+        assert_eq!(
+            placed_at("2026-11-01T23:30:00Z", Some(-5400.0)),
+            "2026-11-02T01:00:00Z"
+        );
+        // Within the tolerance, unknown, or a start that is no time: the host's own start.
+        assert_eq!(placed_at(start, Some(CLOCK_TOLERANCE_S)), start);
+        assert_eq!(placed_at(start, Some(-100.0)), start);
+        assert_eq!(placed_at(start, None), start);
+        assert_eq!(placed_at("whenever", Some(1e6)), "whenever");
+    }
+
+    #[test]
+    fn the_columns_of_a_save_say_how_far_the_host_was_off() {
+        let mut run = crate::results::model::Run::new("r".into(), "2026-11-01T15:00:00Z".into());
+        run.fingerprint = Some(crate::results::fingerprint::Fingerprint {
+            machine_id: Some("0011223344556677".into()),
+            ..Default::default()
+        });
+        // The store's clock at 2026-11-01T10:00:30.7Z, the host's five hours and a second ahead.
+        let store_now = 1_793_527_230.7;
+        let cols = RunColumns::of(&run, store_now, store_now + 18_001.0);
+        assert_eq!(cols.received_at, "2026-11-01T10:00:30Z");
+        assert!((cols.clock_offset.unwrap() - 18_001.0).abs() < 1e-6);
+        assert_eq!(cols.placed_at, "2026-11-01T09:59:59Z");
+        assert_eq!(cols.machine_id.as_deref(), Some("0011223344556677"));
+        assert_eq!((cols.busy, cols.figures), (false, 0));
+    }
 }

@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
+    /// The file passed SQLite's quick check on this connection, before its first write: the
+    /// check reads every page, so making it before each of many saves (a push of thousands of
+    /// runs) would read the whole store again each time.
+    checked: bool,
 }
 
 /// The first 16 bytes of every SQLite 3 database file.
@@ -104,6 +108,7 @@ impl SqliteStore {
         let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),
+            checked: false,
         };
         if let Err(e) = store.prepare() {
             return Err(integrity::explain_os(path, e, store.os_error()));
@@ -127,6 +132,7 @@ impl SqliteStore {
         let store = SqliteStore {
             conn,
             path: path.to_path_buf(),
+            checked: false,
         };
         match store.inspect().map_err(|e| integrity::explain(path, e))? {
             None => SqliteStore::empty(path),
@@ -151,6 +157,7 @@ impl SqliteStore {
         let mut store = SqliteStore {
             conn: Connection::open_in_memory()?,
             path: path.to_path_buf(),
+            checked: false,
         };
         store.prepare()?;
         Ok(store)
@@ -192,13 +199,16 @@ impl SqliteStore {
             }
         };
         for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let to = i as i64 + 1;
             tx.execute_batch(sql)
-                .with_context(|| format!("migrating the store to version {}", i + 1))?;
+                .and_then(|()| {
+                    tx.execute_batch(schema::ordering_indexes(to, schema::Backend::Sqlite))
+                })
+                .with_context(|| format!("migrating the store to version {to}"))?;
         }
-        if version > 0 && version < schema::FIGURES_SINCE {
-            backfill_figures(&tx).with_context(|| {
-                format!("listing the figures of the runs in {}", self.path.display())
-            })?;
+        if version > 0 && version < schema::FLEET_COLUMNS_SINCE {
+            backfill(&tx, version)
+                .with_context(|| format!("indexing the runs already in {}", self.path.display()))?;
         }
         tx.execute(
             "UPDATE osmeter_meta SET value = ?1 WHERE key = 'schema_version'",
@@ -271,18 +281,62 @@ fn insert_figures(tx: &Connection, run: &Run) -> Result<()> {
     Ok(())
 }
 
-/// Fills the `figures` table from the stored documents (a store written before it existed).
-fn backfill_figures(tx: &Connection) -> Result<()> {
+/// Fills what migrations from `version` added from the stored documents: the `figures` table
+/// (a store written before it existed) and the columns of `runs` a fleet's queries read.
+fn backfill(tx: &Connection, version: i64) -> Result<()> {
     let docs: Vec<(String, String)> = tx
         .prepare("SELECT id, document FROM runs")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
+    let mut update =
+        tx.prepare("UPDATE runs SET machine_id = ?2, busy = ?3, figures = ?4 WHERE id = ?1")?;
     for (id, doc) in docs {
         let run: Run = serde_json::from_str(&doc)
             .with_context(|| format!("run {id} in the store is unreadable"))?;
-        insert_figures(tx, &run)?;
+        if version < schema::FIGURES_SINCE {
+            insert_figures(tx, &run)?;
+        }
+        update.execute(params![
+            id,
+            run.fingerprint.as_ref().and_then(|f| f.machine_id.clone()),
+            i64::from(run.busy()),
+            run.figures().len() as i64
+        ])?;
     }
     Ok(())
+}
+
+/// The statement of [`Store::list`] and its arguments.
+fn list_query(filter: &RunFilter) -> (String, Vec<String>) {
+    let mut sql = String::from(
+        "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
+                r.figures, r.received_at, r.clock_offset, r.placed_at, r.machine_id, r.busy
+         FROM runs r WHERE 1 = 1",
+    );
+    let mut args: Vec<String> = Vec::new();
+    if let Some(h) = &filter.host {
+        args.push(h.clone());
+        sql.push_str(&format!(" AND r.host = ?{}", args.len()));
+    }
+    if let Some(s) = &filter.suite {
+        args.push(s.clone());
+        sql.push_str(&format!(" AND r.suite = ?{}", args.len()));
+    }
+    if let Some(s) = &filter.since {
+        args.push(s.clone());
+        sql.push_str(&format!(" AND r.placed_at >= ?{}", args.len()));
+    }
+    for (k, v) in &filter.tags {
+        args.push(k.clone());
+        args.push(v.clone());
+        sql.push_str(&format!(
+            " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = ?{} AND t.value = ?{})",
+            args.len() - 1,
+            args.len()
+        ));
+    }
+    sql.push_str(" ORDER BY r.placed_at DESC, r.id DESC");
+    (sql, args)
 }
 
 /// The schema version of an osmeter database, `None` for an empty one, an error for a database that
@@ -398,12 +452,16 @@ impl Store for SqliteStore {
 }
 
 impl SqliteStore {
-    /// Saves under the write lock, after checking the file: a damaged store is never written to.
+    /// Saves under the write lock, after checking the file (once per connection): a damaged store
+    /// is never written to.
     fn save_checked(&mut self, run: &Run) -> Result<bool> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        integrity::check(&tx, &self.path)?;
+        if !self.checked {
+            integrity::check(&tx, &self.path)?;
+            self.checked = true;
+        }
         let exists: bool = tx
             .query_row("SELECT 1 FROM runs WHERE id = ?1", [&run.id], |_| Ok(()))
             .optional()?
@@ -411,9 +469,14 @@ impl SqliteStore {
         if exists {
             return Ok(false);
         }
+        // The store's clock is this host's: the offset is nil, and kept so that the run reads
+        // the same as one a server received.
+        let now = schema::host_now();
+        let cols = schema::RunColumns::of(run, now, now);
         tx.execute(
-            "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document)
-             VALUES (?1, ?8, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document,
+                               received_at, clock_offset, placed_at, machine_id, busy, figures)
+             VALUES (?1, ?8, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 run.id,
                 run.started_at,
@@ -422,7 +485,13 @@ impl SqliteStore {
                 run.tool_version,
                 run.interrupted as i64,
                 serde_json::to_string(run)?,
-                run.kind().as_str()
+                run.kind().as_str(),
+                cols.received_at,
+                cols.clock_offset,
+                cols.placed_at,
+                cols.machine_id,
+                i64::from(cols.busy),
+                cols.figures,
             ],
         )?;
         for (k, v) in &run.tags {
@@ -455,34 +524,7 @@ impl SqliteStore {
     }
 
     fn list_rows(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
-        let mut sql = String::from(
-            "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
-                    (SELECT count(*) FROM figures f WHERE f.run_id = r.id)
-             FROM runs r WHERE 1 = 1",
-        );
-        let mut args: Vec<String> = Vec::new();
-        if let Some(h) = &filter.host {
-            args.push(h.clone());
-            sql.push_str(&format!(" AND r.host = ?{}", args.len()));
-        }
-        if let Some(s) = &filter.suite {
-            args.push(s.clone());
-            sql.push_str(&format!(" AND r.suite = ?{}", args.len()));
-        }
-        if let Some(s) = &filter.since {
-            args.push(s.clone());
-            sql.push_str(&format!(" AND r.started_at >= ?{}", args.len()));
-        }
-        for (k, v) in &filter.tags {
-            args.push(k.clone());
-            args.push(v.clone());
-            sql.push_str(&format!(
-                " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = ?{} AND t.value = ?{})",
-                args.len() - 1,
-                args.len()
-            ));
-        }
-        sql.push_str(" ORDER BY r.started_at DESC, r.id DESC");
+        let (sql, args) = list_query(filter);
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |r| {
             Ok(RunInfo {
@@ -494,6 +536,11 @@ impl SqliteStore {
                 tool_version: r.get(5)?,
                 interrupted: r.get::<_, i64>(6)? != 0,
                 figures: r.get::<_, i64>(7)? as usize,
+                received_at: r.get(8)?,
+                clock_offset: r.get(9)?,
+                placed_at: r.get(10)?,
+                machine_id: r.get(11)?,
+                busy: r.get::<_, i64>(12)? != 0,
                 tags: BTreeMap::new(),
             })
         })?;
@@ -549,7 +596,7 @@ impl SqliteStore {
     fn all_ids(&mut self) -> Result<Vec<String>> {
         let mut stmt = self
             .conn
-            .prepare("SELECT id FROM runs ORDER BY started_at DESC")?;
+            .prepare("SELECT id FROM runs ORDER BY placed_at DESC, id DESC")?;
         let ids = stmt
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<String>>>()?;

@@ -84,9 +84,17 @@ pub fn parse(url: &str) -> Result<(Config, Target)> {
         let why = std::error::Error::source(&e)
             .map(|s| s.to_string())
             .unwrap_or_else(|| e.to_string());
+        // A password holding ':', '/', '?' or '#' cuts the URL in the wrong place just as '@' does.
+        let hint = if url.contains('@') {
+            "; a user name or password holding any of @ : / ? # % & = + or a space must have it \
+             percent-encoded (%40 for @, %3A for :, %2F for /, ...), or leave the password out \
+             of the URL and put it in $PGPASSWORD as it is"
+        } else {
+            ""
+        };
         crate::usage!(
             "the PostgreSQL URL given as the store is malformed ({why}); \
-             expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
+             expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE{hint}"
         )
     })?;
     let hosts = config.get_hosts().len() + config.get_hostaddrs().len();

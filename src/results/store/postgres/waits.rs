@@ -61,13 +61,27 @@ pub fn cancelled_by_signals<T>(
     (out, cancelled.load(Ordering::SeqCst))
 }
 
-/// What to say about a statement the server stopped: a lock held too long, a statement that ran
-/// too long, or a signal; None for other errors.
+/// What to say about a statement the server stopped: a lost connection (the server went down), a
+/// lock held too long, a statement that ran too long, or a signal; None for other errors.
 pub fn explain(err: &anyhow::Error, by_signal: bool, server: &str) -> Option<String> {
-    let code = err
+    let pg = err
         .chain()
-        .find_map(|c| c.downcast_ref::<::postgres::Error>())
-        .and_then(|e| e.code().cloned());
+        .find_map(|c| c.downcast_ref::<::postgres::Error>());
+    let code = pg.and_then(|e| e.code().cloned());
+    let lost = pg.is_some_and(|e| e.is_closed())
+        || matches!(
+            code,
+            Some(
+                SqlState::ADMIN_SHUTDOWN | SqlState::CRASH_SHUTDOWN | SqlState::CANNOT_CONNECT_NOW
+            )
+        );
+    if lost {
+        return Some(format!(
+            "PostgreSQL at {server} ended the connection before the run was saved (the server \
+             shut down or restarted); the server keeps nothing of an unfinished save, so saving \
+             it again once the server is back stores it once"
+        ));
+    }
     match code {
         Some(SqlState::QUERY_CANCELED) if by_signal => Some(format!(
             "waiting for PostgreSQL at {server} was stopped by a signal"

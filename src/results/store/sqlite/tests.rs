@@ -299,3 +299,111 @@ fn a_path_that_looks_like_a_uri_is_a_file_name() {
         );
     }
 }
+
+/// What SQLite plans for `sql` (EXPLAIN QUERY PLAN's details, one per line).
+fn plan(s: &SqliteStore, sql: &str, args: &[String]) -> String {
+    let mut stmt = s
+        .conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap();
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+            r.get::<_, String>(3)
+        })
+        .unwrap();
+    rows.map(Result::unwrap).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn a_fleets_queries_are_served_by_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(&dir.path().join("runs.db")).unwrap();
+    let since = RunFilter {
+        since: Some("2026-11-01".into()),
+        ..Default::default()
+    };
+    let (sql, args) = list_query(&since);
+    let p = plan(&s, &sql, &args);
+    assert!(
+        p.contains("USING INDEX runs_placed_at (placed_at>?)"),
+        "{p}"
+    );
+    let host = RunFilter {
+        host: Some("alpha".into()),
+        ..Default::default()
+    };
+    let (sql, args) = list_query(&host);
+    let p = plan(&s, &sql, &args);
+    assert!(
+        p.contains("USING INDEX runs_host_placed_at (host=?)"),
+        "{p}"
+    );
+    // No listing reads the whole figures table to count a run's figures.
+    assert!(!p.contains("figures"), "{p}");
+    let tagged = RunFilter {
+        tags: vec![("wave".into(), "50".into())],
+        ..Default::default()
+    };
+    let (sql, args) = list_query(&tagged);
+    let p = plan(&s, &sql, &args);
+    assert!(!p.contains("SCAN t"), "{p}");
+    let p = plan(
+        &s,
+        "SELECT run_id, unit, direction, value, ci_low, ci_high FROM figures WHERE key = ?1",
+        &["syscall.null".into()],
+    );
+    assert!(p.contains("USING INDEX figures_key (key=?)"), "{p}");
+}
+
+#[test]
+fn a_store_of_schema_2_gains_the_fleet_columns_from_its_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let mut old = run("old", "2026-11-01T10:00:00Z", "alpha", &[("kernel", "6.1")]);
+    if let Some(f) = old.fingerprint.as_mut() {
+        f.machine_id = Some("0123456789abcdef".into());
+    }
+    {
+        // The store as osmeter wrote it at schema version 2.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE osmeter_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO osmeter_meta VALUES ('application', 'osmeter'), ('schema_version', '2');",
+        )
+        .unwrap();
+        for sql in &schema::MIGRATIONS[..2] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.execute(
+            "INSERT INTO runs VALUES (?1, 'run', ?2, 'alpha', 'quick', ?3, 0, ?4)",
+            params![
+                old.id,
+                old.started_at,
+                old.tool_version,
+                serde_json::to_string(&old).unwrap()
+            ],
+        )
+        .unwrap();
+        conn.execute("INSERT INTO run_tags VALUES ('old', 'kernel', '6.1')", [])
+            .unwrap();
+        insert_figures(&conn, &old).unwrap();
+    }
+    let mut s = SqliteStore::open(&path).unwrap();
+    let list = s.list(&RunFilter::default()).unwrap();
+    assert_eq!(list.len(), 1);
+    let info = &list[0];
+    assert_eq!(info.machine_id.as_deref(), Some("0123456789abcdef"));
+    assert_eq!((info.figures, info.busy), (1, false));
+    assert_eq!(info.placed_at, "2026-11-01T10:00:00Z");
+    assert_eq!(
+        (info.received_at.as_deref(), info.clock_offset),
+        (None, None)
+    );
+    assert_eq!(s.load("old").unwrap().unwrap(), old);
+    // A run saved now has its receipt and an offset of nil (the store's clock is this host's).
+    s.save(&run("new", "2026-11-02T10:00:00Z", "alpha", &[]))
+        .unwrap();
+    let new = &s.list(&RunFilter::default()).unwrap()[0];
+    assert_eq!(new.id, "new");
+    assert!(new.received_at.is_some() && new.clock_offset.unwrap().abs() < 1.0);
+}
