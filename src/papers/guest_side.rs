@@ -160,7 +160,8 @@ pub fn render_chen_bershad(rows: &[McpiRow], docs: &[&GuestDoc]) -> String {
     let _ = writeln!(
         out,
         "\nThe paper's rows average its workloads; the guest rows add the stall cycles and the \
-         instructions of one operation of each probe (counts exact, caches simulated warm)."
+         instructions of one operation of each probe (counts exact; stalls the steady state of \
+         each probe's loop, from two windows simulated on empty caches)."
     );
     out
 }
