@@ -575,3 +575,57 @@ fn the_rt_kernel_s_locking_shows_in_the_counts_of_wake_ups() {
     }
     assert!(entries(&tmp).is_empty(), "left behind: {:?}", entries(&tmp));
 }
+
+/// `paper --guest`: refused where it means nothing, before anything boots; `chen96 --guest K`
+/// counts the paper's probes that can run in a guest and says where the counts come from.
+#[test]
+fn papers_take_kernels_counted_in_a_guest() {
+    let env = TestEnv::new();
+    for (args, says) in [
+        (
+            vec!["paper", "chen-bershad93", "--guest", KERNEL],
+            "give --guest twice",
+        ),
+        (
+            vec!["paper", "ousterhout89", "--guest", KERNEL],
+            "not to ousterhout89",
+        ),
+        (
+            vec!["paper", "chen96", "--guest", KERNEL, "--table", "4.1"],
+            "--table does not apply with --guest",
+        ),
+    ] {
+        let out = env.osmeter().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    if !guest_possible() {
+        return;
+    }
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = env
+        .osmeter()
+        .env("TMPDIR", &tmp)
+        .args(["paper", "chen96", "--guest", KERNEL])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("no hardware PMU") || text.contains("has a PMU"),
+        "{text}"
+    );
+    let exec = text
+        .lines()
+        .find(|l| l.starts_with("process.exec"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let kernel: f64 = exec.split_whitespace().last().unwrap().parse().unwrap();
+    assert!(
+        kernel > 10_000.0,
+        "an exec runs tens of thousands of kernel instructions: {exec}"
+    );
+    assert!(entries(&tmp).is_empty(), "left behind: {:?}", entries(&tmp));
+}
