@@ -252,6 +252,11 @@ fn kernels_that_are_not_or_do_not_boot_are_named_and_leave_nothing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("did not finish within 2s"), "{err}");
+    // The console's last lines come with it (or that the kernel printed nothing yet).
+    assert!(
+        err.contains("last console lines:\n  |") || err.contains("printed nothing"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty(), "no run, no document");
 
     let runs = env.osmeter().args(["runs"]).output().unwrap();
