@@ -6,7 +6,12 @@
 //
 // Plugin arguments: fd=N (descriptor to write to, inherited from osmeter),
 //                   ram=BYTES (size of the memfd memory backend holding guest RAM),
-//                   mode=trace (the default: the record stream below) or mode=count.
+//                   mode=trace (the default: the record stream below), mode=windows or
+//                   mode=count.
+//
+// Windows mode: the record stream of every window the guest opens and closes, not only the
+// first; boot runs at nearly full speed up to the first window (only markers and CR3 loads are
+// watched), and the stream ends when QEMU exits.
 //
 // Count mode: instructions, loads and stores, user and kernel apart, are counted from boot with
 // inline additions (no call per instruction), and at every marker the plugin writes one text line
@@ -106,6 +111,8 @@ static uintptr_t ram_base;
 static bool ram_known, ram_searched;
 static bool tracing;
 static bool finished;
+static bool every_window;
+static bool reset_done;
 static uint64_t cr3_loads;
 static uint64_t written;
 
@@ -251,8 +258,18 @@ static void on_marker(unsigned int vcpu, void *userdata)
         tracing = true;
         emit_control(CTL_START, cr3_loads);
         // Retranslate everything with full instrumentation; until the flush takes effect the
-        // rest of this block is already instrumented (see translate_armed).
-        qemu_plugin_reset(plugin_id, after_reset_full);
+        // rest of this block is already instrumented (see translate_armed). In windows mode
+        // this happens once: QEMU 7.2 keeps a pointer to the memory callbacks of the block an
+        // exception left, and a flush under a later window would leave it dangling, so the
+        // instrumentation stays and `tracing` alone says whether a reference is recorded.
+        if (!reset_done)
+            qemu_plugin_reset(plugin_id, after_reset_full);
+        reset_done = every_window;
+    } else if (code == MARK_END && tracing && every_window) {
+        emit_control(CTL_END, cr3_loads);
+        tracing = false;
+        // The reader sees each window as soon as it closes.
+        flush_buf();
     } else if (code == MARK_END && tracing) {
         emit_control(CTL_END, cr3_loads);
         finish_stream();
@@ -427,8 +444,11 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
             count = true;
         } else if (strcmp(argv[i], "mode=trace") == 0) {
             count = false;
+        } else if (strcmp(argv[i], "mode=windows") == 0) {
+            count = false;
+            every_window = true;
         } else {
-            fprintf(stderr, "osmeter-trace: unknown argument %s (expected fd=N, ram=BYTES, mode=trace|count)\n",
+            fprintf(stderr, "osmeter-trace: unknown argument %s (expected fd=N, ram=BYTES, mode=trace|windows|count)\n",
                     argv[i]);
             return -1;
         }

@@ -105,6 +105,11 @@ pub struct PaperArgs {
     /// lists them) [default: grep]
     #[arg(long, value_name = "NAME", conflicts_with = "runs")]
     pub workload: Option<String>,
+    /// Only for chen-bershad93 (twice: two kernels' MCPI side by side, as the paper set Ultrix
+    /// beside Mach) and chen96 (instructions per operation counted exactly where the host has no
+    /// PMU): a kernel to count in a QEMU guest, an image path or a Debian kernel package
+    #[arg(long = "guest", value_name = "KERNEL", conflicts_with_all = ["runs", "workload"])]
+    pub guests: Vec<String>,
     #[command(flatten)]
     pub measure: MeasureArgs,
     #[command(flatten)]
@@ -682,6 +687,11 @@ pub struct GuestArgs {
           default_value = crate::suite::guest::DEFAULT_TIMEOUT,
           value_parser = crate::units::duration_arg)]
     pub guest_timeout: u64,
+    /// With --guest: simulate every reference of the counted windows on this memsim machine
+    /// (repeatable; a sweep stands for its presets): misses and memory cycles per instruction
+    /// per operation, user and kernel apart, and kernel instructions by function
+    #[arg(long = "preset", value_name = "NAME", value_enum, requires = "kernels")]
+    pub presets: Vec<crate::memsim::config::PresetName>,
 }
 
 /// What the guest's init runs: `osmeter guest-inside`.

@@ -252,6 +252,11 @@ fn kernels_that_are_not_or_do_not_boot_are_named_and_leave_nothing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("did not finish within 2s"), "{err}");
+    // The console's last lines come with it (or that the kernel printed nothing yet).
+    assert!(
+        err.contains("last console lines:\n  |") || err.contains("printed nothing"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty(), "no run, no document");
 
     let runs = env.osmeter().args(["runs"]).output().unwrap();
@@ -289,4 +294,343 @@ fn ctrl_c_stops_the_guest_and_removes_its_files() {
         .filter(|c| c.contains("qemu-system") && c.contains(&tmp_text))
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// `--preset`: the references of every counted window go through memsim's machines. Two boots
+/// of the same guest give the same simulated figures; a small first level misses more than a
+/// large one; the kernel instructions split by function add up to the count exactly, and a
+/// seccomp filter's cost is explained by the functions it ran.
+#[test]
+fn presets_simulate_the_references_repeatably_and_explain_kernel_changes() {
+    if !guest_possible() {
+        return;
+    }
+    let env = TestEnv::new();
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = guest_cmd(&env, &tmp)
+        .args(["--guest-iterations", "20"])
+        .args(["--append", "", "--append", ""])
+        .args(["--append", "osmeter.seccomp=50"])
+        .args(["--preset", "pentium", "--preset", "x86-modern"])
+        .args(["syscall.null", "fs.read_cached"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("Simulated on pentium"), "{table}");
+    assert!(table.contains("Simulated on x86-modern"), "{table}");
+    let ids: Vec<String> = table
+        .lines()
+        .filter_map(|l| l.split_once("] run ").map(|(_, id)| id.trim().to_string()))
+        .collect();
+    assert_eq!(ids.len(), 3, "{table}");
+    let runs: Vec<Value> = ids
+        .iter()
+        .map(|id| env.json(&["show", "--json", id]))
+        .collect();
+    let g = &runs[0]["sections"]["guest"];
+    assert_eq!(g["presets"], serde_json::json!(["pentium", "x86-modern"]));
+    assert!(g["symbols"].as_str().unwrap().contains("kallsyms"), "{g}");
+    // Two boots of one guest simulate the same, misses included (QEMU's default CPU model:
+    // one with RDRAND would seed the guest kernel's randomness from the host).
+    assert_eq!(
+        runs[0]["sections"]["guest"]["probes"], runs[1]["sections"]["guest"]["probes"],
+        "two boots of one guest must count and simulate the same"
+    );
+    for run in &runs {
+        for probe in ["syscall.null", "fs.read_cached"] {
+            let p = counts(run, probe);
+            let kernel = p["per_op"]["kernel"]["instructions"].as_f64().unwrap();
+            let parts = &p["kernel_parts"];
+            let sum: f64 = parts["categories"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_f64().unwrap())
+                .sum();
+            assert!(
+                (sum - kernel).abs() < 1e-6,
+                "{probe}: {sum} against {kernel}"
+            );
+        }
+        // A 16 KB read per operation: 8 KB first-level caches miss what 32 KB ones keep.
+        let read = counts(run, "fs.read_cached");
+        let l1d = |i: usize| {
+            read["simulated"][i]["kernel"]["l1d_misses"]
+                .as_f64()
+                .unwrap()
+        };
+        assert_eq!(read["simulated"][0]["preset"], "pentium");
+        assert!(
+            l1d(0) > 2.0 * l1d(1),
+            "pentium {} x86-modern {}",
+            l1d(0),
+            l1d(1)
+        );
+        assert!(
+            read["kernel_parts"]["categories"]["block-copy"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
+    }
+    // A/A: no count differs; simulated figures are listed apart.
+    let same = env
+        .osmeter()
+        .args(["compare", &ids[0], &ids[1]])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&same.stdout);
+    assert!(text.contains("\n0 of 12 counts differ"), "{text}");
+    assert!(
+        text.contains("\n0 of 52 simulated figures differ"),
+        "{text}"
+    );
+    let all = env
+        .osmeter()
+        .args(["compare", "--all", &ids[0], &ids[1]])
+        .output()
+        .unwrap();
+    let all = String::from_utf8_lossy(&all.stdout);
+    assert!(
+        all.contains("fs.read_cached file_size=4194304 pentium.kernel.mcpi"),
+        "{all}"
+    );
+    // Without and with a seccomp filter: the difference is split by function, exactly.
+    let cmp = env
+        .osmeter()
+        .args(["compare", "--json", &ids[0], &ids[2]])
+        .output()
+        .unwrap();
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    let c: Value = serde_json::from_slice(&cmp.stdout).unwrap();
+    let null = c["explained"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["figure"] == "syscall.null")
+        .unwrap_or_else(|| panic!("{c}"));
+    let moved: f64 = null["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["difference"].as_f64().unwrap())
+        .sum();
+    assert!(null["difference"].as_f64().unwrap() > 50.0, "{null}");
+    assert!(
+        (moved - null["difference"].as_f64().unwrap()).abs() < 1e-6,
+        "{null}"
+    );
+    let functions = null["functions"].as_array().unwrap();
+    assert!(
+        functions
+            .iter()
+            .any(|f| f["name"].as_str().unwrap().contains("seccomp") && f["a"] == 0.0),
+        "the filter's functions run only with it: {null}"
+    );
+    assert!(entries(&tmp).is_empty(), "left behind: {:?}", entries(&tmp));
+}
+
+/// A seccomp filter inside the guest (`osmeter.seccomp=RULES` among the kernel parameters) runs
+/// on every system call; each of its comparisons costs the same kernel instructions, so the
+/// count per call grows in equal steps with the filter's length, and user code is untouched.
+#[test]
+fn a_seccomp_filter_in_the_guest_costs_kernel_instructions_in_step_with_its_length() {
+    if !guest_possible() {
+        return;
+    }
+    let env = TestEnv::new();
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let bad = guest_cmd(&env, &tmp)
+        .args(["--append", "osmeter.seccomp=lots", "syscall.null"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("osmeter.seccomp=lots") && err.contains("0 to 4000"),
+        "{err}"
+    );
+    let out = guest_cmd(&env, &tmp)
+        .args(["--guest-iterations", "50", "--json"])
+        .args(["--append", "osmeter.seccomp=0"])
+        .args(["--append", "osmeter.seccomp=100"])
+        .args(["--append", "osmeter.seccomp=200"])
+        .arg("syscall.null")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let runs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(runs.len(), 3);
+    let per_call = |i: usize, mode: &str| {
+        assert_eq!(
+            runs[i]["sections"]["guest"]["seccomp_rules"],
+            [0, 100, 200][i],
+            "the guest reports the filter it ran under"
+        );
+        counts(&runs[i], "syscall.null")["per_op"][mode]["instructions"]
+            .as_f64()
+            .unwrap()
+    };
+    let k: Vec<f64> = (0..3).map(|i| per_call(i, "kernel")).collect();
+    assert!(
+        k[1] > k[0] + 100.0,
+        "100 comparisons cost at least one instruction each: {k:?}"
+    );
+    assert_eq!(
+        k[2] - k[1],
+        k[1] - k[0],
+        "every comparison costs the same: {k:?}"
+    );
+    let u: Vec<f64> = (0..3).map(|i| per_call(i, "user")).collect();
+    assert!(u[0] == u[1] && u[1] == u[2], "{u:?}");
+    assert!(entries(&tmp).is_empty(), "left behind: {:?}", entries(&tmp));
+}
+
+/// Debian's 6.1 generic kernel against its PREEMPT_RT build, on wake-ups between two tasks: the
+/// RT kernel turns spinlocks into sleeping rt-mutexes, which costs kernel instructions per
+/// round trip and shows by name among the functions the round trip ran. Counting is exact, so
+/// user instructions are equal on both. Two kernels of about 70 MB each are fetched once per
+/// machine (into osmeter's cache, as for every guest run).
+#[test]
+fn the_rt_kernel_s_locking_shows_in_the_counts_of_wake_ups() {
+    if !guest_possible() {
+        return;
+    }
+    let env = TestEnv::new();
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = env
+        .osmeter()
+        .env("TMPDIR", &tmp)
+        .args([
+            "run",
+            "--json",
+            "--guest-iterations",
+            "20",
+            "--preset",
+            "pentium",
+        ])
+        .args([
+            "--guest",
+            "linux-image-amd64",
+            "--guest",
+            "linux-image-rt-amd64",
+        ])
+        .args(["ipc.futex_roundtrip", "ipc.pipe_pingpong"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let runs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(runs.len(), 2);
+    let release = |i: usize| {
+        runs[i]["sections"]["guest"]["release"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        !release(0).contains("-rt-") && release(1).contains("-rt-"),
+        "{}",
+        release(1)
+    );
+    for probe in ["ipc.futex_roundtrip", "ipc.pipe_pingpong"] {
+        let point = |i: usize| -> &Value {
+            runs[i]["sections"]["guest"]["probes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["probe"] == probe && p["params"]["placement"] == "same")
+                .unwrap_or_else(|| panic!("no {probe} placement=same in {}", runs[i]))
+        };
+        let (generic, rt) = (point(0), point(1));
+        let ins = |p: &Value, mode: &str| p["per_op"][mode]["instructions"].as_f64().unwrap();
+        assert!(
+            ins(rt, "kernel") > ins(generic, "kernel"),
+            "{probe}: rt {} generic {}",
+            ins(rt, "kernel"),
+            ins(generic, "kernel")
+        );
+        assert_eq!(ins(rt, "user"), ins(generic, "user"), "{probe}");
+        let rt_locks = |p: &Value| -> f64 {
+            p["kernel_parts"]["functions"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(name, _)| name.starts_with("rt_spin") || name.starts_with("rt_mutex"))
+                .map(|(_, v)| v.as_f64().unwrap())
+                .sum()
+        };
+        assert!(rt_locks(rt) > 0.0, "{probe}: {}", rt["kernel_parts"]);
+        assert_eq!(
+            rt_locks(generic),
+            0.0,
+            "{probe}: {}",
+            generic["kernel_parts"]
+        );
+    }
+    assert!(entries(&tmp).is_empty(), "left behind: {:?}", entries(&tmp));
+}
+
+/// `paper --guest`: refused where it means nothing, before anything boots; `chen96 --guest K`
+/// counts the paper's probes that can run in a guest and says where the counts come from.
+#[test]
+fn papers_take_kernels_counted_in_a_guest() {
+    let env = TestEnv::new();
+    for (args, says) in [
+        (
+            vec!["paper", "chen-bershad93", "--guest", KERNEL],
+            "give --guest twice",
+        ),
+        (
+            vec!["paper", "ousterhout89", "--guest", KERNEL],
+            "not to ousterhout89",
+        ),
+        (
+            vec!["paper", "chen96", "--guest", KERNEL, "--table", "4.1"],
+            "--table does not apply with --guest",
+        ),
+    ] {
+        let out = env.osmeter().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    if !guest_possible() {
+        return;
+    }
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = env
+        .osmeter()
+        .env("TMPDIR", &tmp)
+        .args(["paper", "chen96", "--guest", KERNEL])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("no hardware PMU") || text.contains("has a PMU"),
+        "{text}"
+    );
+    let exec = text
+        .lines()
+        .find(|l| l.starts_with("process.exec"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let kernel: f64 = exec.split_whitespace().last().unwrap().parse().unwrap();
+    assert!(
+        kernel > 10_000.0,
+        "an exec runs tens of thousands of kernel instructions: {exec}"
+    );
+    assert!(entries(&tmp).is_empty(), "left behind: {:?}", entries(&tmp));
 }

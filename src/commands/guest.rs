@@ -47,31 +47,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         cpu: g.guest_cpu.clone(),
         timeout: Duration::from_nanos(g.guest_timeout),
         memory_mib: guest::MEMORY_MIB,
+        presets: guest::presets(&g.presets)?,
     };
-    let keeper = super::keeper(&args.keep)?;
-    let mut runs: Vec<Run> = Vec::new();
-    let outcome = guest::run(&request, &mut |doc: GuestDoc, started_at: String| {
-        let mut run = keeper.run_of(
-            Sections {
-                guest: Some(doc.clone()),
-                ..Sections::default()
-            },
-            started_at,
-            false,
-        );
-        run.tags.insert("kernel".into(), doc.kernel.clone());
-        run.tags.insert(
-            "append".into(),
-            if doc.append.is_empty() {
-                "none".into()
-            } else {
-                doc.append.clone()
-            },
-        );
-        keeper.save(&run)?;
-        runs.push(run);
-        Ok(())
-    });
+    let (runs, outcome) = count_and_keep(&request, &args.keep, None)?;
     if !runs.is_empty() {
         show(&runs, args.output.json)?;
     }
@@ -85,6 +63,42 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         return Ok(EXIT_RUNTIME);
     }
     Ok(EXIT_OK)
+}
+
+/// Counts in each guest of `request` and keeps one run per guest as soon as it is counted (in
+/// `suite` when a paper asked for it). Returns the runs kept and how the guests ended: runs of
+/// guests before a failure are kept.
+pub fn count_and_keep(
+    request: &GuestRequest,
+    keep: &crate::cli::KeepArgs,
+    suite: Option<&str>,
+) -> Result<(Vec<Run>, Result<()>)> {
+    let keeper = super::keeper(keep)?;
+    let mut runs: Vec<Run> = Vec::new();
+    let outcome = guest::run(request, &mut |doc: GuestDoc, started_at: String| {
+        let mut run = keeper.run_of(
+            Sections {
+                guest: Some(doc.clone()),
+                ..Sections::default()
+            },
+            started_at,
+            false,
+        );
+        run.suite = suite.map(str::to_string);
+        run.tags.insert("kernel".into(), doc.kernel.clone());
+        run.tags.insert(
+            "append".into(),
+            if doc.append.is_empty() {
+                "none".into()
+            } else {
+                doc.append.clone()
+            },
+        );
+        keeper.save(&run)?;
+        runs.push(run);
+        Ok(())
+    });
+    Ok((runs, outcome))
 }
 
 fn show(runs: &[Run], json: bool) -> Result<()> {

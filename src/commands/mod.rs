@@ -12,6 +12,7 @@ pub mod list;
 pub mod man;
 pub mod memsim;
 pub mod paper;
+pub mod paper_guest;
 pub mod paper_memsim;
 pub mod push;
 pub mod report;

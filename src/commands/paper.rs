@@ -16,6 +16,9 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
         return list(args.output);
     };
     let paper = Paper::load(id)?;
+    if !args.guests.is_empty() {
+        return super::paper_guest::paper(id, &paper, args);
+    }
     if let Some(t) = &args.table {
         if paper.table(t).is_none() {
             let ids: Vec<&str> = paper.tables.iter().map(|t| t.id.as_str()).collect();

@@ -9,6 +9,7 @@ pub mod data;
 mod data_tests;
 #[cfg(test)]
 pub mod fixtures;
+pub mod guest_side;
 pub mod html;
 pub mod latency_side;
 pub mod plan;

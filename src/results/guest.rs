@@ -40,6 +40,18 @@ pub struct GuestDoc {
     /// control is part of the operation's cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loop_overhead: Option<OpCounts>,
+    /// The comparisons of the seccomp filter the probes ran under (`osmeter.seccomp=RULES` in
+    /// the kernel parameters), when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp_rules: Option<u32>,
+    /// memsim's machines the references were simulated on (`--preset`), in the order of each
+    /// probe's `simulated`; empty when only counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub presets: Vec<String>,
+    /// Where the kernel's function names came from (its System.map), when the references were
+    /// attributed to kernel functions; or why they were not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbols: Option<String>,
     pub probes: Vec<GuestProbe>,
 }
 
@@ -55,6 +67,85 @@ pub struct GuestProbe {
     pub iterations: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_op: Option<OpCounts>,
+    /// Per operation on each of the document's `presets`, in that order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub simulated: Vec<SimulatedOp>,
+    /// Kernel instructions per operation by kernel function and by memsim's category, when the
+    /// references were streamed and the kernel's symbols known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_parts: Option<KernelParts>,
+}
+
+/// One operation's references simulated by memsim on one preset machine, user and kernel apart.
+/// The simulated caches stay warm from window to window (as a real machine's would over the
+/// timed loop), and like the counts, these are the difference of the two windows over n.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SimulatedOp {
+    pub preset: String,
+    pub user: SimulatedMode,
+    pub kernel: SimulatedMode,
+}
+
+impl SimulatedOp {
+    pub fn modes(&self) -> [(&'static str, &SimulatedMode); 2] {
+        [("user", &self.user), ("kernel", &self.kernel)]
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SimulatedMode {
+    /// First-level instruction cache misses (a unified first level counts them in `l1d_misses`).
+    pub l1i_misses: f64,
+    pub l1d_misses: f64,
+    /// Misses of the second and further levels, nearest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lower_misses: Vec<f64>,
+    pub tlb_misses: f64,
+    /// Memory stall cycles of the preset's cost model.
+    pub stall_cycles: f64,
+    /// The same by the component that stalled.
+    #[serde(default)]
+    pub stalls: StallParts,
+    /// Stall cycles per instruction of this mode (memory cycles per instruction).
+    pub mcpi: f64,
+}
+
+impl SimulatedMode {
+    /// The quantities a figure is made of, by name, in table order.
+    pub fn by_name(&self) -> Vec<(String, f64)> {
+        let mut out = vec![
+            ("l1i_misses".to_string(), self.l1i_misses),
+            ("l1d_misses".to_string(), self.l1d_misses),
+        ];
+        for (i, m) in self.lower_misses.iter().enumerate() {
+            out.push((format!("l{}_misses", i + 2), *m));
+        }
+        out.extend([
+            ("tlb_misses".to_string(), self.tlb_misses),
+            ("stall_cycles".to_string(), self.stall_cycles),
+            ("mcpi".to_string(), self.mcpi),
+        ]);
+        out
+    }
+}
+
+/// Stall cycles per operation by memsim's components (instruction cache, data cache, write
+/// buffer, TLB, uncached references).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct StallParts {
+    pub icache: f64,
+    pub dcache: f64,
+    pub wbuffer: f64,
+    pub tlb: f64,
+    pub uncached: f64,
+}
+
+/// Kernel instructions per operation, by memsim's category (`crate::kernel_parts::Category`)
+/// and by function (only those of at least one instruction per hundred operations).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct KernelParts {
+    pub categories: std::collections::BTreeMap<String, f64>,
+    pub functions: std::collections::BTreeMap<String, f64>,
 }
 
 impl GuestProbe {
@@ -207,6 +298,7 @@ fn side_by_side(docs: &[&GuestDoc], width: Option<usize>) -> String {
     }
     out.push('\n');
     out.push_str(&table.render(width));
+    out.push_str(&simulated_tables(docs, width));
     for (i, d) in docs.iter().enumerate() {
         for p in d.probes.iter().filter(|p| p.reason.is_some()) {
             let what = match p.status {
@@ -222,6 +314,77 @@ fn side_by_side(docs: &[&GuestDoc], width: Option<usize>) -> String {
             );
             out.push_str(&wrap(&line, width, "    "));
         }
+    }
+    out
+}
+
+/// One table per memsim preset that the runs' references were simulated on: memory cycles per
+/// instruction and first-level misses per operation, kernel first.
+fn simulated_tables(docs: &[&GuestDoc], width: Option<usize>) -> String {
+    let mut presets: Vec<&str> = Vec::new();
+    for d in docs {
+        for p in &d.presets {
+            if !presets.contains(&p.as_str()) {
+                presets.push(p);
+            }
+        }
+    }
+    let mut out = String::new();
+    for preset in presets {
+        out.push_str(&wrap(
+            &format!(
+                "\nSimulated on {preset} (memsim), per operation: memory cycles per instruction \
+                 (k.mcpi, u.mcpi) and first-level misses (k.l1i, k.l1d, u.l1d)"
+            ),
+            width,
+            "    ",
+        ));
+        let mut header = vec!["probe".to_string()];
+        let mut align = vec![Align::Left];
+        for i in 0..docs.len() {
+            header.extend([
+                format!("[{}] k.mcpi", i + 1),
+                "u.mcpi".into(),
+                "k.l1i".into(),
+                "k.l1d".into(),
+                "u.l1d".into(),
+            ]);
+            align.extend([Align::Right; 5]);
+        }
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut table = Table::new(&header, &align, 1).grouped(5);
+        let Some(first) = docs.first() else {
+            continue;
+        };
+        for p in first.probes.iter().filter(|p| p.per_op.is_some()) {
+            let key = p.label();
+            let mut row = vec![key.clone()];
+            for d in docs {
+                let sim = d
+                    .probes
+                    .iter()
+                    .find(|q| q.label() == key)
+                    .and_then(|q| q.simulated.iter().find(|s| s.preset == preset));
+                match sim {
+                    Some(s) => row.extend([
+                        format!("{:.3}", s.kernel.mcpi),
+                        format!("{:.3}", s.user.mcpi),
+                        count(s.kernel.l1i_misses),
+                        count(s.kernel.l1d_misses),
+                        count(s.user.l1d_misses),
+                    ]),
+                    None => row.extend([
+                        "-".into(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                    ]),
+                }
+            }
+            table.push(row);
+        }
+        out.push_str(&table.render(width));
     }
     out
 }
@@ -243,6 +406,9 @@ pub mod tests {
             iterations: 100,
             cpu: None,
             loop_overhead: None,
+            seccomp_rules: None,
+            presets: Vec::new(),
+            symbols: None,
             probes: vec![
                 GuestProbe {
                     probe: "syscall.null".into(),
@@ -262,6 +428,8 @@ pub mod tests {
                             stores: 40.0,
                         },
                     }),
+                    simulated: Vec::new(),
+                    kernel_parts: None,
                 },
                 GuestProbe {
                     probe: "app.make".into(),
@@ -270,6 +438,8 @@ pub mod tests {
                     reason: Some("not in a guest".into()),
                     iterations: 0,
                     per_op: None,
+                    simulated: Vec::new(),
+                    kernel_parts: None,
                 },
             ],
         }
@@ -320,6 +490,51 @@ pub mod tests {
         for n in ["123456", "654321", "90.5", "[2] k.ins"] {
             assert!(fitted.contains(n), "{n} in {fitted}");
         }
+    }
+
+    /// The document `doc` gives, with its syscall.null simulated on one preset.
+    pub fn simulated_doc(kernel: &str, kernel_mcpi: f64) -> GuestDoc {
+        let mut d = doc(kernel, 600.0);
+        d.presets = vec!["pentium".into()];
+        d.probes[0].simulated = vec![SimulatedOp {
+            preset: "pentium".into(),
+            user: SimulatedMode::default(),
+            kernel: SimulatedMode {
+                l1i_misses: 12.0,
+                l1d_misses: 7.5,
+                lower_misses: vec![1.0],
+                tlb_misses: 0.0,
+                stall_cycles: kernel_mcpi * 600.0,
+                stalls: StallParts {
+                    icache: kernel_mcpi * 600.0,
+                    ..StallParts::default()
+                },
+                mcpi: kernel_mcpi,
+            },
+        }];
+        d.probes[0].kernel_parts = Some(KernelParts {
+            categories: [("syscall".to_string(), 500.0), ("other".to_string(), 100.0)].into(),
+            functions: [("do_syscall_64".to_string(), 40.0)].into(),
+        });
+        d
+    }
+
+    #[test]
+    fn simulated_misses_and_mcpi_get_a_table_per_preset() {
+        let (a, b) = (simulated_doc("A", 0.25), doc("B", 700.0));
+        let t = side_by_side(&[&a, &b], None);
+        assert!(t.contains("Simulated on pentium"), "{t}");
+        let rows: Vec<&str> = t
+            .lines()
+            .filter(|l| l.starts_with("syscall.null"))
+            .collect();
+        assert_eq!(rows.len(), 2, "{t}");
+        assert!(rows[1].contains("0.250") && rows[1].contains("7.5"), "{t}");
+        // B was only counted: its simulated columns say so.
+        assert!(rows[1].trim_end().ends_with('-'), "{t}");
+        assert!(!side_by_side(&[&b], None).contains("Simulated on"));
+        let back: GuestDoc = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        assert_eq!(back, a);
     }
 
     #[test]

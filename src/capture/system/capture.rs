@@ -258,7 +258,7 @@ fn read_symbols(qemu_bin: &Path, kernel: &Kernel, cache: &Path) -> Result<()> {
         initrd: &initrd,
         memory_mib: 256,
         plugin: None,
-        count: false,
+        mode: super::qemu::PluginMode::Trace,
         append: "",
         cpu: None,
         console: &console,
@@ -295,6 +295,17 @@ fn read_symbols(qemu_bin: &Path, kernel: &Kernel, cache: &Path) -> Result<()> {
     crate::files::write_atomic(cache, text.as_bytes())
 }
 
+/// The kernel's symbol table as it runs (/proc/kallsyms of a guest booting it), from osmeter's
+/// cache, read with one boot the first time.
+pub fn cached_symbols(qemu_bin: &Path, kernel: &Kernel) -> Result<PathBuf> {
+    let _lock = kernel::lock_cache()?;
+    let symbols = symbols_cache(kernel);
+    if !symbols.is_file() {
+        read_symbols(qemu_bin, kernel, &symbols)?;
+    }
+    Ok(symbols)
+}
+
 pub fn run(opts: &SystemCapture) -> Result<i32> {
     ensure_packages(opts.install)?;
     let qemu_bin = qemu::find_qemu()?;
@@ -303,6 +314,7 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
         Some(p) => kernel::from_path(p)?,
         None => kernel::from_package(&opts.kernel_package)?,
     };
+    // Held while a given System.map is checked; `cached_symbols` takes the lock itself.
     let symbols = match &opts.system_map {
         Some(map) => {
             let raw = std::fs::read(map)
@@ -310,12 +322,11 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
             qemu::clean_symbols(&raw).with_context(|| format!("--system-map {}", map.display()))?;
             map.clone()
         }
-        None => symbols_cache(&kernel),
+        None => {
+            drop(lock);
+            cached_symbols(&qemu_bin, &kernel)?
+        }
     };
-    if !symbols.is_file() {
-        read_symbols(&qemu_bin, &kernel, &symbols)?;
-    }
-    drop(lock);
     let (fs, argv) = build_initramfs(opts)?;
 
     let scratch = crate::scratch::ScratchDir::create(&std::env::temp_dir(), "guest")?;
@@ -345,7 +356,7 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
         initrd: &initrd,
         memory_mib: opts.memory_mib,
         plugin: Some((&plugin, 3)),
-        count: false,
+        mode: super::qemu::PluginMode::Trace,
         append: "",
         cpu: None,
         console: &console,

@@ -106,7 +106,9 @@ pub fn qemu_version(qemu: &Path) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-pub fn boot(req: &CountBoot) -> Result<Counted> {
+/// Boots the guest and collects the totals at its markers: from the plugin's count lines, or,
+/// with a `sink`, from its stream of every reference in every window, which the sink sees too.
+pub fn boot(req: &CountBoot, sink: Option<&mut dyn super::windows::WindowSink>) -> Result<Counted> {
     let plugin = req.scratch.join("osmeter-trace.so");
     let console = req.scratch.join("console.txt");
     let report = req.scratch.join("report.txt");
@@ -126,7 +128,11 @@ pub fn boot(req: &CountBoot) -> Result<Counted> {
         initrd: req.initrd,
         memory_mib: req.memory_mib,
         plugin: Some((&plugin, 3)),
-        count: true,
+        mode: if sink.is_some() {
+            qemu::PluginMode::Windows
+        } else {
+            qemu::PluginMode::Count
+        },
         append: req.append,
         cpu: req.cpu,
         console: &console,
@@ -139,14 +145,28 @@ pub fn boot(req: &CountBoot) -> Result<Counted> {
     unsafe { libc::close(wfd) };
     let mut child = spawned.with_context(|| format!("cannot start {}", req.qemu.display()))?;
     let watchdog = Watchdog::start(child.id(), req.timeout);
-    let mut text = String::new();
-    let read = reader.read_to_string(&mut text);
+    let marks = match sink {
+        Some(sink) => super::windows::read(&mut reader, sink),
+        None => {
+            let mut text = String::new();
+            reader
+                .read_to_string(&mut text)
+                .map_err(anyhow::Error::from)
+                .and_then(|_| parse_marks(&text))
+        }
+    };
     drop(reader);
     let status = child.wait().context("waiting for QEMU")?;
     let timed_out = watchdog.stop();
-    read.context("cannot read the QEMU plugin's counts")?;
+    // A guest stopped by the watchdog or by Ctrl-C may leave its last record cut: what it
+    // counted before says how far it got, and the error that matters is the stop itself.
+    let marks = if timed_out || crate::interrupt::requested() {
+        marks.unwrap_or_default()
+    } else {
+        marks.context("cannot read the QEMU plugin's counts")?
+    };
     Ok(Counted {
-        marks: parse_marks(&text)?,
+        marks,
         console: qemu::read_console(&console).unwrap_or_default(),
         report: String::from_utf8_lossy(&std::fs::read(&report).unwrap_or_default())
             .replace('\r', ""),

@@ -4,9 +4,10 @@
 //!
 //! Pieces: `kernel` finds or fetches the guest kernel, `initramfs` builds the guest's only file
 //! system, `workloads` are the built-in commands, `qemu` boots the guest, `stream` decodes the
-//! plugin's records, and `capture` ties them together. The plugin itself is C in qemu-plugin/,
-//! GPL-licensed apart from this crate; osmeter carries the compiled plugin and writes it out for
-//! QEMU to load, never linking it.
+//! plugin's records (`windows` those of every window of a counting boot), `count` boots to
+//! count, and `capture` ties them together. The plugin itself is C in qemu-plugin/, GPL-licensed
+//! apart from this crate; osmeter carries the compiled plugin and writes it out for QEMU to load,
+//! never linking it.
 
 pub mod capture;
 pub mod count;
@@ -15,6 +16,7 @@ pub mod kernel;
 pub mod marker;
 pub mod qemu;
 pub mod stream;
+pub mod windows;
 pub mod workloads;
 
 /// The static program the guest runs around the traced command (helpers/guest.c).

@@ -18,6 +18,17 @@ pub const QEMU: &str = "qemu-system-x86_64";
 pub const KERNEL_ARGS: &str = "console=ttyS0 quiet panic=-1 nokaslr norandmaps \
      randomize_kstack_offset=off pti=off initramfs_async=0";
 
+/// What osmeter's plugin writes to its descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PluginMode {
+    /// Every reference of the first window (`trace --system`).
+    Trace,
+    /// Every reference of every window (`run --guest --preset`).
+    Windows,
+    /// Only the running totals of instructions, loads and stores at each marker.
+    Count,
+}
+
 pub struct GuestConfig<'a> {
     pub qemu: &'a Path,
     pub kernel: &'a Path,
@@ -26,9 +37,8 @@ pub struct GuestConfig<'a> {
     /// The plugin and the descriptor it writes to in QEMU's process; none for a boot that only
     /// reads the kernel's symbol table.
     pub plugin: Option<(&'a Path, i32)>,
-    /// The plugin counts (instructions, loads, stores per mode, totals at each marker) instead
-    /// of streaming every reference.
-    pub count: bool,
+    /// What the plugin writes.
+    pub mode: PluginMode,
     /// Kernel parameters added after [`KERNEL_ARGS`] (a later one wins where they clash).
     pub append: &'a str,
     /// QEMU's CPU model (`-cpu`), when not its default: the kernel picks its mitigations by
@@ -72,7 +82,11 @@ impl GuestConfig<'_> {
             .arg("-serial")
             .arg(format!("file:{}", self.symbols.display()));
         if let Some((plugin, fd)) = self.plugin {
-            let mode = if self.count { "count" } else { "trace" };
+            let mode = match self.mode {
+                PluginMode::Trace => "trace",
+                PluginMode::Windows => "windows",
+                PluginMode::Count => "count",
+            };
             c.arg("-plugin").arg(format!(
                 "{},fd={fd},ram={ram},mode={mode}",
                 plugin.display()
@@ -236,7 +250,7 @@ mod tests {
             initrd: p,
             memory_mib: 256,
             plugin: Some((Path::new("/p.so"), 3)),
-            count: false,
+            mode: PluginMode::Trace,
             append: "mitigations=off",
             cpu: Some("Skylake-Client"),
             console: p,

@@ -161,24 +161,33 @@ impl<R: Read> PluginStream<R> {
             // has them is not ours to interpret.
             return None;
         }
-        let paddr = if w & NOPHYS_BIT != 0 {
+        if w & NOPHYS_BIT != 0 {
             self.summary.without_physical += 1;
-            vaddr & PADDR_MASK
-        } else {
-            w & PADDR_MASK
-        };
-        let kernel_half = vaddr >> 63 == 1;
-        let mode = if w & KERNEL_BIT != 0 {
-            Mode::Kernel
-        } else {
-            Mode::User
-        };
-        let asid = if kernel_half { 0 } else { self.asid };
-        let mut r = Ref::new(kind, mode, asid, ((w >> 52) & 31) as u32 + 1, vaddr);
-        r.uncached = w & DEVICE_BIT != 0;
-        r.paddr = Some(paddr);
-        Some(r)
+        }
+        Some(reference(kind, vaddr, w, self.asid))
     }
+}
+
+/// A record that is not a control record (`kind` from its bits 57-58) as a reference, user
+/// addresses in address space `asid`. Without a known physical address it carries its virtual
+/// one.
+pub fn reference(kind: Kind, vaddr: u64, w: u64, asid: u32) -> Ref {
+    let paddr = if w & NOPHYS_BIT != 0 {
+        vaddr & PADDR_MASK
+    } else {
+        w & PADDR_MASK
+    };
+    let kernel_half = vaddr >> 63 == 1;
+    let mode = if w & KERNEL_BIT != 0 {
+        Mode::Kernel
+    } else {
+        Mode::User
+    };
+    let asid = if kernel_half { 0 } else { asid };
+    let mut r = Ref::new(kind, mode, asid, ((w >> 52) & 31) as u32 + 1, vaddr);
+    r.uncached = w & DEVICE_BIT != 0;
+    r.paddr = Some(paddr);
+    r
 }
 
 impl<R: Read> RefSource for PluginStream<R> {

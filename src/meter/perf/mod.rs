@@ -342,7 +342,7 @@ fn push_single(set: &mut CounterSet, scope: Scope, def: &EventDef, fd: OwnedFd) 
 }
 
 /// True when a user-mode cycles counter opens: tells "no PMU at all" from "this event is missing".
-fn hardware_pmu_present() -> bool {
+pub fn hardware_pmu_present() -> bool {
     let attr = sys::PerfEventAttr::new(
         sys::TYPE_HARDWARE,
         sys::HW_CPU_CYCLES,

@@ -1,5 +1,6 @@
 //! The figures of a guest run: per probe, instructions, loads and stores per operation, user and
-//! kernel apart. Counted in a deterministic guest, every figure is exact.
+//! kernel apart, and where the references were simulated (`--preset`), misses, stall cycles and
+//! MCPI per operation on each preset. Counted in a deterministic guest, every figure is exact.
 
 use super::{Direction, Figure, Role};
 use crate::results::guest::GuestDoc;
@@ -22,6 +23,26 @@ pub fn figures(doc: &GuestDoc) -> Vec<Figure> {
                 );
                 f.role = Role::Os;
                 out.push(f);
+            }
+        }
+        for sim in &p.simulated {
+            for (mode, counts) in sim.modes() {
+                for (event, v) in counts.by_name() {
+                    let unit = if event == "mcpi" {
+                        Unit::Ratio
+                    } else {
+                        Unit::Count
+                    };
+                    let mut f = Figure::exact(
+                        format!("{} {}.{mode}.{event}", p.label(), sim.preset),
+                        group,
+                        unit,
+                        Direction::Lower,
+                        v,
+                    );
+                    f.role = Role::Os;
+                    out.push(f);
+                }
             }
         }
     }

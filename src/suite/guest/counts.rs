@@ -3,6 +3,7 @@
 //! markers in order, and their difference over n is one operation.
 
 use super::inside::{Outcome, ReportLine, LOOP};
+use super::sim::Simulation;
 use crate::capture::system::count::{Mark, Totals};
 use crate::results::guest::{GuestDoc, GuestProbe, ModeCounts, OpCounts, GUEST_SCHEMA};
 use crate::results::model::Status;
@@ -27,6 +28,8 @@ pub struct Meta {
     pub qemu: String,
     pub iterations: u64,
     pub cpu: Option<String>,
+    /// Where the kernel's symbols came from, or why there are none (streamed boots only).
+    pub symbols: Option<String>,
 }
 
 fn per_op(short: &Totals, long: &Totals, n: u64) -> OpCounts {
@@ -65,12 +68,23 @@ fn windows(
     Ok(out)
 }
 
-pub fn document(report: &str, marks: &[Mark], meta: Meta) -> Result<GuestDoc, Stop> {
+/// The document of one guest: its report paired with the markers' totals, and with what `sim`
+/// simulated over the same windows when the references were streamed.
+pub fn document(
+    report: &str,
+    marks: &[Mark],
+    meta: Meta,
+    sim: Option<&Simulation>,
+) -> Result<GuestDoc, Stop> {
     let mut lines = report
         .lines()
         .filter_map(|l| serde_json::from_str::<ReportLine>(l.trim()).ok());
-    let (release, build) = match lines.next() {
-        Some(ReportLine::Start { release, build }) => (release, build),
+    let (release, build, seccomp_rules) = match lines.next() {
+        Some(ReportLine::Start {
+            release,
+            build,
+            seccomp_rules,
+        }) => (release, build, seccomp_rules),
         _ => return Err(Stop::NotStarted),
     };
     let mut marks = marks.iter();
@@ -86,8 +100,13 @@ pub fn document(report: &str, marks: &[Mark], meta: Meta) -> Result<GuestDoc, St
         iterations: meta.iterations,
         cpu: meta.cpu,
         loop_overhead: None,
+        seccomp_rules,
+        presets: sim.map(|s| s.presets().to_vec()).unwrap_or_default(),
+        symbols: meta.symbols,
         probes: Vec::new(),
     };
+    // Windows before this point's, in the whole boot (the simulation's windows are numbered so).
+    let mut before = 0usize;
     let mut last: Option<String> = None;
     let mut done = false;
     for line in lines {
@@ -106,6 +125,8 @@ pub fn document(report: &str, marks: &[Mark], meta: Meta) -> Result<GuestDoc, St
         };
         let label = crate::results::model::label(&probe, &params);
         let w = windows(&mut marks, count, &label)?;
+        let first = before;
+        before += w.len();
         let mut p = GuestProbe {
             probe,
             params,
@@ -113,6 +134,8 @@ pub fn document(report: &str, marks: &[Mark], meta: Meta) -> Result<GuestDoc, St
             reason: None,
             iterations: 0,
             per_op: None,
+            simulated: Vec::new(),
+            kernel_parts: None,
         };
         match outcome {
             Outcome::Ok {
@@ -135,6 +158,17 @@ pub fn document(report: &str, marks: &[Mark], meta: Meta) -> Result<GuestDoc, St
                     if let Some(l) = &doc.loop_overhead {
                         c = c.minus_user(l);
                     }
+                }
+                if let Some(sim) = sim {
+                    let (short, long) = (first + short as usize, first + long as usize);
+                    let (simulated, parts) =
+                        sim.per_op(short, long, iterations).ok_or_else(|| {
+                            Stop::Mismatch(format!(
+                                "the simulation of {label} misses windows {short} and {long}"
+                            ))
+                        })?;
+                    p.simulated = simulated;
+                    p.kernel_parts = parts;
                 }
                 p.iterations = iterations;
                 p.per_op = Some(c);
@@ -202,6 +236,7 @@ mod tests {
             qemu: "q".into(),
             iterations: 10,
             cpu: None,
+            symbols: None,
         }
     }
 
@@ -243,7 +278,7 @@ mod tests {
             mark(1, 2000, 20000),
             mark(2, 2400, 32000),
         ];
-        let doc = document(&report, &marks, meta()).unwrap();
+        let doc = document(&report, &marks, meta(), None).unwrap();
         assert_eq!(doc.release.as_deref(), Some("6.1.0"));
         assert_eq!(doc.build, "debug");
         assert_eq!(doc.loop_overhead.unwrap().user.instructions, 5.0);
@@ -282,7 +317,7 @@ mod tests {
             mark(1, 2000, 60000),
             mark(2, 2200, 72000),
         ];
-        let doc = document(&report, &marks, meta()).unwrap();
+        let doc = document(&report, &marks, meta(), None).unwrap();
         let c = doc.probes[0].per_op.unwrap();
         assert_eq!((c.user.instructions, c.kernel.instructions), (10.0, 600.0));
         assert!(doc.probes[0].reason.as_ref().unwrap().contains("interrupt"));
@@ -292,7 +327,7 @@ mod tests {
     #[test]
     fn a_guest_that_stopped_says_how_far_it_got() {
         assert_eq!(
-            document("[ 1.0] Kernel panic", &[], meta()),
+            document("[ 1.0] Kernel panic", &[], meta(), None),
             Err(Stop::NotStarted)
         );
         let report = format!(
@@ -302,11 +337,11 @@ mod tests {
         );
         let marks = [mark(1, 0, 0), mark(2, 1, 0), mark(1, 2, 0), mark(2, 4, 0)];
         assert_eq!(
-            document(&report, &marks, meta()),
+            document(&report, &marks, meta(), None),
             Err(Stop::CutShort(Some(LOOP.into())))
         );
         assert!(matches!(
-            document(&report, &marks[..3], meta()),
+            document(&report, &marks[..3], meta(), None),
             Err(Stop::Mismatch(_))
         ));
     }

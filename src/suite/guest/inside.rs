@@ -27,6 +27,10 @@ pub enum ReportLine {
         /// "release" or "debug": a debug build's loops cost several times the instructions.
         #[serde(default)]
         build: String,
+        /// The comparisons of the seccomp filter every probe runs under (`osmeter.seccomp=` on
+        /// the kernel command line), when there is one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seccomp_rules: Option<u32>,
     },
     Point {
         probe: String,
@@ -214,9 +218,15 @@ pub fn run(probe_ids: &[String], iterations: u64, report: &Path) -> Result<()> {
     } else {
         "release"
     };
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let seccomp_rules = super::seccomp::rules_in(&cmdline)?;
+    if let Some(rules) = seccomp_rules {
+        super::seccomp::install(rules)?;
+    }
     out.line(&ReportLine::Start {
         release,
         build: build.into(),
+        seccomp_rules,
     })?;
     let (windows, outcome) = count(&mut NullWorkload, iterations);
     out.line(&ReportLine::Point {

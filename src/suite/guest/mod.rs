@@ -11,6 +11,8 @@
 pub mod counts;
 pub mod image;
 pub mod inside;
+pub mod seccomp;
+pub mod sim;
 
 use crate::capture::system::{capture, count, kernel, qemu};
 use crate::probes::{self, ProbeDef};
@@ -32,6 +34,8 @@ pub struct GuestRequest {
     pub cpu: Option<String>,
     pub timeout: Duration,
     pub memory_mib: u32,
+    /// memsim machines to simulate every reference on (`--preset`); none: only count.
+    pub presets: Vec<crate::memsim::machine::MachineConfig>,
 }
 
 /// Guest memory: room for osmeter, its scratch files and the probes' buffers.
@@ -70,6 +74,8 @@ fn choose(targets: &[String]) -> Result<(Vec<String>, Vec<GuestProbe>)> {
                 reason: Some(why.to_string()),
                 iterations: 0,
                 per_op: None,
+                simulated: Vec::new(),
+                kernel_parts: None,
             }),
         }
     }
@@ -116,6 +122,13 @@ fn failure(
     label: &str,
     timeout: Duration,
 ) -> anyhow::Error {
+    // Counts cut short by a stop do not fit the report; the stop is what to tell.
+    let stop = match stop {
+        counts::Stop::Mismatch(_) if c.timed_out || !c.status.success() => {
+            counts::Stop::CutShort(None)
+        }
+        other => other,
+    };
     let tail = console_lines(&c.console);
     let how = if c.timed_out {
         format!("did not finish within {timeout:?} (a hung boot, or probes too slow under TCG: raise --guest-timeout or lower --guest-iterations)")
@@ -161,18 +174,42 @@ fn count_one(p: &Prepared, k: &kernel::Kernel, append: &str) -> Result<GuestDoc>
         .scratch
         .join(format!("boot-{}", crate::clock::new_run_id()));
     std::fs::create_dir(&boot_dir)?;
-    eprintln!("osmeter: booting {label} under QEMU (TCG, icount) to count the probes");
+    let what = if p.req.presets.is_empty() {
+        "to count the probes"
+    } else {
+        "to count the probes and simulate their references"
+    };
+    eprintln!("osmeter: booting {label} under QEMU (TCG, icount) {what}");
     let start = std::time::Instant::now();
-    let counted = count::boot(&count::CountBoot {
-        qemu: &p.qemu,
-        kernel: k,
-        initrd: &p.initrd,
-        memory_mib: p.req.memory_mib,
-        append,
-        cpu: p.req.cpu.as_deref(),
-        timeout: p.req.timeout,
-        scratch: &boot_dir,
-    })?;
+    let mut sim = (!p.req.presets.is_empty()).then(|| {
+        let symbols = capture::cached_symbols(&p.qemu, k).and_then(|path| {
+            let table = crate::kernel_parts::SymbolTable::load(&path)?;
+            Ok((table, path.display().to_string()))
+        });
+        let (table, from) = match symbols {
+            Ok((t, from)) => (Some(t), from),
+            Err(e) => {
+                let why = format!("no kernel symbols: {e:#}");
+                eprintln!("osmeter: {label}: {why}; kernel references are not attributed");
+                (None, why)
+            }
+        };
+        (sim::Simulation::new(&p.req.presets, table), from)
+    });
+    let counted = count::boot(
+        &count::CountBoot {
+            qemu: &p.qemu,
+            kernel: k,
+            initrd: &p.initrd,
+            memory_mib: p.req.memory_mib,
+            append,
+            cpu: p.req.cpu.as_deref(),
+            timeout: p.req.timeout,
+            scratch: &boot_dir,
+        },
+        sim.as_mut()
+            .map(|(s, _)| s as &mut dyn crate::capture::system::windows::WindowSink),
+    )?;
     if crate::interrupt::requested() {
         return Err(crate::interrupt::Interrupted.into());
     }
@@ -184,9 +221,15 @@ fn count_one(p: &Prepared, k: &kernel::Kernel, append: &str) -> Result<GuestDoc>
         qemu: p.qemu_version.clone(),
         iterations: p.req.iterations,
         cpu: p.req.cpu.clone(),
+        symbols: sim.as_ref().map(|(_, from)| from.clone()),
     };
-    let mut doc = counts::document(&counted.report, &counted.marks, meta)
-        .map_err(|stop| failure(stop, &counted, &label, p.req.timeout))?;
+    let mut doc = counts::document(
+        &counted.report,
+        &counted.marks,
+        meta,
+        sim.as_ref().map(|(s, _)| s),
+    )
+    .map_err(|stop| failure(stop, &counted, &label, p.req.timeout))?;
     doc.probes.extend(p.skipped.iter().cloned());
     eprintln!(
         "osmeter: {label}: counted in {:.1} s, boot included (TCG time: not kept)",
@@ -215,6 +258,9 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<
     } else {
         req.appends.iter().map(|a| a.trim().to_string()).collect()
     };
+    for a in &appends {
+        seccomp::rules_in(a).map_err(|e| usage!("--append {a:?}: {e}"))?;
+    }
     let scratch = crate::scratch::ScratchDir::create(&std::env::temp_dir(), "guest")?;
     if crate::interrupt::requested() {
         return Err(crate::interrupt::Interrupted.into());
@@ -241,6 +287,24 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<
         }
     }
     Ok(())
+}
+
+/// The machines of `--preset` values, sweeps expanded, each once.
+pub fn presets(
+    names: &[crate::memsim::config::PresetName],
+) -> Result<Vec<crate::memsim::machine::MachineConfig>> {
+    let mut out: Vec<crate::memsim::machine::MachineConfig> = Vec::new();
+    for name in names.iter().flat_map(|n| n.presets()) {
+        if out.iter().any(|c| c.name == name) {
+            continue;
+        }
+        let mut cfg = crate::memsim::config::preset(name)
+            .ok_or_else(|| usage!("--preset {name}: memsim has no such machine"))?;
+        // Misses per operation need no 3C classes, and their shadow caches cost time.
+        cfg.three_c = false;
+        out.push(cfg);
+    }
+    Ok(out)
 }
 
 /// Refuses an iteration count the windows cannot use.

@@ -1,0 +1,106 @@
+//! `osmeter paper chen-bershad93 --guest A --guest B` and `paper chen96 --guest K`: the papers'
+//! system-against-system comparisons with kernels counted in a QEMU guest (`run --guest`), each
+//! guest kept as a guest run under the paper's name.
+
+use crate::cli::PaperArgs;
+use crate::papers::data::Paper;
+use crate::papers::{guest_side, spec, PaperId};
+use crate::results::guest::GuestDoc;
+use crate::suite::guest::{self, GuestRequest};
+use anyhow::Result;
+use std::time::Duration;
+
+/// Operations per counted window: enough for exact counts, few enough for a paper in minutes.
+const ITERATIONS: u64 = 100;
+
+pub fn paper(id: PaperId, paper: &Paper, args: &PaperArgs) -> Result<i32> {
+    let (targets, presets): (Vec<String>, Vec<&str>) = match id {
+        PaperId::ChenBershad93 => {
+            if args.guests.len() < 2 {
+                return Err(crate::usage!(
+                    "paper chen-bershad93 --guest sets two kernels side by side, as the paper \
+                     set Ultrix beside Mach: give --guest twice (an image path or a Debian \
+                     kernel package each)"
+                ));
+            }
+            (
+                guest_side::CHEN_BERSHAD_PROBES
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect(),
+                vec![guest_side::CHEN_BERSHAD_PRESET],
+            )
+        }
+        PaperId::Chen96 => {
+            let probes: Vec<String> = spec::spec(id)
+                .probes()
+                .into_iter()
+                .filter(|p| {
+                    crate::probes::find(p).is_some_and(|d| guest::not_in_guest(d).is_none())
+                })
+                .map(str::to_string)
+                .collect();
+            (probes, Vec::new())
+        }
+        other => {
+            return Err(crate::usage!(
+                "--guest applies to chen-bershad93 (two kernels' MCPI side by side) and chen96 \
+                 (instructions per operation counted in a guest), not to {}",
+                other.key()
+            ))
+        }
+    };
+    if args.table.is_some() {
+        return Err(crate::usage!(
+            "--table does not apply with --guest: the guest comparison is one table of its own"
+        ));
+    }
+    let presets: Vec<crate::memsim::config::PresetName> = presets
+        .into_iter()
+        .map(crate::memsim::config::PresetName)
+        .collect();
+    let request = GuestRequest {
+        kernels: args.guests.clone(),
+        appends: Vec::new(),
+        targets,
+        iterations: ITERATIONS,
+        cpu: None,
+        timeout: Duration::from_nanos(
+            crate::units::duration_arg(guest::DEFAULT_TIMEOUT)
+                .expect("the default timeout is valid"),
+        ),
+        memory_mib: guest::MEMORY_MIB,
+        presets: guest::presets(&presets)?,
+    };
+    let (runs, outcome) = super::guest::count_and_keep(&request, &args.keep, Some(id.key()))?;
+    outcome?;
+    let docs: Vec<&GuestDoc> = runs
+        .iter()
+        .filter_map(|r| r.sections.guest.as_ref())
+        .collect();
+    match id {
+        PaperId::ChenBershad93 => {
+            let rows = guest_side::chen_bershad_rows(paper, &docs);
+            if args.output.json {
+                super::emit_json(&rows)?;
+            } else {
+                super::emit(&guest_side::render_chen_bershad(&rows, &docs))?;
+            }
+        }
+        _ => {
+            let probes = spec::spec(id).probes();
+            let rows = guest_side::chen96_rows(&docs, &probes);
+            if args.output.json {
+                super::emit_json(&rows)?;
+            } else {
+                super::emit(&guest_side::render_chen96(
+                    &rows,
+                    crate::meter::perf::hardware_pmu_present(),
+                ))?;
+            }
+        }
+    }
+    let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+    eprintln!("osmeter: guest run(s) {}", ids.join(", "));
+    Ok(crate::error::EXIT_OK)
+}
