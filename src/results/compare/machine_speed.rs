@@ -124,15 +124,15 @@ pub(super) fn combine(
         (true, _) => (
             Verdict::NoChange,
             format!(
-                "as measured {mr}; but {moved}, and relative to it not so: {rr} (a change must \
-                 hold both as measured and relative to the machine's speed)"
+                "{mr}; but {moved}, and relative to it not so: {rr} (a change must hold both as \
+                 measured and relative to the machine's speed)"
             ),
         ),
         (false, _) => (
             Verdict::NoChange,
             format!(
-                "as measured {mr}; {moved}, and relative to it: {rr} (a change must hold both \
-                 as measured and relative to the machine's speed)"
+                "{mr}; {moved}, and relative to it: {rr} (a change must hold both as measured \
+                 and relative to the machine's speed)"
             ),
         ),
     }
@@ -177,6 +177,8 @@ mod tests {
         let m = machine(1.2);
         let (v, why) = combine((Verdict::Faster, "fast"), (Verdict::NoChange, "same"), &m);
         assert_eq!(v, Verdict::NoChange);
+        // The measured judgement's own words come first (its method), then the machine's part.
+        assert!(why.starts_with("fast; but the machine"), "{why}");
         assert!(why.contains("1.200x") && why.contains("both"), "{why}");
         let (v, _) = combine((Verdict::NoChange, "same"), (Verdict::Slower, "slow"), &m);
         assert_eq!(v, Verdict::NoChange);
