@@ -556,6 +556,7 @@ const STRIDE_512: ProbeRef = probe(
     "memory.latency",
     &[
         ("pattern", Param::Str("stride128")),
+        ("pages", Param::Str("huge")),
         ("size", Param::Num(512)),
     ],
 );

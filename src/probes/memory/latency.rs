@@ -10,9 +10,14 @@
 //!   latency. What the prefetchers see is part of the walk, so it copies lat_mem_rd in two more
 //!   ways: its loop body is a hundred loads (a prefetcher that tracks each load instruction sees
 //!   a step of a hundred nodes, as in lmbench, not of the eight an ordinary unrolled loop gives),
-//!   and its buffer is in the pages an ordinary allocation gets (4 KiB unless the kernel's THP
-//!   policy is `always`: the streamers stop at every page boundary, and past the TLB's reach a
-//!   walk on 2 MiB pages reads several times faster than lmbench's).
+//!   and with `pages=base` its buffer is in the pages an ordinary allocation gets, as lmbench's is
+//!   (4 KiB unless the kernel's THP policy is `always`: the streamers stop at every page
+//!   boundary, and past the TLB's reach a walk on 2 MiB pages reads several times faster).
+//!
+//! Both walks run on 2 MiB pages by default (`pages=huge`, where the kernel gives them): on 4 KiB
+//! pages which cache sets and page boundaries the nodes meet depends on where the kernel placed
+//! each page, and on this VM the stride walk over 32 MiB read about 7 ns in some rounds and 25 ns
+//! in others. `scripts/vs-lmbench` sets `pages=base` to stand beside lat_mem_rd.
 
 use super::{llc_bytes, Region};
 use crate::harness::Workload;
@@ -31,6 +36,15 @@ const STRIDE: usize = 128;
 const SLOT: usize = 64;
 /// Fixed so that every run chases the same cycle.
 const SEED: u64 = 0x6f73_6d65_7465_7221;
+
+/// Which pages the buffer is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PageKind {
+    /// 2 MiB pages where the kernel gives them: the placement of one run is that of the next.
+    Huge,
+    /// What an ordinary allocation gets, as lmbench's malloc does.
+    Base,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Pattern {
@@ -72,7 +86,7 @@ pub fn variants(scale: Scale) -> Vec<Params> {
         .flat_map(|pat| {
             sizes(scale)
                 .into_iter()
-                .map(move |s| params![("pattern", pat), ("size", s)])
+                .map(move |s| params![("pattern", pat), ("pages", "huge"), ("size", s)])
         })
         .collect()
 }
@@ -83,6 +97,20 @@ pub fn build(_: &ProbeEnv, p: &Params) -> Result<Built> {
         "random" => Pattern::Random,
         other => bail!("pattern={other}: expected stride128 or random"),
     };
+    // Figures stored before the parameter existed had 2 MiB pages for `random` and base pages for
+    // `stride128`; a probe reference without it means that.
+    let pages = match (p.get("pages"), pattern) {
+        (None, Pattern::Random) => PageKind::Huge,
+        (None, Pattern::Stride) => PageKind::Base,
+        (Some(v), _) => match v.as_str() {
+            Some("huge") => PageKind::Huge,
+            Some("base") => PageKind::Base,
+            _ => bail!(
+                "pages={v}: expected huge (2 MiB pages where the kernel gives them) or base \
+                 (the pages an ordinary allocation gets)"
+            ),
+        },
+    };
     let size = usize::try_from(param_u64(p, "size")?)?;
     if size < 2 * STRIDE || size % STRIDE != 0 {
         bail!(
@@ -90,7 +118,7 @@ pub fn build(_: &ProbeEnv, p: &Params) -> Result<Built> {
             2 * STRIDE
         );
     }
-    Ok(Built::Ready(Box::new(Chase::new(pattern, size)?)))
+    Ok(Built::Ready(Box::new(Chase::new(pattern, pages, size)?)))
 }
 
 struct Chase {
@@ -105,14 +133,10 @@ struct Chase {
 }
 
 impl Chase {
-    fn new(pattern: Pattern, size: usize) -> Result<Chase> {
-        let region = match pattern {
-            // In 2 MiB pages where the kernel gives them: near a cache's size, which cache sets
-            // the nodes of 4 KiB pages fall in changes from run to run with where those pages lie.
-            Pattern::Random => Region::huge(size)?,
-            // In the pages lat_mem_rd's malloc gets, so the two walks meet the same page
-            // boundaries and TLB reach.
-            Pattern::Stride => Region::anon(size)?,
+    fn new(pattern: Pattern, pages: PageKind, size: usize) -> Result<Chase> {
+        let region = match pages {
+            PageKind::Huge => Region::huge(size)?,
+            PageKind::Base => Region::anon(size)?,
         };
         let base = region.ptr as usize;
         let link = |from: usize, to: usize| {
@@ -284,7 +308,7 @@ mod tests {
     fn stride_walks_lmbench_s_order_128_bytes_up_and_back_to_the_start() {
         // Known answer: lat_mem_rd with stride 128 over 512 bytes chases offsets 0, 128, 256, 384
         // and then 0 again.
-        let c = Chase::new(Pattern::Stride, 512).unwrap();
+        let c = Chase::new(Pattern::Stride, PageKind::Base, 512).unwrap();
         let base = c.region.ptr as usize;
         assert_eq!(c.at as usize, base);
         let mut p = c.at;
@@ -296,7 +320,7 @@ mod tests {
         assert_eq!(offsets, [128, 256, 384, 0, 128]);
         // Every size: one cycle over every 128th byte, each hop 128 bytes up but the last.
         for size in [1024usize, 3 * 4096 + 1024, 1 << 20] {
-            let c = Chase::new(Pattern::Stride, size).unwrap();
+            let c = Chase::new(Pattern::Stride, PageKind::Base, size).unwrap();
             assert_eq!(cycle(&c, size), (size / 128, true), "size {size}");
             let mut p = c.at;
             for hop in 1..size / 128 {
@@ -314,9 +338,62 @@ mod tests {
     }
 
     #[test]
+    fn pages_are_chosen_by_parameter_and_stored_figures_keep_their_meaning() {
+        use crate::meter::pages::Pages;
+        let dir = tempfile::tempdir().unwrap();
+        let env = crate::probes::testing::env(dir.path(), Scale::Quick);
+        let kind = |p: Params| match build(&env, &p) {
+            Ok(Built::Ready(w)) => w.pages(),
+            Ok(_) => panic!("a chase is ready at once"),
+            Err(e) => panic!("{e:#}"),
+        };
+        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .unwrap_or_default();
+        let size = 4 << 20;
+        let base = kind(params![
+            ("pattern", "stride128"),
+            ("pages", "base"),
+            ("size", size)
+        ]);
+        let old_stride = kind(params![("pattern", "stride128"), ("size", size)]);
+        assert_eq!(
+            base, old_stride,
+            "a stride figure without the parameter had base pages"
+        );
+        if thp.contains("[madvise]") {
+            // Asked for and touched at once, the default walk holds huge pages (some of them at
+            // least, when the other test threads hold memory that compaction cannot move) and
+            // the base one none.
+            let huge = kind(params![
+                ("pattern", "stride128"),
+                ("pages", "huge"),
+                ("size", size)
+            ]);
+            assert!(matches!(huge, Some(Pages::Huge | Pages::Mixed)), "{huge:?}");
+            assert_eq!(base, Some(Pages::Base));
+            let old_random = kind(params![("pattern", "random"), ("size", size)]);
+            assert!(
+                matches!(old_random, Some(Pages::Huge | Pages::Mixed)),
+                "{old_random:?}"
+            );
+        }
+        let err = build(
+            &env,
+            &params![("pattern", "random"), ("pages", "giant"), ("size", 4096)],
+        )
+        .err()
+        .expect("an unknown page kind is refused");
+        assert!(format!("{err:#}").contains("expected huge"), "{err:#}");
+        // Every variant of the suite asks for huge pages.
+        assert!(variants(Scale::Quick)
+            .iter()
+            .all(|v| v.get("pages").and_then(|p| p.as_str()) == Some("huge")));
+    }
+
+    #[test]
     fn random_is_one_cycle_over_every_line() {
         for size in [512usize, 8192, 1 << 20] {
-            let c = Chase::new(Pattern::Random, size).unwrap();
+            let c = Chase::new(Pattern::Random, PageKind::Huge, size).unwrap();
             assert_eq!(cycle(&c, size), (size / 64, true), "size {size}");
         }
         let p = sattolo(1000, SEED);
@@ -329,7 +406,7 @@ mod tests {
 
     #[test]
     fn run_counts_loads() {
-        let mut c = Chase::new(Pattern::Stride, 1024).unwrap();
+        let mut c = Chase::new(Pattern::Stride, PageKind::Huge, 1024).unwrap();
         let base = c.region.ptr as usize;
         // 8 nodes: 8 loads return to the start, 11 (one unrolled block plus three) land on the
         // fourth node, 3 x 128 bytes up.

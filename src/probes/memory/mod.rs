@@ -23,13 +23,15 @@ pub const PROBES: &[ProbeDef] = &[
     },
     ProbeDef {
         id: "memory.latency",
-        summary: "one dependent load (pointer chase) in a buffer of `size` bytes; 4 KiB pages, \
-                  transparent huge pages as the system sets them",
+        summary: "one dependent load (pointer chase) in a buffer of `size` bytes",
         params: "pattern=stride128 (lmbench lat_mem_rd's walk: nodes 128 bytes apart in address \
                  order, the last leading back to the first; stride prefetchers run ahead of it, so \
-                 past a cache it is lmbench's figure, below that level's latency) | random (64-byte \
+                 past a cache it reads below that level's latency, and with pages=base it is lmbench's figure) | random (64-byte \
                  slots in one random cycle over the whole buffer: the load latency of the level \
-                 that holds it); size=buffer \
+                 that holds it); pages=huge (2 MiB pages where the kernel gives them, so \
+                 placement is the same from run to run; the default) | base (the pages an \
+                 ordinary allocation gets, as lmbench's buffer: set it beside lat_mem_rd); \
+                 size=buffer \
                  bytes, powers of two from 512 B to at least 4x the last-level cache (Quick: every \
                  other power)",
         unit: Unit::Nanoseconds,

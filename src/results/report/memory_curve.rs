@@ -43,7 +43,11 @@ fn point_of(m: &Measurement, median: f64, ci: [f64; 2]) -> Result<(String, Point
             m.label()
         );
     }
-    let pattern = m.str_param("pattern")?.to_string();
+    let mut pattern = m.str_param("pattern")?.to_string();
+    // A walk on base pages is another curve than the same walk on 2 MiB pages.
+    if m.params.get("pages").and_then(|v| v.as_str()) == Some("base") {
+        pattern.push_str(", base pages");
+    }
     let point = Point {
         size: size as f64,
         median,
