@@ -59,7 +59,7 @@ fn printed_run(out: &std::process::Output) -> Run {
 fn latency_doc(out: &std::process::Output) -> LatencyDoc {
     printed_run(out)
         .sections
-        .latency
+        .take::<LatencyDoc>()
         .expect("a latency section")
 }
 
@@ -210,7 +210,11 @@ fn causes_name_the_function_of_what_ran_instead_across_episodes() {
     let hogs = || [hog(cpu, 600, 30), hog(cpu, 1300, 30)];
     let args = [TRACED, &["--episodes", "2", "--no-store"]].concat();
     let run = normal_timer_run(&TestEnv::new(), cpu, &args, hogs);
-    let doc = run.sections.latency.expect("a latency section");
+    let doc = run
+        .sections
+        .get::<osmeter::latency::document::LatencyDoc>()
+        .cloned()
+        .expect("a latency section");
     assert_eq!(doc.stacks, Some(StackMode::Kernel));
     let eps = doc.episodes.as_ref().expect("episodes");
     assert!(!eps.is_empty());
@@ -283,7 +287,11 @@ fn user_stacks_name_the_function_of_a_user_space_hog() {
     ]
     .concat();
     let run = normal_timer_run(&TestEnv::new(), cpu, &args, hogs);
-    let doc = run.sections.latency.expect("a latency section");
+    let doc = run
+        .sections
+        .get::<osmeter::latency::document::LatencyDoc>()
+        .cloned()
+        .expect("a latency section");
     assert_eq!(doc.stacks, Some(StackMode::All));
     let causes = doc.causes.as_ref().expect("causes");
     // The tick cut into the hog in user space: its function is named from this test binary's
@@ -313,7 +321,11 @@ fn compute_counts_real_underruns_beside_the_model() {
     let hogs = || hogging.then(|| hog(cpu, 700, 20));
     let compute = ["--compute", "500us", "--period", "2ms", "--no-store"];
     let run = normal_timer_run(&TestEnv::new(), cpu, &compute, hogs);
-    let doc = run.sections.latency.expect("a latency section");
+    let doc = run
+        .sections
+        .get::<osmeter::latency::document::LatencyDoc>()
+        .cloned()
+        .expect("a latency section");
     let s = &doc.streams[0];
     let c = s.compute.as_ref().expect("a compute result");
     assert_eq!(c.compute_ns, 500_000);
@@ -357,7 +369,11 @@ fn ctrl_c_during_stages_removes_the_instance_and_keeps_the_stages() {
         String::from_utf8_lossy(&out.stderr)
     );
     let run: Run = serde_json::from_slice(&out.stdout).unwrap();
-    let doc = run.sections.latency.expect("a latency section");
+    let doc = run
+        .sections
+        .get::<osmeter::latency::document::LatencyDoc>()
+        .cloned()
+        .expect("a latency section");
     let stages = doc.streams[0].stages.as_ref().expect("stages");
     assert!(stages.with_stages > 100, "{stages:?}");
     assert!(doc.interrupted);
@@ -481,7 +497,12 @@ fn the_report_of_a_run_with_cause_capture_draws_its_episodes() {
     let env = TestEnv::new();
     // Stored this time: the report reads the run from the store.
     let run = normal_timer_run(&env, cpu, TRACED, || [hog(cpu, 600, 30)]);
-    let eps = run.sections.latency.as_ref().unwrap().episodes.as_ref();
+    let eps = run
+        .sections
+        .get::<osmeter::latency::document::LatencyDoc>()
+        .unwrap()
+        .episodes
+        .as_ref();
     assert!(
         !eps.expect("episodes").is_empty(),
         "the hog made a late wake"

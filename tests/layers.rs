@@ -24,36 +24,6 @@ const STILL_UP: &[(&str, &str, &str)] = &[
         "papers take a request of their own",
     ),
     (
-        "results/figure/latency.rs",
-        "latency",
-        "a Document trait: latency states its own figures",
-    ),
-    (
-        "results/figure/latency/inside.rs",
-        "latency",
-        "a Document trait: latency states its own figures",
-    ),
-    (
-        "results/figure/latency/tests.rs",
-        "latency",
-        "a Document trait: latency states its own figures",
-    ),
-    (
-        "results/model.rs",
-        "latency",
-        "a Document trait: sections stored by kind",
-    ),
-    (
-        "results/figure/memsim.rs",
-        "memsim",
-        "a Document trait: memsim states its own figures",
-    ),
-    (
-        "results/model.rs",
-        "memsim",
-        "a Document trait: sections stored by kind",
-    ),
-    (
         "results/compare/tests.rs",
         "probes",
         "tests build figures without the registry",
@@ -62,16 +32,6 @@ const STILL_UP: &[(&str, &str, &str)] = &[
         "results/figure/bench.rs",
         "probes",
         "a figure's direction stored with it",
-    ),
-    (
-        "results/figure/stat.rs",
-        "stat",
-        "a Document trait: stat states its own figures",
-    ),
-    (
-        "results/model.rs",
-        "stat",
-        "a Document trait: sections stored by kind",
     ),
 ];
 

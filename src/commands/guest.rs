@@ -56,7 +56,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     outcome?;
     let counted = runs
         .iter()
-        .filter_map(|r| r.sections.guest.as_ref())
+        .filter_map(|r| r.sections.get::<crate::results::guest::GuestDoc>())
         .any(|d| d.probes.iter().any(|p| p.status == Status::Ok));
     if !counted {
         eprintln!("osmeter: no probe could be counted in the guest; the reasons are above");
@@ -76,14 +76,7 @@ pub fn count_and_keep(
     let keeper = super::keeper(keep)?;
     let mut runs: Vec<Run> = Vec::new();
     let outcome = guest::run(request, &mut |doc: GuestDoc, started_at: String| {
-        let mut run = keeper.run_of(
-            Sections {
-                guest: Some(doc.clone()),
-                ..Sections::default()
-            },
-            started_at,
-            false,
-        );
+        let mut run = keeper.run_of(Sections::of(doc.clone()), started_at, false);
         run.suite = suite.map(str::to_string);
         run.tags.insert("kernel".into(), doc.kernel.clone());
         run.tags.insert(
@@ -110,7 +103,7 @@ fn show(runs: &[Run], json: bool) -> Result<()> {
     }
     let docs: Vec<&GuestDoc> = runs
         .iter()
-        .filter_map(|r| r.sections.guest.as_ref())
+        .filter_map(|r| r.sections.get::<crate::results::guest::GuestDoc>())
         .collect();
     let ids: Vec<String> = runs
         .iter()

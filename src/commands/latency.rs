@@ -44,8 +44,7 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let (run, verdict) = measure_run(&settings, &keeper, "latency")?;
     let doc = run
         .sections
-        .latency
-        .as_ref()
+        .get::<crate::latency::document::LatencyDoc>()
         .expect("a latency run holds its document");
     if args.output.json {
         super::emit_json(&run)?;
@@ -72,10 +71,7 @@ pub fn measure_run(settings: &Settings, keeper: &Keeper, suite: &str) -> Result<
             ..RunOptions::default()
         },
         ..keeper.run_of(
-            Sections {
-                latency: Some(outcome.doc),
-                ..Default::default()
-            },
+            Sections::of(outcome.doc),
             outcome.started_at,
             verdict == Verdict::Interrupted,
         )

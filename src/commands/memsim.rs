@@ -130,14 +130,7 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
                 + &interval::render(&doc.intervals)),
         )?;
     }
-    keeper.keep(
-        crate::results::model::Sections {
-            memsim: Some(doc),
-            ..Default::default()
-        },
-        started_at,
-        false,
-    )?;
+    keeper.keep(crate::results::model::Sections::of(doc), started_at, false)?;
     Ok(crate::error::EXIT_OK)
 }
 

@@ -152,7 +152,7 @@ fn measure_latency(id: PaperId, args: &PaperArgs) -> Result<(Run, Verdict)> {
         eprintln!("{w}");
     }
     let (run, verdict) = super::latency::measure_run(&settings, &keeper, id.key())?;
-    if let Some(doc) = &run.sections.latency {
+    if let Some(doc) = run.sections.get::<crate::latency::document::LatencyDoc>() {
         for s in &doc.skipped {
             eprintln!(
                 "osmeter: warning: the {} class was not measured: {}",

@@ -76,7 +76,7 @@ pub fn paper(id: PaperId, paper: &Paper, args: &PaperArgs) -> Result<i32> {
     outcome?;
     let docs: Vec<&GuestDoc> = runs
         .iter()
-        .filter_map(|r| r.sections.guest.as_ref())
+        .filter_map(|r| r.sections.get::<crate::results::guest::GuestDoc>())
         .collect();
     match id {
         PaperId::ChenBershad93 => {

@@ -60,14 +60,7 @@ pub fn measure(args: &PaperArgs, suite: &str) -> Result<Outcome> {
         return Ok(Outcome::CaptureFailed(code.max(crate::error::EXIT_RUNTIME)));
     }
     let doc = simulate(&trace_path, name)?;
-    let mut run = keeper.run_of(
-        Sections {
-            memsim: Some(doc),
-            ..Default::default()
-        },
-        started_at,
-        false,
-    );
+    let mut run = keeper.run_of(Sections::of(doc), started_at, false);
     run.suite = Some(suite.to_string());
     keeper.save(&run)?;
     Ok(Outcome::Kept(Box::new(run)))

@@ -80,10 +80,7 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
         .filter(|(d, _)| !d.runs.is_empty())
     {
         let mut run = keeper.run_of(
-            Sections {
-                stat: Some(doc.clone()),
-                ..Default::default()
-            },
+            Sections::of(doc.clone()),
             started_at.clone(),
             doc.interrupted || interrupt::requested(),
         );

@@ -96,18 +96,8 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
             body.push_str(&crate::apps::summary::text(&run));
             body.push_str(&crate::papers::brief::text(&run));
         }
-        if let Some(doc) = &run.sections.latency {
-            body.push_str(&crate::latency::text::render(doc));
-        }
-        if let Some(doc) = &run.sections.memsim {
-            body.push_str(&crate::memsim::text::render(doc));
-            body.push_str(&crate::memsim::kernel::analysis::render(doc));
-        }
-        if let Some(doc) = &run.sections.stat {
-            body.push_str(&crate::stat::render(doc));
-        }
-        if let Some(doc) = &run.sections.guest {
-            body.push_str(&crate::results::guest::render(doc));
+        for doc in run.sections.iter() {
+            body.push_str(&doc.text());
         }
         if let Some(profiles) = &run.profiles {
             body.push_str(&crate::results::profile::render(profiles));

@@ -46,7 +46,11 @@ fn documents<'a>(ctx: &Context<'a>) -> Vec<(usize, &'a LatencyDoc)> {
     ctx.runs
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| r.sections.latency.as_ref().map(|d| (i, d)))
+        .filter_map(|(i, r)| {
+            r.sections
+                .get::<crate::latency::document::LatencyDoc>()
+                .map(|d| (i, d))
+        })
         .filter(|(_, d)| d.schema == LATENCY_SCHEMA)
         .collect()
 }
@@ -796,7 +800,7 @@ mod tests {
             [1_048_576, 1_056_767, 10],
         ];
         let mut run = empty_run();
-        run.sections.latency = Some(doc(vec![
+        run.sections.put(doc(vec![
             stream(ClassName::Normal, buckets, None),
             stream(ClassName::High, vec![], Some("cannot set SCHED_FIFO")),
         ]));
@@ -847,7 +851,7 @@ mod tests {
                     .into_iter()
                     .collect();
                 let mut run = empty_run();
-                run.sections.latency = Some(d);
+                run.sections.put(d);
                 run
             })
             .collect();
@@ -881,7 +885,7 @@ mod tests {
         let mut other = empty_run();
         let mut future = doc(vec![]);
         future.schema = "osmeter.latency/99".into();
-        other.sections.latency = Some(future);
+        other.sections.put(future);
         let runs = [other];
         assert!(Latency.render(&Context::new(&runs)).unwrap().is_none());
     }

@@ -11,6 +11,7 @@ pub mod buffer;
 pub mod compute;
 pub mod document;
 pub mod elfsyms;
+pub mod figures;
 pub mod histogram;
 pub mod html;
 pub mod intervals;

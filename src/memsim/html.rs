@@ -35,7 +35,11 @@ fn documents<'a>(ctx: &Context<'a>) -> Vec<(usize, &'a MemsimDoc)> {
     ctx.runs
         .iter()
         .enumerate()
-        .filter_map(|(i, r)| r.sections.memsim.as_ref().map(|d| (i, d)))
+        .filter_map(|(i, r)| {
+            r.sections
+                .get::<crate::memsim::document::MemsimDoc>()
+                .map(|d| (i, d))
+        })
         .filter(|(_, d)| d.schema == SCHEMA)
         .collect()
 }
@@ -468,9 +472,9 @@ mod tests {
     #[test]
     fn section_has_bars_and_tables_from_the_document() {
         let mut a = empty_run();
-        a.sections.memsim = Some(simulated(20_000));
+        a.sections.put(simulated(20_000));
         let mut b = empty_run();
-        b.sections.memsim = Some(simulated(40_000));
+        b.sections.put(simulated(40_000));
         let runs = [a, b];
         let html = Memsim.render(&Context::new(&runs)).unwrap().unwrap();
         assert_eq!(
@@ -491,7 +495,11 @@ mod tests {
         }
         let total = format!(
             "{:.3}",
-            runs[0].sections.memsim.as_ref().unwrap().machines[0]
+            runs[0]
+                .sections
+                .get::<crate::memsim::document::MemsimDoc>()
+                .unwrap()
+                .machines[0]
                 .mcpi
                 .total
                 .total

@@ -13,6 +13,7 @@ pub mod choice;
 pub mod config;
 pub mod curve;
 pub mod document;
+pub mod figures;
 pub mod full_lru;
 pub mod html;
 pub mod interval;

@@ -67,8 +67,14 @@ fn blocks(run: &Run) -> Result<String> {
 pub fn holds_part_of(paper: PaperId, run: &Run) -> bool {
     let s = spec(paper);
     match s.today() {
-        Today::Memsim => run.sections.memsim.is_some(),
-        Today::Latency => run.sections.latency.is_some(),
+        Today::Memsim => run
+            .sections
+            .get::<crate::memsim::document::MemsimDoc>()
+            .is_some(),
+        Today::Latency => run
+            .sections
+            .get::<crate::latency::document::LatencyDoc>()
+            .is_some(),
         Today::Probes => {
             let probes = s.probes();
             run.measurements.iter().any(|m| {

@@ -69,7 +69,7 @@ pub fn memsim_run() -> Run {
         variants: Vec::new(),
     });
     let mut run = crate::results::model::tests::empty_run();
-    run.sections.memsim = Some(doc);
+    run.sections.put(doc);
     run
 }
 
@@ -83,7 +83,7 @@ pub fn latency_run(location_ns: f64) -> Run {
         }
     }
     let mut run = crate::results::model::tests::empty_run();
-    run.sections.latency = Some(LatencyDoc::for_tests(streams));
+    run.sections.put(LatencyDoc::for_tests(streams));
     run
 }
 

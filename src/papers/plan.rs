@@ -111,13 +111,21 @@ pub fn check_runs(paper: PaperId, table: Option<&str>, runs: &[Run]) -> Result<V
     match s.today() {
         Today::Memsim => {
             return wanted(
-                runs.iter().any(|r| r.sections.memsim.is_some()),
+                runs.iter().any(|r| {
+                    r.sections
+                        .get::<crate::memsim::document::MemsimDoc>()
+                        .is_some()
+                }),
                 "memsim document",
             )
         }
         Today::Latency => {
             return wanted(
-                runs.iter().any(|r| r.sections.latency.is_some()),
+                runs.iter().any(|r| {
+                    r.sections
+                        .get::<crate::latency::document::LatencyDoc>()
+                        .is_some()
+                }),
                 "latency document",
             )
         }

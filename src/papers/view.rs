@@ -151,7 +151,11 @@ fn find_both<'a>(
 pub fn memsim_machine(runs: &[Run]) -> Result<(&Run, &MemsimDoc, &MachineDoc), String> {
     let (run, doc) = runs
         .iter()
-        .find_map(|r| r.sections.memsim.as_ref().map(|d| (r, d)))
+        .find_map(|r| {
+            r.sections
+                .get::<crate::memsim::document::MemsimDoc>()
+                .map(|d| (r, d))
+        })
         .ok_or("no memsim document in the runs (a run of `osmeter memsim`)")?;
     let machine = doc
         .machines
@@ -173,7 +177,11 @@ fn latency_fit(
 ) -> Result<(&Run, &crate::latency::accounting::GumbelFit, f64, String), String> {
     let (run, doc) = runs
         .iter()
-        .find_map(|r| r.sections.latency.as_ref().map(|d| (r, d)))
+        .find_map(|r| {
+            r.sections
+                .get::<crate::latency::document::LatencyDoc>()
+                .map(|d| (r, d))
+        })
         .ok_or("no latency document in the runs (a run of `osmeter latency`)")?;
     let name = format!("{} class, {} path", class.as_str(), path.name());
     let stream = doc
@@ -525,7 +533,7 @@ fn today_source(spec: &Spec, runs: &[Run]) -> Option<String> {
         }),
         Today::Latency => runs
             .iter()
-            .find_map(|r| r.sections.latency.as_ref())
+            .find_map(|r| r.sections.get::<crate::latency::document::LatencyDoc>())
             .map(|d| {
                 let loads: Vec<&str> = d.loads.iter().map(|l| l.load.as_str()).collect();
                 format!(
@@ -544,9 +552,12 @@ fn today_source(spec: &Spec, runs: &[Run]) -> Option<String> {
 
 /// The paper's assertions beside today's verdicts, when the runs hold memsim's judgement.
 fn assertions(paper: &Paper, runs: &[Run]) -> Vec<AssertionPair> {
-    let judged = runs
-        .iter()
-        .find_map(|r| r.sections.memsim.as_ref()?.assertions.as_ref());
+    let judged = runs.iter().find_map(|r| {
+        r.sections
+            .get::<crate::memsim::document::MemsimDoc>()?
+            .assertions
+            .as_ref()
+    });
     paper
         .assertions
         .iter()

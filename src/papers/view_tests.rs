@@ -100,7 +100,10 @@ fn block_operations_fill_tables_4_4_and_4_5_from_the_attribution() {
         AttributionDoc, CategoryRow, CategoryTable, IdleDropped, Mcpi, StallCycles,
     };
     let mut run = memsim_run();
-    let doc = run.sections.memsim.as_mut().unwrap();
+    let doc = run
+        .sections
+        .get_mut::<crate::memsim::document::MemsimDoc>()
+        .unwrap();
     let machine = doc.machines[0].name.clone();
     let total_mcpi = doc.machines[0].mcpi.total.total;
     assert!(total_mcpi > 0.0);
@@ -160,7 +163,10 @@ fn block_operations_fill_tables_4_4_and_4_5_from_the_attribution() {
 fn competition_fills_table_4_2_from_the_third_assertion() {
     use crate::memsim::document::{AssertionDoc, AssertionVerdict};
     let mut run = memsim_run();
-    let doc = run.sections.memsim.as_mut().unwrap();
+    let doc = run
+        .sections
+        .get_mut::<crate::memsim::document::MemsimDoc>()
+        .unwrap();
     doc.assertions
         .as_mut()
         .unwrap()
@@ -193,8 +199,7 @@ fn competition_fills_table_4_2_from_the_third_assertion() {
     assert_eq!(today(&view, "m_total"), None);
     // Judged on another machine: not this one's figures.
     run.sections
-        .memsim
-        .as_mut()
+        .get_mut::<crate::memsim::document::MemsimDoc>()
         .unwrap()
         .assertions
         .as_mut()
@@ -211,7 +216,10 @@ fn a_skipped_class_gives_its_reason_in_each_cell() {
     use crate::latency::document::SkippedClass;
     use crate::latency::threads::ClassName;
     let mut run = latency_run(5e6);
-    let doc = run.sections.latency.as_mut().unwrap();
+    let doc = run
+        .sections
+        .get_mut::<crate::latency::document::LatencyDoc>()
+        .unwrap();
     doc.streams.retain(|s| s.class != ClassName::Medium);
     doc.skipped.push(SkippedClass {
         class: ClassName::Medium,

@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod derive;
+pub mod document;
 pub mod export;
 pub mod figure;
 pub mod fingerprint;

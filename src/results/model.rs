@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 pub const RUN_SCHEMA: &str = "osmeter.run/1";
 
 pub use crate::meter::counts::{CounterScopes, CounterValues, SampleInterference};
+pub use crate::results::document::Sections;
 pub use crate::stats::summary::Summary;
 pub use crate::units::Unit;
 
@@ -44,44 +45,6 @@ pub struct Run {
     /// Where each figure's time goes (`run --profile`); absent in runs without profiles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profiles: Option<crate::results::profile::Profiles>,
-}
-
-/// The documents of the parts of osmeter other than `run`, under their kind's name.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Sections {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency: Option<crate::latency::document::LatencyDoc>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memsim: Option<crate::memsim::document::MemsimDoc>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stat: Option<crate::stat::StatDoc>,
-    /// Probes counted inside a QEMU guest (`run --guest`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guest: Option<crate::results::guest::GuestDoc>,
-}
-
-impl Sections {
-    pub fn is_empty(&self) -> bool {
-        self.latency.is_none()
-            && self.memsim.is_none()
-            && self.stat.is_none()
-            && self.guest.is_none()
-    }
-
-    /// The kind of the document held (a run holds one).
-    pub fn first_kind(&self) -> Option<RunKind> {
-        if self.latency.is_some() {
-            Some(RunKind::Latency)
-        } else if self.memsim.is_some() {
-            Some(RunKind::Memsim)
-        } else if self.stat.is_some() {
-            Some(RunKind::Stat)
-        } else if self.guest.is_some() {
-            Some(RunKind::Guest)
-        } else {
-            None
-        }
-    }
 }
 
 impl Run {

@@ -28,7 +28,7 @@ impl Section for Stat {
              time are of the whole machine during the runs.",
         );
         for (i, run) in ctx.runs.iter().enumerate() {
-            let Some(doc) = &run.sections.stat else {
+            let Some(doc) = run.sections.get::<crate::stat::StatDoc>() else {
                 continue;
             };
             let _ = writeln!(

@@ -11,6 +11,7 @@ use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
 
 pub mod document;
+pub mod figures;
 pub mod html;
 mod text;
 

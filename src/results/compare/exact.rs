@@ -87,12 +87,14 @@ impl ExactComparison {
 }
 
 fn doc(run: &Run) -> anyhow::Result<&GuestDoc> {
-    run.sections.guest.as_ref().ok_or_else(|| {
-        usage!(
-            "run {} is not a guest run: compare guest runs with guest runs",
-            run.id
-        )
-    })
+    run.sections
+        .get::<crate::results::guest::GuestDoc>()
+        .ok_or_else(|| {
+            usage!(
+                "run {} is not a guest run: compare guest runs with guest runs",
+                run.id
+            )
+        })
 }
 
 fn rows(a: &GuestDoc, b: &GuestDoc) -> (Vec<ExactRow>, Vec<String>, Vec<String>) {
@@ -420,10 +422,7 @@ mod tests {
     fn run(id: &str, kernel_ins: f64) -> Run {
         let mut r = empty_run();
         r.id = id.into();
-        r.sections = Sections {
-            guest: Some(guest_doc("K", kernel_ins)),
-            ..Sections::default()
-        };
+        r.sections = Sections::of(guest_doc("K", kernel_ins));
         r
     }
 
@@ -451,10 +450,7 @@ mod tests {
         let with = |id: &str, d: GuestDoc| {
             let mut r = empty_run();
             r.id = id.into();
-            r.sections = Sections {
-                guest: Some(d),
-                ..Sections::default()
-            };
+            r.sections = Sections::of(d);
             r
         };
         let a = with("a", simulated_doc("K", 0.25));

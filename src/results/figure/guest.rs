@@ -48,3 +48,25 @@ pub fn figures(doc: &GuestDoc) -> Vec<Figure> {
     }
     out
 }
+
+impl crate::results::document::Document for GuestDoc {
+    const KIND: crate::results::model::RunKind = crate::results::model::RunKind::Guest;
+
+    fn figures(&self) -> Vec<Figure> {
+        figures(self)
+    }
+
+    fn how(&self) -> String {
+        format!(
+            "guest {}, {} operations per counted window, exact counts",
+            crate::results::guest::side_label(self),
+            self.iterations
+        )
+    }
+
+    fn text(&self) -> String {
+        crate::results::guest::render(self)
+    }
+}
+
+crate::register_document!(GuestDoc);

@@ -10,9 +10,6 @@
 
 pub mod bench;
 mod guest;
-mod latency;
-mod memsim;
-mod stat;
 
 pub use bench::role_of;
 
@@ -43,20 +40,7 @@ impl Run {
                 reason: m.reason.clone().unwrap_or_default(),
             })
             .collect();
-        if let Some(doc) = &self.sections.latency {
-            out.extend(doc.skipped.iter().map(|k| Unmeasured {
-                key: k.class.as_str().to_string(),
-                status: Status::Skipped,
-                reason: k.reason.clone(),
-            }));
-            out.extend(doc.streams.iter().filter_map(|s| {
-                Some(Unmeasured {
-                    key: s.label(),
-                    status: Status::Failed,
-                    reason: s.error.clone()?,
-                })
-            }));
-        }
+        out.extend(self.sections.iter().flat_map(|d| d.unmeasured()));
         out
     }
 
@@ -64,29 +48,10 @@ impl Run {
     pub fn figures(&self) -> Vec<Figure> {
         match self.kind() {
             RunKind::Run => bench::figures(self),
-            RunKind::Stat => self
+            kind => self
                 .sections
-                .stat
-                .as_ref()
-                .map(stat::figures)
-                .unwrap_or_default(),
-            RunKind::Latency => self
-                .sections
-                .latency
-                .as_ref()
-                .map(latency::figures)
-                .unwrap_or_default(),
-            RunKind::Memsim => self
-                .sections
-                .memsim
-                .as_ref()
-                .map(memsim::figures)
-                .unwrap_or_default(),
-            RunKind::Guest => self
-                .sections
-                .guest
-                .as_ref()
-                .map(guest::figures)
+                .of_kind(kind)
+                .map(|d| d.figures())
                 .unwrap_or_default(),
         }
     }

@@ -59,7 +59,7 @@ impl Section for Guest {
         let mut docs = Vec::new();
         let mut names = Vec::new();
         for (i, run) in ctx.runs.iter().enumerate() {
-            if let Some(d) = &run.sections.guest {
+            if let Some(d) = run.sections.get::<crate::results::guest::GuestDoc>() {
                 names.push(format!("{}: {}", ctx.run_label(i), side_label(d)));
                 docs.push(d);
             }
@@ -92,10 +92,7 @@ mod tests {
             .into_iter()
             .map(|(k, ins)| {
                 let mut r = empty_run();
-                r.sections = Sections {
-                    guest: Some(doc(k, ins)),
-                    ..Sections::default()
-                };
+                r.sections = Sections::of(doc(k, ins));
                 r
             })
             .collect();

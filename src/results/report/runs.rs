@@ -3,7 +3,6 @@
 use super::html::{esc, note, table};
 use super::{Context, Section};
 use crate::results::model::{Run, RunKind, Status};
-use crate::units;
 use anyhow::Result;
 
 pub struct Runs;
@@ -25,54 +24,11 @@ fn how(r: &Run) -> String {
             }
             how
         }
-        RunKind::Stat => match &r.sections.stat {
-            Some(d) => format!(
-                "`{}`, {} of {} runs",
-                crate::text::command_line(&d.command),
-                d.runs.len(),
-                d.repeat
-            ),
-            None => String::new(),
-        },
-        RunKind::Latency => match &r.sections.latency {
-            Some(d) => {
-                let loads: Vec<&str> = d.loads.iter().map(|l| l.load.as_str()).collect();
-                format!(
-                    "period {}, {} s, {} streams, load {}",
-                    units::format(d.period_ns as f64, units::Unit::Nanoseconds),
-                    units::number(d.measured_s),
-                    d.streams.len(),
-                    if loads.is_empty() {
-                        "none".to_string()
-                    } else {
-                        loads.join(", ")
-                    }
-                )
-            }
-            None => String::new(),
-        },
-        RunKind::Memsim => match &r.sections.memsim {
-            Some(d) => format!(
-                "{} references of {}, {} machine(s){}",
-                d.references,
-                d.trace.path,
-                d.machines.len(),
-                if d.incomplete {
-                    ", incomplete trace"
-                } else {
-                    ""
-                }
-            ),
-            None => String::new(),
-        },
-        RunKind::Guest => match &r.sections.guest {
-            Some(d) => format!(
-                "guest {}, {} operations per counted window, exact counts",
-                crate::results::guest::side_label(d),
-                d.iterations
-            ),
-            None => String::new(),
-        },
+        kind => r
+            .sections
+            .of_kind(kind)
+            .map(|d| d.how())
+            .unwrap_or_default(),
     }
 }
 

@@ -88,7 +88,7 @@ fn stages_causes_and_the_real_pipeline_get_their_tables() {
     run.buffer(MS, None);
     d.streams[0].compute = Some(run.result(2 * MS));
     let mut r = empty_run();
-    r.sections.latency = Some(d);
+    r.sections.put(d);
     let runs = [r];
     let html = Latency.render(&Context::new(&runs)).unwrap().unwrap();
 
@@ -115,7 +115,10 @@ fn stages_causes_and_the_real_pipeline_get_their_tables() {
     let mut old = Latency.render(&Context::new(&runs)).unwrap().unwrap();
     old.clear();
     let mut r2 = runs[0].clone();
-    let d2 = r2.sections.latency.as_mut().unwrap();
+    let d2 = r2
+        .sections
+        .get_mut::<crate::latency::document::LatencyDoc>()
+        .unwrap();
     let x = d2.streams[0]
         .stages
         .as_mut()
@@ -165,7 +168,7 @@ fn stages_causes_and_the_real_pipeline_get_their_tables() {
 fn no_tables_when_nothing_was_asked_and_a_note_when_no_stack_was_sampled() {
     let mut d = doc(vec![stream(ClassName::Normal, vec![[1000, 1007, 2]], None)]);
     let mut r = empty_run();
-    r.sections.latency = Some(d.clone());
+    r.sections.put(d.clone());
     let runs = [r];
     let html = Latency.render(&Context::new(&runs)).unwrap().unwrap();
     for t in ["stages", "causes", "compute"] {
@@ -174,7 +177,7 @@ fn no_tables_when_nothing_was_asked_and_a_note_when_no_stack_was_sampled() {
     d.episodes = Some(Vec::new());
     d.causes = Some(Vec::new());
     let mut r = empty_run();
-    r.sections.latency = Some(d);
+    r.sections.put(d);
     let runs = [r];
     let html = Latency.render(&Context::new(&runs)).unwrap().unwrap();
     assert!(html.contains("No stack was sampled in the 0 episode(s)"));

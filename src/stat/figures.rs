@@ -2,7 +2,7 @@
 //! command one repetition. The interrupts and stolen time seen during the runs are conditions, not
 //! figures of the command: they explain the wall time instead.
 
-use super::{Direction, Evidence, Figure, Role};
+use crate::results::figure::{Direction, Evidence, Figure, Role};
 use crate::stat::StatDoc;
 use std::collections::BTreeMap;
 
@@ -45,3 +45,26 @@ pub fn figures(doc: &StatDoc) -> Vec<Figure> {
         })
         .collect()
 }
+
+impl crate::results::document::Document for StatDoc {
+    const KIND: crate::results::model::RunKind = crate::results::model::RunKind::Stat;
+
+    fn figures(&self) -> Vec<Figure> {
+        figures(self)
+    }
+
+    fn how(&self) -> String {
+        format!(
+            "`{}`, {} of {} runs",
+            crate::text::command_line(&self.command),
+            self.runs.len(),
+            self.repeat
+        )
+    }
+
+    fn text(&self) -> String {
+        crate::stat::render(self)
+    }
+}
+
+crate::register_document!(StatDoc);

@@ -2,8 +2,8 @@
 //! rate of every cache and the TLB by mode, and with kernel symbols the MCPI of every kernel
 //! category. A simulation is deterministic: every figure is exact.
 
-use super::{Direction, Figure};
 use crate::memsim::document::{MachineDoc, Mcpi, MemsimDoc};
+use crate::results::figure::{Direction, Figure};
 use crate::units::Unit;
 
 fn mcpi(out: &mut Vec<Figure>, machine: &str, mode: &str, m: &Mcpi) {
@@ -66,3 +66,32 @@ pub fn figures(doc: &MemsimDoc) -> Vec<Figure> {
     }
     out
 }
+
+impl crate::results::document::Document for MemsimDoc {
+    const KIND: crate::results::model::RunKind = crate::results::model::RunKind::Memsim;
+
+    fn figures(&self) -> Vec<Figure> {
+        figures(self)
+    }
+
+    fn how(&self) -> String {
+        format!(
+            "{} references of {}, {} machine(s){}",
+            self.references,
+            self.trace.path,
+            self.machines.len(),
+            if self.incomplete {
+                ", incomplete trace"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// The machines' table, then the kernel's share by category where symbols allowed it.
+    fn text(&self) -> String {
+        crate::memsim::text::render(self) + &crate::memsim::kernel::analysis::render(self)
+    }
+}
+
+crate::register_document!(MemsimDoc);

@@ -11,11 +11,11 @@
 //! which `compare` judges by the two sides' intervals.
 //! Stages and the really computed pipeline add theirs (`inside`).
 
-use super::{Direction, Evidence, Figure, Role};
 use crate::latency::accounting::WindowSummary;
 use crate::latency::document::{LatencyDoc, StreamDoc};
 use crate::latency::intervals::{mttf, quantile_interval, wilson};
 use crate::latency::seconds::{SecondStats, OVER_NS};
+use crate::results::figure::{Direction, Evidence, Figure, Role};
 use crate::units::Unit;
 
 fn single(key: String, unit: Unit, direction: Direction, value: f64) -> Figure {
@@ -163,3 +163,51 @@ pub fn figures(doc: &LatencyDoc) -> Vec<Figure> {
 mod inside;
 #[cfg(test)]
 mod tests;
+
+impl crate::results::document::Document for LatencyDoc {
+    const KIND: crate::results::model::RunKind = crate::results::model::RunKind::Latency;
+
+    fn figures(&self) -> Vec<Figure> {
+        figures(self)
+    }
+
+    /// Classes this machine would not run, and streams that failed.
+    fn unmeasured(&self) -> Vec<crate::results::figure::Unmeasured> {
+        use crate::results::figure::Unmeasured;
+        use crate::results::model::Status;
+        let skipped = self.skipped.iter().map(|k| Unmeasured {
+            key: k.class.as_str().to_string(),
+            status: Status::Skipped,
+            reason: k.reason.clone(),
+        });
+        let failed = self.streams.iter().filter_map(|s| {
+            Some(Unmeasured {
+                key: s.label(),
+                status: Status::Failed,
+                reason: s.error.clone()?,
+            })
+        });
+        skipped.chain(failed).collect()
+    }
+
+    fn how(&self) -> String {
+        let loads: Vec<&str> = self.loads.iter().map(|l| l.load.as_str()).collect();
+        format!(
+            "period {}, {} s, {} streams, load {}",
+            crate::units::format(self.period_ns as f64, Unit::Nanoseconds),
+            crate::units::number(self.measured_s),
+            self.streams.len(),
+            if loads.is_empty() {
+                "none".to_string()
+            } else {
+                loads.join(", ")
+            }
+        )
+    }
+
+    fn text(&self) -> String {
+        crate::latency::text::render(self)
+    }
+}
+
+crate::register_document!(LatencyDoc);
