@@ -11,6 +11,7 @@
 pub mod counts;
 pub mod image;
 pub mod inside;
+pub mod parallel;
 pub mod plan;
 pub mod seccomp;
 pub mod sim;
@@ -268,9 +269,9 @@ fn count_one(p: &Prepared, k: &kernel::Kernel, append: &str) -> Result<GuestDoc>
     Ok(doc)
 }
 
-/// Boots each kernel with each parameter set in turn and hands every document, with the time its
-/// boot started, to `each` as soon as it is complete (so that what was counted is kept if a later
-/// kernel fails).
+/// Boots each kernel with each parameter set, as many at once as the host has CPUs, and hands
+/// every document, with the time its boot started, to `each` in that order as soon as it and
+/// those before it are complete (so that what was counted is kept if a later kernel fails).
 pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<()>) -> Result<()> {
     // First, so that Ctrl-C at any point stops in order and the scratch directory goes.
     crate::interrupt::install();
@@ -313,13 +314,20 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<
         scratch: scratch.path(),
         skipped,
     };
-    for k in &kernels {
-        for append in &appends {
+    let boots: Vec<(&kernel::Kernel, &str)> = kernels
+        .iter()
+        .flat_map(|k| appends.iter().map(move |a| (k, a.as_str())))
+        .collect();
+    let width = std::thread::available_parallelism().map_or(1, |n| n.get());
+    parallel::in_order(
+        &boots,
+        width,
+        &|(k, append): &(&kernel::Kernel, &str)| {
             let started_at = crate::clock::now_rfc3339();
-            each(count_one(&prepared, k, append)?, started_at)?;
-        }
-    }
-    Ok(())
+            Ok((count_one(&prepared, k, append)?, started_at))
+        },
+        &mut |(doc, started_at)| each(doc, started_at),
+    )
 }
 
 /// The machines of `--preset` values, sweeps expanded, each once.
