@@ -697,12 +697,12 @@ pub struct GuestArgs {
 /// What the guest's init runs: `osmeter guest-inside`.
 #[derive(Args, Debug, Clone)]
 pub struct GuestInsideArgs {
-    #[arg(long, default_value_t = crate::suite::guest::DEFAULT_ITERATIONS)]
-    pub iterations: u64,
+    /// What to count: the plan the host wrote into the guest's file system
+    #[arg(long)]
+    pub plan: PathBuf,
     /// Where the report lines go (the guest's second serial port)
     #[arg(long)]
     pub report: PathBuf,
-    pub probes: Vec<String>,
 }
 
 /// How figures are measured: shared by `run` and `paper`.

@@ -42,7 +42,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let request = GuestRequest {
         kernels: g.kernels.clone(),
         appends: g.append.clone(),
-        targets: args.targets.clone(),
+        probes: guest::GuestProbes::Targets(args.targets.clone()),
         iterations: guest::check_iterations(g.guest_iterations)?,
         cpu: g.guest_cpu.clone(),
         timeout: Duration::from_nanos(g.guest_timeout),
@@ -118,6 +118,6 @@ fn show(runs: &[Run], json: bool) -> Result<()> {
 }
 
 pub fn inside(args: &GuestInsideArgs) -> Result<i32> {
-    guest::inside::run(&args.probes, args.iterations, &args.report)?;
+    guest::inside::run(&guest::plan::Plan::read(&args.plan)?, &args.report)?;
     Ok(EXIT_OK)
 }

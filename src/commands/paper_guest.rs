@@ -4,17 +4,18 @@
 
 use crate::cli::PaperArgs;
 use crate::papers::data::Paper;
-use crate::papers::{guest_side, spec, PaperId};
+use crate::papers::{chen96_guest, guest_side, PaperId};
 use crate::results::guest::GuestDoc;
-use crate::suite::guest::{self, GuestRequest};
+use crate::suite::guest::{self, GuestProbes, GuestRequest};
 use anyhow::Result;
 use std::time::Duration;
 
-/// Operations per counted window: enough for exact counts, few enough for a paper in minutes.
+/// Operations per counted window: enough for exact counts, few enough for a paper in minutes
+/// (fewer where an operation is long: the guest fits its windows between timer ticks).
 const ITERATIONS: u64 = 100;
 
 pub fn paper(id: PaperId, paper: &Paper, args: &PaperArgs) -> Result<i32> {
-    let (targets, presets): (Vec<String>, Vec<&str>) = match id {
+    let (probes, presets) = match id {
         PaperId::ChenBershad93 => {
             if args.guests.len() < 2 {
                 return Err(crate::usage!(
@@ -24,24 +25,16 @@ pub fn paper(id: PaperId, paper: &Paper, args: &PaperArgs) -> Result<i32> {
                 ));
             }
             (
-                guest_side::CHEN_BERSHAD_PROBES
-                    .iter()
-                    .map(|p| p.to_string())
-                    .collect(),
+                GuestProbes::Targets(
+                    guest_side::CHEN_BERSHAD_PROBES
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect(),
+                ),
                 vec![guest_side::CHEN_BERSHAD_PRESET],
             )
         }
-        PaperId::Chen96 => {
-            let probes: Vec<String> = spec::spec(id)
-                .probes()
-                .into_iter()
-                .filter(|p| {
-                    crate::probes::find(p).is_some_and(|d| guest::not_in_guest(d).is_none())
-                })
-                .map(str::to_string)
-                .collect();
-            (probes, Vec::new())
-        }
+        PaperId::Chen96 => (GuestProbes::Points(chen96_guest::points()), Vec::new()),
         other => {
             return Err(crate::usage!(
                 "--guest applies to chen-bershad93 (two kernels' MCPI side by side) and chen96 \
@@ -62,7 +55,7 @@ pub fn paper(id: PaperId, paper: &Paper, args: &PaperArgs) -> Result<i32> {
     let request = GuestRequest {
         kernels: args.guests.clone(),
         appends: Vec::new(),
-        targets,
+        probes,
         iterations: ITERATIONS,
         cpu: None,
         timeout: Duration::from_nanos(
@@ -88,12 +81,11 @@ pub fn paper(id: PaperId, paper: &Paper, args: &PaperArgs) -> Result<i32> {
             }
         }
         _ => {
-            let probes = spec::spec(id).probes();
-            let rows = guest_side::chen96_rows(&docs, &probes);
+            let rows = chen96_guest::rows(&docs);
             if args.output.json {
                 super::emit_json(&rows)?;
             } else {
-                super::emit(&guest_side::render_chen96(
+                super::emit(&chen96_guest::render(
                     &rows,
                     crate::meter::perf::hardware_pmu_present(),
                 ))?;

@@ -4,9 +4,8 @@
 //! Chen and Bershad set Ultrix beside Mach on one simulated DECstation: memory stall cycles per
 //! instruction by component, user and system apart (their Table 2-4). A guest run with the
 //! ds5000-200 preset gives the same quantities for any two Linux kernels, over one of each of a
-//! few system-heavy operations (the workload: one call of each probe). Chen et al. 1996 counted
-//! instructions per operation with the Pentium's event counters; where this host has no PMU, a
-//! guest run counts them exactly instead, for the guest's kernel, not this host's.
+//! few system-heavy operations (the workload: one call of each probe). Chen et al. 1996's side is
+//! in `chen96_guest`.
 
 use crate::papers::data::Paper;
 use crate::results::guest::{side_label, GuestDoc, StallParts};
@@ -166,77 +165,6 @@ pub fn render_chen_bershad(rows: &[McpiRow], docs: &[&GuestDoc]) -> String {
     out
 }
 
-/// Instructions per operation of one probe point, counted in a guest.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct CountRow {
-    pub figure: String,
-    pub kernel: String,
-    pub user_instructions: f64,
-    pub kernel_instructions: f64,
-}
-
-/// Chen et al. 1996's probes as counted in the guests; other points are left out.
-pub fn chen96_rows(docs: &[&GuestDoc], probes: &[&str]) -> Vec<CountRow> {
-    let mut rows = Vec::new();
-    for d in docs {
-        for p in d
-            .probes
-            .iter()
-            .filter(|p| probes.contains(&p.probe.as_str()))
-        {
-            let Some(c) = &p.per_op else { continue };
-            rows.push(CountRow {
-                figure: p.label(),
-                kernel: side_label(d),
-                user_instructions: c.user.instructions,
-                kernel_instructions: c.kernel.instructions,
-            });
-        }
-    }
-    rows
-}
-
-pub fn render_chen96(rows: &[CountRow], host_has_pmu: bool) -> String {
-    let mut out = String::new();
-    let why = if host_has_pmu {
-        "this host has a PMU, and `osmeter paper chen96` without --guest counts on it; these \
-         counts are the guest kernel's"
-    } else {
-        "this host has no hardware PMU, so instead of the Pentium's event counters the paper \
-         used, the instructions are counted exactly in a QEMU guest (the guest's kernel, not \
-         this host's; no cycles: TCG keeps no time)"
-    };
-    let _ = writeln!(
-        out,
-        "Chen et al. 1996: instructions per operation, user and kernel apart; {why}\n"
-    );
-    let w = rows
-        .iter()
-        .map(|r| r.figure.chars().count())
-        .max()
-        .unwrap_or(6)
-        .max(6);
-    let k = rows
-        .iter()
-        .map(|r| r.kernel.chars().count())
-        .max()
-        .unwrap_or(6)
-        .max(6);
-    let _ = writeln!(
-        out,
-        "{:w$}  {:k$}  {:>12} {:>12}",
-        "probe", "kernel", "user ins.", "kernel ins."
-    );
-    for r in rows {
-        let _ = writeln!(
-            out,
-            "{:w$}  {:k$}  {:>12.0} {:>12.0}",
-            r.figure, r.kernel, r.user_instructions, r.kernel_instructions
-        );
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,23 +213,5 @@ mod tests {
         assert!(!chen_bershad_rows(&paper, &[&plain])
             .iter()
             .any(|r| r.system == "C"));
-    }
-
-    #[test]
-    fn chen96_takes_counts_and_says_where_they_come_from() {
-        let d = crate::results::guest::tests::doc("K", 321.0);
-        let rows = chen96_rows(&[&d], &["syscall.null"]);
-        assert_eq!(rows.len(), 1);
-        assert_eq!(
-            (rows[0].user_instructions, rows[0].kernel_instructions),
-            (12.0, 321.0)
-        );
-        assert!(chen96_rows(&[&d], &["fs.open_close"]).is_empty());
-        let text = render_chen96(&rows, false);
-        assert!(
-            text.contains("no hardware PMU") && text.contains("321"),
-            "{text}"
-        );
-        assert!(render_chen96(&rows, true).contains("has a PMU"));
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod arith;
 pub mod brief;
+pub mod chen96_guest;
 pub mod cpu;
 pub mod data;
 #[cfg(test)]

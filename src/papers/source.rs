@@ -59,6 +59,15 @@ impl ProbeRef {
             .all(|(k, p)| params.get(*k).is_some_and(|v| p.matches(v)))
     }
 
+    /// Whether a point has this figure's parameters, whatever its `except` parameter is (a
+    /// guest has one CPU: a figure of two CPUs is counted with both parties on it).
+    pub fn wants_except(&self, params: &crate::results::model::Params, except: &str) -> bool {
+        self.params
+            .iter()
+            .filter(|(k, _)| *k != except)
+            .all(|(k, p)| params.get(*k).is_some_and(|v| p.matches(v)))
+    }
+
     /// The measured figure in the given runs: the first run that has it, measured successfully.
     pub fn find<'a>(&self, runs: &'a [Run]) -> Option<(&'a Run, &'a Measurement)> {
         runs.iter().find_map(|run| {

@@ -2,8 +2,9 @@
 //! said on its console.
 //!
 //! Repeatability: one vCPU, `-icount shift=0,sleep=off` (guest time is instruction count, idle
-//! jumps straight to the next timer), a fixed real-time clock, and kernel options that turn off
-//! address randomisation (`nokaslr norandmaps randomize_kstack_offset=off`). With those, the same
+//! jumps straight to the next timer), a fixed real-time clock, a seeded generator behind RDRAND
+//! and RDSEED (`-seed`), and kernel options that turn off address randomisation (`nokaslr
+//! norandmaps randomize_kstack_offset=off`). With those, the same
 //! guest gives the same trace byte for byte.
 
 use anyhow::{bail, Context, Result};
@@ -17,6 +18,9 @@ pub const QEMU: &str = "qemu-system-x86_64";
 /// unpack can leave programs "busy" when init executes them), power off on panic.
 pub const KERNEL_ARGS: &str = "console=ttyS0 quiet panic=-1 nokaslr norandmaps \
      randomize_kstack_offset=off pti=off initramfs_async=0";
+
+/// The seed of QEMU's generator for guest-visible random numbers (`-seed`).
+const GUEST_SEED: &str = "1";
 
 /// What osmeter's plugin writes to its descriptor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +75,11 @@ impl GuestConfig<'_> {
         if let Some(model) = self.cpu {
             c.args(["-cpu", model]);
         }
-        c.args(["-rtc", "base=2020-01-01T00:00:00,clock=vm"])
+        // RDRAND and RDSEED (on the Intel models) and any other guest-visible randomness come
+        // from QEMU's own generator: seeded, the guest kernel's random state is the same every
+        // boot (slab freelists, hash seeds), and so are the references a simulation sees.
+        c.args(["-seed", GUEST_SEED])
+            .args(["-rtc", "base=2020-01-01T00:00:00,clock=vm"])
             .arg("-kernel")
             .arg(self.kernel)
             .arg("-initrd")
@@ -269,5 +277,6 @@ mod tests {
         assert!(joined.contains("-cpu Skylake-Client"));
         assert!(joined.contains("size=268435456"));
         assert!(joined.contains("nokaslr"));
+        assert!(joined.contains("-seed 1"), "RDRAND must repeat: {joined}");
     }
 }

@@ -1,10 +1,11 @@
 //! The part of a guest run that runs inside the guest (`osmeter guest-inside`, started by the
-//! guest's init): every parameter point of the named probes is built, warmed up once, then run
-//! twice between marker instructions, with `n` and `2n` operations. The plugin's totals at the
+//! guest's init): every point of the plan's probes is built, warmed up once, then run twice
+//! between marker instructions, with `n` and `2n` operations. The plugin's totals at the
 //! markers give each window's counts; their difference over `n` is one operation, free of the
 //! fixed cost of a window (the markers, the call into the workload, its set-up). One JSON line per
 //! point goes to the report port, so the host can pair windows with points.
 
+use super::plan::Plan;
 use crate::capture::system::marker;
 use crate::harness::{NullWorkload, Workload};
 use crate::probes::{self, Built, FileSystems, ProbeEnv, Scale};
@@ -150,9 +151,20 @@ impl Windows<'_> {
     }
 }
 
+/// Operations per window after a warm-up of `n` that `ticks` interrupts fell into: the longer
+/// window (2n) made an eighth of the time between two of them or less, so that most windows pass
+/// clean at the first try. Without it an operation of a million instructions (an exec) would run
+/// windows of hundreds, each tried and shortened several times before one passed.
+fn fit_between_ticks(n: u64, ticks: u64) -> u64 {
+    if ticks == 0 {
+        return n;
+    }
+    (n / ticks.saturating_mul(8)).max(1)
+}
+
 /// Runs one workload: a warm-up (first-touch page faults and lazy binding belong to no
-/// operation), then clean windows of n and 2n operations. Returns the windows executed and the
-/// outcome.
+/// operation), then clean windows of n and 2n operations, n fitted between timer ticks by what
+/// the warm-up saw. Returns the windows executed and the outcome.
 fn count(w: &mut dyn Workload, iterations: u64) -> (u32, Outcome) {
     let n = iterations.min(w.max_iters() / 2).max(1);
     let subtract_loop = w.subtract_loop_overhead();
@@ -161,7 +173,10 @@ fn count(w: &mut dyn Workload, iterations: u64) -> (u32, Outcome) {
         executed: 0,
         disturbed: false,
     };
-    let result = ws.once(n, false).and_then(|_| ws.pair(n));
+    let before = interrupts();
+    let result = ws
+        .once(n, false)
+        .and_then(|_| ws.pair(fit_between_ticks(n, interrupts() - before)));
     let outcome = match result {
         Ok((n, short, long)) => Outcome::Ok {
             iterations: n,
@@ -201,9 +216,8 @@ fn point(
     }
 }
 
-/// Counts the probes' points at the quick scale, reporting to `report` (the guest's second
-/// serial port).
-pub fn run(probe_ids: &[String], iterations: u64, report: &Path) -> Result<()> {
+/// Counts the plan's points, reporting to `report` (the guest's second serial port).
+pub fn run(plan: &Plan, report: &Path) -> Result<()> {
     let file = std::fs::OpenOptions::new()
         .write(true)
         .open(report)
@@ -228,7 +242,7 @@ pub fn run(probe_ids: &[String], iterations: u64, report: &Path) -> Result<()> {
         build: build.into(),
         seccomp_rules,
     })?;
-    let (windows, outcome) = count(&mut NullWorkload, iterations);
+    let (windows, outcome) = count(&mut NullWorkload, plan.iterations);
     out.line(&ReportLine::Point {
         probe: LOOP.into(),
         params: Params::new(),
@@ -236,7 +250,8 @@ pub fn run(probe_ids: &[String], iterations: u64, report: &Path) -> Result<()> {
         outcome,
     })?;
     let base = std::env::temp_dir();
-    for (i, id) in probe_ids.iter().enumerate() {
+    for (i, planned) in plan.probes.iter().enumerate() {
+        let id = &planned.probe;
         let Some(def) = probes::find(id) else {
             out.line(&ReportLine::Point {
                 probe: id.clone(),
@@ -248,11 +263,15 @@ pub fn run(probe_ids: &[String], iterations: u64, report: &Path) -> Result<()> {
             })?;
             continue;
         };
-        for params in (def.variants)(Scale::Quick) {
+        let points = match &planned.params {
+            Some(one) => vec![one.clone()],
+            None => (def.variants)(Scale::Quick),
+        };
+        for params in points {
             let scratch = base.join(format!("osmeter-point-{i}"));
             let _ = std::fs::remove_dir_all(&scratch);
             std::fs::create_dir_all(&scratch)?;
-            let (windows, outcome) = point(def, &params, &scratch, iterations);
+            let (windows, outcome) = point(def, &params, &scratch, plan.iterations);
             let _ = std::fs::remove_dir_all(&scratch);
             out.line(&ReportLine::Point {
                 probe: id.clone(),
@@ -274,7 +293,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let report = dir.path().join("report");
         std::fs::write(&report, b"").unwrap();
-        run(&["syscall.null".into(), "no.such".into()], 10, &report).unwrap();
+        let plan = Plan {
+            iterations: 10,
+            probes: vec![
+                super::super::plan::Planned::probe("syscall.null"),
+                super::super::plan::Planned::probe("no.such"),
+            ],
+        };
+        run(&plan, &report).unwrap();
         let text = std::fs::read_to_string(&report).unwrap();
         let lines: Vec<ReportLine> = text
             .lines()
@@ -312,5 +338,13 @@ mod tests {
             }
         ));
         assert_eq!(lines.last(), Some(&ReportLine::Done));
+    }
+
+    #[test]
+    fn windows_are_fitted_between_ticks_by_the_warm_up() {
+        assert_eq!(fit_between_ticks(1000, 0), 1000);
+        assert_eq!(fit_between_ticks(1000, 1), 125);
+        assert_eq!(fit_between_ticks(100, 25), 1);
+        assert_eq!(fit_between_ticks(1, 3), 1);
     }
 }

@@ -11,6 +11,8 @@
 pub mod counts;
 pub mod image;
 pub mod inside;
+pub mod parallel;
+pub mod plan;
 pub mod seccomp;
 pub mod sim;
 
@@ -20,6 +22,7 @@ use crate::results::guest::{GuestDoc, GuestProbe};
 use crate::results::model::{Params, Status};
 use crate::usage;
 use anyhow::Result;
+use plan::Planned;
 use std::path::Path;
 use std::time::Duration;
 
@@ -28,7 +31,7 @@ pub struct GuestRequest {
     pub kernels: Vec<String>,
     /// Sets of kernel parameters; every kernel boots once per set (none: once, with none).
     pub appends: Vec<String>,
-    pub targets: Vec<String>,
+    pub probes: GuestProbes,
     pub iterations: u64,
     /// QEMU's CPU model for every guest, when not QEMU's default.
     pub cpu: Option<String>,
@@ -36,6 +39,14 @@ pub struct GuestRequest {
     pub memory_mib: u32,
     /// memsim machines to simulate every reference on (`--preset`); none: only count.
     pub presets: Vec<crate::memsim::machine::MachineConfig>,
+}
+
+/// What to count in the guest.
+pub enum GuestProbes {
+    /// Probe ids, groups or suites (as `run` takes them), each probe at its quick-scale points.
+    Targets(Vec<String>),
+    /// Named points, as a paper's figures are.
+    Points(Vec<Planned>),
 }
 
 /// Guest memory: room for osmeter, its scratch files and the probes' buffers.
@@ -59,27 +70,46 @@ pub fn not_in_guest(def: &ProbeDef) -> Option<&'static str> {
     None
 }
 
+fn skipped(probe: &str, params: Params, why: &str) -> GuestProbe {
+    GuestProbe {
+        probe: probe.to_string(),
+        params,
+        status: Status::Skipped,
+        reason: Some(why.to_string()),
+        iterations: 0,
+        per_op: None,
+        simulated: Vec::new(),
+        kernel_parts: None,
+    }
+}
+
 /// The probes to run in the guest, and those skipped with the reason.
-fn choose(targets: &[String]) -> Result<(Vec<String>, Vec<GuestProbe>)> {
-    let (selected, _) = probes::selection::select(targets)?;
+fn choose(wanted: &GuestProbes) -> Result<(Vec<Planned>, Vec<GuestProbe>)> {
     let mut run = Vec::new();
-    let mut skipped = Vec::new();
-    for s in selected {
-        match not_in_guest(s.probe) {
-            None => run.push(s.probe.id.to_string()),
-            Some(why) => skipped.push(GuestProbe {
-                probe: s.probe.id.to_string(),
-                params: Params::new(),
-                status: Status::Skipped,
-                reason: Some(why.to_string()),
-                iterations: 0,
-                per_op: None,
-                simulated: Vec::new(),
-                kernel_parts: None,
-            }),
+    let mut skips = Vec::new();
+    match wanted {
+        GuestProbes::Targets(targets) => {
+            for s in probes::selection::select(targets)?.0 {
+                match not_in_guest(s.probe) {
+                    None => run.push(Planned::probe(s.probe.id)),
+                    Some(why) => skips.push(skipped(s.probe.id, Params::new(), why)),
+                }
+            }
+        }
+        GuestProbes::Points(points) => {
+            for p in points {
+                let def = probes::find(&p.probe)
+                    .ok_or_else(|| anyhow::anyhow!("no probe {} in this osmeter", p.probe))?;
+                match not_in_guest(def) {
+                    None => run.push(p.clone()),
+                    Some(why) => {
+                        skips.push(skipped(&p.probe, p.params.clone().unwrap_or_default(), why))
+                    }
+                }
+            }
         }
     }
-    Ok((run, skipped))
+    Ok((run, skips))
 }
 
 /// A kernel image path (anything with a `/`, or an existing file) or a Debian package name.
@@ -239,15 +269,15 @@ fn count_one(p: &Prepared, k: &kernel::Kernel, append: &str) -> Result<GuestDoc>
     Ok(doc)
 }
 
-/// Boots each kernel with each parameter set in turn and hands every document, with the time its
-/// boot started, to `each` as soon as it is complete (so that what was counted is kept if a later
-/// kernel fails).
+/// Boots each kernel with each parameter set, as many at once as the host has CPUs, and hands
+/// every document, with the time its boot started, to `each` in that order as soon as it and
+/// those before it are complete (so that what was counted is kept if a later kernel fails).
 pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<()>) -> Result<()> {
     // First, so that Ctrl-C at any point stops in order and the scratch directory goes.
     crate::interrupt::install();
     capture::ensure_packages(false)?;
     let qemu = qemu::find_qemu()?;
-    let (ids, skipped) = choose(&req.targets)?;
+    let (planned, skipped) = choose(&req.probes)?;
     let kernels: Vec<kernel::Kernel> = req
         .kernels
         .iter()
@@ -265,11 +295,15 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<
     if crate::interrupt::requested() {
         return Err(crate::interrupt::Interrupted.into());
     }
-    let (initrd, size) = image::build(scratch.path(), &ids, req.iterations)?;
+    let plan = plan::Plan {
+        iterations: req.iterations,
+        probes: planned,
+    };
+    let (initrd, size) = image::build(scratch.path(), &plan)?;
     eprintln!(
         "osmeter: guest file system {:.1} MiB (zstd), {} probe(s) to count, {} skipped",
         size as f64 / (1 << 20) as f64,
-        ids.len(),
+        plan.probes.len(),
         skipped.len()
     );
     let prepared = Prepared {
@@ -280,13 +314,20 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<
         scratch: scratch.path(),
         skipped,
     };
-    for k in &kernels {
-        for append in &appends {
+    let boots: Vec<(&kernel::Kernel, &str)> = kernels
+        .iter()
+        .flat_map(|k| appends.iter().map(move |a| (k, a.as_str())))
+        .collect();
+    let width = std::thread::available_parallelism().map_or(1, |n| n.get());
+    parallel::in_order(
+        &boots,
+        width,
+        &|(k, append): &(&kernel::Kernel, &str)| {
             let started_at = crate::clock::now_rfc3339();
-            each(count_one(&prepared, k, append)?, started_at)?;
-        }
-    }
-    Ok(())
+            Ok((count_one(&prepared, k, append)?, started_at))
+        },
+        &mut |(doc, started_at)| each(doc, started_at),
+    )
 }
 
 /// The machines of `--preset` values, sweeps expanded, each once.
@@ -323,9 +364,13 @@ mod tests {
 
     #[test]
     fn applications_and_hardware_figures_are_skipped_with_the_reason() {
-        let (run, skipped) =
-            choose(&["syscall.null".into(), "memory.latency".into(), "app".into()]).unwrap();
-        assert_eq!(run, vec!["syscall.null".to_string()]);
+        let (run, skipped) = choose(&GuestProbes::Targets(vec![
+            "syscall.null".into(),
+            "memory.latency".into(),
+            "app".into(),
+        ]))
+        .unwrap();
+        assert_eq!(run, vec![Planned::probe("syscall.null")]);
         assert!(skipped
             .iter()
             .any(|p| p.probe == "memory.latency" && p.reason.as_ref().unwrap().contains("TCG")));
@@ -333,7 +378,14 @@ mod tests {
             .iter()
             .filter(|p| p.probe.starts_with("app."))
             .all(|p| p.status == Status::Skipped && p.reason.as_ref().unwrap().contains("host")));
-        assert!(choose(&["no.such".into()]).is_err());
+        assert!(choose(&GuestProbes::Targets(vec!["no.such".into()])).is_err());
+        let point = Planned {
+            probe: "app.wish".into(),
+            params: Some(Params::from([("panels".into(), serde_json::json!(100))])),
+        };
+        let (run, skipped) = choose(&GuestProbes::Points(vec![point])).unwrap();
+        assert!(run.is_empty());
+        assert_eq!(skipped[0].params["panels"], 100);
     }
 
     #[test]
