@@ -23,16 +23,6 @@ const STILL_UP: &[(&str, &str, &str)] = &[
         "config",
         "papers take a request of their own",
     ),
-    (
-        "results/compare/tests.rs",
-        "probes",
-        "tests build figures without the registry",
-    ),
-    (
-        "results/figure/bench.rs",
-        "probes",
-        "a figure's direction stored with it",
-    ),
 ];
 
 /// Layer of each top-level module, read from the map in src/lib.rs's documentation.

@@ -11,7 +11,7 @@
 use super::data::Paper;
 use super::spec::{Cells, Now, Spec};
 use super::view::CellPair;
-use crate::results::figure::{role_of, Role};
+use crate::results::figure::Role;
 use serde::{Deserialize, Serialize};
 
 /// One primitive against the processor, over the paper's rated machines.
@@ -146,7 +146,7 @@ pub fn summarise(paper: &Paper, spec: &Spec, pairs: &[CellPair]) -> Vec<Primitiv
             name: primitive_name(paper, spec, c.table, column),
             probe: probe.probe.to_string(),
             figure: first.now_figure.clone().unwrap_or_default(),
-            role: role_of(probe.probe),
+            role: crate::probes::find(probe.probe).map_or(Role::Os, |p| p.role()),
             speedup_min: min(|r| r.0),
             speedup_max: max(|r| r.0),
             speedup_geomean,

@@ -232,6 +232,14 @@ mod tests {
     use std::collections::HashSet;
 
     #[test]
+    fn runs_stored_without_roles_read_the_roles_the_registry_declares() {
+        use crate::results::figure::bench::role_before_roles_were_stored;
+        for p in registry() {
+            assert_eq!(role_before_roles_were_stored(p.id), p.role(), "{}", p.id);
+        }
+    }
+
+    #[test]
     fn ids_are_unique_and_well_formed() {
         let mut seen = HashSet::new();
         for p in registry() {

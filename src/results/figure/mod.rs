@@ -11,8 +11,6 @@
 pub mod bench;
 mod guest;
 
-pub use bench::role_of;
-
 use crate::results::model::{Run, RunKind, Status};
 use crate::units::{self, Unit};
 use serde::{Deserialize, Serialize};
