@@ -140,8 +140,14 @@ fn stages_split_each_timer_wake_and_the_hog_is_in_the_thread_stage() {
         let st = stages.stages.as_ref().expect("some wakes split");
         let named: [&StageStats; 4] = [&st.interrupt, &st.handler, &st.thread, &st.to_user];
         for x in named.iter().chain([&&st.total]) {
-            assert!(x.p50_ns <= x.p90_ns && x.p90_ns <= x.p99_ns, "{x:?}");
-            assert!(x.p99_ns <= x.p99_9_ns && x.p99_9_ns <= x.max_ns, "{x:?}");
+            assert!(
+                x.dist.p50_ns <= x.dist.p90_ns && x.dist.p90_ns <= x.dist.p99_ns,
+                "{x:?}"
+            );
+            assert!(
+                x.dist.p99_ns <= x.dist.p99_9_ns && x.dist.p99_9_ns <= x.dist.max_ns,
+                "{x:?}"
+            );
         }
         // The stages add up: their mean shares make the whole.
         let shares: f64 = named.iter().map(|x| x.mean_share).sum::<f64>()
@@ -157,7 +163,7 @@ fn stages_split_each_timer_wake_and_the_hog_is_in_the_thread_stage() {
         let o = stages.overhead.as_ref().expect("overhead from the phases");
         assert!(o.untraced_wakes > 500, "{o:?}");
         if s.class == ClassName::Normal {
-            normal_thread_max = st.thread.max_ns;
+            normal_thread_max = st.thread.dist.max_ns;
         }
     }
     // The hog ran 40 ms in the first (traced) second: the normal thread waited for it after its

@@ -74,6 +74,8 @@ pub struct Distribution {
     pub p90_ns: u64,
     pub p99_ns: u64,
     pub p99_9_ns: u64,
+    /// Absent in the stages of documents written before stages shared this type.
+    #[serde(default)]
     pub p99_99_ns: u64,
     pub max_ns: u64,
 }

@@ -169,18 +169,18 @@ pub fn render(label: &str, s: &StreamStages) -> String {
             let Some(x) = stats else { continue };
             out.push_str(&format!(
                 "    {name:<10} {:>8} / {:>8} / {:>9}  {:>3.0} %\n",
-                crate::units::number(x.p50_ns as f64 / 1e3),
-                crate::units::number(x.p99_ns as f64 / 1e3),
-                crate::units::number(x.max_ns as f64 / 1e3),
+                crate::units::number(x.dist.p50_ns as f64 / 1e3),
+                crate::units::number(x.dist.p99_ns as f64 / 1e3),
+                crate::units::number(x.dist.max_ns as f64 / 1e3),
                 x.mean_share * 100.0
             ));
         }
         out.push_str(&format!(
             "    {:<10} {:>8} / {:>8} / {:>9}\n",
             "total",
-            crate::units::number(st.total.p50_ns as f64 / 1e3),
-            crate::units::number(st.total.p99_ns as f64 / 1e3),
-            crate::units::number(st.total.max_ns as f64 / 1e3)
+            crate::units::number(st.total.dist.p50_ns as f64 / 1e3),
+            crate::units::number(st.total.dist.p99_ns as f64 / 1e3),
+            crate::units::number(st.total.dist.max_ns as f64 / 1e3)
         ));
     }
     if let Some(o) = s.overhead.as_ref().filter(|o| !o.measured()) {

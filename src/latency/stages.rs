@@ -23,7 +23,7 @@
 //! This module is pure logic over decoded events; `stage_capture` reads them from tracefs.
 
 use super::accounting::{summarise_windows, WindowSummary, WINDOWS};
-use super::document::StoredHistogram;
+use super::document::{Distribution, StoredHistogram};
 use super::histogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -322,13 +322,7 @@ impl StageAcc {
     pub fn stats(&self, measured_ns: u64, total_mean_ns: f64) -> StageStats {
         let h = &self.hist;
         StageStats {
-            count: h.count(),
-            mean_ns: h.mean(),
-            p50_ns: h.percentile(0.5),
-            p90_ns: h.percentile(0.9),
-            p99_ns: h.percentile(0.99),
-            p99_9_ns: h.percentile(0.999),
-            max_ns: h.max(),
+            dist: Distribution::of(h),
             mean_share: if total_mean_ns > 0.0 {
                 h.mean() / total_mean_ns
             } else {
@@ -350,13 +344,9 @@ impl StageAcc {
 /// One stage's distribution.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageStats {
-    pub count: u64,
-    pub mean_ns: f64,
-    pub p50_ns: u64,
-    pub p90_ns: u64,
-    pub p99_ns: u64,
-    pub p99_9_ns: u64,
-    pub max_ns: u64,
+    /// Its percentiles, as a stream's lateness has them (the same keys in the document).
+    #[serde(flatten)]
+    pub dist: Distribution,
     /// Its mean over the mean total: the shares of all stages add up to 1.
     pub mean_share: f64,
     /// Worst case per window (1 s, 1 min, 1 h as the run allows).

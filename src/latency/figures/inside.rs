@@ -12,7 +12,7 @@ use crate::latency::stages::StageStats;
 use crate::units::Unit;
 
 fn stage_figures(name: &str, stage: &str, st: &StageStats, out: &mut Vec<Figure>) {
-    for (p, q, ns) in [("p50", 0.5, st.p50_ns), ("p99", 0.99, st.p99_ns)] {
+    for (p, q, ns) in [("p50", 0.5, st.dist.p50_ns), ("p99", 0.99, st.dist.p99_ns)] {
         // Order statistics of the stage's own histogram, like the whole wake's percentiles
         // (none from a document that stored no stage histogram).
         out.push(Figure {
@@ -40,7 +40,7 @@ pub(super) fn figures(s: &StreamDoc, name: &str, out: &mut Vec<Figure>) {
             ("thread", &stages.thread),
             ("to_user", &stages.to_user),
         ]);
-        for (stage, st) in each.into_iter().filter(|(_, st)| st.count > 0) {
+        for (stage, st) in each.into_iter().filter(|(_, st)| st.dist.count > 0) {
             stage_figures(name, stage, st, out);
         }
     }
@@ -103,7 +103,7 @@ mod tests {
         let thread_ns = |k| if k == 1_500 { 3 * MS } else { 10 * US };
         let (interrupt, handler, to_user) = (acc(&|_| 5 * US), acc(&|_| US), acc(&|_| 2 * US));
         let (thread, total) = (acc(&thread_ns), acc(&|k| thread_ns(k) + 8 * US));
-        let mean = total.stats(PERIODS * MS, 0.0).mean_ns;
+        let mean = total.stats(PERIODS * MS, 0.0).dist.mean_ns;
         let stats = |a: &StageAcc| a.stats(PERIODS * MS, mean);
         let mut run = ComputeRun::new(300 * US, MS, Work::calibrate());
         for k in 0..PERIODS {

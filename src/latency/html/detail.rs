@@ -77,11 +77,11 @@ fn stage_row(stream: &str, name: &str, s: &StageStats, share: bool) -> Row {
         cells: vec![
             Cell::from(esc(stream)),
             Cell::from(name.to_string()),
-            Cell::num(crate::units::number(s.p50_ns as f64 / 1e3)),
-            Cell::num(crate::units::number(s.p90_ns as f64 / 1e3)),
-            Cell::num(crate::units::number(s.p99_ns as f64 / 1e3)),
-            Cell::num(crate::units::number(s.p99_9_ns as f64 / 1e3)),
-            Cell::num(crate::units::number(s.max_ns as f64 / 1e3)),
+            Cell::num(crate::units::number(s.dist.p50_ns as f64 / 1e3)),
+            Cell::num(crate::units::number(s.dist.p90_ns as f64 / 1e3)),
+            Cell::num(crate::units::number(s.dist.p99_ns as f64 / 1e3)),
+            Cell::num(crate::units::number(s.dist.p99_9_ns as f64 / 1e3)),
+            Cell::num(crate::units::number(s.dist.max_ns as f64 / 1e3)),
             Cell::num(if share {
                 format!("{:.0} %", s.mean_share * 100.0)
             } else {

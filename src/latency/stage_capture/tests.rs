@@ -98,7 +98,7 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
         assert!(s.incomplete * 20 <= s.traced_wakes, "{s:?}");
         // The stages of the matched wakes describe the same wakes the thread measured.
         assert!(
-            st.total.max_ns <= raw_max + raw_max / 100 + 1_000,
+            st.total.dist.max_ns <= raw_max + raw_max / 100 + 1_000,
             "stages add up to more than the thread measured ({raw_max} ns): {s:?}"
         );
         let shares = st.interrupt.mean_share
@@ -121,15 +121,15 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
     // against this machine's usual latencies (the host may stall a CPU for a few ms at any time,
     // and other tests run beside this one).
     assert!(
-        normal.thread.max_ns > 20_000_000,
+        normal.thread.dist.max_ns > 20_000_000,
         "no hog's 30 ms is in the normal class's thread stage: {normal:?}"
     );
     assert!(
-        normal.interrupt.p90_ns < 10_000_000,
+        normal.interrupt.dist.p90_ns < 10_000_000,
         "the hog keeps interrupts on, yet the interrupt stage is slow: {normal:?}"
     );
     assert!(
-        high.thread.max_ns < 15_000_000,
+        high.thread.dist.max_ns < 15_000_000,
         "FIFO 90 should run over the FIFO 80 hog, yet waited most of its 30 ms: {high:?}"
     );
 }

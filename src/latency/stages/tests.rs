@@ -364,9 +364,9 @@ fn accumulated_stages_give_percentiles_shares_and_window_maxima() {
     }
     let s = acc.stages(3_000_000_000);
     assert!(s.softirq.is_none());
-    assert_eq!(s.interrupt.count, 3000);
-    assert!((s.interrupt.p50_ns as f64 - 1_000.0).abs() < 10.0);
-    assert_eq!(s.thread.max_ns, acc.thread.hist.max());
+    assert_eq!(s.interrupt.dist.count, 3000);
+    assert!((s.interrupt.dist.p50_ns as f64 - 1_000.0).abs() < 10.0);
+    assert_eq!(s.thread.dist.max_ns, acc.thread.hist.max());
     let w = &s.thread.windows[0];
     assert_eq!(w.window, "1s");
     assert_eq!(w.windows, 3);
