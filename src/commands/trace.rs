@@ -3,7 +3,7 @@
 use crate::capture::valgrind;
 use crate::cli::{TraceAction, TraceArgs};
 use crate::memsim::kernel::{self, info::Profile};
-use crate::memsim::trace::file::{write_trace, Sink, ZSTD_LEVEL};
+use crate::memsim::trace::file::write_trace;
 use crate::memsim::trace::{self, summary, synth::Synth, ExportFormat, Format};
 use crate::usage;
 use anyhow::{Context, Result};
@@ -34,7 +34,7 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
             seed,
             zstd,
         }) => {
-            check_room_for_synth(output, *refs, *zstd)?;
+            crate::memsim::trace::synth::check_room(output, *refs, *zstd)?;
             let mut src = Synth::new(*refs, *seed);
             let n = write_trace(&mut src, output, *zstd, 0)?;
             eprintln!(
@@ -121,27 +121,7 @@ fn export(
     to: ExportFormat,
     zstd: bool,
 ) -> Result<i32> {
-    let mut src = trace::open(input, from)?;
-    let file = crate::files::AtomicFile::create(output)?;
-    let mut sink = Sink::create(&file, output, zstd, ZSTD_LEVEL)?;
-    let what = if to == ExportFormat::Champsim {
-        let c = trace::champsim::export(src.as_mut(), &mut sink)
-            .with_context(|| format!("exporting {} to {}", input.display(), output.display()))?;
-        format!(
-            "{} instructions ({} loads, {} stores; {} data references beyond the record's 4 loads and 2 stores left out)",
-            c.instructions, c.loads, c.stores, c.dropped
-        )
-    } else {
-        let c = trace::drmem::export(src.as_mut(), &mut sink)
-            .with_context(|| format!("exporting {} to {}", input.display(), output.display()))?;
-        format!(
-            "{} references in {} entries ({} kernel sections, {} physical-address pairs)",
-            c.references, c.entries, c.kernel_sections, c.physical_pairs
-        )
-    };
-    sink.finish()
-        .with_context(|| format!("cannot write {}", output.display()))?;
-    file.commit()?;
+    let what = crate::memsim::trace::file::export_as(input, output, from, to, zstd)?;
     eprintln!("osmeter: wrote {what} to {} ({to})", output.display());
     Ok(crate::error::EXIT_OK)
 }
@@ -212,34 +192,4 @@ fn user_capture(out: &Path, zstd: bool, cmd: &[String]) -> Result<i32> {
         return Ok(crate::error::EXIT_COMMAND_FAILED);
     }
     Ok(crate::error::EXIT_OK)
-}
-
-/// Refuses a synthetic trace that cannot fit where it is to be written, before writing any of it
-/// (`--refs 18446744073709551615` used to write until the disk was full). A synthetic reference
-/// takes 2.9 bytes in a plain trace and 1.2-1.3 compressed (measured on 2 M references); the
-/// bound uses 2 and 1, so only a trace that surely cannot fit is refused.
-fn check_room_for_synth(output: &Path, refs: u64, zstd: bool) -> Result<()> {
-    let crate::files::Destination::Replace(into) = crate::files::classify(output)? else {
-        return Ok(()); // a device or pipe: the reader decides where the bytes go
-    };
-    let compressed = zstd || into.extension().is_some_and(|e| e == "zst" || e == "gz");
-    let per_ref = if compressed { 1 } else { 2 };
-    let dir = crate::files::parent(&into);
-    let Some(free) = crate::budget::free_space(dir) else {
-        return Ok(());
-    };
-    let need = refs.saturating_mul(per_ref);
-    if need > free {
-        return Err(usage!(
-            "--refs {refs}: the trace would take at least {} ({per_ref} byte{} a reference) and \
-             {} has {} free: give fewer --refs (at most about {}), or an -o on a larger file \
-             system",
-            crate::units::bytes(need),
-            if per_ref == 1 { "" } else { "s" },
-            dir.display(),
-            crate::units::bytes(free),
-            free / per_ref
-        ));
-    }
-    Ok(())
 }

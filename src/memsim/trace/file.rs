@@ -123,3 +123,36 @@ pub fn write_trace_at_level(
     file.commit()?;
     Ok(n)
 }
+
+/// Writes the trace at `input` to `output` in ChampSim's or drmemtrace's format, and says what it
+/// wrote; nothing appears at `output` unless it all worked.
+pub fn export_as(
+    input: &Path,
+    output: &Path,
+    from: Option<super::Format>,
+    to: super::ExportFormat,
+    zstd: bool,
+) -> Result<String> {
+    let mut src = super::open(input, from)?;
+    let file = crate::files::AtomicFile::create(output)?;
+    let mut sink = Sink::create(&file, output, zstd, ZSTD_LEVEL)?;
+    let what = if to == super::ExportFormat::Champsim {
+        let c = super::champsim::export(src.as_mut(), &mut sink)
+            .with_context(|| format!("exporting {} to {}", input.display(), output.display()))?;
+        format!(
+            "{} instructions ({} loads, {} stores; {} data references beyond the record's 4 loads and 2 stores left out)",
+            c.instructions, c.loads, c.stores, c.dropped
+        )
+    } else {
+        let c = super::drmem::export(src.as_mut(), &mut sink)
+            .with_context(|| format!("exporting {} to {}", input.display(), output.display()))?;
+        format!(
+            "{} references in {} entries ({} kernel sections, {} physical-address pairs)",
+            c.references, c.entries, c.kernel_sections, c.physical_pairs
+        )
+    };
+    sink.finish()
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    file.commit()?;
+    Ok(what)
+}
