@@ -1,6 +1,8 @@
 //! Turns raw command-line arguments into a validated run configuration before anything runs, so that
 //! every usage error is reported up front with a way out.
 
+pub mod paper;
+
 use crate::cli::RunArgs;
 use crate::harness::HarnessConfig;
 use crate::meter::placement;

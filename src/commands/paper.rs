@@ -29,7 +29,7 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
             ));
         }
     }
-    latency_side::check_flags(id, args)?;
+    latency_side::check_flags(id, &crate::config::paper::latency_request(args))?;
     let measures_probes = args.runs.is_empty()
         && !latency_side::wanted(id, args.table.as_deref())
         && !traced(id, args);
@@ -80,7 +80,7 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
     } else if spec::spec(id).probes_of(args.table.as_deref()).is_empty() {
         (Vec::new(), false)
     } else {
-        let config = plan::measuring_config(id, args)?;
+        let config = crate::config::paper::measuring_config(id, args)?;
         let run = super::run::measure(&config)?;
         config.keeper.save(&run)?;
         let interrupted = run.interrupted;
@@ -146,7 +146,7 @@ fn traced(id: PaperId, args: &PaperArgs) -> bool {
 /// Measures the paper's latency run and keeps it as `osmeter latency` keeps its own, saying on
 /// stderr which classes could not run here and why.
 fn measure_latency(id: PaperId, args: &PaperArgs) -> Result<(Run, Verdict)> {
-    let settings = latency_side::settings(id, args)?;
+    let settings = latency_side::settings(id, &crate::config::paper::latency_request(args))?;
     let keeper = super::keeper(&args.keep)?;
     if let Some(w) = latency_side::short_warning(settings.duration_ns) {
         eprintln!("{w}");

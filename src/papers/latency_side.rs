@@ -4,7 +4,6 @@
 
 use super::spec::spec;
 use super::PaperId;
-use crate::cli::PaperArgs;
 use crate::latency::accounting::MIN_WINDOWS_FOR_FIT;
 use crate::latency::buffer::BufferConfig;
 use crate::latency::load::{self, Load};
@@ -13,6 +12,7 @@ use crate::latency::threads::{Class, ClassName, DEFAULT_PRIO_HIGH, DEFAULT_PRIO_
 use crate::latency::values::{self, DEFAULT_COMPUTE_FRACTION, DEFAULT_PERIOD};
 use crate::meter::placement;
 use anyhow::Result;
+use std::path::PathBuf;
 
 /// A minute: sixty one-second windows, six times what the Gumbel fit needs at least.
 pub const DEFAULT_DURATION_NS: u64 = 60_000_000_000;
@@ -35,6 +35,18 @@ pub fn load_choice(text: &str) -> Result<LoadChoice, String> {
         .map_err(|e| format!("{e}, or none"))
 }
 
+/// What the paper's latency run is asked for: `osmeter paper`'s flags, lowered by the
+/// configuration layer.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatencyRequest {
+    pub table: Option<String>,
+    pub duration_ns: Option<u64>,
+    /// Empty: the paper's default load.
+    pub loads: Vec<LoadChoice>,
+    pub cpu: Option<usize>,
+    pub dir: Option<PathBuf>,
+}
+
 /// Whether `osmeter paper` measures a latency run for this paper (and table).
 pub fn wanted(id: PaperId, table: Option<&str>) -> bool {
     !spec(id).latency_streams_of(table).0.is_empty()
@@ -42,13 +54,13 @@ pub fn wanted(id: PaperId, table: Option<&str>) -> bool {
 
 /// Refuses `--duration` and `--load` for a paper that `osmeter paper` does not take a latency
 /// run for, rather than ignore them.
-pub fn check_flags(id: PaperId, args: &PaperArgs) -> Result<()> {
-    if (args.duration.is_some() || !args.load.is_empty()) && !wanted(id, args.table.as_deref()) {
+pub fn check_flags(id: PaperId, req: &LatencyRequest) -> Result<()> {
+    if (req.duration_ns.is_some() || !req.loads.is_empty()) && !wanted(id, req.table.as_deref()) {
         return Err(crate::usage!(
             "--duration and --load apply only to papers whose today's side is a latency run \
              (cota-robles99, tables 3 and mttf); {}{} has none",
             id.name(),
-            args.table
+            req.table
                 .as_deref()
                 .map(|t| format!(" table {t}"))
                 .unwrap_or_default()
@@ -62,8 +74,8 @@ pub fn check_flags(id: PaperId, args: &PaperArgs) -> Result<()> {
 /// flags. When no real-time class may run here the normal class is measured instead, as
 /// `osmeter latency` does by default, so the run says what an unprivileged thread gets and the
 /// paper's cells say why theirs are missing.
-pub fn settings(id: PaperId, args: &PaperArgs) -> Result<Settings> {
-    let (names, paths) = spec(id).latency_streams_of(args.table.as_deref());
+pub fn settings(id: PaperId, req: &LatencyRequest) -> Result<Settings> {
+    let (names, paths) = spec(id).latency_streams_of(req.table.as_deref());
     let mut classes: Vec<Class> = names.iter().map(|&n| class(n)).collect();
     let fifo_allowed = classes.iter().any(|c| {
         c.fifo
@@ -72,25 +84,25 @@ pub fn settings(id: PaperId, args: &PaperArgs) -> Result<Settings> {
     if !fifo_allowed {
         classes.push(class(ClassName::Normal));
     }
-    let loads: Vec<Load> = if args.load.is_empty() {
+    let loads: Vec<Load> = if req.loads.is_empty() {
         vec![DEFAULT_LOAD]
     } else {
-        args.load.iter().filter_map(|c| c.0).collect()
+        req.loads.iter().filter_map(|c| c.0).collect()
     };
-    let duration_ns = args.duration.unwrap_or(DEFAULT_DURATION_NS);
+    let duration_ns = req.duration_ns.unwrap_or(DEFAULT_DURATION_NS);
     // The latency command's defaults, so that a paper run and an `osmeter latency` run with the
     // same load are alike.
     Settings {
         period_ns: default_period_ns(),
         duration_ns,
-        cpus: args.measure.cpu.into_iter().collect(),
+        cpus: req.cpu.into_iter().collect(),
         classes,
         paths,
         buffers: BufferConfig::default_table(DEFAULT_COMPUTE_FRACTION),
         fail_over_ns: None,
         loads: load::kinds_of(&loads),
         load_command: None,
-        dir: args.measure.dir.clone().unwrap_or_else(std::env::temp_dir),
+        dir: req.dir.clone().unwrap_or_else(std::env::temp_dir),
         compute_ns: None,
         causes: None,
         stages: false,
@@ -125,16 +137,6 @@ mod tests {
     use super::*;
     use crate::latency::threads::Path;
 
-    fn paper_args(argv: &[&str]) -> Result<PaperArgs, clap::Error> {
-        use clap::Parser;
-        let cli =
-            crate::cli::Cli::try_parse_from(["osmeter", "paper"].iter().chain(argv).copied())?;
-        match cli.command {
-            crate::cli::Command::Paper(a) => Ok(a),
-            other => panic!("{other:?}"),
-        }
-    }
-
     #[test]
     fn the_paper_reads_both_real_time_classes_on_both_paths() {
         let (classes, paths) = spec(PaperId::CotaRobles99).latency_streams_of(None);
@@ -151,44 +153,49 @@ mod tests {
 
     #[test]
     fn defaults_are_a_minute_under_the_desktop_mix() {
-        let args = paper_args(&["cota-robles99"]).unwrap();
-        let s = settings(PaperId::CotaRobles99, &args).unwrap();
+        let s = settings(PaperId::CotaRobles99, &LatencyRequest::default()).unwrap();
         assert_eq!(s.duration_ns, DEFAULT_DURATION_NS);
         assert_eq!(s.loads, load::kinds_of(&[Load::Desktop]));
         assert_eq!(s.period_ns, 1_000_000);
         assert!(s.classes.iter().any(|c| c.name == ClassName::High));
-        let args = paper_args(&[
-            "cota-robles99",
-            "--duration",
-            "3s",
-            "--load",
-            "none",
-            "--cpu",
-            "0",
-        ])
-        .unwrap();
-        let s = settings(PaperId::CotaRobles99, &args).unwrap();
+        let req = LatencyRequest {
+            duration_ns: Some(3_000_000_000),
+            loads: vec![LoadChoice(None)],
+            cpu: Some(0),
+            ..LatencyRequest::default()
+        };
+        let s = settings(PaperId::CotaRobles99, &req).unwrap();
         assert_eq!(s.duration_ns, 3_000_000_000);
         assert!(s.loads.is_empty());
         assert_eq!(s.cpus, vec![0]);
-        let args = paper_args(&["cota-robles99", "--load", "server,io"]).unwrap();
-        let s = settings(PaperId::CotaRobles99, &args).unwrap();
+        let req = LatencyRequest {
+            loads: vec![LoadChoice(Some(Load::Server))],
+            ..LatencyRequest::default()
+        };
+        let s = settings(PaperId::CotaRobles99, &req).unwrap();
         assert_eq!(s.loads, load::kinds_of(&[Load::Server]));
     }
 
     #[test]
     fn latency_flags_are_refused_where_they_do_not_apply() {
-        assert!(paper_args(&["cota-robles99", "--load", "bogus"]).is_err());
-        assert!(paper_args(&["cota-robles99", "--duration", "25h"]).is_err());
-        assert!(paper_args(&["cota-robles99", "--duration", "3s", "--run", "x"]).is_err());
-        let args = paper_args(&["ousterhout89", "--duration", "3s"]).unwrap();
-        let err = check_flags(PaperId::Ousterhout89, &args).unwrap_err();
+        let short = LatencyRequest {
+            duration_ns: Some(3_000_000_000),
+            ..LatencyRequest::default()
+        };
+        let err = check_flags(PaperId::Ousterhout89, &short).unwrap_err();
         assert_eq!(crate::error::exit_code(&err), crate::error::EXIT_USAGE);
         assert!(err.to_string().contains("cota-robles99"), "{err}");
-        let args = paper_args(&["cota-robles99", "--table", "1", "--load", "cpu"]).unwrap();
-        assert!(check_flags(PaperId::CotaRobles99, &args).is_err());
-        let args = paper_args(&["cota-robles99", "--load", "cpu"]).unwrap();
-        assert!(check_flags(PaperId::CotaRobles99, &args).is_ok());
+        let cpu_load = LatencyRequest {
+            loads: vec![load_choice("cpu").unwrap()],
+            ..LatencyRequest::default()
+        };
+        let table_1 = LatencyRequest {
+            table: Some("1".into()),
+            ..cpu_load.clone()
+        };
+        assert!(check_flags(PaperId::CotaRobles99, &table_1).is_err());
+        assert!(check_flags(PaperId::CotaRobles99, &cpu_load).is_ok());
+        assert!(load_choice("bogus").is_err());
     }
 
     #[test]

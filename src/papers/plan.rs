@@ -4,8 +4,6 @@
 use super::data::Paper;
 use super::spec::{spec, Today};
 use super::PaperId;
-use crate::cli::{PaperArgs, RunArgs};
-use crate::config::RunConfig;
 use crate::probes::{ProbeDef, Scale};
 use crate::results::model::{Params, Run, Status};
 use anyhow::Result;
@@ -38,42 +36,6 @@ pub fn variants(
         }
     }
     out
-}
-
-/// The run configuration of `osmeter run` for exactly the paper's probes and parameter points.
-pub fn measuring_config(id: PaperId, args: &PaperArgs) -> Result<RunConfig> {
-    let run_args = RunArgs {
-        targets: spec(id)
-            .probes_of(args.table.as_deref())
-            .into_iter()
-            .map(str::to_string)
-            .collect(),
-        measure: args.measure.clone(),
-        keep: args.keep.clone(),
-        ..RunArgs::default()
-    };
-    let mut config = RunConfig::from_args(&run_args)?;
-    let scale = if args.quick {
-        Scale::Quick
-    } else {
-        Scale::Full
-    };
-    for sel in &mut config.selected {
-        sel.scale = scale;
-        sel.variants = variants(id, args.table.as_deref(), sel.probe, scale);
-    }
-    config.selected.retain(|s| !s.variants.is_empty());
-    config.suite = Some(id.key().to_string());
-    // Settings left to their defaults follow the scale, as `osmeter run quick` sets them.
-    if args.quick {
-        if args.measure.repeat.is_none() {
-            config.harness.samples = crate::config::QUICK_SAMPLES;
-        }
-        if args.measure.min_time.is_none() {
-            config.harness.min_sample_ns = crate::config::QUICK_MIN_SAMPLE_NS;
-        }
-    }
-    Ok(config)
 }
 
 /// How many figures failed when none was measured (`osmeter paper` then exits 1, as `run` does).
@@ -237,36 +199,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("osmeter latency"), "{err}");
-    }
-
-    fn paper_args(argv: &[&str]) -> PaperArgs {
-        use clap::Parser;
-        let cli = crate::cli::Cli::try_parse_from(["osmeter", "paper"].iter().chain(argv).copied())
-            .unwrap();
-        match cli.command {
-            crate::cli::Command::Paper(a) => a,
-            other => panic!("{other:?}"),
-        }
-    }
-
-    /// One table measures its probe and the CPU reference at the paper's points only, at the
-    /// quick scale's settings when asked, tagged with the paper as its suite.
-    #[test]
-    fn the_measuring_config_holds_the_papers_points() {
-        let args = paper_args(&["ousterhout89", "--table", "7", "--quick"]);
-        let config = measuring_config(PaperId::Ousterhout89, &args).unwrap();
-        let probes: Vec<&str> = config.selected.iter().map(|s| s.probe.id).collect();
-        assert_eq!(probes, vec!["cpu.reference", "app.andrew"]);
-        let andrew = &config.selected[1];
-        assert_eq!(andrew.scale, Scale::Quick);
-        // Six phases on each of two file systems, at the full size the paper's table needs.
-        assert_eq!(andrew.variants.len(), 12, "{:?}", andrew.variants);
-        assert_eq!(config.suite.as_deref(), Some("ousterhout89"));
-        assert_eq!(config.harness.samples, crate::config::QUICK_SAMPLES);
-        let args = paper_args(&["ousterhout89", "--table", "2", "--repeat", "7"]);
-        let config = measuring_config(PaperId::Ousterhout89, &args).unwrap();
-        assert_eq!(config.harness.samples, 7);
-        assert!(config.selected.iter().all(|s| s.scale == Scale::Full));
     }
 
     #[test]
