@@ -4,10 +4,13 @@
 //! owns the change, and `compare --explain` must put that component first.
 //!
 //! - nftables: a few hundred rules on the IPv4 output and input hooks of a network namespace of
-//!   the test's own (scripts/netns-run), `net.*` on loopback -> netfilter (nft_do_chain).
-//! - the function tracer on the functions getppid (`syscall.null`) calls, in a trace instance of
-//!   the test's own (or, where the kernel refuses the function tracer, the trace events of the
-//!   getppid system call) -> tracing; `syscall.dup` is the control.
+//!   the test's own (scripts/netns-run), `net.*` and `app.web` on loopback -> netfilter
+//!   (nft_do_chain).
+//! - the function tracer, in a trace instance of the test's own, on the functions getppid
+//!   (`syscall.null`) calls, `syscall.dup` the control -> tracing; where the kernel refuses the
+//!   tracer, skipped with the cause (`function_tracer::refusal`: lockdown or the kernel itself).
+//! - the trace events of the getppid system call, the same path by another route (this VM's
+//!   kernel refuses the function tracer), `syscall.dup` the control -> tracing.
 //!
 //! Each change is undone whatever ends the test: the namespace lives only as long as the osmeter
 //! inside it; the trace instance is cleared and removed by a guard that runs on panic too, and one
@@ -17,13 +20,24 @@
 mod common;
 
 use common::{is_root, TestEnv, FAST};
+use osmeter::function_tracer::{self, FunctionTracer};
 use osmeter::kernel_parts::Component;
+use osmeter::lockdown;
 use osmeter::results::model::Run;
 use osmeter::results::profile::explain::Explanation;
 use osmeter::results::profile::ProbeProfile;
 use osmeter::tracefs::{Instance, Tracefs};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+
+/// The changes each test makes are seen by every process on the machine: two at once would put
+/// one test's change into the other's runs, so the tests take turns.
+fn one_change_at_a_time() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    // A test that failed while holding it changed nothing that is still on (its guards undid it).
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -32,7 +46,7 @@ fn script(name: &str) -> PathBuf {
 }
 
 /// `osmeter run PROBES --profile --json`, under `wrapper` (a command and its arguments, ending in
-/// `--`) when given, stored in the test's store.
+/// `--`) when given, stored in the test's store; `probes` may carry `--set` arguments.
 fn profiled_run(env: &TestEnv, wrapper: &[&str], probes: &[&str]) -> Run {
     let bin = assert_cmd::cargo::cargo_bin("osmeter");
     let mut cmd = match wrapper.split_first() {
@@ -164,25 +178,50 @@ fn nftables_missing() -> Option<String> {
     }
 }
 
-/// Loopback round trips through 300 rules per hook: each packet is checked against every rule on
-/// its way out and again on its way in, none matches.
+/// The web server's figure under the rules: a new connection per request, so each request's
+/// handshake, request, reply and close all cross both hooks.
+const WEB: &[&str] = &[
+    "app.web",
+    "--set",
+    "conn=close",
+    "--set",
+    "cache=warm",
+    "--set",
+    "clients=1",
+    "--set",
+    "stat=time",
+];
+const WEB_LABEL: &str = "app.web cache=warm clients=1 conn=close stat=time";
+
+/// Loopback round trips, and nginx serving osmeter's client on loopback, through 300 rules per
+/// hook: each packet is checked against every rule on its way out and again on its way in, none
+/// matches. nginx and the client run inside the namespace with the rest (osmeter starts them
+/// there); the profile of app.web samples its whole cgroup.
 #[test]
 fn nftables_rules_on_loopback_are_found_in_netfilter() {
     if let Some(why) = nftables_missing() {
         eprintln!("skipped: {why}");
         return;
     }
+    let _alone = one_change_at_a_time();
     let env = TestEnv::new();
-    let probes = ["net.udp_roundtrip", "net.tcp_roundtrip"];
-    let netns = script("netns-run");
-    let netns = netns.to_str().unwrap();
-    let plain = profiled_run(&env, &[netns, "0", "--"], &probes);
-    let ruled = profiled_run(&env, &[netns, "300", "--"], &probes);
-    let e = explain(&env, &plain, &ruled);
-    for label in [
+    let mut what = vec!["net.udp_roundtrip", "net.tcp_roundtrip"];
+    let mut labels = vec![
         "net.udp_roundtrip placement=same",
         "net.tcp_roundtrip placement=same",
-    ] {
+    ];
+    if Path::new("/usr/sbin/nginx").exists() {
+        what.extend_from_slice(WEB);
+        labels.push(WEB_LABEL);
+    } else {
+        eprintln!("app.web left out: it needs nginx (apt-get install nginx-light)");
+    }
+    let netns = script("netns-run");
+    let netns = netns.to_str().unwrap();
+    let plain = profiled_run(&env, &[netns, "0", "--"], &what);
+    let ruled = profiled_run(&env, &[netns, "300", "--"], &what);
+    let e = explain(&env, &plain, &ruled);
+    for label in labels {
         let share = share_of_difference(&plain, &ruled, label, Component::Netfilter);
         assert!(share > 0.5, "{label}: netfilter got {:.0} %", 100.0 * share);
         // Named: the rule walk itself leads the netfilter functions.
@@ -204,16 +243,14 @@ fn nftables_rules_on_loopback_are_found_in_netfilter() {
     }
 }
 
-/// Tracing on the path of `syscall.null` (getppid), in a trace instance of the test's own: the
-/// function tracer on the functions it calls, or, where the kernel refuses the function tracer (as
-/// this VM's does), the trace events of the getppid system call. Cleared and removed on drop
-/// (panics included).
+/// Tracing on in a trace instance of the test's own, cleared and removed on drop (panics
+/// included).
 struct TracingOn {
     instance: Instance,
     what: String,
 }
 
-/// What getppid calls, whichever of them this kernel can trace.
+/// What getppid (`syscall.null`) calls, whichever of them this kernel can trace.
 const GETPPID_FUNCTIONS: &[&str] = &[
     "__x64_sys_getppid",
     "__do_sys_getppid",
@@ -221,54 +258,28 @@ const GETPPID_FUNCTIONS: &[&str] = &[
     "task_tgid_vnr",
 ];
 
-/// The same path's system call events, where functions cannot be traced.
+/// The same path's system call events.
 const GETPPID_EVENTS: &[&str] = &["syscalls/sys_enter_getppid", "syscalls/sys_exit_getppid"];
 
 impl TracingOn {
-    /// The reason when this kernel can trace neither.
-    fn getppid_path() -> Result<TracingOn, String> {
+    fn instance() -> Result<Instance, String> {
         let fs = Tracefs::open().map_err(|e| format!("no tracefs: {e:#}"))?;
-        let instance = Instance::create(&fs, "known-answer")
-            .map_err(|e| format!("no trace instance: {e:#}"))?;
-        let mut on = TracingOn {
-            instance,
-            what: String::new(),
-        };
-        match on.function_tracer(GETPPID_FUNCTIONS) {
-            Ok(chosen) => on.what = format!("function tracer on {chosen:?}"),
-            Err(refused) => {
-                on.clear();
-                for event in GETPPID_EVENTS {
-                    match on.instance.enable_event(event) {
-                        Ok(true) => {}
-                        Ok(false) => return Err(format!("{refused}; and no event {event}")),
-                        Err(e) => return Err(format!("{refused}; and {e:#}")),
-                    }
-                }
-                on.what = format!("events {GETPPID_EVENTS:?} ({refused})");
-            }
-        }
-        on.instance.write("tracing_on", "1").unwrap();
-        eprintln!("tracing: {}", on.what);
-        Ok(on)
+        Instance::create(&fs, "known-answer").map_err(|e| format!("no trace instance: {e:#}"))
     }
 
-    /// The function tracer on those of `functions` the kernel lists; why not when it cannot.
-    fn function_tracer(&self, functions: &[&str]) -> Result<Vec<String>, String> {
-        let tracers = self.instance.read("available_tracers").unwrap_or_default();
-        if !self.instance.has("set_ftrace_filter")
-            || !tracers.split_whitespace().any(|t| t == "function")
-        {
-            return Err("the kernel has no function tracer for trace instances".into());
+    /// The function tracer on the functions getppid calls; the reason (its cause, and what to do)
+    /// when this kernel will not trace chosen functions.
+    fn function_tracer() -> Result<(TracingOn, ()), String> {
+        let instance = TracingOn::instance()?;
+        match function_tracer::check(instance.tracefs()) {
+            FunctionTracer::Aimable => {}
+            FunctionTracer::Refused(why) | FunctionTracer::Missing(why) => return Err(why),
         }
-        let listed = self
-            .instance
-            .tracefs()
-            .root()
-            .join("available_filter_functions");
-        let traceable = std::fs::read_to_string(&listed)
-            .map_err(|e| format!("the kernel refuses the function tracer: {e}"))?;
-        let chosen: Vec<String> = functions
+        let listed = instance.tracefs().root().join("available_filter_functions");
+        let traceable = std::fs::read_to_string(&listed).map_err(|e| {
+            function_tracer::refusal("available_filter_functions", &e, &lockdown::read())
+        })?;
+        let chosen: Vec<&str> = GETPPID_FUNCTIONS
             .iter()
             .copied()
             .filter(|f| {
@@ -276,20 +287,55 @@ impl TracingOn {
                     .lines()
                     .any(|l| l.split_whitespace().next() == Some(*f))
             })
-            .map(str::to_string)
             .collect();
         if chosen.len() < 2 {
             return Err(format!(
-                "too few of {functions:?} can be traced: {chosen:?}"
+                "too few of {GETPPID_FUNCTIONS:?} can be traced: {chosen:?}"
             ));
         }
-        self.instance
-            .write("set_ftrace_filter", &chosen.join("\n"))
-            .map_err(|e| format!("the kernel refuses the function tracer: {e:#}"))?;
-        self.instance
-            .write("current_tracer", "function")
-            .map_err(|e| format!("the kernel refuses the function tracer: {e:#}"))?;
-        Ok(chosen)
+        let on = TracingOn {
+            instance,
+            what: format!("function tracer on {chosen:?}"),
+        };
+        for (file, text) in [
+            ("set_ftrace_filter", chosen.join("\n")),
+            ("current_tracer", "function".to_string()),
+        ] {
+            on.instance.write(file, &text).map_err(|e| {
+                match e.root_cause().downcast_ref::<std::io::Error>() {
+                    Some(io) => function_tracer::refusal(file, io, &lockdown::read()),
+                    None => format!("{e:#}"),
+                }
+            })?;
+        }
+        on.start();
+        Ok((on, ()))
+    }
+
+    /// The trace events of the getppid system call; the reason when this kernel has none.
+    fn getppid_events() -> Result<(TracingOn, ()), String> {
+        let on = TracingOn {
+            instance: TracingOn::instance()?,
+            what: format!("events {GETPPID_EVENTS:?}"),
+        };
+        for event in GETPPID_EVENTS {
+            match on.instance.enable_event(event) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(format!(
+                        "the kernel has no event {event} (built without CONFIG_FTRACE_SYSCALLS)"
+                    ))
+                }
+                Err(e) => return Err(format!("{e:#}")),
+            }
+        }
+        on.start();
+        Ok((on, ()))
+    }
+
+    fn start(&self) {
+        self.instance.write("tracing_on", "1").unwrap();
+        eprintln!("tracing: {}", self.what);
     }
 
     fn clear(&self) {
@@ -308,45 +354,44 @@ impl Drop for TracingOn {
     }
 }
 
-#[test]
-fn tracing_on_the_path_of_a_probe_is_found_in_tracing() {
-    if !is_root() {
-        eprintln!("skipped: tracefs and kernel call chains need root");
-        return;
-    }
-    let env = TestEnv::new();
+/// `syscall.dup` and `syscall.null` without and with `on()`'s tracing (off again before this
+/// returns), and what `on` said of it; None (after saying why) when this kernel cannot trace that
+/// way.
+fn traced_pair<T>(
+    env: &TestEnv,
+    on: impl FnOnce() -> Result<(TracingOn, T), String>,
+) -> Option<(Run, Run, T)> {
     let probes = ["syscall.dup", "syscall.null"];
-    let plain = profiled_run(&env, &[], &probes);
-    let traced = {
-        let _tracing = match TracingOn::getppid_path() {
-            Ok(t) => t,
-            Err(why) => {
-                eprintln!("skipped: {why}");
-                return;
-            }
-        };
-        profiled_run(&env, &[], &probes)
+    let plain = profiled_run(env, &[], &probes);
+    let (tracing, said) = match on() {
+        Ok(t) => t,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return None;
+        }
     };
-    let share = share_of_difference(&plain, &traced, "syscall.null", Component::Tracing);
-    assert!(share > 0.5, "tracing got {:.0} %", 100.0 * share);
-    let e = explain(&env, &plain, &traced);
-    let (first, delta, kernel) = first_component(&e, "syscall.null");
-    assert_eq!(first, Component::Tracing, "{e:?}");
-    assert!(delta > 0.5 * kernel, "{delta} of {kernel}");
-    // dup and close call none of the traced functions and write no event (with events on, every
-    // system call takes the tracepoint's slow path, a fraction of what writing an event costs):
-    // their tracing time grew less than getppid's.
-    let grew = |label| {
-        component_ns(profile(&traced, label), Component::Tracing)
-            - component_ns(profile(&plain, label), Component::Tracing)
-    };
-    eprintln!(
-        "tracing grew {:.0} ns/op on syscall.null, {:.0} on syscall.dup",
-        grew("syscall.null"),
-        grew("syscall.dup")
-    );
-    assert!(grew("syscall.dup") < grew("syscall.null"));
-    // Undone: no instance of this test is left.
+    let traced = profiled_run(env, &[], &probes);
+    drop(tracing);
+    Some((plain, traced, said))
+}
+
+/// Tracing took most of `label`'s extra kernel time, and `compare --explain` puts it first.
+fn tracing_explains(env: &TestEnv, plain: &Run, traced: &Run, label: &str) {
+    let share = share_of_difference(plain, traced, label, Component::Tracing);
+    assert!(share > 0.5, "{label}: tracing got {:.0} %", 100.0 * share);
+    let e = explain(env, plain, traced);
+    let (first, delta, kernel) = first_component(&e, label);
+    assert_eq!(first, Component::Tracing, "{label}: {e:?}");
+    assert!(delta > 0.5 * kernel, "{label}: {delta} of {kernel}");
+}
+
+fn tracing_growth(plain: &Run, traced: &Run, label: &str) -> f64 {
+    component_ns(profile(traced, label), Component::Tracing)
+        - component_ns(profile(plain, label), Component::Tracing)
+}
+
+/// No trace instance of this test process is left.
+fn no_instance_left() {
     let fs = Tracefs::open().unwrap();
     let left: Vec<_> = std::fs::read_dir(fs.root().join("instances"))
         .unwrap()
@@ -358,6 +403,57 @@ fn tracing_on_the_path_of_a_probe_is_found_in_tracing() {
         })
         .collect();
     assert!(left.is_empty(), "trace instances left: {left:?}");
+}
+
+/// The function tracer on the functions getppid calls, in a trace instance of the test's own:
+/// `syscall.null` slower, attributed to tracing; `syscall.dup`, which calls none of them, the
+/// control. Where the kernel refuses the tracer's files (this VM's does, and not through lockdown:
+/// see `function_tracer::refusal`), it skips with that cause; the trace events below take the same
+/// path there.
+#[test]
+fn the_function_tracer_on_the_path_of_a_probe_is_found_in_tracing() {
+    if !is_root() {
+        eprintln!("skipped: tracefs and kernel call chains need root");
+        return;
+    }
+    let _alone = one_change_at_a_time();
+    let env = TestEnv::new();
+    let Some((plain, traced, ())) = traced_pair(&env, TracingOn::function_tracer) else {
+        return;
+    };
+    tracing_explains(&env, &plain, &traced, "syscall.null");
+    let (null, dup) = (
+        tracing_growth(&plain, &traced, "syscall.null"),
+        tracing_growth(&plain, &traced, "syscall.dup"),
+    );
+    eprintln!("tracing grew {null:.0} ns/op on syscall.null, {dup:.0} on syscall.dup");
+    assert!(dup < null);
+    no_instance_left();
+}
+
+/// The trace events of the getppid system call, in a trace instance of the test's own:
+/// `syscall.null` slower, attributed to tracing. `syscall.dup` is the control: with any system
+/// call event on, every system call takes the tracepoint's slow path, a fraction of what writing
+/// an event costs, so its tracing time grows less than getppid's.
+#[test]
+fn trace_events_on_the_path_of_a_probe_are_found_in_tracing() {
+    if !is_root() {
+        eprintln!("skipped: tracefs and kernel call chains need root");
+        return;
+    }
+    let _alone = one_change_at_a_time();
+    let env = TestEnv::new();
+    let Some((plain, traced, ())) = traced_pair(&env, TracingOn::getppid_events) else {
+        return;
+    };
+    tracing_explains(&env, &plain, &traced, "syscall.null");
+    let (null, dup) = (
+        tracing_growth(&plain, &traced, "syscall.null"),
+        tracing_growth(&plain, &traced, "syscall.dup"),
+    );
+    eprintln!("tracing grew {null:.0} ns/op on syscall.null, {dup:.0} on syscall.dup");
+    assert!(dup < null);
+    no_instance_left();
 }
 
 /// The scripts' bad input: a clear message naming what is wrong, exit 2 for usage, nothing run.
