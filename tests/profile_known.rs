@@ -99,40 +99,56 @@ fn component_ns(p: &ProbeProfile, c: Component) -> f64 {
         .sum()
 }
 
-/// The share of `label`'s extra kernel time per operation (B over A) that `owner` took, printed
-/// for the record; the extra time must be there.
-fn share_of_difference(a: &Run, b: &Run, label: &str, owner: Component) -> f64 {
-    let (pa, pb) = (profile(a, label), profile(b, label));
-    let extra = pb.kernel_ns_per_op - pa.kernel_ns_per_op;
-    let owned = component_ns(pb, owner) - component_ns(pa, owner);
+/// `label`'s figure `of` its profile, averaged over `runs`.
+fn mean(runs: &[Run], label: &str, of: impl Fn(&ProbeProfile) -> f64) -> f64 {
+    runs.iter().map(|r| of(profile(r, label))).sum::<f64>() / runs.len() as f64
+}
+
+/// The share of `label`'s extra kernel time per operation (B over A, each side's runs averaged)
+/// that `owner` took, printed for the record; the extra time must be there.
+fn share_of_difference(a: &[Run], b: &[Run], label: &str, owner: Component) -> f64 {
+    let kernel = |runs| mean(runs, label, |p| p.kernel_ns_per_op);
+    let owned = |runs| mean(runs, label, |p| component_ns(p, owner));
+    let extra = kernel(b) - kernel(a);
     eprintln!(
         "{label}: kernel {:.0} -> {:.0} ns/op; {} {:.0} -> {:.0} ns/op, {:.0} % of the difference",
-        pa.kernel_ns_per_op,
-        pb.kernel_ns_per_op,
+        kernel(a),
+        kernel(b),
         owner.name(),
-        component_ns(pa, owner),
-        component_ns(pb, owner),
-        100.0 * owned / extra
+        owned(a),
+        owned(b),
+        100.0 * (owned(b) - owned(a)) / extra
     );
     assert!(
         extra > 0.0,
-        "{label}: the change added no kernel time ({pa:?} vs {pb:?})"
+        "{label}: the change added no kernel time ({:?} vs {:?})",
+        a.iter()
+            .map(|r| profile(r, label).kernel_ns_per_op)
+            .collect::<Vec<_>>(),
+        b.iter()
+            .map(|r| profile(r, label).kernel_ns_per_op)
+            .collect::<Vec<_>>()
     );
-    owned / extra
+    (owned(b) - owned(a)) / extra
 }
 
-/// `compare A B --explain --all --json`: the explanation part, typed.
-fn explain(env: &TestEnv, a: &Run, b: &Run) -> Explanation {
+/// `compare --a A... --b B... --explain --all --json`: the explanation part, typed.
+fn explain(env: &TestEnv, a: &[Run], b: &[Run]) -> Explanation {
     #[derive(serde::Deserialize)]
     struct Explained {
         explain: Explanation,
     }
+    let ids = |runs: &[Run]| runs.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
     // --force: other tests share the machine and may make either run look busy; the explanation
     // is the subject here.
     let out = env
         .osmeter()
-        .args(["compare", &a.id, &b.id, "--explain", "--all", "--json"])
-        .arg("--force")
+        .arg("compare")
+        .arg("--a")
+        .args(ids(a))
+        .arg("--b")
+        .args(ids(b))
+        .args(["--explain", "--all", "--json", "--force"])
         .output()
         .unwrap();
     assert!(
@@ -142,6 +158,22 @@ fn explain(env: &TestEnv, a: &Run, b: &Run) -> Explanation {
     );
     let e: Explained = serde_json::from_slice(&out.stdout).unwrap();
     e.explain
+}
+
+/// Each side `ROUNDS` times, alternating (A, B, A, B): a load that comes or goes on the shared
+/// machine falls on both sides alike instead of on one. `b` may refuse (the kernel lacks the
+/// feature): its reason.
+fn alternate(
+    mut a: impl FnMut() -> Run,
+    mut b: impl FnMut() -> Result<Run, String>,
+) -> Result<(Vec<Run>, Vec<Run>), String> {
+    const ROUNDS: usize = 2;
+    let (mut on_a, mut on_b) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        on_a.push(a());
+        on_b.push(b()?);
+    }
+    Ok((on_a, on_b))
 }
 
 /// The component `compare --explain` puts first for `label`, with its delta and the figure's
@@ -218,14 +250,17 @@ fn nftables_rules_on_loopback_are_found_in_netfilter() {
     }
     let netns = script("netns-run");
     let netns = netns.to_str().unwrap();
-    let plain = profiled_run(&env, &[netns, "0", "--"], &what);
-    let ruled = profiled_run(&env, &[netns, "300", "--"], &what);
+    let (plain, ruled) = alternate(
+        || profiled_run(&env, &[netns, "0", "--"], &what),
+        || Ok(profiled_run(&env, &[netns, "300", "--"], &what)),
+    )
+    .unwrap();
     let e = explain(&env, &plain, &ruled);
     for label in labels {
         let share = share_of_difference(&plain, &ruled, label, Component::Netfilter);
         assert!(share > 0.5, "{label}: netfilter got {:.0} %", 100.0 * share);
         // Named: the rule walk itself leads the netfilter functions.
-        let named: Vec<&str> = profile(&ruled, label)
+        let named: Vec<&str> = profile(&ruled[0], label)
             .functions
             .iter()
             .filter(|f| f.component == Some(Component::Netfilter))
@@ -269,7 +304,7 @@ impl TracingOn {
 
     /// The function tracer on the functions getppid calls; the reason (its cause, and what to do)
     /// when this kernel will not trace chosen functions.
-    fn function_tracer() -> Result<(TracingOn, ()), String> {
+    fn function_tracer() -> Result<TracingOn, String> {
         let instance = TracingOn::instance()?;
         match function_tracer::check(instance.tracefs()) {
             FunctionTracer::Aimable => {}
@@ -309,11 +344,11 @@ impl TracingOn {
             })?;
         }
         on.start();
-        Ok((on, ()))
+        Ok(on)
     }
 
     /// The trace events of the getppid system call; the reason when this kernel has none.
-    fn getppid_events() -> Result<(TracingOn, ()), String> {
+    fn getppid_events() -> Result<TracingOn, String> {
         let on = TracingOn {
             instance: TracingOn::instance()?,
             what: format!("events {GETPPID_EVENTS:?}"),
@@ -330,7 +365,7 @@ impl TracingOn {
             }
         }
         on.start();
-        Ok((on, ()))
+        Ok(on)
     }
 
     fn start(&self) {
@@ -354,29 +389,28 @@ impl Drop for TracingOn {
     }
 }
 
-/// `syscall.dup` and `syscall.null` without and with `on()`'s tracing (off again before this
-/// returns), and what `on` said of it; None (after saying why) when this kernel cannot trace that
-/// way.
-fn traced_pair<T>(
+/// `syscall.dup` and `syscall.null` without and with `on()`'s tracing (off again after each
+/// traced run), alternated; None (after saying why) when this kernel cannot trace that way.
+fn traced_runs(
     env: &TestEnv,
-    on: impl FnOnce() -> Result<(TracingOn, T), String>,
-) -> Option<(Run, Run, T)> {
+    on: impl Fn() -> Result<TracingOn, String>,
+) -> Option<(Vec<Run>, Vec<Run>)> {
     let probes = ["syscall.dup", "syscall.null"];
-    let plain = profiled_run(env, &[], &probes);
-    let (tracing, said) = match on() {
-        Ok(t) => t,
+    let traced = || {
+        let _tracing = on()?;
+        Ok(profiled_run(env, &[], &probes))
+    };
+    match alternate(|| profiled_run(env, &[], &probes), traced) {
+        Ok(runs) => Some(runs),
         Err(why) => {
             eprintln!("skipped: {why}");
-            return None;
+            None
         }
-    };
-    let traced = profiled_run(env, &[], &probes);
-    drop(tracing);
-    Some((plain, traced, said))
+    }
 }
 
 /// Tracing took most of `label`'s extra kernel time, and `compare --explain` puts it first.
-fn tracing_explains(env: &TestEnv, plain: &Run, traced: &Run, label: &str) {
+fn tracing_explains(env: &TestEnv, plain: &[Run], traced: &[Run], label: &str) {
     let share = share_of_difference(plain, traced, label, Component::Tracing);
     assert!(share > 0.5, "{label}: tracing got {:.0} %", 100.0 * share);
     let e = explain(env, plain, traced);
@@ -385,9 +419,9 @@ fn tracing_explains(env: &TestEnv, plain: &Run, traced: &Run, label: &str) {
     assert!(delta > 0.5 * kernel, "{label}: {delta} of {kernel}");
 }
 
-fn tracing_growth(plain: &Run, traced: &Run, label: &str) -> f64 {
-    component_ns(profile(traced, label), Component::Tracing)
-        - component_ns(profile(plain, label), Component::Tracing)
+fn tracing_growth(plain: &[Run], traced: &[Run], label: &str) -> f64 {
+    let tracing = |runs| mean(runs, label, |p| component_ns(p, Component::Tracing));
+    tracing(traced) - tracing(plain)
 }
 
 /// No trace instance of this test process is left.
@@ -405,20 +439,16 @@ fn no_instance_left() {
     assert!(left.is_empty(), "trace instances left: {left:?}");
 }
 
-/// The function tracer on the functions getppid calls, in a trace instance of the test's own:
-/// `syscall.null` slower, attributed to tracing; `syscall.dup`, which calls none of them, the
-/// control. Where the kernel refuses the tracer's files (this VM's does, and not through lockdown:
-/// see `function_tracer::refusal`), it skips with that cause; the trace events below take the same
-/// path there.
-#[test]
-fn the_function_tracer_on_the_path_of_a_probe_is_found_in_tracing() {
+/// `syscall.null` with and without `on()`'s tracing of getppid's path: slower, attributed to
+/// tracing; `syscall.dup`, whose path it is not, the control (its tracing time grows less).
+fn getppid_traced_is_found_in_tracing(on: impl Fn() -> Result<TracingOn, String>) {
     if !is_root() {
         eprintln!("skipped: tracefs and kernel call chains need root");
         return;
     }
     let _alone = one_change_at_a_time();
     let env = TestEnv::new();
-    let Some((plain, traced, ())) = traced_pair(&env, TracingOn::function_tracer) else {
+    let Some((plain, traced)) = traced_runs(&env, on) else {
         return;
     };
     tracing_explains(&env, &plain, &traced, "syscall.null");
@@ -431,29 +461,21 @@ fn the_function_tracer_on_the_path_of_a_probe_is_found_in_tracing() {
     no_instance_left();
 }
 
-/// The trace events of the getppid system call, in a trace instance of the test's own:
-/// `syscall.null` slower, attributed to tracing. `syscall.dup` is the control: with any system
-/// call event on, every system call takes the tracepoint's slow path, a fraction of what writing
-/// an event costs, so its tracing time grows less than getppid's.
+/// The function tracer on the functions getppid calls, in a trace instance of the test's own.
+/// Where the kernel refuses the tracer's files (this VM's does, and not through lockdown: see
+/// `function_tracer::refusal`), it skips with that cause; the trace events below take the same
+/// path there.
+#[test]
+fn the_function_tracer_on_the_path_of_a_probe_is_found_in_tracing() {
+    getppid_traced_is_found_in_tracing(TracingOn::function_tracer);
+}
+
+/// The trace events of the getppid system call, in a trace instance of the test's own. dup is the
+/// control here too: with any system call event on, every system call takes the tracepoint's slow
+/// path, a fraction of what writing an event costs.
 #[test]
 fn trace_events_on_the_path_of_a_probe_are_found_in_tracing() {
-    if !is_root() {
-        eprintln!("skipped: tracefs and kernel call chains need root");
-        return;
-    }
-    let _alone = one_change_at_a_time();
-    let env = TestEnv::new();
-    let Some((plain, traced, ())) = traced_pair(&env, TracingOn::getppid_events) else {
-        return;
-    };
-    tracing_explains(&env, &plain, &traced, "syscall.null");
-    let (null, dup) = (
-        tracing_growth(&plain, &traced, "syscall.null"),
-        tracing_growth(&plain, &traced, "syscall.dup"),
-    );
-    eprintln!("tracing grew {null:.0} ns/op on syscall.null, {dup:.0} on syscall.dup");
-    assert!(dup < null);
-    no_instance_left();
+    getppid_traced_is_found_in_tracing(TracingOn::getppid_events);
 }
 
 /// The scripts' bad input: a clear message naming what is wrong, exit 2 for usage, nothing run.
