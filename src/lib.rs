@@ -9,8 +9,9 @@
 //! that will take it away, and the list may only shrink).
 //!
 //! ```text
-//! 1 base      clock columns console elf error files guard interrupt kernel_parts memory_room
-//!             mounts programs progress scratch stats suggest text tracefs units
+//! 1 base      clock columns console detached elf error files function_tracer guard interrupt
+//!             kernel_parts lockdown memory_room mounts programs progress scratch stats suggest
+//!             text tracefs units
 //! 2 meter     meter
 //! 3 results   results
 //! 4 engines   apps budget capture harness latency memsim profile stat
@@ -32,14 +33,17 @@ pub mod clock;
 pub mod columns;
 pub mod commands;
 pub mod config;
+pub mod detached;
 pub mod elf;
 pub mod error;
 pub mod files;
+pub mod function_tracer;
 pub mod guard;
 pub mod harness;
 pub mod interrupt;
 pub mod kernel_parts;
 pub mod latency;
+pub mod lockdown;
 pub mod memory_room;
 pub mod memsim;
 pub mod meter;

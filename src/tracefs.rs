@@ -2,7 +2,7 @@
 //!
 //! What could outlive osmeter, and how it cannot:
 //! - The mount. osmeter never mounts tracefs in the mount table: it opens a private, detached
-//!   mount (fsopen/fsmount) that exists only as a descriptor of this process and vanishes with it,
+//!   mount ([`crate::detached`]) that exists only as a descriptor of this process and vanishes with it,
 //!   whatever signal ends it. Only when the kernel cannot give one (before Linux 5.2, or without
 //!   the privilege) does it use a tracefs somebody already mounted.
 //! - Trace instances. Everything osmeter sets (events, filters, triggers, options, buffer sizes,
@@ -16,7 +16,7 @@
 //! perhaps in another PID namespace) cannot be removed and is left alone.
 
 use anyhow::{bail, Context, Result};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -44,42 +44,6 @@ pub struct StaleInstance {
     pub buffer_kb: Option<u64>,
     /// `None` when removed; otherwise why it was left.
     pub left: Option<String>,
-}
-
-fn private_mount() -> std::io::Result<OwnedFd> {
-    const FSOPEN_CLOEXEC: libc::c_uint = 1;
-    const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
-    const FSMOUNT_CLOEXEC: libc::c_uint = 1;
-    // SAFETY: the three calls take a NUL-terminated name, descriptors they returned, and null
-    // pointers where the command takes no key or value; each result is checked before use.
-    unsafe {
-        let fs = libc::syscall(libc::SYS_fsopen, c"tracefs".as_ptr(), FSOPEN_CLOEXEC);
-        if fs < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let fs = OwnedFd::from_raw_fd(fs as libc::c_int);
-        let created = libc::syscall(
-            libc::SYS_fsconfig,
-            std::os::fd::AsRawFd::as_raw_fd(&fs),
-            FSCONFIG_CMD_CREATE,
-            std::ptr::null::<libc::c_char>(),
-            std::ptr::null::<libc::c_void>(),
-            0,
-        );
-        if created < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let mnt = libc::syscall(
-            libc::SYS_fsmount,
-            std::os::fd::AsRawFd::as_raw_fd(&fs),
-            FSMOUNT_CLOEXEC,
-            0,
-        );
-        if mnt < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(OwnedFd::from_raw_fd(mnt as libc::c_int))
-    }
 }
 
 /// Where tracefs is mounted in this process's mount table, the usual place first.
@@ -135,12 +99,9 @@ impl Tracefs {
 
     /// Reaches tracefs without changing anything (no clean-up either).
     pub fn reach() -> Result<Arc<Tracefs>> {
-        let fs = match private_mount() {
+        let fs = match crate::detached::mount(c"tracefs") {
             Ok(fd) => Tracefs {
-                root: PathBuf::from(format!(
-                    "/proc/self/fd/{}",
-                    std::os::fd::AsRawFd::as_raw_fd(&fd)
-                )),
+                root: crate::detached::root_of(&fd),
                 access: Access::Private,
                 _mount: Some(fd),
             },

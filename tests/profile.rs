@@ -415,3 +415,48 @@ fn app_workloads_are_sampled_through_their_cgroup() {
     assert!(p["processes"].as_u64().unwrap() >= 1, "{p}");
     assert!(p["kernel_ns_per_op"].as_f64().unwrap() > 0.0, "{p}");
 }
+
+/// Under `--fs fuse` the file probes' work is done by the run's fuse2fs server, a process in a
+/// cgroup of its own that no probe starts: its profile includes the server's samples (it reads
+/// requests from /dev/fuse, which the measuring process never does), with a note saying so.
+#[test]
+fn the_runs_fuse_server_is_sampled_with_the_file_probes() {
+    if !can_profile() {
+        return;
+    }
+    if let Some(missing) = ["/usr/bin/fuse2fs", "/usr/sbin/mkfs.ext4"]
+        .iter()
+        .find(|p| !std::path::Path::new(p).exists())
+    {
+        eprintln!("skipped: --fs fuse needs {missing} (apt-get install fuse2fs e2fsprogs)");
+        return;
+    }
+    let env = TestEnv::new();
+    let mut args = vec!["run", "fs.metadata", "--fs", "fuse", "--profile", "--json"];
+    args.extend_from_slice(FAST);
+    let run = env.json(&args);
+    let p = profile_of(&run);
+    let notes: Vec<&str> = p["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("sampled with it: the run's file system server (fuse2fs")),
+        "{notes:?}"
+    );
+    assert!(p["processes"].as_u64().unwrap() >= 2, "{p}");
+    let server_side = p["folded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["stack"].as_str().unwrap().contains("fuse_dev_"))
+        .count();
+    assert!(
+        server_side > 0,
+        "no stack of the server reading /dev/fuse: {p}"
+    );
+}

@@ -4,10 +4,13 @@
 //! owns the change, and `compare --explain` must put that component first.
 //!
 //! - nftables: a few hundred rules on the IPv4 output and input hooks of a network namespace of
-//!   the test's own (scripts/netns-run), `net.*` on loopback -> netfilter (nft_do_chain).
-//! - the function tracer on the functions getppid (`syscall.null`) calls, in a trace instance of
-//!   the test's own (or, where the kernel refuses the function tracer, the trace events of the
-//!   getppid system call) -> tracing; `syscall.dup` is the control.
+//!   the test's own (scripts/netns-run), `net.*` and `app.web` on loopback -> netfilter
+//!   (nft_do_chain).
+//! - the function tracer, in a trace instance of the test's own, on the functions getppid
+//!   (`syscall.null`) calls, `syscall.dup` the control -> tracing; where the kernel refuses the
+//!   tracer, skipped with the cause (`function_tracer::refusal`: lockdown or the kernel itself).
+//! - the trace events of the getppid system call, the same path by another route (this VM's
+//!   kernel refuses the function tracer), `syscall.dup` the control -> tracing.
 //!
 //! Each change is undone whatever ends the test: the namespace lives only as long as the osmeter
 //! inside it; the trace instance is cleared and removed by a guard that runs on panic too, and one
@@ -17,13 +20,24 @@
 mod common;
 
 use common::{is_root, TestEnv, FAST};
+use osmeter::function_tracer::{self, FunctionTracer};
 use osmeter::kernel_parts::Component;
+use osmeter::lockdown;
 use osmeter::results::model::Run;
 use osmeter::results::profile::explain::Explanation;
 use osmeter::results::profile::ProbeProfile;
 use osmeter::tracefs::{Instance, Tracefs};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+
+/// The changes each test makes are seen by every process on the machine: two at once would put
+/// one test's change into the other's runs, so the tests take turns.
+fn one_change_at_a_time() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    // A test that failed while holding it changed nothing that is still on (its guards undid it).
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -32,7 +46,7 @@ fn script(name: &str) -> PathBuf {
 }
 
 /// `osmeter run PROBES --profile --json`, under `wrapper` (a command and its arguments, ending in
-/// `--`) when given, stored in the test's store.
+/// `--`) when given, stored in the test's store; `probes` may carry `--set` arguments.
 fn profiled_run(env: &TestEnv, wrapper: &[&str], probes: &[&str]) -> Run {
     let bin = assert_cmd::cargo::cargo_bin("osmeter");
     let mut cmd = match wrapper.split_first() {
@@ -85,40 +99,56 @@ fn component_ns(p: &ProbeProfile, c: Component) -> f64 {
         .sum()
 }
 
-/// The share of `label`'s extra kernel time per operation (B over A) that `owner` took, printed
-/// for the record; the extra time must be there.
-fn share_of_difference(a: &Run, b: &Run, label: &str, owner: Component) -> f64 {
-    let (pa, pb) = (profile(a, label), profile(b, label));
-    let extra = pb.kernel_ns_per_op - pa.kernel_ns_per_op;
-    let owned = component_ns(pb, owner) - component_ns(pa, owner);
+/// `label`'s figure `of` its profile, averaged over `runs`.
+fn mean(runs: &[Run], label: &str, of: impl Fn(&ProbeProfile) -> f64) -> f64 {
+    runs.iter().map(|r| of(profile(r, label))).sum::<f64>() / runs.len() as f64
+}
+
+/// The share of `label`'s extra kernel time per operation (B over A, each side's runs averaged)
+/// that `owner` took, printed for the record; the extra time must be there.
+fn share_of_difference(a: &[Run], b: &[Run], label: &str, owner: Component) -> f64 {
+    let kernel = |runs| mean(runs, label, |p| p.kernel_ns_per_op);
+    let owned = |runs| mean(runs, label, |p| component_ns(p, owner));
+    let extra = kernel(b) - kernel(a);
     eprintln!(
         "{label}: kernel {:.0} -> {:.0} ns/op; {} {:.0} -> {:.0} ns/op, {:.0} % of the difference",
-        pa.kernel_ns_per_op,
-        pb.kernel_ns_per_op,
+        kernel(a),
+        kernel(b),
         owner.name(),
-        component_ns(pa, owner),
-        component_ns(pb, owner),
-        100.0 * owned / extra
+        owned(a),
+        owned(b),
+        100.0 * (owned(b) - owned(a)) / extra
     );
     assert!(
         extra > 0.0,
-        "{label}: the change added no kernel time ({pa:?} vs {pb:?})"
+        "{label}: the change added no kernel time ({:?} vs {:?})",
+        a.iter()
+            .map(|r| profile(r, label).kernel_ns_per_op)
+            .collect::<Vec<_>>(),
+        b.iter()
+            .map(|r| profile(r, label).kernel_ns_per_op)
+            .collect::<Vec<_>>()
     );
-    owned / extra
+    (owned(b) - owned(a)) / extra
 }
 
-/// `compare A B --explain --all --json`: the explanation part, typed.
-fn explain(env: &TestEnv, a: &Run, b: &Run) -> Explanation {
+/// `compare --a A... --b B... --explain --all --json`: the explanation part, typed.
+fn explain(env: &TestEnv, a: &[Run], b: &[Run]) -> Explanation {
     #[derive(serde::Deserialize)]
     struct Explained {
         explain: Explanation,
     }
+    let ids = |runs: &[Run]| runs.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
     // --force: other tests share the machine and may make either run look busy; the explanation
     // is the subject here.
     let out = env
         .osmeter()
-        .args(["compare", &a.id, &b.id, "--explain", "--all", "--json"])
-        .arg("--force")
+        .arg("compare")
+        .arg("--a")
+        .args(ids(a))
+        .arg("--b")
+        .args(ids(b))
+        .args(["--explain", "--all", "--json", "--force"])
         .output()
         .unwrap();
     assert!(
@@ -128,6 +158,22 @@ fn explain(env: &TestEnv, a: &Run, b: &Run) -> Explanation {
     );
     let e: Explained = serde_json::from_slice(&out.stdout).unwrap();
     e.explain
+}
+
+/// Each side `ROUNDS` times, alternating (A, B, A, B): a load that comes or goes on the shared
+/// machine falls on both sides alike instead of on one. `b` may refuse (the kernel lacks the
+/// feature): its reason.
+fn alternate(
+    mut a: impl FnMut() -> Run,
+    mut b: impl FnMut() -> Result<Run, String>,
+) -> Result<(Vec<Run>, Vec<Run>), String> {
+    const ROUNDS: usize = 2;
+    let (mut on_a, mut on_b) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        on_a.push(a());
+        on_b.push(b()?);
+    }
+    Ok((on_a, on_b))
 }
 
 /// The component `compare --explain` puts first for `label`, with its delta and the figure's
@@ -164,29 +210,57 @@ fn nftables_missing() -> Option<String> {
     }
 }
 
-/// Loopback round trips through 300 rules per hook: each packet is checked against every rule on
-/// its way out and again on its way in, none matches.
+/// The web server's figure under the rules: a new connection per request, so each request's
+/// handshake, request, reply and close all cross both hooks.
+const WEB: &[&str] = &[
+    "app.web",
+    "--set",
+    "conn=close",
+    "--set",
+    "cache=warm",
+    "--set",
+    "clients=1",
+    "--set",
+    "stat=time",
+];
+const WEB_LABEL: &str = "app.web cache=warm clients=1 conn=close stat=time";
+
+/// Loopback round trips, and nginx serving osmeter's client on loopback, through 300 rules per
+/// hook: each packet is checked against every rule on its way out and again on its way in, none
+/// matches. nginx and the client run inside the namespace with the rest (osmeter starts them
+/// there); the profile of app.web samples its whole cgroup.
 #[test]
 fn nftables_rules_on_loopback_are_found_in_netfilter() {
     if let Some(why) = nftables_missing() {
         eprintln!("skipped: {why}");
         return;
     }
+    let _alone = one_change_at_a_time();
     let env = TestEnv::new();
-    let probes = ["net.udp_roundtrip", "net.tcp_roundtrip"];
-    let netns = script("netns-run");
-    let netns = netns.to_str().unwrap();
-    let plain = profiled_run(&env, &[netns, "0", "--"], &probes);
-    let ruled = profiled_run(&env, &[netns, "300", "--"], &probes);
-    let e = explain(&env, &plain, &ruled);
-    for label in [
+    let mut what = vec!["net.udp_roundtrip", "net.tcp_roundtrip"];
+    let mut labels = vec![
         "net.udp_roundtrip placement=same",
         "net.tcp_roundtrip placement=same",
-    ] {
+    ];
+    if Path::new("/usr/sbin/nginx").exists() {
+        what.extend_from_slice(WEB);
+        labels.push(WEB_LABEL);
+    } else {
+        eprintln!("app.web left out: it needs nginx (apt-get install nginx-light)");
+    }
+    let netns = script("netns-run");
+    let netns = netns.to_str().unwrap();
+    let (plain, ruled) = alternate(
+        || profiled_run(&env, &[netns, "0", "--"], &what),
+        || Ok(profiled_run(&env, &[netns, "300", "--"], &what)),
+    )
+    .unwrap();
+    let e = explain(&env, &plain, &ruled);
+    for label in labels {
         let share = share_of_difference(&plain, &ruled, label, Component::Netfilter);
         assert!(share > 0.5, "{label}: netfilter got {:.0} %", 100.0 * share);
         // Named: the rule walk itself leads the netfilter functions.
-        let named: Vec<&str> = profile(&ruled, label)
+        let named: Vec<&str> = profile(&ruled[0], label)
             .functions
             .iter()
             .filter(|f| f.component == Some(Component::Netfilter))
@@ -204,16 +278,14 @@ fn nftables_rules_on_loopback_are_found_in_netfilter() {
     }
 }
 
-/// Tracing on the path of `syscall.null` (getppid), in a trace instance of the test's own: the
-/// function tracer on the functions it calls, or, where the kernel refuses the function tracer (as
-/// this VM's does), the trace events of the getppid system call. Cleared and removed on drop
-/// (panics included).
+/// Tracing on in a trace instance of the test's own, cleared and removed on drop (panics
+/// included).
 struct TracingOn {
     instance: Instance,
     what: String,
 }
 
-/// What getppid calls, whichever of them this kernel can trace.
+/// What getppid (`syscall.null`) calls, whichever of them this kernel can trace.
 const GETPPID_FUNCTIONS: &[&str] = &[
     "__x64_sys_getppid",
     "__do_sys_getppid",
@@ -221,54 +293,28 @@ const GETPPID_FUNCTIONS: &[&str] = &[
     "task_tgid_vnr",
 ];
 
-/// The same path's system call events, where functions cannot be traced.
+/// The same path's system call events.
 const GETPPID_EVENTS: &[&str] = &["syscalls/sys_enter_getppid", "syscalls/sys_exit_getppid"];
 
 impl TracingOn {
-    /// The reason when this kernel can trace neither.
-    fn getppid_path() -> Result<TracingOn, String> {
+    fn instance() -> Result<Instance, String> {
         let fs = Tracefs::open().map_err(|e| format!("no tracefs: {e:#}"))?;
-        let instance = Instance::create(&fs, "known-answer")
-            .map_err(|e| format!("no trace instance: {e:#}"))?;
-        let mut on = TracingOn {
-            instance,
-            what: String::new(),
-        };
-        match on.function_tracer(GETPPID_FUNCTIONS) {
-            Ok(chosen) => on.what = format!("function tracer on {chosen:?}"),
-            Err(refused) => {
-                on.clear();
-                for event in GETPPID_EVENTS {
-                    match on.instance.enable_event(event) {
-                        Ok(true) => {}
-                        Ok(false) => return Err(format!("{refused}; and no event {event}")),
-                        Err(e) => return Err(format!("{refused}; and {e:#}")),
-                    }
-                }
-                on.what = format!("events {GETPPID_EVENTS:?} ({refused})");
-            }
-        }
-        on.instance.write("tracing_on", "1").unwrap();
-        eprintln!("tracing: {}", on.what);
-        Ok(on)
+        Instance::create(&fs, "known-answer").map_err(|e| format!("no trace instance: {e:#}"))
     }
 
-    /// The function tracer on those of `functions` the kernel lists; why not when it cannot.
-    fn function_tracer(&self, functions: &[&str]) -> Result<Vec<String>, String> {
-        let tracers = self.instance.read("available_tracers").unwrap_or_default();
-        if !self.instance.has("set_ftrace_filter")
-            || !tracers.split_whitespace().any(|t| t == "function")
-        {
-            return Err("the kernel has no function tracer for trace instances".into());
+    /// The function tracer on the functions getppid calls; the reason (its cause, and what to do)
+    /// when this kernel will not trace chosen functions.
+    fn function_tracer() -> Result<TracingOn, String> {
+        let instance = TracingOn::instance()?;
+        match function_tracer::check(instance.tracefs()) {
+            FunctionTracer::Aimable => {}
+            FunctionTracer::Refused(why) | FunctionTracer::Missing(why) => return Err(why),
         }
-        let listed = self
-            .instance
-            .tracefs()
-            .root()
-            .join("available_filter_functions");
-        let traceable = std::fs::read_to_string(&listed)
-            .map_err(|e| format!("the kernel refuses the function tracer: {e}"))?;
-        let chosen: Vec<String> = functions
+        let listed = instance.tracefs().root().join("available_filter_functions");
+        let traceable = std::fs::read_to_string(&listed).map_err(|e| {
+            function_tracer::refusal("available_filter_functions", &e, &lockdown::read())
+        })?;
+        let chosen: Vec<&str> = GETPPID_FUNCTIONS
             .iter()
             .copied()
             .filter(|f| {
@@ -276,20 +322,55 @@ impl TracingOn {
                     .lines()
                     .any(|l| l.split_whitespace().next() == Some(*f))
             })
-            .map(str::to_string)
             .collect();
         if chosen.len() < 2 {
             return Err(format!(
-                "too few of {functions:?} can be traced: {chosen:?}"
+                "too few of {GETPPID_FUNCTIONS:?} can be traced: {chosen:?}"
             ));
         }
-        self.instance
-            .write("set_ftrace_filter", &chosen.join("\n"))
-            .map_err(|e| format!("the kernel refuses the function tracer: {e:#}"))?;
-        self.instance
-            .write("current_tracer", "function")
-            .map_err(|e| format!("the kernel refuses the function tracer: {e:#}"))?;
-        Ok(chosen)
+        let on = TracingOn {
+            instance,
+            what: format!("function tracer on {chosen:?}"),
+        };
+        for (file, text) in [
+            ("set_ftrace_filter", chosen.join("\n")),
+            ("current_tracer", "function".to_string()),
+        ] {
+            on.instance.write(file, &text).map_err(|e| {
+                match e.root_cause().downcast_ref::<std::io::Error>() {
+                    Some(io) => function_tracer::refusal(file, io, &lockdown::read()),
+                    None => format!("{e:#}"),
+                }
+            })?;
+        }
+        on.start();
+        Ok(on)
+    }
+
+    /// The trace events of the getppid system call; the reason when this kernel has none.
+    fn getppid_events() -> Result<TracingOn, String> {
+        let on = TracingOn {
+            instance: TracingOn::instance()?,
+            what: format!("events {GETPPID_EVENTS:?}"),
+        };
+        for event in GETPPID_EVENTS {
+            match on.instance.enable_event(event) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(format!(
+                        "the kernel has no event {event} (built without CONFIG_FTRACE_SYSCALLS)"
+                    ))
+                }
+                Err(e) => return Err(format!("{e:#}")),
+            }
+        }
+        on.start();
+        Ok(on)
+    }
+
+    fn start(&self) {
+        self.instance.write("tracing_on", "1").unwrap();
+        eprintln!("tracing: {}", self.what);
     }
 
     fn clear(&self) {
@@ -308,45 +389,43 @@ impl Drop for TracingOn {
     }
 }
 
-#[test]
-fn tracing_on_the_path_of_a_probe_is_found_in_tracing() {
-    if !is_root() {
-        eprintln!("skipped: tracefs and kernel call chains need root");
-        return;
-    }
-    let env = TestEnv::new();
+/// `syscall.dup` and `syscall.null` without and with `on()`'s tracing (off again after each
+/// traced run), alternated; None (after saying why) when this kernel cannot trace that way.
+fn traced_runs(
+    env: &TestEnv,
+    on: impl Fn() -> Result<TracingOn, String>,
+) -> Option<(Vec<Run>, Vec<Run>)> {
     let probes = ["syscall.dup", "syscall.null"];
-    let plain = profiled_run(&env, &[], &probes);
-    let traced = {
-        let _tracing = match TracingOn::getppid_path() {
-            Ok(t) => t,
-            Err(why) => {
-                eprintln!("skipped: {why}");
-                return;
-            }
-        };
-        profiled_run(&env, &[], &probes)
+    let traced = || {
+        let _tracing = on()?;
+        Ok(profiled_run(env, &[], &probes))
     };
-    let share = share_of_difference(&plain, &traced, "syscall.null", Component::Tracing);
-    assert!(share > 0.5, "tracing got {:.0} %", 100.0 * share);
-    let e = explain(&env, &plain, &traced);
-    let (first, delta, kernel) = first_component(&e, "syscall.null");
-    assert_eq!(first, Component::Tracing, "{e:?}");
-    assert!(delta > 0.5 * kernel, "{delta} of {kernel}");
-    // dup and close call none of the traced functions and write no event (with events on, every
-    // system call takes the tracepoint's slow path, a fraction of what writing an event costs):
-    // their tracing time grew less than getppid's.
-    let grew = |label| {
-        component_ns(profile(&traced, label), Component::Tracing)
-            - component_ns(profile(&plain, label), Component::Tracing)
-    };
-    eprintln!(
-        "tracing grew {:.0} ns/op on syscall.null, {:.0} on syscall.dup",
-        grew("syscall.null"),
-        grew("syscall.dup")
-    );
-    assert!(grew("syscall.dup") < grew("syscall.null"));
-    // Undone: no instance of this test is left.
+    match alternate(|| profiled_run(env, &[], &probes), traced) {
+        Ok(runs) => Some(runs),
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            None
+        }
+    }
+}
+
+/// Tracing took most of `label`'s extra kernel time, and `compare --explain` puts it first.
+fn tracing_explains(env: &TestEnv, plain: &[Run], traced: &[Run], label: &str) {
+    let share = share_of_difference(plain, traced, label, Component::Tracing);
+    assert!(share > 0.5, "{label}: tracing got {:.0} %", 100.0 * share);
+    let e = explain(env, plain, traced);
+    let (first, delta, kernel) = first_component(&e, label);
+    assert_eq!(first, Component::Tracing, "{label}: {e:?}");
+    assert!(delta > 0.5 * kernel, "{label}: {delta} of {kernel}");
+}
+
+fn tracing_growth(plain: &[Run], traced: &[Run], label: &str) -> f64 {
+    let tracing = |runs| mean(runs, label, |p| component_ns(p, Component::Tracing));
+    tracing(traced) - tracing(plain)
+}
+
+/// No trace instance of this test process is left.
+fn no_instance_left() {
     let fs = Tracefs::open().unwrap();
     let left: Vec<_> = std::fs::read_dir(fs.root().join("instances"))
         .unwrap()
@@ -358,6 +437,45 @@ fn tracing_on_the_path_of_a_probe_is_found_in_tracing() {
         })
         .collect();
     assert!(left.is_empty(), "trace instances left: {left:?}");
+}
+
+/// `syscall.null` with and without `on()`'s tracing of getppid's path: slower, attributed to
+/// tracing; `syscall.dup`, whose path it is not, the control (its tracing time grows less).
+fn getppid_traced_is_found_in_tracing(on: impl Fn() -> Result<TracingOn, String>) {
+    if !is_root() {
+        eprintln!("skipped: tracefs and kernel call chains need root");
+        return;
+    }
+    let _alone = one_change_at_a_time();
+    let env = TestEnv::new();
+    let Some((plain, traced)) = traced_runs(&env, on) else {
+        return;
+    };
+    tracing_explains(&env, &plain, &traced, "syscall.null");
+    let (null, dup) = (
+        tracing_growth(&plain, &traced, "syscall.null"),
+        tracing_growth(&plain, &traced, "syscall.dup"),
+    );
+    eprintln!("tracing grew {null:.0} ns/op on syscall.null, {dup:.0} on syscall.dup");
+    assert!(dup < null);
+    no_instance_left();
+}
+
+/// The function tracer on the functions getppid calls, in a trace instance of the test's own.
+/// Where the kernel refuses the tracer's files (this VM's does, and not through lockdown: see
+/// `function_tracer::refusal`), it skips with that cause; the trace events below take the same
+/// path there.
+#[test]
+fn the_function_tracer_on_the_path_of_a_probe_is_found_in_tracing() {
+    getppid_traced_is_found_in_tracing(TracingOn::function_tracer);
+}
+
+/// The trace events of the getppid system call, in a trace instance of the test's own. dup is the
+/// control here too: with any system call event on, every system call takes the tracepoint's slow
+/// path, a fraction of what writing an event costs.
+#[test]
+fn trace_events_on_the_path_of_a_probe_are_found_in_tracing() {
+    getppid_traced_is_found_in_tracing(TracingOn::getppid_events);
 }
 
 /// The scripts' bad input: a clear message naming what is wrong, exit 2 for usage, nothing run.

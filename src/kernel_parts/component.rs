@@ -170,6 +170,7 @@ const OWNED: &[(Component, &[&str])] = &[
             "ring_buffer_",
             // The trace ring buffer's own steps (`rb_` alone is the red-black tree's).
             "rb_reserve_next_event",
+            "__rb_reserve_next",
             "rb_commit",
             "rb_end_commit",
             "rb_move_tail",

@@ -9,6 +9,7 @@
 
 pub mod category;
 pub mod component;
+pub mod hidden;
 mod rules;
 pub mod symbols;
 

@@ -192,9 +192,7 @@ impl SymbolTable {
             );
         }
         if !nonzero {
-            bail!(
-                "every function address is zero: the kernel hid them (kptr_restrict); read /proc/kallsyms as root"
-            );
+            return Err(super::hidden::HiddenAddresses.into());
         }
         Ok(SymbolTable::build(raw, functions))
     }
@@ -370,7 +368,7 @@ ffffffffc0100200 t e1000_remove\t[e1000]
         let e = SymbolTable::parse("0000000000000000 T a\n0000000000000000 t b\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("kptr_restrict"), "{e}");
+        assert!(e.contains("hid them"), "{e}");
         let e = SymbolTable::parse("ffffffff81000000 T a extra words\n")
             .unwrap_err()
             .to_string();

@@ -63,9 +63,12 @@ pub fn profile(label: &str, got: &Gathered, sym: &mut Symbolizer<'_>) -> ProbePr
         let uframes: Vec<Frame> = s.user_chain.iter().map(|&a| sym.user(s.pid, a)).collect();
         if s.in_kernel {
             kernel.add(ns);
+            // A leaf the taxonomy places nowhere (a clock read, a small helper) works for its
+            // caller: the trace clock a tracepoint reads is tracing's time, not "other".
             let component = kframes
                 .iter()
-                .find_map(|f| f.component)
+                .filter_map(|f| f.component)
+                .find(|&c| c != Component::Other)
                 .unwrap_or(Component::Other);
             components.entry(component).or_default().add(ns);
             let leaf = kframes

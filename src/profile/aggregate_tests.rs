@@ -10,6 +10,8 @@ ffffffff81000300 T __x64_sys_getppid
 ffffffff81000400 D some_data
 ffffffff81000500 T perf_ioctl
 ffffffff81000600 T generic_exec_single
+ffffffff81000700 T pvclock_clocksource_read_nowd
+ffffffff81000800 T ring_buffer_lock_reserve
 ";
 
 fn symbolizer(table: &SymbolTable) -> Symbolizer<'_> {
@@ -148,4 +150,34 @@ fn samples_of_the_sampler_switching_itself_are_left_out() {
         "{:?}",
         p.notes
     );
+}
+
+#[test]
+fn a_leaf_placed_nowhere_counts_for_its_callers_component() {
+    let table = SymbolTable::parse(KALLSYMS).unwrap();
+    assert_eq!(
+        crate::kernel_parts::component_of("pvclock_clocksource_read_nowd"),
+        Component::Other
+    );
+    let got = Gathered {
+        source: SamplingSource::CpuClock,
+        // The trace clock read while a tracepoint reserves its event, then the same clock read
+        // straight from the system call: the first is tracing's time, the second stays "other".
+        samples: vec![
+            kernel_sample(&[0xffffffff81000710, 0xffffffff81000810, 0xffffffff81000110]),
+            kernel_sample(&[0xffffffff81000710]),
+        ],
+        stats: RingStats::default(),
+        operations: 1,
+        notes: Vec::new(),
+    };
+    let p = profile("x", &got, &mut symbolizer(&table));
+    let of = |c| {
+        p.components
+            .iter()
+            .find(|s| s.component == c)
+            .map(|s| s.samples)
+    };
+    assert_eq!(of(Component::Tracing), Some(1));
+    assert_eq!(of(Component::Other), Some(1));
 }

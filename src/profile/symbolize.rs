@@ -40,9 +40,21 @@ pub struct Symbolizer<'k> {
 }
 
 /// Kernel symbols from `kallsyms` (normally /proc/kallsyms), or why kernel addresses will stay
-/// unnamed (unreadable, or hidden by kptr_restrict).
+/// unnamed (unreadable, or hidden by kptr_restrict or perf_event_paranoid: which, and the fix).
 pub fn kernel_symbols(kallsyms: &Path) -> Result<SymbolTable, String> {
-    SymbolTable::load(kallsyms).map_err(|e| format!("kernel functions are addresses: {e:#}"))
+    SymbolTable::load(kallsyms).map_err(|e| {
+        if e.root_cause()
+            .is::<crate::kernel_parts::hidden::HiddenAddresses>()
+        {
+            format!(
+                "kernel functions are addresses: {} hides them: {}",
+                kallsyms.display(),
+                crate::kernel_parts::hidden::why_here()
+            )
+        } else {
+            format!("kernel functions are addresses: {e:#}")
+        }
+    })
 }
 
 impl<'k> Symbolizer<'k> {

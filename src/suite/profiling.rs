@@ -124,25 +124,7 @@ pub(super) fn serve(job: &Job) -> Result<Report> {
     match (def.build)(&env, params).with_context(|| format!("setting up {probe}"))? {
         Built::Skip(reason) => Ok(Report::Skipped(reason)),
         Built::Ready(mut work) => {
-            let mut how = None;
-            if let Some(cgroup) = work.cgroup() {
-                // Processes the workload did not start itself (a server it reaches) are in its
-                // cgroup too; the inherited sampler sees only what this process started.
-                how = Some(match Sampler::open_cgroup(&cgroup) {
-                    Ok(whole) => {
-                        sampler = whole;
-                        format!(
-                            "sampled: every process in the workload's cgroup {}",
-                            cgroup.display()
-                        )
-                    }
-                    Err(refused) => format!(
-                        "sampled: the measuring process and what it started, not the workload's \
-                         cgroup ({})",
-                        refused.reason
-                    ),
-                });
-            }
+            let how = whole_workload(&mut sampler, work.as_ref());
             let mut got =
                 crate::profile::sample_workload(&mut sampler, work.as_mut(), *iterations_hint)?;
             got.notes.extend(how);
@@ -150,4 +132,42 @@ pub(super) fn serve(job: &Job) -> Result<Report> {
             Ok(Report::Profile(Box::new(got), names))
         }
     }
+}
+
+/// Widens `sampler` (the measuring process and what it starts) to every process of the workload:
+/// its cgroup, for workloads that have one (a server it reaches but did not start is in it), and
+/// the run's file system server (`--fs fuse`), which works for every file probe and app but runs
+/// in a cgroup of its own. Returns how it was sampled, for the profile's notes.
+fn whole_workload(sampler: &mut Sampler, work: &dyn crate::harness::Workload) -> Vec<String> {
+    let mut how = Vec::new();
+    if let Some(cgroup) = work.cgroup() {
+        how.push(match Sampler::open_cgroup(&cgroup) {
+            Ok(whole) => {
+                *sampler = whole;
+                format!(
+                    "sampled: every process in the workload's cgroup {}",
+                    cgroup.display()
+                )
+            }
+            Err(refused) => format!(
+                "sampled: the measuring process and what it started, not the workload's cgroup \
+                 ({})",
+                refused.reason
+            ),
+        });
+    }
+    if let Some(server) = crate::apps::image::run_server_cgroup() {
+        how.push(match sampler.add_cgroup(&server) {
+            Ok(()) => format!(
+                "sampled with it: the run's file system server (fuse2fs, cgroup {})",
+                server.display()
+            ),
+            Err(refused) => format!(
+                "not sampled: the run's file system server (fuse2fs, cgroup {}): {}",
+                server.display(),
+                refused.reason
+            ),
+        });
+    }
+    how
 }

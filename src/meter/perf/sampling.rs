@@ -184,14 +184,21 @@ impl Sampler {
     /// them, on every CPU: an application workload's cgroup. Needs what CPU-wide sampling needs
     /// (root, CAP_PERFMON or kernel.perf_event_paranoid at 0 or below).
     pub fn open_cgroup(cgroup: &std::path::Path) -> Result<Sampler, Refused> {
-        let dir = std::fs::File::open(cgroup).map_err(|e| Refused {
-            errno: e.raw_os_error().unwrap_or(libc::EIO),
-            reason: format!("cannot open the cgroup {}: {e}", cgroup.display()),
-        })?;
+        let dir = open_cgroup_dir(cgroup)?;
         let fd = dir.as_raw_fd();
         Self::open_target(SamplingSource::Cycles, fd, 0, sys::PERF_FLAG_PID_CGROUP).or_else(|_| {
             Self::open_target(SamplingSource::CpuClock, fd, 0, sys::PERF_FLAG_PID_CGROUP)
         })
+    }
+
+    /// Samples every process of the cgroup `cgroup` as well, on this sampler's source, into rings
+    /// of their own: a partner the workload did not start (the run's FUSE server), whose time is
+    /// the workload's too. Switched on and off, and drained, with the rest.
+    pub fn add_cgroup(&mut self, cgroup: &std::path::Path) -> Result<(), Refused> {
+        let dir = open_cgroup_dir(cgroup)?;
+        let more = Self::open_target(self.source, dir.as_raw_fd(), 0, sys::PERF_FLAG_PID_CGROUP)?;
+        self.rings.extend(more.rings);
+        Ok(())
     }
 
     /// One event per online CPU on `pid` (0: the calling thread; a cgroup descriptor with
@@ -252,6 +259,13 @@ impl Sampler {
             ring.drain(out, &mut self.stats);
         }
     }
+}
+
+fn open_cgroup_dir(cgroup: &std::path::Path) -> Result<std::fs::File, Refused> {
+    std::fs::File::open(cgroup).map_err(|e| Refused {
+        errno: e.raw_os_error().unwrap_or(libc::EIO),
+        reason: format!("cannot open the cgroup {}: {e}", cgroup.display()),
+    })
 }
 
 fn attr(source: SamplingSource) -> PerfEventAttr {

@@ -276,7 +276,23 @@ fn tracefs_checks(root: bool) -> Vec<Feature> {
             ),
         ),
     });
+    if root {
+        if let Ok(fs) = crate::tracefs::Tracefs::reach() {
+            out.push(function_tracer_filter(&fs));
+        }
+    }
     out
+}
+
+/// Whether the function tracer can be aimed at chosen functions (a known answer of
+/// `run --profile` needs it), and the cause when the kernel refuses.
+fn function_tracer_filter(fs: &crate::tracefs::Tracefs) -> Feature {
+    use crate::function_tracer::{check, FunctionTracer};
+    let name = "function_tracer_filter";
+    match check(fs) {
+        FunctionTracer::Aimable => feature(name, true, "set_ftrace_filter can be opened"),
+        FunctionTracer::Refused(why) | FunctionTracer::Missing(why) => feature(name, false, why),
+    }
 }
 
 fn writable(path: &Path) -> std::io::Result<()> {
