@@ -97,6 +97,10 @@ fn sqlite_plans(path: &Path, figure: &str) {
             &format!("SELECT run_id, value FROM figures WHERE key = '{figure}'"),
         ),
         ("figure keys", "SELECT DISTINCT key FROM figures"),
+        (
+            "a run's document",
+            "SELECT document FROM documents WHERE run_id = 'x'",
+        ),
     ];
     for (what, sql) in statements {
         let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
@@ -134,6 +138,10 @@ fn postgres_plans(db: &str, figure: &str) {
         (
             "figure values",
             format!("SELECT run_id, value FROM figures WHERE key = '{figure}'"),
+        ),
+        (
+            "a run's document",
+            "SELECT document FROM documents WHERE run_id = 'x'".to_string(),
         ),
     ];
     for (what, sql) in statements {
@@ -254,6 +262,10 @@ fn main() {
         (
             "history FIGURE --host H (50 runs)",
             vec!["history", &figure, "--host", &slow[0]],
+        ),
+        (
+            "history FIGURE (10,000 runs, 200 hosts)",
+            vec!["history", &figure],
         ),
         (
             "history FIGURE --since (800 runs)",

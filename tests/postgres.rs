@@ -671,3 +671,70 @@ fn a_database_of_schema_2_gains_the_fleet_columns_from_its_documents() {
         1
     );
 }
+
+/// The plan PostgreSQL makes for `sql` with `args`, one line per node. Sequential scans are
+/// priced out, so that on a few rows the plan shows which index can serve the query at all.
+fn plan(url: &str, sql: &str, args: &[String]) -> String {
+    let mut c = pg::cluster().admin(db_name(url)).unwrap();
+    c.batch_execute("SET enable_seqscan = off").unwrap();
+    let params: Vec<&(dyn postgres::types::ToSql + Sync)> = args
+        .iter()
+        .map(|a| a as &(dyn postgres::types::ToSql + Sync))
+        .collect();
+    c.query(&format!("EXPLAIN (COSTS OFF) {sql}"), &params)
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_fleets_queries_are_served_by_indexes() {
+    use osmeter::results::store::postgres::list_statement;
+    let url = pg::fresh_database();
+    let mut s = PostgresStore::open(&url).unwrap();
+    for (i, host) in ["alpha", "beta", "gamma"].iter().enumerate() {
+        let started = format!("2026-11-0{}T10:00:00Z", i + 1);
+        s.save(&run(&format!("r{i}"), &started, host, &[("wave", "1")]))
+            .unwrap();
+    }
+    let since = RunFilter {
+        since: Some("2026-11-02".into()),
+        ..Default::default()
+    };
+    let (sql, args) = list_statement(&since);
+    let p = plan(&url, &sql, &args);
+    assert!(p.contains("runs_placed_at"), "{p}");
+    let host = RunFilter {
+        host: Some("beta".into()),
+        ..Default::default()
+    };
+    let (sql, args) = list_statement(&host);
+    let p = plan(&url, &sql, &args);
+    assert!(p.contains("runs_host_placed_at"), "{p}");
+    // Listing reads neither the documents nor the figures.
+    assert!(!p.contains("documents") && !p.contains("figures"), "{p}");
+    let tagged = RunFilter {
+        tags: vec![("wave".into(), "1".into())],
+        ..Default::default()
+    };
+    let (sql, args) = list_statement(&tagged);
+    let p = plan(&url, &sql, &args);
+    assert!(
+        p.contains("run_tags_key_value") || p.contains("run_tags_pkey"),
+        "{p}"
+    );
+    let p = plan(
+        &url,
+        "SELECT run_id, unit, direction, value, ci_low, ci_high FROM figures WHERE key = $1",
+        &["syscall.null".into()],
+    );
+    assert!(p.contains("figures_key"), "{p}");
+    let p = plan(
+        &url,
+        "SELECT document FROM documents WHERE run_id = $1",
+        &["r1".into()],
+    );
+    assert!(p.contains("documents_pkey"), "{p}");
+}

@@ -42,7 +42,15 @@ fn by_tag(store: &mut dyn Store, tag: &Tag, side: &str) -> Result<Vec<Run>> {
             tag.1
         ));
     }
-    load_all(store, &ids)
+    // The ids come from the store itself: each is loaded as it is, without matching it against
+    // every stored id as a prefix typed by a user would be.
+    ids.iter()
+        .map(|id| {
+            store
+                .load(id)?
+                .ok_or_else(|| anyhow::anyhow!("run {id} vanished while reading"))
+        })
+        .collect()
 }
 
 /// The two sides, from positional ids, --a/--b lists or --tag-a/--tag-b.

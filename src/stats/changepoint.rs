@@ -63,6 +63,9 @@ pub fn best_split(xs: &[f64], min_segment: usize, alpha: f64) -> Option<(usize, 
     if n < 2 * min {
         return None;
     }
+    if alpha == 1.0 {
+        return super::energy::best_split_linear(xs, min);
+    }
     let d = |i: usize, j: usize| (xs[i] - xs[j]).abs().powf(alpha);
     // Sums of distances within the left part, within the right part, and across the split, kept up
     // to date as the split moves right by one value.
@@ -101,7 +104,7 @@ pub fn best_split(xs: &[f64], min_segment: usize, alpha: f64) -> Option<(usize, 
 /// Equal but for rounding: a shuffle that only reorders values within each part has the same Q in
 /// exact arithmetic, summed in another order. Treating such values as equal keeps the result the
 /// same whatever the series' scale.
-fn nearly_equal(a: f64, b: f64) -> bool {
+pub(super) fn nearly_equal(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
 }
 
@@ -154,15 +157,21 @@ pub fn e_divisive(series: &[f64], config: &ChangePointConfig) -> Vec<ChangePoint
         };
         let mut shuffled = searched(&series[start..end], config);
         let mut as_large = 0usize;
+        // Once so many shuffles reach Q that the p-value cannot fall below the significance,
+        // the rest cannot change the answer (the search ends at the first rejected candidate).
+        let p_of = |as_large: usize| (as_large + 1) as f64 / (config.permutations + 1) as f64;
         for _ in 0..config.permutations {
             rng.shuffle(&mut shuffled);
             let perm_q = best_split(&shuffled, config.min_segment, config.alpha)
                 .map_or(f64::NEG_INFINITY, |b| b.1);
             if perm_q >= q || nearly_equal(perm_q, q) {
                 as_large += 1;
+                if p_of(as_large) >= config.significance {
+                    break;
+                }
             }
         }
-        let p_value = (as_large + 1) as f64 / (config.permutations + 1) as f64;
+        let p_value = p_of(as_large);
         if p_value >= config.significance {
             break;
         }

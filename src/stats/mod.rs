@@ -10,12 +10,14 @@
 //! - [`twosample`]: two figures' round values compared: ratio, its interval, a p-value;
 //! - [`fdr`]: false-discovery-rate control over the many p-values of a comparison;
 //! - [`geomean`]: the geometric mean of speed-ups and its interval, resampling whole probes;
-//! - [`changepoint`]: change points in a series of stored values (E-Divisive means);
+//! - [`changepoint`]: change points in a series of stored values (E-Divisive means), with
+//!   [`energy`] finding a split's best place in O(n log n);
 //! - [`segments`]: the stretches between change points, each with its level and interval;
 //! - [`dist`], [`rng`]: the distributions and the seeded generator the others rest on.
 
 pub mod changepoint;
 pub mod dist;
+pub mod energy;
 pub mod fdr;
 pub mod geomean;
 pub mod rng;

@@ -1,6 +1,6 @@
 //! Where runs are kept: an embedded SQLite file by default, or a PostgreSQL server shared by a fleet.
-//! Both hold the same schema: one row per run with the whole run document, its tags, and one row per
-//! measurement for queries.
+//! Both hold the same schema (see [`schema`]): one narrow row per run, its document apart, and one row
+//! per tag, measurement and figure for queries.
 
 pub mod postgres;
 pub mod schema;

@@ -90,7 +90,7 @@ impl PostgresStore {
 /// twin).
 fn backfill(tx: &mut ::postgres::Transaction, version: i64, where_: &str) -> Result<()> {
     let docs: Vec<(String, String)> = tx
-        .query("SELECT id, document FROM runs", &[])?
+        .query("SELECT run_id, document FROM documents", &[])?
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect();
@@ -203,38 +203,9 @@ impl Store for PostgresStore {
     }
 
     fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
-        // COLLATE "C": times and ids compare byte by byte, as in SQLite, whatever the server's locale.
-        let mut sql = String::from(
-            "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
-                    r.figures, r.received_at, r.clock_offset, r.placed_at, r.machine_id, r.busy
-             FROM runs r WHERE true",
-        );
-        let mut args: Vec<&(dyn ToSql + Sync)> = Vec::new();
-        if let Some(h) = &filter.host {
-            args.push(h);
-            sql.push_str(&format!(" AND r.host = ${}", args.len()));
-        }
-        if let Some(s) = &filter.suite {
-            args.push(s);
-            sql.push_str(&format!(" AND r.suite = ${}", args.len()));
-        }
-        if let Some(s) = &filter.since {
-            args.push(s);
-            sql.push_str(&format!(
-                " AND r.placed_at COLLATE \"C\" >= ${}",
-                args.len()
-            ));
-        }
-        for (k, v) in &filter.tags {
-            args.push(k);
-            args.push(v);
-            sql.push_str(&format!(
-                " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = ${} AND t.value = ${})",
-                args.len() - 1,
-                args.len()
-            ));
-        }
-        sql.push_str(" ORDER BY r.placed_at COLLATE \"C\" DESC, r.id COLLATE \"C\" DESC");
+        let (sql, texts) = list_statement(filter);
+        let args: Vec<&(dyn ToSql + Sync)> =
+            texts.iter().map(|t| t as &(dyn ToSql + Sync)).collect();
         let mut out: Vec<RunInfo> = self
             .client
             .query(&sql, &args)?
@@ -275,7 +246,7 @@ impl Store for PostgresStore {
     fn load(&mut self, id: &str) -> Result<Option<Run>> {
         let doc: Option<String> = self
             .client
-            .query_opt("SELECT document FROM runs WHERE id = $1", &[&id])?
+            .query_opt("SELECT document FROM documents WHERE run_id = $1", &[&id])?
             .map(|r| r.get(0));
         doc.map(|d| {
             serde_json::from_str(&d).with_context(|| format!("run {id} in the store is unreadable"))
@@ -325,6 +296,44 @@ impl Store for PostgresStore {
     fn describe(&self) -> String {
         self.target.describe()
     }
+}
+
+/// The statement of [`Store::list`] and its arguments (public for the tests that check its plan).
+/// COLLATE "C": times and ids compare byte by byte, as in SQLite, whatever the server's locale,
+/// and as the ordering indexes sort.
+pub fn list_statement(filter: &RunFilter) -> (String, Vec<String>) {
+    let mut sql = String::from(
+        "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
+                r.figures, r.received_at, r.clock_offset, r.placed_at, r.machine_id, r.busy
+         FROM runs r WHERE true",
+    );
+    let mut args: Vec<String> = Vec::new();
+    if let Some(h) = &filter.host {
+        args.push(h.clone());
+        sql.push_str(&format!(" AND r.host = ${}", args.len()));
+    }
+    if let Some(s) = &filter.suite {
+        args.push(s.clone());
+        sql.push_str(&format!(" AND r.suite = ${}", args.len()));
+    }
+    if let Some(s) = &filter.since {
+        args.push(s.clone());
+        sql.push_str(&format!(
+            " AND r.placed_at COLLATE \"C\" >= ${}",
+            args.len()
+        ));
+    }
+    for (k, v) in &filter.tags {
+        args.push(k.clone());
+        args.push(v.clone());
+        sql.push_str(&format!(
+            " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = ${} AND t.value = ${})",
+            args.len() - 1,
+            args.len()
+        ));
+    }
+    sql.push_str(" ORDER BY r.placed_at COLLATE \"C\" DESC, r.id COLLATE \"C\" DESC");
+    (sql, args)
 }
 
 /// The figures of one run, in one `unnest` insert.
@@ -377,19 +386,18 @@ fn save_in(client: &mut Client, run: &Run) -> Result<bool> {
     let cols = schema::RunColumns::of(run, server_now, schema::host_now());
     // A concurrent save of the same id waits here for the other to commit, then inserts nothing.
     let inserted = tx.execute(
-        "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document,
+        "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted,
                            received_at, clock_offset, placed_at, machine_id, busy, figures)
-         VALUES ($1, $8, $2, $3, $4, $5, $6, $7, $9, $10, $11, $12, $13, $14)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
          ON CONFLICT (id) DO NOTHING",
         &[
             &run.id,
+            &run.kind().as_str(),
             &run.started_at,
             &run.host(),
             &run.suite,
             &run.tool_version,
             &i32::from(run.interrupted),
-            &document,
-            &run.kind().as_str(),
             &cols.received_at,
             &cols.clock_offset,
             &cols.placed_at,
@@ -401,6 +409,10 @@ fn save_in(client: &mut Client, run: &Run) -> Result<bool> {
     if inserted == 0 {
         return Ok(false); // dropping the transaction rolls it back
     }
+    tx.execute(
+        "INSERT INTO documents (run_id, document) VALUES ($1, $2)",
+        &[&run.id, &document],
+    )?;
     // One statement per table rather than one per row: a fleet's server may be far away.
     let (keys, values): (Vec<&str>, Vec<&str>) = run
         .tags

@@ -1,4 +1,6 @@
 //! The store's schema and its migrations, shared by SQLite and PostgreSQL (plain SQL both accept).
+//! `runs` holds one narrow row per run (what lists and filters read), `documents` the whole run
+//! document, `run_tags` and `figures` one row per tag and per figure for queries.
 
 /// Marker proving a database is osmeter's, kept in `osmeter_meta`.
 pub const APPLICATION: &str = "osmeter";
@@ -65,6 +67,15 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN figures INTEGER NOT NULL DEFAULT 0;
     UPDATE runs SET placed_at = started_at;
     CREATE INDEX run_tags_key_value ON run_tags (key, value);",
+    // 3 -> 4: the run documents in a table of their own. A quick suite's document is some 200 KiB;
+    // in SQLite every column after it in a row is reached only by walking the document's overflow
+    // pages, so listing ten thousand runs read gigabytes. `runs` keeps what lists and filters need.
+    "CREATE TABLE documents (
+        run_id TEXT PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+        document TEXT NOT NULL
+    );
+    INSERT INTO documents (run_id, document) SELECT id, document FROM runs;
+    ALTER TABLE runs DROP COLUMN document;",
 ];
 
 /// The version that added the columns of migration 2 -> 3: a store migrated from below it fills

@@ -285,7 +285,7 @@ fn insert_figures(tx: &Connection, run: &Run) -> Result<()> {
 /// (a store written before it existed) and the columns of `runs` a fleet's queries read.
 fn backfill(tx: &Connection, version: i64) -> Result<()> {
     let docs: Vec<(String, String)> = tx
-        .prepare("SELECT id, document FROM runs")?
+        .prepare("SELECT run_id, document FROM documents")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
     let mut update =
@@ -474,18 +474,17 @@ impl SqliteStore {
         let now = schema::host_now();
         let cols = schema::RunColumns::of(run, now, now);
         tx.execute(
-            "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted, document,
+            "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted,
                                received_at, clock_offset, placed_at, machine_id, busy, figures)
-             VALUES (?1, ?8, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?10, ?11, ?12, ?13, ?14)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 run.id,
+                run.kind().as_str(),
                 run.started_at,
                 run.host(),
                 run.suite,
                 run.tool_version,
                 run.interrupted as i64,
-                serde_json::to_string(run)?,
-                run.kind().as_str(),
                 cols.received_at,
                 cols.clock_offset,
                 cols.placed_at,
@@ -493,6 +492,10 @@ impl SqliteStore {
                 i64::from(cols.busy),
                 cols.figures,
             ],
+        )?;
+        tx.execute(
+            "INSERT INTO documents (run_id, document) VALUES (?1, ?2)",
+            params![run.id, serde_json::to_string(run)?],
         )?;
         for (k, v) in &run.tags {
             tx.execute(
@@ -545,12 +548,23 @@ impl SqliteStore {
             })
         })?;
         let mut out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut tag_stmt = self
-            .conn
-            .prepare("SELECT key, value FROM run_tags WHERE run_id = ?1")?;
+        // The tags of every listed run in one statement (the ids as one JSON array), rather than
+        // one statement per run.
+        let ids: Vec<&str> = out.iter().map(|r| r.id.as_str()).collect();
+        let mut tags: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        let mut tag_stmt = self.conn.prepare(
+            "SELECT run_id, key, value FROM run_tags
+             WHERE run_id IN (SELECT value FROM json_each(?1))",
+        )?;
+        let rows = tag_stmt.query_map([serde_json::to_string(&ids)?], |r| {
+            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))
+        })?;
+        for row in rows {
+            let (id, k, v) = row?;
+            tags.entry(id).or_default().insert(k, v);
+        }
         for info in &mut out {
-            let tags = tag_stmt.query_map([&info.id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            info.tags = tags.collect::<rusqlite::Result<_>>()?;
+            info.tags = tags.remove(&info.id).unwrap_or_default();
         }
         Ok(out)
     }
@@ -606,9 +620,11 @@ impl SqliteStore {
     fn load_document(&mut self, id: &str) -> Result<Option<Run>> {
         let doc: Option<String> = self
             .conn
-            .query_row("SELECT document FROM runs WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT document FROM documents WHERE run_id = ?1",
+                [id],
+                |r| r.get(0),
+            )
             .optional()?;
         doc.map(|d| {
             serde_json::from_str(&d).with_context(|| format!("run {id} in the store is unreadable"))
