@@ -89,11 +89,7 @@ pub fn best_split(xs: &[f64], min_segment: usize, alpha: f64) -> Option<(usize, 
         if tau < min || n - tau < min {
             continue;
         }
-        let (m, k) = (tau as f64, (n - tau) as f64);
-        let energy = 2.0 * across / (m * k)
-            - within_left / (m * (m - 1.0) / 2.0)
-            - within_right / (k * (k - 1.0) / 2.0);
-        let q = m * k / (m + k) * energy;
+        let q = super::energy::split_statistic(tau, n, across, within_left, within_right);
         if best.is_none_or(|(_, b)| q > b && !nearly_equal(q, b)) {
             best = Some((tau, q));
         }

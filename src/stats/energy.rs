@@ -69,6 +69,22 @@ fn slots_and_distances(xs: &[f64]) -> (Vec<usize>, usize, Vec<f64>) {
     (slots, slot + 1, to_all)
 }
 
+/// E-Divisive's statistic of a split before `tau` of `n` values, from the sums of distances across
+/// the split and within each side: the energy distance between the sides, weighted by their sizes.
+pub(super) fn split_statistic(
+    tau: usize,
+    n: usize,
+    across: f64,
+    within_left: f64,
+    within_right: f64,
+) -> f64 {
+    let (m, k) = (tau as f64, (n - tau) as f64);
+    let energy = 2.0 * across / (m * k)
+        - within_left / (m * (m - 1.0) / 2.0)
+        - within_right / (k * (k - 1.0) / 2.0);
+    m * k / (m + k) * energy
+}
+
 /// The best split of `xs` with exponent 1 (see `changepoint::best_split`): the index of the first
 /// value of the right part and its Q. On ranks (whole or half numbers) every sum is exact.
 pub fn best_split_linear(xs: &[f64], min: usize) -> Option<(usize, f64)> {
@@ -99,11 +115,7 @@ pub fn best_split_linear(xs: &[f64], min: usize) -> Option<(usize, f64)> {
         if tau < min || n - tau < min {
             continue;
         }
-        let (m, k) = (tau as f64, (n - tau) as f64);
-        let energy = 2.0 * across / (m * k)
-            - within_left / (m * (m - 1.0) / 2.0)
-            - within_right / (k * (k - 1.0) / 2.0);
-        let q = m * k / (m + k) * energy;
+        let q = split_statistic(tau, n, across, within_left, within_right);
         if best.is_none_or(|(_, b)| q > b && !super::changepoint::nearly_equal(q, b)) {
             best = Some((tau, q));
         }
