@@ -2,13 +2,10 @@
 //! lateness with every missed period counted, worst cases per window and the buffer model.
 
 use crate::cli::LatencyArgs;
-use crate::interrupt;
 use crate::latency::buffer::BufferConfig;
-use crate::latency::session::{self, CauseSettings, Settings, Verdict};
+use crate::latency::session::{CauseSettings, Settings, Verdict};
 use crate::latency::text;
 use crate::latency::threads::Class;
-use crate::results::keep::Keeper;
-use crate::results::model::{Run, RunOptions, Sections};
 use anyhow::Result;
 
 fn settings(args: &LatencyArgs) -> Result<Settings> {
@@ -41,7 +38,7 @@ fn settings(args: &LatencyArgs) -> Result<Settings> {
 pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let settings = settings(args)?;
     let keeper = super::keeper(&args.keep)?;
-    let (run, verdict) = measure_run(&settings, &keeper, "latency")?;
+    let (run, verdict) = crate::latency::run::measure_run(&settings, &keeper, "latency")?;
     let doc = run
         .sections
         .get::<crate::latency::document::LatencyDoc>()
@@ -53,30 +50,6 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
     }
     keeper.save(&run)?;
     Ok(exit_code(verdict))
-}
-
-/// Measures with checked settings (progress on stderr, Ctrl-C watched) and makes the run the
-/// keeper will keep, under `suite`: the one way a latency measurement becomes a run, for `latency`
-/// and for `paper` (whose latency runs carry the paper's name as their suite).
-pub fn measure_run(settings: &Settings, keeper: &Keeper, suite: &str) -> Result<(Run, Verdict)> {
-    crate::tracefs::sweep_stale_instances();
-    interrupt::install();
-    let outcome = session::measure(settings)?;
-    let verdict = outcome.verdict();
-    let run = Run {
-        suite: Some(suite.to_string()),
-        options: RunOptions {
-            cpu: settings.cpus.first().copied(),
-            fifo_priority: outcome.fifo_priority,
-            ..RunOptions::default()
-        },
-        ..keeper.run_of(
-            Sections::of(outcome.doc),
-            outcome.started_at,
-            verdict == Verdict::Interrupted,
-        )
-    };
-    Ok((run, verdict))
 }
 
 /// The exit code of a latency measurement's verdict (saying on stderr when --fail-over was

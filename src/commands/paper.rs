@@ -81,7 +81,7 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
         (Vec::new(), false)
     } else {
         let config = crate::config::paper::measuring_config(id, args)?;
-        let run = super::run::measure(&config)?;
+        let run = crate::run::measure(&config)?;
         config.keeper.save(&run)?;
         let interrupted = run.interrupted;
         failed = plan::nothing_measured(&run);
@@ -151,7 +151,7 @@ fn measure_latency(id: PaperId, args: &PaperArgs) -> Result<(Run, Verdict)> {
     if let Some(w) = latency_side::short_warning(settings.duration_ns) {
         eprintln!("{w}");
     }
-    let (run, verdict) = super::latency::measure_run(&settings, &keeper, id.key())?;
+    let (run, verdict) = crate::latency::run::measure_run(&settings, &keeper, id.key())?;
     if let Some(doc) = run.sections.get::<crate::latency::document::LatencyDoc>() {
         for s in &doc.skipped {
             eprintln!(

@@ -3,7 +3,7 @@
 
 use crate::cli::RunArgs;
 use crate::config::RunConfig;
-use crate::results::model::{Measurement, Run, Status};
+use crate::results::model::{Measurement, Status};
 use crate::results::table;
 use anyhow::Result;
 
@@ -41,12 +41,6 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         return Ok(crate::error::EXIT_RUNTIME);
     }
     Ok(crate::error::EXIT_OK)
-}
-
-/// Measures the configured probes (see [`crate::run::measure`]); kept here for the callers that
-/// still reach it through the command.
-pub fn measure(config: &RunConfig) -> Result<Run> {
-    crate::run::measure(config)
 }
 
 /// How many figures failed, when some did and none was measured (skipped ones are neither).

@@ -17,6 +17,7 @@ pub mod html;
 pub mod intervals;
 pub mod load;
 pub mod ringbuf;
+pub mod run;
 pub mod seconds;
 pub mod session;
 pub mod stacks;
