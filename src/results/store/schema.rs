@@ -5,6 +5,51 @@
 /// Marker proving a database is osmeter's, kept in `osmeter_meta`.
 pub const APPLICATION: &str = "osmeter";
 
+/// How a backend writes what differs between the two in the list statement.
+pub struct Dialect {
+    /// The n-th placeholder (from 1): `?1` or `$1`.
+    pub placeholder: fn(usize) -> String,
+    /// Put after a text column that is compared or ordered, so that times and ids compare byte
+    /// by byte as the ordering indexes sort (PostgreSQL's `COLLATE "C"`; SQLite already does).
+    pub bytewise: &'static str,
+}
+
+/// The statement of `Store::list` and its arguments, in `dialect`: the narrow `runs` rows that
+/// the filter keeps, newest placed first.
+pub fn list_statement(filter: &super::RunFilter, dialect: &Dialect) -> (String, Vec<String>) {
+    let ph = dialect.placeholder;
+    let c = dialect.bytewise;
+    let mut sql = String::from(
+        "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
+                r.figures, r.received_at, r.clock_offset, r.placed_at, r.machine_id, r.busy
+         FROM runs r WHERE 1 = 1",
+    );
+    let mut args: Vec<String> = Vec::new();
+    if let Some(h) = &filter.host {
+        args.push(h.clone());
+        sql.push_str(&format!(" AND r.host = {}", ph(args.len())));
+    }
+    if let Some(s) = &filter.suite {
+        args.push(s.clone());
+        sql.push_str(&format!(" AND r.suite = {}", ph(args.len())));
+    }
+    if let Some(s) = &filter.since {
+        args.push(s.clone());
+        sql.push_str(&format!(" AND r.placed_at{c} >= {}", ph(args.len())));
+    }
+    for (k, v) in &filter.tags {
+        args.push(k.clone());
+        args.push(v.clone());
+        sql.push_str(&format!(
+            " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = {} AND t.value = {})",
+            ph(args.len() - 1),
+            ph(args.len())
+        ));
+    }
+    sql.push_str(&format!(" ORDER BY r.placed_at{c} DESC, r.id{c} DESC"));
+    (sql, args)
+}
+
 /// Migrations in order; migration i takes the schema from version i to i + 1.
 pub const MIGRATIONS: &[&str] = &[
     // 0 -> 1: runs with their document, tags, and per-measurement rows for queries.

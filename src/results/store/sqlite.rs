@@ -308,35 +308,13 @@ fn backfill(tx: &Connection, version: i64) -> Result<()> {
 
 /// The statement of [`Store::list`] and its arguments.
 fn list_query(filter: &RunFilter) -> (String, Vec<String>) {
-    let mut sql = String::from(
-        "SELECT r.id, r.kind, r.started_at, r.host, r.suite, r.tool_version, r.interrupted,
-                r.figures, r.received_at, r.clock_offset, r.placed_at, r.machine_id, r.busy
-         FROM runs r WHERE 1 = 1",
-    );
-    let mut args: Vec<String> = Vec::new();
-    if let Some(h) = &filter.host {
-        args.push(h.clone());
-        sql.push_str(&format!(" AND r.host = ?{}", args.len()));
-    }
-    if let Some(s) = &filter.suite {
-        args.push(s.clone());
-        sql.push_str(&format!(" AND r.suite = ?{}", args.len()));
-    }
-    if let Some(s) = &filter.since {
-        args.push(s.clone());
-        sql.push_str(&format!(" AND r.placed_at >= ?{}", args.len()));
-    }
-    for (k, v) in &filter.tags {
-        args.push(k.clone());
-        args.push(v.clone());
-        sql.push_str(&format!(
-            " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = r.id AND t.key = ?{} AND t.value = ?{})",
-            args.len() - 1,
-            args.len()
-        ));
-    }
-    sql.push_str(" ORDER BY r.placed_at DESC, r.id DESC");
-    (sql, args)
+    schema::list_statement(
+        filter,
+        &schema::Dialect {
+            placeholder: |n| format!("?{n}"),
+            bytewise: "",
+        },
+    )
 }
 
 /// The schema version of an osmeter database, `None` for an empty one, an error for a database that
