@@ -541,9 +541,22 @@ impl Drop for Writer {
 }
 
 /// `trace synth` writing a long trace over `target`, once its temporary file has grown past 1 MiB.
+/// Its stopping signals start at their default action, as from an interactive shell: under
+/// `nohup` (a CI job started so) SIGHUP arrives ignored, and osmeter rightly leaves an ignored
+/// signal ignored.
 fn writing_a_long_trace(env: &TestEnv, target: &Path) -> Writer {
-    let child = env
-        .osmeter_std()
+    use std::os::unix::process::CommandExt;
+    let mut command = env.osmeter_std();
+    // SAFETY: signal() is async-signal-safe, the only call made between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    let child = command
         .args(["trace", "synth", "--refs", "400000000", "-o"])
         .arg(target)
         .stdout(std::process::Stdio::null())
