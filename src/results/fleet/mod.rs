@@ -553,9 +553,12 @@ fn judge(classes: &mut BTreeMap<String, Class>, query: &FleetQuery) {
         let direction = row.direction;
         let cell = &mut row.cells[ci];
         cell.q_value = q;
-        let far = (cell.ratio - 1.0).abs() >= query.min_effect;
-        let clear = cell.ratio_interval[0] > 1.0 || cell.ratio_interval[1] < 1.0;
-        cell.outlier = q < query.alpha && far && clear;
+        // The whole interval beyond the smallest distance worth calling, not only the point: a
+        // host 3.1 % off with an interval reaching down to 2.9 % is within what the class's own
+        // spread allows.
+        let floor = 1.0 + query.min_effect;
+        let clear = cell.ratio_interval[0] >= floor || cell.ratio_interval[1] <= 1.0 / floor;
+        cell.outlier = q < query.alpha && clear;
         cell.slower = match direction {
             Direction::Lower => cell.ratio > 1.0,
             Direction::Higher => cell.ratio < 1.0,
