@@ -43,6 +43,7 @@ pub trait AnyDocument: Debug + Send + Sync {
     fn clone_box(&self) -> Box<dyn AnyDocument>;
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
 
 impl<D: Document> AnyDocument for D {
@@ -71,6 +72,9 @@ impl<D: Document> AnyDocument for D {
         self
     }
     fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
     }
 }
@@ -145,15 +149,10 @@ impl Sections {
         self.docs.insert(D::KIND, Box::new(doc));
     }
 
+    /// Takes the document of `D`'s kind out, as a `D` (a kind is read back into one type only).
     pub fn take<D: Document>(&mut self) -> Option<D> {
         let doc = self.docs.remove(&D::KIND)?;
-        match doc.as_any().downcast_ref::<D>() {
-            Some(d) => Some(d.clone()),
-            None => {
-                self.docs.insert(D::KIND, doc);
-                None
-            }
-        }
+        doc.into_any().downcast::<D>().ok().map(|d| *d)
     }
 
     /// The document of `kind`, whatever its type.

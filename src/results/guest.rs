@@ -227,6 +227,25 @@ pub fn render(doc: &GuestDoc) -> String {
     render_side_by_side(&[doc])
 }
 
+/// A table with a probe column, then the same `columns` once per kernel; a kernel's block stays
+/// together when the table wraps and starts with its "[k]".
+fn per_kernel_table(kernels: usize, columns: &[&str]) -> Table {
+    let mut header = vec!["probe".to_string()];
+    let mut align = vec![Align::Left];
+    for k in 1..=kernels {
+        for (j, c) in columns.iter().enumerate() {
+            header.push(if j == 0 {
+                format!("[{k}] {c}")
+            } else {
+                c.to_string()
+            });
+            align.push(Align::Right);
+        }
+    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    Table::new(&header, &align, 1).grouped(columns.len())
+}
+
 /// Several guest runs of the same probes, side by side: one column group per kernel and
 /// parameter set, kernel instructions first (what a kernel comparison is about). Two kernels'
 /// groups beside long probe labels pass 100 columns, so the table is a [`Table`] that stacks
@@ -257,20 +276,7 @@ fn side_by_side(docs: &[&GuestDoc], width: Option<usize>) -> String {
             ));
         }
     }
-    let mut header = vec!["probe".to_string()];
-    let mut align = vec![Align::Left];
-    for i in 0..docs.len() {
-        header.extend([
-            format!("[{}] k.ins", i + 1),
-            "u.ins".into(),
-            "k.loads".into(),
-            "k.stores".into(),
-        ]);
-        align.extend([Align::Right; 4]);
-    }
-    let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    // A kernel's four columns stay together: a block of them starts with its "[k]".
-    let mut table = Table::new(&header, &align, 1).grouped(4);
+    let mut table = per_kernel_table(docs.len(), &["k.ins", "u.ins", "k.loads", "k.stores"]);
     if let Some(first) = docs.first() {
         for p in &first.probes {
             let key = p.label();
@@ -339,20 +345,8 @@ fn simulated_tables(docs: &[&GuestDoc], width: Option<usize>) -> String {
             width,
             "    ",
         ));
-        let mut header = vec!["probe".to_string()];
-        let mut align = vec![Align::Left];
-        for i in 0..docs.len() {
-            header.extend([
-                format!("[{}] k.mcpi", i + 1),
-                "u.mcpi".into(),
-                "k.l1i".into(),
-                "k.l1d".into(),
-                "u.l1d".into(),
-            ]);
-            align.extend([Align::Right; 5]);
-        }
-        let header: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut table = Table::new(&header, &align, 1).grouped(5);
+        let mut table =
+            per_kernel_table(docs.len(), &["k.mcpi", "u.mcpi", "k.l1i", "k.l1d", "u.l1d"]);
         let Some(first) = docs.first() else {
             continue;
         };
