@@ -144,7 +144,8 @@ impl Tally {
             })
             .collect();
         takers.sort_by(|a, b| b.cpu_ms.total_cmp(&a.cpu_ms).then(a.pid.cmp(&b.pid)));
-        let others_ms = takers.iter().map(|t| t.cpu_ms).sum();
+        // Folded from +0.0: an empty f64 sum is -0.0, which a quiet run printed as "-0 %".
+        let others_ms = takers.iter().map(|t| t.cpu_ms).fold(0.0, |a, b| a + b);
         takers.truncate(TAKERS);
         Watched {
             seconds,
@@ -226,6 +227,9 @@ mod tests {
         assert_eq!(w.others_ms, 75.0 * ms);
         // Two runnable strangers on CPU 1 at each look.
         assert_eq!(w.runnable, 2.0);
+        // Nobody else: no time, and a positive zero (a quiet run printed "-0 %").
+        let quiet = Tally::default().result(1.0, None);
+        assert!(quiet.others_ms == 0.0 && quiet.others_ms.is_sign_positive());
     }
 
     #[test]
