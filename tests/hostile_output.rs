@@ -306,6 +306,14 @@ fn absurd_counts_and_out_of_range_parameters_are_usage_errors_before_measuring()
             vec!["run", "app.bitblt", "--set", "depth=8"],
             "one of 1, 24",
         ),
+        (
+            vec!["run", "memory", "--set", "pages=giant"],
+            "huge (2 MiB pages where the kernel gives them); base",
+        ),
+        (
+            vec!["run", "select", "--set", "ready=yes"],
+            "as true or false",
+        ),
     ] {
         let out = env.osmeter().args(&args).output().unwrap();
         let err = stderr(&out);

@@ -46,7 +46,7 @@ pub const OUTPUT_CASES: &[Case] = &[
         9,
         "tests/hostile_output.rs",
         "absurd_counts_and_out_of_range_parameters_are_usage_errors_before_measuring",
-        6,
+        8,
     ),
     (
         9,
