@@ -168,3 +168,8 @@ impl RunConfig {
         })
     }
 }
+
+/// The validated keep path of a measuring command: checked before anything is measured.
+pub fn keeper(keep: &crate::cli::KeepArgs) -> Result<Keeper> {
+    Keeper::new(&keep.tags, keep.no_store, keep.store.store.as_ref())
+}

@@ -73,7 +73,7 @@ pub fn count_and_keep(
     keep: &crate::cli::KeepArgs,
     suite: Option<&str>,
 ) -> Result<(Vec<Run>, Result<()>)> {
-    let keeper = super::keeper(keep)?;
+    let keeper = crate::config::keeper(keep)?;
     let mut runs: Vec<Run> = Vec::new();
     let outcome = guest::run(request, &mut |doc: GuestDoc, started_at: String| {
         let mut run = keeper.run_of(Sections::of(doc.clone()), started_at, false);

@@ -37,7 +37,7 @@ fn settings(args: &LatencyArgs) -> Result<Settings> {
 
 pub fn latency(args: &LatencyArgs) -> Result<i32> {
     let settings = settings(args)?;
-    let keeper = super::keeper(&args.keep)?;
+    let keeper = crate::config::keeper(&args.keep)?;
     let (run, verdict) = crate::latency::run::measure_run(&settings, &keeper, "latency")?;
     let doc = run
         .sections

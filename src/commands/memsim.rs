@@ -48,7 +48,7 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
     })?;
     let format = args.from;
     // Checked before the simulation so a typo costs nothing.
-    let keeper = super::keeper(&args.keep)?;
+    let keeper = crate::config::keeper(&args.keep)?;
     let symbols = kernel::find_symbols(&args.trace, args.symbols.as_deref())?;
     if symbols.is_none() && (args.exclude_idle || args.include_idle) {
         return Err(usage!(

@@ -13,7 +13,6 @@ pub mod man;
 pub mod memsim;
 pub mod paper;
 pub mod paper_guest;
-pub mod paper_memsim;
 pub mod push;
 pub mod report;
 pub mod run;
@@ -22,7 +21,6 @@ pub mod stored;
 pub mod trace;
 
 use crate::cli::{Cli, Command};
-use crate::results::keep::Keeper;
 use anyhow::Result;
 
 /// Runs the command and returns the process exit code.
@@ -84,9 +82,4 @@ pub fn emit_to(path: Option<&std::path::Path>, text: &str) -> Result<()> {
         Some(p) => crate::files::write_atomic(p, text.as_bytes()),
         None => emit(text),
     }
-}
-
-/// The validated keep path of a measuring command: checked before anything is measured.
-pub fn keeper(keep: &crate::cli::KeepArgs) -> Result<Keeper> {
-    Keeper::new(&keep.tags, keep.no_store, keep.store.store.as_ref())
 }

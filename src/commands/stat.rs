@@ -31,7 +31,7 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
     if let Some(path) = &args.output_file {
         crate::files::check_writable(path)?;
     }
-    let keeper = super::keeper(&args.keep)?;
+    let keeper = crate::config::keeper(&args.keep)?;
     interrupt::install();
     let started_at = crate::clock::now_rfc3339();
     let docs = stat::measure_each(&configs)?;

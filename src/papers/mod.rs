@@ -13,6 +13,7 @@ pub mod fixtures;
 pub mod guest_side;
 pub mod html;
 pub mod latency_side;
+pub mod memsim_side;
 pub mod plan;
 pub mod quantity;
 pub mod render;
@@ -20,6 +21,7 @@ pub mod source;
 pub mod spec;
 pub mod split;
 pub mod summary;
+pub mod today;
 pub mod view;
 #[cfg(test)]
 mod view_tests;

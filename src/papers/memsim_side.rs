@@ -5,17 +5,39 @@
 
 use crate::capture::system::capture::{self as system, SystemCapture, Target};
 use crate::capture::system::{kernel as guest_kernel, workloads};
-use crate::cli::PaperArgs;
 use crate::memsim::config::PresetName;
 use crate::memsim::document::{MemsimDoc, TraceRef};
 use crate::memsim::{kernel, sweep, trace};
+use crate::results::keep::Keeper;
 use crate::results::model::{Run, Sections};
 use anyhow::{Context, Result};
+use std::path::PathBuf;
 
 /// The paper's workloads were Unix utilities and compilers; `grep` over a generated tree is
 /// the shortest of osmeter's guest workloads that still spends a large share in the kernel
 /// (file system calls), so the trace and its simulation take minutes, not tens of them.
 pub const DEFAULT_WORKLOAD: &str = "grep";
+
+/// What the trace is asked for: `paper --workload`, `--dir` and `--install`, lowered by the
+/// configuration layer.
+#[derive(Debug, Clone)]
+pub struct TraceRequest {
+    pub workload: &'static workloads::Workload,
+    /// Where the scratch directory holding the trace is made.
+    pub dir: PathBuf,
+    pub install: bool,
+}
+
+/// The guest workload `--workload` names (the default when it is not given).
+pub fn workload(name: Option<&str>) -> Result<&'static workloads::Workload> {
+    let name = name.unwrap_or(DEFAULT_WORKLOAD);
+    workloads::find(name).ok_or_else(|| {
+        crate::usage!(
+            "--workload {name}: no such guest workload; use one of {}",
+            workloads::names().join(", ")
+        )
+    })
+}
 
 /// How the trace and simulation ended: a run to show, or the capture's exit code when it failed
 /// (it has said why on stderr).
@@ -26,23 +48,15 @@ pub enum Outcome {
 
 /// Traces, simulates and keeps. The trace lives in a scratch directory under `--dir` and is
 /// removed afterwards: the run keeps the simulation, not the references.
-pub fn measure(args: &PaperArgs, suite: &str) -> Result<Outcome> {
-    let name = args.workload.as_deref().unwrap_or(DEFAULT_WORKLOAD);
-    let workload = workloads::find(name).ok_or_else(|| {
-        crate::usage!(
-            "--workload {name}: no such guest workload; use one of {}",
-            workloads::names().join(", ")
-        )
-    })?;
-    let keeper = super::keeper(&args.keep)?;
-    let parent = args.measure.dir.clone().unwrap_or_else(std::env::temp_dir);
-    let scratch = crate::scratch::ScratchDir::create(&parent, "paper-trace")?;
+pub fn measure(req: &TraceRequest, keeper: &Keeper, suite: &str) -> Result<Outcome> {
+    let name = req.workload.name;
+    let scratch = crate::scratch::ScratchDir::create(&req.dir, "paper-trace")?;
     let trace_path = scratch.path().join(format!("{name}.osmt"));
     let started_at = crate::clock::now_rfc3339();
     let code = system::run(&SystemCapture {
         output: trace_path.clone(),
         zstd: false,
-        target: Target::Workload(workload),
+        target: Target::Workload(req.workload),
         kernel: None,
         system_map: None,
         kernel_package: guest_kernel::DEFAULT_PACKAGE.to_string(),
@@ -53,7 +67,7 @@ pub fn measure(args: &PaperArgs, suite: &str) -> Result<Outcome> {
             crate::units::duration_arg(system::DEFAULT_TIMEOUT)
                 .expect("the default timeout is valid"),
         ),
-        install: args.measure.install,
+        install: req.install,
         guest_output_on_stderr: true,
     })?;
     if code != crate::error::EXIT_OK || !trace_path.is_file() {
