@@ -439,20 +439,7 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
     };
     let (sa, sb) = (gather(a), gather(b));
     let mut figures = Vec::new();
-    // Keep the order of the first run's own table.
-    let order: Vec<String> = a
-        .first()
-        .map(|r| r.figures().into_iter().map(|f| f.key).collect())
-        .unwrap_or_default();
-    let mut keys: Vec<&String> = sa.keys().filter(|k| sb.contains_key(*k)).collect();
-    keys.sort_by_key(|k| order.iter().position(|o| o == *k).unwrap_or(usize::MAX));
-    let keys: Vec<&String> = keys
-        .into_iter()
-        .filter(|k| {
-            let (va, vb) = (sa[*k].value(), sb[*k].value());
-            va > 0.0 && vb > 0.0 && va.is_finite() && vb.is_finite()
-        })
-        .collect();
+    let keys = comparable(a, &sa, &sb);
     // Each figure on its own, then the false discovery rate across all of them.
     let steps: Vec<judge::Step> = keys
         .iter()
@@ -490,74 +477,22 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         .collect();
     for (i, (k, j)) in keys.into_iter().zip(judgements).enumerate() {
         let (side_a, side_b) = (&sa[k], &sb[k]);
-        let (va, vb) = (side_a.value(), side_b.value());
-        let f = &side_a.figure;
         let (verdict, reason) = match (pages_differ(side_a, side_b), &machine, &relative) {
             (Some(why), _, _) => (Verdict::Untested, why),
             (None, Some(m), Some(rel)) if follows[i] => {
                 machine_speed::combine((j.verdict, &j.reason), (rel[i].verdict, &rel[i].reason), m)
             }
-            _ => (j.verdict, j.reason),
+            _ => (j.verdict, j.reason.clone()),
         };
-        let counter_deltas = if matches!(verdict, Verdict::Faster | Verdict::Slower) {
-            counter_deltas(&side_a.explain, &side_b.explain)
-        } else {
-            Vec::new()
-        };
-        figures.push(FigureComparison {
-            key: k.clone(),
-            group: f.group.clone(),
-            unit: f.unit,
-            direction: f.direction,
-            role: f.role,
-            value_a: va,
-            value_b: vb,
-            ratio: vb / va,
-            ratio_ci95: j.ratio_ci95,
-            speedup: f.direction.speedup(va, vb),
-            speedup_relative_to_cpu: None,
-            p_value: j.p_value,
-            q_value: j.q_value,
-            noise_floor: j.noise_floor,
-            noise_source: j.noise_source,
-            verdict,
-            reason,
-            counter_deltas,
-            caveats: [("A", side_a), ("B", side_b)]
-                .iter()
-                .flat_map(|(name, side)| side.caveats.iter().map(move |c| format!("{name}: {c}")))
-                .chain(
-                    busy.iter().map(|r| {
-                        format!("{}: run {} was measured on a busy machine", r.side, r.run)
-                    }),
-                )
-                .collect(),
-        });
+        figures.push(figure(k, (side_a, side_b), &j, (verdict, reason), &busy));
     }
     let mut by_group: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for f in &figures {
         by_group.entry(f.group.clone()).or_default().push(f.speedup);
     }
-    let cpu_speedup = figures
-        .iter()
-        .find(|f| f.role == Role::CpuReference)
-        .map(|f| f.speedup);
-    for f in &mut figures {
-        f.speedup_relative_to_cpu = match (cpu_speedup, f.role) {
-            (Some(cpu), Role::Os | Role::Hardware) if cpu > 0.0 => Some(f.speedup / cpu),
-            _ => None,
-        };
-    }
+    let cpu_speedup = relate_to_cpu(&mut figures);
     if let Some(m) = &mut machine {
-        let relative = |i: usize, f: &FigureComparison| {
-            if follows[i] {
-                f.speedup / m.speedup
-            } else {
-                f.speedup
-            }
-        };
-        m.geomean_relative = geomean(figures.iter().enumerate().map(|(i, f)| relative(i, f)));
-        m.geomean_relative_ci95 = geomean_interval(&figures, relative);
+        relate_to_machine(m, &figures, &follows);
     }
     let os_speedup = geomean(
         figures
@@ -604,6 +539,103 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         busy,
         machine_speed: machine,
     })
+}
+
+/// The figures both sides have, with a positive finite value each, in the order of the first
+/// run's own table.
+fn comparable<'k>(
+    a: &[&Run],
+    sa: &'k BTreeMap<String, Side>,
+    sb: &BTreeMap<String, Side>,
+) -> Vec<&'k String> {
+    let order: Vec<String> = a
+        .first()
+        .map(|r| r.figures().into_iter().map(|f| f.key).collect())
+        .unwrap_or_default();
+    let mut keys: Vec<&String> = sa.keys().filter(|k| sb.contains_key(*k)).collect();
+    keys.sort_by_key(|k| order.iter().position(|o| o == *k).unwrap_or(usize::MAX));
+    keys.into_iter()
+        .filter(|k| {
+            let (va, vb) = (sa[*k].value(), sb[*k].value());
+            va > 0.0 && vb > 0.0 && va.is_finite() && vb.is_finite()
+        })
+        .collect()
+}
+
+/// One figure's row: both values, the judgement's statistics, its verdict and reason (after the
+/// page kinds and the machine's own speed had their say), the counters that moved when it
+/// changed, and every caveat of either side.
+fn figure(
+    key: &str,
+    (side_a, side_b): (&Side, &Side),
+    j: &judge::Judgement,
+    (verdict, reason): (Verdict, String),
+    busy: &[BusyRun],
+) -> FigureComparison {
+    let (va, vb) = (side_a.value(), side_b.value());
+    let f = &side_a.figure;
+    let counter_deltas = if matches!(verdict, Verdict::Faster | Verdict::Slower) {
+        counter_deltas(&side_a.explain, &side_b.explain)
+    } else {
+        Vec::new()
+    };
+    FigureComparison {
+        key: key.to_string(),
+        group: f.group.clone(),
+        unit: f.unit,
+        direction: f.direction,
+        role: f.role,
+        value_a: va,
+        value_b: vb,
+        ratio: vb / va,
+        ratio_ci95: j.ratio_ci95,
+        speedup: f.direction.speedup(va, vb),
+        speedup_relative_to_cpu: None,
+        p_value: j.p_value,
+        q_value: j.q_value,
+        noise_floor: j.noise_floor,
+        noise_source: j.noise_source.clone(),
+        verdict,
+        reason,
+        counter_deltas,
+        caveats: [("A", side_a), ("B", side_b)]
+            .iter()
+            .flat_map(|(name, side)| side.caveats.iter().map(move |c| format!("{name}: {c}")))
+            .chain(
+                busy.iter()
+                    .map(|r| format!("{}: run {} was measured on a busy machine", r.side, r.run)),
+            )
+            .collect(),
+    }
+}
+
+/// Sets each OS and hardware figure's speed-up over the CPU reference's; returns the CPU's.
+fn relate_to_cpu(figures: &mut [FigureComparison]) -> Option<f64> {
+    let cpu_speedup = figures
+        .iter()
+        .find(|f| f.role == Role::CpuReference)
+        .map(|f| f.speedup);
+    for f in figures.iter_mut() {
+        f.speedup_relative_to_cpu = match (cpu_speedup, f.role) {
+            (Some(cpu), Role::Os | Role::Hardware) if cpu > 0.0 => Some(f.speedup / cpu),
+            _ => None,
+        };
+    }
+    cpu_speedup
+}
+
+/// The geometric mean with every figure that follows the machine's speed taken to A's speed.
+fn relate_to_machine(m: &mut MachineSpeed, figures: &[FigureComparison], follows: &[bool]) {
+    let speedup = m.speedup;
+    let relative = |i: usize, f: &FigureComparison| {
+        if follows[i] {
+            f.speedup / speedup
+        } else {
+            f.speedup
+        }
+    };
+    m.geomean_relative = geomean(figures.iter().enumerate().map(|(i, f)| relative(i, f)));
+    m.geomean_relative_ci95 = geomean_interval(figures, relative);
 }
 
 /// Whether every run of both sides names the same CPU model (or none does).

@@ -23,6 +23,16 @@ fn interval(f: &super::FigureComparison) -> String {
 
 pub fn render(c: &Comparison, all: bool) -> String {
     let mut out = String::new();
+    write_sides(&mut out, c);
+    write_counts(&mut out, c);
+    write_table(&mut out, c, all);
+    write_totals(&mut out, c, all);
+    out
+}
+
+/// The runs of each side, and what the reader must know before the figures: a busy machine, the
+/// machine's own speed moving, the systems differing.
+fn write_sides(out: &mut String, c: &Comparison) {
     let _ = writeln!(
         out,
         "A: {}\nB: {}  ({} runs)",
@@ -51,6 +61,10 @@ pub fn render(c: &Comparison, all: bool) -> String {
             let _ = writeln!(out, "  {k}: {a} -> {b}");
         }
     }
+}
+
+/// How many figures changed, how they were judged, and which could not be.
+fn write_counts(out: &mut String, c: &Comparison) {
     let changed = c
         .figures
         .iter()
@@ -66,13 +80,6 @@ pub fn render(c: &Comparison, all: bool) -> String {
         .iter()
         .filter(|f| f.reason.starts_with(NOT_COMPARED))
         .count();
-    let width = c
-        .figures
-        .iter()
-        .map(|f| escape_controls(&f.key).chars().count())
-        .max()
-        .unwrap_or(6)
-        .max(6);
     let _ = writeln!(
         out,
         "\n{changed} of {} figures changed beyond noise (false discovery rate {} over the figures \
@@ -113,6 +120,18 @@ pub fn render(c: &Comparison, all: bool) -> String {
                 .to_string()
         }
     );
+}
+
+/// One row per figure shown (every figure with `all`), with why it was judged so, its caveats
+/// and the counters that moved.
+fn write_table(out: &mut String, c: &Comparison, all: bool) {
+    let width = c
+        .figures
+        .iter()
+        .map(|f| escape_controls(&f.key).chars().count())
+        .max()
+        .unwrap_or(6)
+        .max(6);
     let cpu_relative = |f: &super::FigureComparison| {
         f.speedup_relative_to_cpu
             .map_or_else(|| "-".into(), |r| format!("{r:.3}"))
@@ -200,6 +219,10 @@ pub fn render(c: &Comparison, all: bool) -> String {
             );
         }
     }
+}
+
+/// The geometric means, the CPU-relative speed-ups, and the figures only one side has.
+fn write_totals(out: &mut String, c: &Comparison, all: bool) {
     if let Some(g) = c.geomean {
         let groups: Vec<String> = c
             .geomean_by_group
@@ -241,7 +264,6 @@ pub fn render(c: &Comparison, all: bool) -> String {
             let _ = writeln!(out, "Only in {side}: {}", unmatched(keys, all));
         }
     }
-    out
 }
 
 /// The paragraph that says the machine itself changed speed between the runs.
