@@ -151,30 +151,29 @@ impl BufferResult {
     }
 }
 
+/// The mean time to failure of `failures` over `measured_s` seconds: the time, or, with no
+/// failure, the measured duration as a lower bound; with the text that says which.
+pub fn mttf(failures: u64, measured_s: f64) -> (Option<f64>, Option<f64>, String) {
+    let seconds = |s: f64| crate::units::format(s, crate::units::Unit::Seconds);
+    if failures > 0 {
+        let s = measured_s / failures as f64;
+        (Some(s), None, seconds(s))
+    } else {
+        (
+            None,
+            Some(measured_s),
+            format!("more than {} (measured)", seconds(measured_s)),
+        )
+    }
+}
+
 /// Failures are counted on the measured wake sequence and spread over the measured time: the MTTF
 /// is the measured duration divided by the failures. For a pipeline whose period t is longer than
 /// the measuring period this is conservative (a stall long enough to underrun it hits every
 /// periodic thread, but short spikes between its wakes would not); it never claims more than was
 /// observed. With no failure the MTTF is "more than the measured duration".
 pub fn evaluate(cfg: &BufferConfig, t: &BufferTracker, measured_ns: u64) -> BufferResult {
-    let measured_s = measured_ns as f64 / 1e9;
-    let (mttf_s, more_than, text) = if t.failures > 0 {
-        let s = measured_s / t.failures as f64;
-        (
-            Some(s),
-            None,
-            crate::units::format(s, crate::units::Unit::Seconds),
-        )
-    } else {
-        (
-            None,
-            Some(measured_s),
-            format!(
-                "more than {} (measured)",
-                crate::units::format(measured_s, crate::units::Unit::Seconds)
-            ),
-        )
-    };
+    let (mttf_s, more_than, text) = mttf(t.failures, measured_ns as f64 / 1e9);
     BufferResult {
         period_ms: cfg.period_ns as f64 / 1e6,
         buffers: cfg.buffers,

@@ -12,7 +12,7 @@
 //! late wake leaves behind.
 
 use super::accounting::Accounting;
-use super::buffer::{evaluate, BufferConfig, BufferResult, BufferTracker};
+use super::buffer::{evaluate, mttf, BufferConfig, BufferResult, BufferTracker};
 use super::histogram::Histogram;
 use super::threads::{
     enter_class, monotonic_ns, observe_wake, sleep_until, thread_cpu_ns, Plan, StreamResult,
@@ -242,23 +242,7 @@ pub struct RealResult {
 
 impl RealResult {
     fn of(r: &RealTracker, measured_s: f64) -> RealResult {
-        let (mttf_s, more, text) = if r.failures > 0 {
-            let s = measured_s / r.failures as f64;
-            (
-                Some(s),
-                None,
-                crate::units::format(s, crate::units::Unit::Seconds),
-            )
-        } else {
-            (
-                None,
-                Some(measured_s),
-                format!(
-                    "more than {} (measured)",
-                    crate::units::format(measured_s, crate::units::Unit::Seconds)
-                ),
-            )
-        };
+        let (mttf_s, more, text) = mttf(r.failures, measured_s);
         RealResult {
             buffers: r.buffers,
             underruns: r.underruns,
