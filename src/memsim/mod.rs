@@ -20,6 +20,7 @@ pub mod interval;
 pub mod kernel;
 pub mod machine;
 pub mod mapping;
+pub mod simulation;
 pub mod sweep;
 pub mod text;
 pub mod tlb;

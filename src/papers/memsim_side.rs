@@ -6,11 +6,12 @@
 use crate::capture::system::capture::{self as system, SystemCapture, Target};
 use crate::capture::system::{kernel as guest_kernel, workloads};
 use crate::memsim::config::PresetName;
-use crate::memsim::document::{MemsimDoc, TraceRef};
-use crate::memsim::{kernel, sweep, trace};
+use crate::memsim::document::MemsimDoc;
+use crate::memsim::kernel;
+use crate::memsim::simulation::{self, Simulation};
 use crate::results::keep::Keeper;
 use crate::results::model::{Run, Sections};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::path::PathBuf;
 
 /// The paper's workloads were Unix utilities and compilers; `grep` over a generated tree is
@@ -84,7 +85,7 @@ pub fn measure(req: &TraceRequest, keeper: &Keeper, suite: &str) -> Result<Outco
 /// kernel symbols the capture left beside the trace.
 fn simulate(trace_path: &std::path::Path, workload: &str) -> Result<MemsimDoc> {
     let presets = [PresetName("ds5000-200")];
-    let cfgs = crate::memsim::choice::machines(&crate::memsim::choice::MachineChoice {
+    let machines = crate::memsim::choice::machines(&crate::memsim::choice::MachineChoice {
         presets: &presets,
         configs: &[],
         l1d: None,
@@ -94,29 +95,18 @@ fn simulate(trace_path: &std::path::Path, workload: &str) -> Result<MemsimDoc> {
         no_3c: false,
         curves: &[],
     })?;
-    let symbols = kernel::find_symbols(trace_path, None)?;
-    let mut src = trace::open_counted(trace_path, None, None)?;
     eprintln!("osmeter: simulating the trace on ds5000-200 and judging the seven assertions");
-    let opts = kernel::analysis::Options {
-        symbols,
-        exclude_idle: true,
-        assertions: true,
-        threads: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
-        extras: sweep::Extras {
-            curves: Vec::new(),
-            interval: None,
-            max_intervals: None,
-        },
-    };
-    let (result, extra) = kernel::analysis::simulate(src.as_mut(), &cfgs, opts)
-        .with_context(|| format!("simulating {}", trace_path.display()))?;
-    let trace = TraceRef {
-        path: format!("the system trace of workload {workload} (removed after simulation)"),
+    let done = simulation::simulate(Simulation {
+        trace: trace_path,
         format: None,
-    };
-    let mut doc = MemsimDoc::new(trace, &cfgs, &result);
-    extra.insert_into(&mut doc);
-    Ok(doc)
+        shown_as: format!("the system trace of workload {workload} (removed after simulation)"),
+        machines: &machines,
+        symbols: kernel::find_symbols(trace_path, None)?,
+        include_idle: false,
+        assertions: true,
+        curves: Vec::new(),
+        interval: None,
+        threads: None,
+    })?;
+    Ok(done.doc)
 }
