@@ -19,6 +19,7 @@ pub mod run;
 pub mod stat;
 pub mod stored;
 pub mod trace;
+pub mod trace_capture;
 
 use crate::cli::{Cli, Command};
 use anyhow::Result;
