@@ -2,6 +2,7 @@
 //! every usage error is reported up front with a way out.
 
 pub mod paper;
+pub mod stat;
 
 use crate::cli::RunArgs;
 use crate::harness::HarnessConfig;

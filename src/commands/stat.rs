@@ -3,47 +3,22 @@
 //! the fastest. The commands' own output is discarded unless `--show-output` lets it through (to
 //! standard error while the results are on standard output, to standard output with `-o FILE`).
 
-use crate::cli::{StatArgs, STAT_SEPARATOR};
+use crate::cli::StatArgs;
 use crate::error::{EXIT_BROKEN_PIPE, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::interrupt;
 use crate::results::model::Sections;
-use crate::stat::{self, CommandOutput, StatConfig};
+use crate::stat;
 use anyhow::Result;
 
 pub fn stat(args: &StatArgs) -> Result<i32> {
-    let commands = split_commands(&args.command)?;
-    for argv in &commands {
-        crate::programs::startable(&argv[0])?;
-    }
-    let output = match (args.show_output, args.output_file.is_some()) {
-        (false, _) => CommandOutput::Discard,
-        (true, true) => CommandOutput::Inherit,
-        (true, false) => CommandOutput::ToStderr,
-    };
-    let configs = commands
-        .into_iter()
-        .map(|argv| {
-            StatConfig::new(argv, args.repeat, output)?
-                .with_warmup(args.warmup)?
-                .with_prepare(args.prepare.clone())
-        })
-        .collect::<Result<Vec<_>>>()?;
-    if let Some(path) = &args.output_file {
-        crate::files::check_writable(path)?;
-    }
+    let configs = crate::config::stat::commands(args)?;
     let keeper = crate::config::keeper(&args.keep)?;
     interrupt::install();
     let started_at = crate::clock::now_rfc3339();
-    let docs = stat::measure_each(&configs)?;
+    let (docs, profiles): (Vec<_>, Vec<_>) = stat::measure_all(&configs, args.profile)?
+        .into_iter()
+        .unzip();
     let several = docs.len() > 1;
-    let mut profiles = Vec::with_capacity(docs.len());
-    for (config, doc) in configs.iter().zip(&docs) {
-        let wanted = args.profile && !doc.interrupted && doc.failure.is_none();
-        profiles.push(match wanted && !interrupt::requested() {
-            true => Some(stat::profile(config)?),
-            false => None,
-        });
-    }
     // Written before the runs are saved, but a file that cannot be written (a FIFO nobody reads,
     // a full disk) loses no run: its error comes after the save.
     let written = match (args.output_file.as_deref(), args.output.json) {
@@ -114,21 +89,4 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
     } else {
         EXIT_COMMAND_FAILED
     })
-}
-
-/// The commands after `--`, split at `:::`; each must name a program.
-fn split_commands(words: &[String]) -> Result<Vec<Vec<String>>> {
-    let commands: Vec<Vec<String>> = words
-        .split(|w| w == STAT_SEPARATOR)
-        .map(<[String]>::to_vec)
-        .collect();
-    if let Some(i) = commands.iter().position(|c| c.is_empty()) {
-        return Err(crate::usage!(
-            "command {} of {} after `--` is empty: write `osmeter stat -- CMD1 ::: CMD2`, with a \
-             command on each side of `{STAT_SEPARATOR}`",
-            i + 1,
-            commands.len()
-        ));
-    }
-    Ok(commands)
 }

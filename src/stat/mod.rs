@@ -205,6 +205,25 @@ fn prepare(config: &StatConfig) -> Result<()> {
     Ok(())
 }
 
+/// Every command measured in turns (`measure_each`), then, with `profile`, each that ended well
+/// once more under sampling; a Ctrl-C stops the sampling where it is.
+pub fn measure_all(
+    configs: &[StatConfig],
+    profile: bool,
+) -> Result<Vec<(StatDoc, Option<crate::results::profile::Profiles>)>> {
+    let docs = measure_each(configs)?;
+    let mut out = Vec::with_capacity(docs.len());
+    for (config, doc) in configs.iter().zip(docs) {
+        let wanted = profile && !doc.interrupted && doc.failure.is_none();
+        let sampled = match wanted && !interrupt::requested() {
+            true => Some(self::profile(config)?),
+            false => None,
+        };
+        out.push((doc, sampled));
+    }
+    Ok(out)
+}
+
 /// The command once more under sampling (`stat --profile`), its output where the timed runs' went.
 pub fn profile(config: &StatConfig) -> Result<crate::results::profile::Profiles> {
     let argv = &config.argv;
