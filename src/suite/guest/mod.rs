@@ -11,10 +11,13 @@
 pub mod counts;
 pub mod image;
 pub mod inside;
+pub mod keep;
 pub mod parallel;
 pub mod plan;
 pub mod seccomp;
 pub mod sim;
+
+pub use keep::count_and_keep;
 
 use crate::capture::system::{capture, count, kernel, qemu};
 use crate::probes::{self, ProbeDef};
