@@ -1,5 +1,6 @@
-//! `osmeter run --guest KERNEL`: arguments to a guest request (config/guest.rs), one call, a side-by-side table,
-//! one kept run per kernel and parameter set; and `guest-inside`, its part inside the guest.
+//! `osmeter run --guest KERNEL`: arguments to a guest request (config/guest.rs), one call, a
+//! side-by-side table, one kept run per kernel and parameter set; and `guest-inside`, its part
+//! inside the guest.
 
 use crate::cli::{GuestInsideArgs, RunArgs};
 use crate::error::{EXIT_OK, EXIT_RUNTIME};
