@@ -3,10 +3,9 @@
 use crate::cli::{RmArgs, RunsArgs, ShowArgs};
 use crate::results::keep::tag_map;
 use crate::results::store::{resolve_id, Location, RunFilter};
-use crate::results::table;
+use crate::results::{listing, table};
 use crate::text::escape_controls;
 use anyhow::Result;
-use std::fmt::Write;
 
 pub fn runs(args: &RunsArgs) -> Result<i32> {
     let mut store = Location::resolve(args.store.store.as_ref())?.open_read_only()?;
@@ -25,52 +24,9 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
         eprintln!("osmeter: no runs in {} match", store.describe());
         return Ok(0);
     }
-    let mut out = String::new();
-    writeln!(
-        out,
-        "{:<18} {:<20} {:<8} {:<16} {:<8} {:>6}  tags",
-        "id", "started", "kind", "host", "suite", "figs"
-    )?;
-    // Every stored string one cell: another host may have written anything (see crate::text).
-    let cell = |s: &str| escape_controls(s).into_owned();
-    // Two machines of one name are told apart by their machine ids.
-    let names = crate::results::fleet::host_names(&list);
-    for (r, name) in list.iter().zip(&names) {
-        let tags: Vec<String> = r
-            .tags
-            .iter()
-            .map(|(k, v)| format!("{}={}", cell(k), cell(v)))
-            .collect();
-        writeln!(
-            out,
-            "{:<18} {:<20} {:<8} {:<16} {:<8} {:>6}  {}{}{}",
-            cell(&r.id),
-            cell(&r.started_at),
-            cell(&r.kind.to_string()),
-            cell(name.as_deref().unwrap_or("-")),
-            cell(r.suite.as_deref().unwrap_or("-")),
-            r.figures,
-            tags.join(" "),
-            if r.interrupted { " (interrupted)" } else { "" },
-            match r.clock_offset.filter(|_| r.clock_off()) {
-                Some(off) => format!(
-                    " (host clock {}: placed at {} by the store's clock)",
-                    crate::results::fleet::text::clock_offset_text(off),
-                    cell(&r.placed_at)
-                ),
-                None => String::new(),
-            }
-        )?;
-    }
-    super::emit(&out)?;
-    let skewed = list.iter().filter(|r| r.clock_off()).count();
-    if skewed > 0 {
-        eprintln!(
-            "osmeter: {skewed} run(s) came from a host whose clock was off by more than {} min \
-             when the store received them: they are listed, and --since judged, by the store's \
-             clock rather than the host's start time",
-            crate::results::store::schema::CLOCK_TOLERANCE_S / 60.0
-        );
+    super::emit(&listing::render(&list))?;
+    if let Some(note) = listing::clock_note(&list) {
+        eprintln!("{note}");
     }
     Ok(0)
 }

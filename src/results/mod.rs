@@ -10,6 +10,7 @@ pub mod fleet;
 pub mod guest;
 pub mod history;
 pub mod keep;
+pub mod listing;
 pub mod machine;
 pub mod model;
 pub mod params;
