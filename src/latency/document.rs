@@ -96,16 +96,20 @@ impl Distribution {
 
     /// The percentiles by name, in order: the figures a latency run states.
     pub fn percentiles(&self) -> [(&'static str, u64); 6] {
-        [
-            ("p50", self.p50_ns),
-            ("p90", self.p90_ns),
-            ("p99", self.p99_ns),
-            ("p99.9", self.p99_9_ns),
-            ("p99.99", self.p99_99_ns),
-            ("max", self.max_ns),
-        ]
+        let values = [
+            self.p50_ns,
+            self.p90_ns,
+            self.p99_ns,
+            self.p99_9_ns,
+            self.p99_99_ns,
+            self.max_ns,
+        ];
+        std::array::from_fn(|i| (PERCENTILE_NAMES[i], values[i]))
     }
 }
+
+/// The names of the percentiles a stream states, in order (the column heads of every table).
+pub const PERCENTILE_NAMES: [&str; 6] = ["p50", "p90", "p99", "p99.9", "p99.99", "max"];
 
 /// The non-empty buckets of a histogram as `[low_ns, high_ns, count]`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

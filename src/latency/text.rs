@@ -124,17 +124,11 @@ fn percentile_table(doc: &LatencyDoc) -> String {
     let number = |ns: u64| crate::units::number(ns as f64 / 1e3);
     let mut table = Table::new(
         &[
-            "class/path",
-            "woken",
-            "missed",
-            "p50",
-            "p90",
-            "p99",
-            "p99.9",
-            "p99.99",
-            "max",
-            "raw max",
-        ],
+            ["class/path", "woken", "missed"].as_slice(),
+            &crate::latency::document::PERCENTILE_NAMES,
+            &["raw max"],
+        ]
+        .concat(),
         &[[Align::Left].as_slice(), &[Align::Right; 9]].concat(),
         1,
     );

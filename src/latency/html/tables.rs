@@ -2,23 +2,17 @@
 //! mean time to underrun, and the worst episodes with their causes.
 
 use super::*;
+use crate::latency::document::PERCENTILE_NAMES;
 
 /// Percentiles, missed periods and worst cases: one row per stream.
 pub(super) fn summary_table(all: &[Stream]) -> String {
     // Two tables rather than one of thirteen columns: the percentiles, then the worst cases with
     // their long estimate, each narrow enough for the page and for A4 paper.
     let header = [
-        "class/path",
-        "policy",
-        "periods",
-        "missed",
-        "p50",
-        "p90",
-        "p99",
-        "p99.9",
-        "p99.99",
-        "max",
-    ];
+        ["class/path", "policy", "periods", "missed"].as_slice(),
+        &PERCENTILE_NAMES,
+    ]
+    .concat();
     let worst_header = [
         "class/path",
         "max not counting missed",
