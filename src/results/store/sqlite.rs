@@ -48,7 +48,8 @@ pub fn check_kind(path: &Path) -> Result<()> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if std::fs::symlink_metadata(path).is_ok() {
+            // Only a link counts: a file that another process created since is a store.
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
                 return Err(crate::usage!(
                     "the store {} is a symbolic link to nothing; osmeter does not create a store                      through a link: give the path of a SQLite file with --store or {}",
                     path.display(),
