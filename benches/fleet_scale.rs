@@ -17,7 +17,7 @@ mod pg;
 
 use osmeter::results::model::Run;
 use osmeter::results::store::sqlite::SqliteStore;
-use osmeter::results::store::Store;
+use osmeter::results::store::{postgres as pg_store, schema, sqlite, Store};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -101,8 +101,17 @@ fn sqlite_plans(path: &Path, figure: &str) {
             "a run's document",
             "SELECT document FROM documents WHERE run_id = 'x'",
         ),
+        (
+            "values of the listed runs (fleet)",
+            &schema::figures_of_runs_statement(&sqlite::DIALECT),
+        ),
+        (
+            "documents of a set (compare)",
+            &schema::documents_statement(&sqlite::DIALECT),
+        ),
     ];
     for (what, sql) in statements {
+        // A set of ids left unbound is read as none; the plan is the same.
         let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
         let plan: Vec<String> = stmt
             .query_map([], |r| r.get::<_, String>(3))
@@ -147,6 +156,38 @@ fn postgres_plans(db: &str, figure: &str) {
     for (what, sql) in statements {
         let plan: Vec<String> = c
             .query(&format!("EXPLAIN (COSTS OFF) {sql}"), &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, String>(0).trim().to_string())
+            .collect();
+        println!("  postgres {what:<30} {}", plan.join(" / "));
+    }
+    // The statements that read a set of runs, with the sets a fleet's view and `compare --tag-a
+    // wave=49 --tag-b wave=50` ask for.
+    let mut ids = |sql: &str| -> Vec<String> {
+        c.query(sql, &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let all = ids("SELECT id FROM runs");
+    let tagged = ids("SELECT run_id FROM run_tags WHERE key = 'wave' AND value IN ('49', '50')");
+    let sets = [
+        (
+            "values of the listed runs (fleet)",
+            schema::figures_of_runs_statement(&pg_store::DIALECT),
+            all,
+        ),
+        (
+            "documents of a set (compare)",
+            schema::documents_statement(&pg_store::DIALECT),
+            tagged,
+        ),
+    ];
+    for (what, sql, ids) in sets {
+        let plan: Vec<String> = c
+            .query(&format!("EXPLAIN (COSTS OFF) {sql}"), &[&ids])
             .unwrap()
             .iter()
             .map(|r| r.get::<_, String>(0).trim().to_string())

@@ -2,8 +2,12 @@
 //! without losing anything.
 
 mod common;
+#[path = "common/store_cases.rs"]
+mod store_cases;
 
 use common::{TestEnv, FAST};
+use osmeter::results::store::schema;
+use osmeter::results::store::sqlite::SqliteStore;
 use predicates::prelude::*;
 
 fn run_id(env: &TestEnv, extra: &[&str]) -> String {
@@ -143,4 +147,44 @@ fn bad_tag_is_a_usage_error() {
         .code(2)
         .stderr(predicate::str::contains("KEY=VALUE"));
     assert!(!env.store().exists());
+}
+
+#[test]
+fn the_values_of_a_set_of_runs_are_theirs_and_no_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = SqliteStore::open(&dir.path().join("runs.db")).unwrap();
+    store_cases::values_of_a_set_of_runs(&mut store);
+}
+
+#[test]
+fn documents_are_loaded_together_in_the_order_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let mut store = SqliteStore::open(&path).unwrap();
+    store_cases::documents_together(&mut store, |sql| {
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap();
+    });
+}
+
+#[test]
+fn a_store_of_schema_4_gains_each_runs_class_from_its_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(&store_cases::schema_4_store(schema::Backend::Sqlite))
+        .unwrap();
+    store_cases::schema_4_gains_classes(&mut SqliteStore::open(&path).unwrap());
+    let version: String = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT value FROM osmeter_meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(version, schema::current_version().to_string());
 }

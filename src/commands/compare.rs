@@ -8,21 +8,17 @@ use crate::results::compare::{
 use crate::results::keep::Tag;
 use crate::results::model::{Run, RunKind};
 use crate::results::profile::explain;
-use crate::results::store::{resolve_id, Location, RunFilter, Store};
+use crate::results::store::{load_listed, resolve_id, Location, RunFilter, Store};
 use crate::usage;
 use anyhow::Result;
 use std::collections::BTreeMap;
 
 fn load_all(store: &mut dyn Store, wanted: &[String]) -> Result<Vec<Run>> {
-    wanted
+    let ids = wanted
         .iter()
-        .map(|w| {
-            let id = resolve_id(store, w)?;
-            store
-                .load(&id)?
-                .ok_or_else(|| anyhow::anyhow!("run {id} vanished while reading"))
-        })
-        .collect()
+        .map(|w| resolve_id(store, w))
+        .collect::<Result<Vec<_>>>()?;
+    load_listed(store, &ids)
 }
 
 fn by_tag(store: &mut dyn Store, tag: &Tag, side: &str) -> Result<Vec<Run>> {
@@ -43,14 +39,8 @@ fn by_tag(store: &mut dyn Store, tag: &Tag, side: &str) -> Result<Vec<Run>> {
         ));
     }
     // The ids come from the store itself: each is loaded as it is, without matching it against
-    // every stored id as a prefix typed by a user would be.
-    ids.iter()
-        .map(|id| {
-            store
-                .load(id)?
-                .ok_or_else(|| anyhow::anyhow!("run {id} vanished while reading"))
-        })
-        .collect()
+    // every stored id as a prefix typed by a user would be, and all in one read.
+    load_listed(store, &ids)
 }
 
 /// The two sides, from positional ids, --a/--b lists or --tag-a/--tag-b.

@@ -4,7 +4,7 @@ use crate::cli::ReportArgs;
 use crate::error::EXIT_OK;
 use crate::results::model::Run;
 use crate::results::report;
-use crate::results::store::{resolve_id, Location};
+use crate::results::store::{load_listed, resolve_id, Location};
 use anyhow::Result;
 
 pub fn report(args: &ReportArgs) -> Result<i32> {
@@ -17,14 +17,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
             ids.push(id);
         }
     }
-    let runs: Vec<Run> = ids
-        .iter()
-        .map(|id| {
-            store.load(id)?.ok_or_else(|| {
-                anyhow::anyhow!("run {id} vanished from {} while reading", store.describe())
-            })
-        })
-        .collect::<Result<_>>()?;
+    let runs: Vec<Run> = load_listed(store.as_mut(), &ids)?;
     let page = report::render(&runs, &sections())?;
     crate::files::write_atomic(&args.output, page.as_bytes()).map_err(|e| {
         match e.downcast_ref::<crate::files::WriteError>() {

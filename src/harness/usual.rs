@@ -123,13 +123,14 @@ pub fn from_store(store: &mut dyn Store, host: &str) -> Result<BTreeMap<String, 
         .take(HISTORY_RUNS)
         .map(|r| r.id)
         .collect();
-    let mut runs = Vec::with_capacity(ids.len());
-    for id in &ids {
-        // A busy run's rounds disagree because of the other work, not as the figure usually does.
-        if let Some(run) = store.load(id)?.filter(|r| !r.busy()) {
-            runs.push(run);
-        }
-    }
+    let wanted: Vec<&str> = ids.iter().map(String::as_str).collect();
+    // A busy run's rounds disagree because of the other work, not as the figure usually does.
+    let runs: Vec<_> = store
+        .load_many(&wanted)?
+        .into_iter()
+        .flatten()
+        .filter(|r| !r.busy())
+        .collect();
     Ok(from_runs(&runs))
 }
 

@@ -80,6 +80,13 @@ impl Run {
         self.fingerprint.as_ref()?.hostname.clone()
     }
 
+    /// The class of the machine that took the run, from its fingerprint: CPU model and count,
+    /// kernel release and preemption model. A fleet sets hosts of one class against each other;
+    /// the store keeps it beside each run (`runs.host_class`).
+    pub fn class(&self) -> String {
+        machine_class(self.fingerprint.as_ref())
+    }
+
     /// What produced the run: microbenchmarks, or the command whose document it holds.
     pub fn kind(&self) -> RunKind {
         if !self.measurements.is_empty() {
@@ -87,6 +94,21 @@ impl Run {
         }
         self.sections.first_kind().unwrap_or(RunKind::Run)
     }
+}
+
+/// The class of a machine (see [`Run::class`]) from its fingerprint, if one was taken.
+pub fn machine_class(fingerprint: Option<&crate::results::fingerprint::Fingerprint>) -> String {
+    let Some(f) = fingerprint else {
+        return "unknown machine".to_string();
+    };
+    let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".to_string());
+    format!(
+        "{} x{} | {} | {}",
+        or(&f.cpu_model),
+        f.cpus_online.map_or("?".to_string(), |n| n.to_string()),
+        or(&f.kernel_release),
+        or(&f.preempt_model)
+    )
 }
 
 /// What produced a run. Runs of one kind can be compared with each other.

@@ -35,8 +35,8 @@ pub fn history_noise(
         .map(|r| r.id)
         .collect();
     let mut values: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for id in &earlier {
-        let Some(run) = store.load(id)? else { continue };
+    let wanted: Vec<&str> = earlier.iter().map(String::as_str).collect();
+    for run in store.load_many(&wanted)?.into_iter().flatten() {
         // A busy run's spread is its disturbance, not the figure's.
         if run.busy() {
             continue;

@@ -6,15 +6,15 @@
 //! tests are held to a false-discovery rate (Benjamini-Hochberg). For each host called off, the
 //! change points of its series say when it moved.
 //!
-//! Values come from the store's `figures` table, one row per run and figure; only each host's
-//! newest run document is read (for its fingerprint), so a fleet of many runs stays cheap.
+//! Values come from the store's `figures` table, one row per run and figure, read for the listed
+//! runs in one statement; each host's class comes from the listing (the store keeps it beside
+//! each run), so no run document is read and a fleet of many runs stays cheap.
 
 pub mod html;
 pub mod text;
 
 use crate::results::figure::Direction;
-use crate::results::model::Run;
-use crate::results::store::{RunFilter, RunInfo, Store};
+use crate::results::store::{RunFilter, RunInfo, RunValue, Store};
 use crate::stats::changepoint::e_divisive;
 use crate::stats::segments::segments;
 use crate::stats::summary::{median, median_ci_ranks};
@@ -22,7 +22,7 @@ use crate::units::Unit;
 use crate::usage;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Fewest hosts in a class for a median to set them against.
 pub const MIN_HOSTS: usize = 3;
@@ -158,21 +158,6 @@ impl FleetReport {
     }
 }
 
-/// The class a host belongs to, from its fingerprint.
-pub fn class_of(run: &Run) -> String {
-    let Some(f) = &run.fingerprint else {
-        return "unknown machine".to_string();
-    };
-    let or = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".to_string());
-    format!(
-        "{} x{} | {} | {}",
-        or(&f.cpu_model),
-        f.cpus_online.map_or("?".to_string(), |n| n.to_string()),
-        or(&f.kernel_release),
-        or(&f.preempt_model)
-    )
-}
-
 struct HostRuns<'a> {
     /// Oldest first.
     runs: Vec<&'a RunInfo>,
@@ -192,36 +177,50 @@ pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
     let mut left_out = Vec::new();
     let names = host_names(&runs);
     let hosts = hosts_of(store, &runs, &names, &mut left_out)?;
-    let keys: Vec<String> = store
-        .figure_keys()?
-        .into_iter()
-        .filter(|k| wanted(k, &query.figures))
+    // Hosts by number (their place in `hosts`), and each listed run's place and host.
+    let numbers: HashMap<&str, usize> = hosts
+        .keys()
+        .enumerate()
+        .map(|(n, h)| (h.as_str(), n))
         .collect();
-    if keys.is_empty() {
+    let places = run_places(&names, &numbers);
+    let listed: Vec<&str> = places.iter().map(|&(i, _)| runs[i].id.as_str()).collect();
+    let values: Vec<(String, Vec<RunValue>)> = store
+        .figure_values_of(&listed)?
+        .into_iter()
+        .filter(|(k, _)| wanted(k, &query.figures))
+        .collect();
+    // Only when the listed runs state no figure asked for: whether any stored run does.
+    if values.is_empty()
+        && !store
+            .figure_keys()?
+            .iter()
+            .any(|k| wanted(k, &query.figures))
+    {
         return Err(usage!(
             "no stored figure matches {}: `osmeter show RUN` lists a run's figures",
             query.figures.join(", ")
         ));
     }
     let mut classes = classes_of(&hosts);
-    let places = run_places(&runs, &names, &hosts);
     let mut changes = Vec::new();
-    for key in &keys {
-        let stored = store.figure_values(key)?;
+    let mut ranks = MedianRanks::default();
+    for (key, stored) in &values {
         let Some(first) = stored.first() else {
             continue;
         };
-        let mut series = series_by_host(&stored, &runs, &places);
+        let mut series = series_by_host(stored, &runs, &places, hosts.len());
         for class in classes.values_mut() {
             let rows: Vec<(String, Vec<Point>)> = class
                 .hosts
                 .iter()
-                .filter_map(|h| Some((h.clone(), series.remove(h.as_str())?)))
+                .map(|h| (h.clone(), std::mem::take(&mut series[numbers[h.as_str()]])))
+                .filter(|(_, points)| !points.is_empty())
                 .collect();
             if rows.is_empty() {
                 continue;
             }
-            let cells = current_cells(key, &rows, query, &mut changes);
+            let cells = current_cells(key, &rows, query, &mut changes, &mut ranks);
             class.figures.push(FigureRow {
                 figure: key.clone(),
                 unit: first.unit,
@@ -288,7 +287,8 @@ pub fn host_names(runs: &[RunInfo]) -> Vec<Option<String>> {
         .collect()
 }
 
-/// The runs of each host, oldest first, and the host's class from its newest run's fingerprint.
+/// The runs of each host, oldest first, and the host's class from its newest run's fingerprint
+/// (as the store keeps it; read from the document only where the store could not).
 fn hosts_of<'a>(
     store: &mut dyn Store,
     runs: &'a [RunInfo],
@@ -305,9 +305,12 @@ fn hosts_of<'a>(
     let mut hosts = BTreeMap::new();
     for (host, host_runs) in by_host {
         let newest = host_runs.last().expect("a host has a run");
-        let class = match store.load(&newest.id)? {
-            Some(run) => class_of(&run),
-            None => "unknown machine".to_string(),
+        let class = match &newest.host_class {
+            Some(class) => class.clone(),
+            None => match store.load(&newest.id)? {
+                Some(run) => run.class(),
+                None => "unknown machine".to_string(),
+            },
         };
         hosts.insert(
             host,
@@ -337,52 +340,42 @@ fn classes_of(hosts: &BTreeMap<String, HostRuns>) -> BTreeMap<String, Class> {
     classes
 }
 
-/// Where each run of a host stands in `runs` (oldest first), and whose it is.
-type RunPlaces<'a> = BTreeMap<&'a str, (usize, &'a str)>;
-
-fn run_places<'a>(
-    runs: &'a [RunInfo],
-    names: &[Option<String>],
-    hosts: &'a BTreeMap<String, HostRuns>,
-) -> RunPlaces<'a> {
-    runs.iter()
-        .zip(names)
+/// Each run of a host: where it stands in `runs` (oldest first), and the host's number.
+fn run_places(names: &[Option<String>], numbers: &HashMap<&str, usize>) -> Vec<(usize, usize)> {
+    names
+        .iter()
         .enumerate()
-        .filter_map(|(i, (r, name))| {
-            let (host, _) = hosts.get_key_value(name.as_deref()?)?;
-            Some((r.id.as_str(), (i, host.as_str())))
-        })
+        .filter_map(|(i, name)| Some((i, *numbers.get(name.as_deref()?)?)))
         .collect()
 }
 
-/// One figure's stored values as each host's series, oldest run first.
+/// One figure's values (of the runs `places` gives) as each host's series, oldest run first,
+/// by host number.
 fn series_by_host<'a>(
-    stored: &[crate::results::store::StoredFigure],
-    runs: &[RunInfo],
-    at: &RunPlaces<'a>,
-) -> BTreeMap<&'a str, Vec<Point>> {
-    let mut series: BTreeMap<&str, Vec<(usize, Point)>> = BTreeMap::new();
-    for s in stored {
-        let Some(&(index, host)) = at.get(s.run_id.as_str()) else {
-            continue;
-        };
-        if s.value.is_finite() && s.value > 0.0 {
-            series.entry(host).or_default().push((
+    values: &[RunValue],
+    runs: &'a [RunInfo],
+    places: &[(usize, usize)],
+    hosts: usize,
+) -> Vec<Vec<Point<'a>>> {
+    let mut series: Vec<Vec<(usize, Point)>> = (0..hosts).map(|_| Vec::new()).collect();
+    for v in values {
+        let (index, host) = places[v.run];
+        if v.value.is_finite() && v.value > 0.0 {
+            series[host].push((
                 index,
                 Point {
-                    run: s.run_id.clone(),
-                    started_at: runs[index].started_at.clone(),
-                    value: s.value,
-                    interval: s.interval,
+                    run: &runs[index],
+                    value: v.value,
+                    interval: v.interval,
                 },
             ));
         }
     }
     series
         .into_iter()
-        .map(|(h, mut points)| {
+        .map(|mut points| {
             points.sort_by_key(|(index, _)| *index);
-            (h, points.into_iter().map(|(_, p)| p).collect())
+            points.into_iter().map(|(_, p)| p).collect()
         })
         .collect()
 }
@@ -394,6 +387,7 @@ fn current_cells(
     rows: &[(String, Vec<Point>)],
     query: &FleetQuery,
     changes: &mut Vec<HostChange>,
+    ranks: &mut MedianRanks,
 ) -> Vec<Cell> {
     let config = crate::results::history::method_config();
     let screen = median_of(
@@ -417,15 +411,15 @@ fn current_cells(
                 changes.push(HostChange {
                     host: host.clone(),
                     figure: key.to_string(),
-                    run: points[last].run.clone(),
-                    started_at: points[last].started_at.clone(),
+                    run: points[last].run.id.clone(),
+                    started_at: points[last].run.started_at.clone(),
                     before: levels[levels.len() - 2].level,
                     after: levels[levels.len() - 1].level,
                 });
                 current = &points[last..];
             }
         }
-        cells.push(host_cell(host, current));
+        cells.push(host_cell(host, current, ranks));
     }
     cells
 }
@@ -441,9 +435,8 @@ fn wanted(key: &str, figures: &[String]) -> bool {
 }
 
 /// One run's value of a figure, in a host's series.
-struct Point {
-    run: String,
-    started_at: String,
+struct Point<'a> {
+    run: &'a RunInfo,
     value: f64,
     interval: Option<[f64; 2]>,
 }
@@ -454,13 +447,27 @@ fn median_of(values: impl Iterator<Item = f64>) -> f64 {
     median(&v)
 }
 
+/// The ranks of the 95 % interval of the median of n values ([`median_ci_ranks`]), worked out
+/// once per n: a fleet's view asks for the same few n for every host and figure.
+#[derive(Default)]
+struct MedianRanks(HashMap<usize, (usize, usize)>);
+
+impl MedianRanks {
+    fn of(&mut self, n: usize) -> (usize, usize) {
+        *self.0.entry(n).or_insert_with(|| {
+            let (lo, hi, _) = median_ci_ranks(n, 0.95);
+            (lo, hi)
+        })
+    }
+}
+
 /// A host's value now (median of the runs given) and its interval, not yet set against the class.
-fn host_cell(host: &str, points: &[Point]) -> Cell {
+fn host_cell(host: &str, points: &[Point], ranks: &mut MedianRanks) -> Cell {
     let mut sorted: Vec<f64> = points.iter().map(|p| p.value).collect();
     sorted.sort_by(f64::total_cmp);
     let value = median(&sorted);
     let interval = if sorted.len() >= 3 {
-        let (lo, hi, _) = median_ci_ranks(sorted.len(), 0.95);
+        let (lo, hi) = ranks.of(sorted.len());
         [sorted[lo], sorted[hi]]
     } else {
         points

@@ -1,7 +1,7 @@
 use super::*;
 use crate::results::fingerprint::Fingerprint;
 use crate::results::model::tests::in_rounds;
-use crate::results::model::Measurement;
+use crate::results::model::{Measurement, Run};
 use crate::results::store::sqlite::SqliteStore;
 use proptest::prelude::*;
 

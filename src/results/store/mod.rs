@@ -5,6 +5,9 @@
 pub mod postgres;
 pub mod schema;
 pub mod sqlite;
+mod values;
+
+pub use values::{FiguresByKey, RunValue};
 
 use crate::results::model::Run;
 use crate::usage;
@@ -42,6 +45,11 @@ pub struct RunInfo {
     pub machine_id: Option<String>,
     /// The machine was judged busy during the run.
     pub busy: bool,
+    /// The class of the run's machine (see [`Run::class`]), kept at saving; unknown only for a
+    /// run whose document could not be read when the store was upgraded to keep it. Not printed
+    /// by `runs`.
+    #[serde(skip)]
+    pub host_class: Option<String>,
 }
 
 impl RunInfo {
@@ -71,16 +79,36 @@ pub trait Store {
     fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>>;
     /// The whole run document.
     fn load(&mut self, id: &str) -> Result<Option<Run>>;
+    /// The documents of the runs `ids`, in that order (`None` for an id not stored), read in one
+    /// statement rather than one round trip each.
+    fn load_many(&mut self, ids: &[&str]) -> Result<Vec<Option<Run>>>;
     fn remove(&mut self, id: &str) -> Result<bool>;
     /// Every stored run id, for prefix matching and suggestions.
     fn ids(&mut self) -> Result<Vec<String>>;
     /// Every stored value of the figure `key`, from the `figures` table (no run document is read,
     /// so a fleet's history stays cheap to fetch).
     fn figure_values(&mut self, key: &str) -> Result<Vec<StoredFigure>>;
+    /// The values of every figure of the runs `ids` (and of no other run), by figure key, in one
+    /// statement; each value names its run by its place in `ids`, and under each key a run's
+    /// values come in the order the run states them.
+    fn figure_values_of(&mut self, ids: &[&str]) -> Result<FiguresByKey>;
     /// Every figure key the store holds, once each, for suggestions.
     fn figure_keys(&mut self) -> Result<Vec<String>>;
     /// Where the store is, for messages.
     fn describe(&self) -> String;
+}
+
+/// A stored document read back as its run; an unreadable one is an error that names the run.
+fn read_document(id: &str, document: &str) -> Result<Run> {
+    serde_json::from_str(document).with_context(|| format!("run {id} in the store is unreadable"))
+}
+
+/// Documents read back in the order of `ids`, from `(id, document)` pairs in any order.
+fn documents_in_order(ids: &[&str], found: Vec<(String, String)>) -> Result<Vec<Option<Run>>> {
+    let by_id: std::collections::HashMap<String, String> = found.into_iter().collect();
+    ids.iter()
+        .map(|id| by_id.get(*id).map(|d| read_document(id, d)).transpose())
+        .collect()
 }
 
 /// One run's value of one figure, as the `figures` table holds it.
@@ -94,37 +122,35 @@ pub struct StoredFigure {
 }
 
 impl StoredFigure {
-    /// A row read back: the unit and direction as [`schema::figure_rows`] wrote them.
+    /// A row read back: the unit and direction as [`schema::figure_rows`] wrote them, taken
+    /// from `previous` (the figure's value read before, if any) when they read the same.
     fn from_row(
         run_id: String,
         unit: &str,
         direction: &str,
         value: f64,
         ci: (Option<f64>, Option<f64>),
+        previous: Option<&StoredFigure>,
     ) -> Result<StoredFigure> {
-        use serde::de::{value::Error, IntoDeserializer};
-        use serde::Deserialize;
-        let bad = |what: &str, text: &str| {
-            anyhow::anyhow!(
-                "run {run_id} has a figure with an unknown {what} {text:?} in the store"
-            )
+        let (unit, direction) = match previous {
+            Some(p)
+                if values::same_kind(
+                    p.unit,
+                    p.direction,
+                    unit.as_bytes(),
+                    direction.as_bytes(),
+                ) =>
+            {
+                (p.unit, p.direction)
+            }
+            _ => values::unit_and_direction(&run_id, unit, direction)?,
         };
-        let unit =
-            crate::units::Unit::deserialize(IntoDeserializer::<Error>::into_deserializer(unit))
-                .map_err(|_| bad("unit", unit))?;
-        let direction = crate::results::figure::Direction::deserialize(
-            IntoDeserializer::<Error>::into_deserializer(direction),
-        )
-        .map_err(|_| bad("direction", direction))?;
         Ok(StoredFigure {
             run_id,
             unit,
             direction,
             value,
-            interval: match ci {
-                (Some(lo), Some(hi)) => Some([lo, hi]),
-                _ => None,
-            },
+            interval: values::interval(ci),
         })
     }
 }
@@ -342,6 +368,22 @@ fn save_to(location: &Location, run: &Run) -> Result<Saved> {
         store: store.describe(),
         new,
     })
+}
+
+/// The documents of runs the store named (listed or resolved ids), in their order, read in one
+/// statement; a run removed meanwhile is an error.
+pub fn load_listed(store: &mut dyn Store, ids: &[String]) -> Result<Vec<Run>> {
+    let wanted: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let found = store.load_many(&wanted)?;
+    found
+        .into_iter()
+        .zip(ids)
+        .map(|(run, id)| {
+            run.ok_or_else(|| {
+                anyhow::anyhow!("run {id} vanished from {} while reading", store.describe())
+            })
+        })
+        .collect()
 }
 
 /// Finds the one stored run an id or unique id prefix names; otherwise an error listing the closest.

@@ -6,7 +6,7 @@ pub mod tls;
 mod waits;
 
 use super::schema::{self, APPLICATION};
-use super::{RunFilter, RunInfo, Store, StoredFigure};
+use super::{FiguresByKey, RunFilter, RunInfo, Store, StoredFigure};
 use crate::results::model::Run;
 use ::postgres::error::SqlState;
 use ::postgres::types::ToSql;
@@ -68,12 +68,12 @@ impl PostgresStore {
             let to = i as i64 + 1;
             tx.batch_execute(sql)
                 .and_then(|()| {
-                    tx.batch_execute(schema::ordering_indexes(to, schema::Backend::Postgres))
+                    tx.batch_execute(schema::backend_indexes(to, schema::Backend::Postgres))
                 })
                 .map_err(|e| explain_create(e, &self.target))
                 .with_context(|| format!("migrating {where_} to schema version {to}"))?;
         }
-        if version > 0 && version < schema::FLEET_COLUMNS_SINCE {
+        if version > 0 && version < schema::CLASS_SINCE {
             backfill(&mut tx, version, &where_)?;
         }
         tx.execute(
@@ -86,29 +86,45 @@ impl PostgresStore {
     }
 }
 
-/// Fills what migrations from `version` added from the stored documents (see the SQLite store's
-/// twin).
+/// Runs whose documents one statement of the upgrade reads at a time: each is some 200 KiB.
+const BACKFILL_CHUNK: usize = 100;
+
+/// Fills what migrations from `version` added from the stored documents, a chunk at a time (see
+/// the SQLite store's twin).
 fn backfill(tx: &mut ::postgres::Transaction, version: i64, where_: &str) -> Result<()> {
-    let docs: Vec<(String, String)> = tx
-        .query("SELECT run_id, document FROM documents", &[])?
+    let ids: Vec<String> = tx
+        .query("SELECT run_id FROM documents", &[])?
         .iter()
-        .map(|r| (r.get(0), r.get(1)))
+        .map(|r| r.get(0))
         .collect();
-    for (id, doc) in docs {
-        let run: Run = serde_json::from_str(&doc)
-            .with_context(|| format!("run {id} in {where_} is unreadable"))?;
-        if version < schema::FIGURES_SINCE {
-            insert_figures(tx, &run)?;
+    let docs = schema::documents_statement(&DIALECT);
+    for chunk in ids.chunks(BACKFILL_CHUNK) {
+        for row in tx.query(&docs, &[&chunk])? {
+            let (id, document): (&str, &str) = (row.get(0), row.get(1));
+            let host_class = if version < schema::FLEET_COLUMNS_SINCE {
+                let run =
+                    super::read_document(id, document).with_context(|| format!("in {where_}"))?;
+                if version < schema::FIGURES_SINCE {
+                    insert_figures(tx, &run)?;
+                }
+                tx.execute(
+                    "UPDATE runs SET machine_id = $2, busy = $3, figures = $4 WHERE id = $1",
+                    &[
+                        &id,
+                        &run.fingerprint.as_ref().and_then(|f| f.machine_id.clone()),
+                        &i32::from(run.busy()),
+                        &(run.figures().len() as i32),
+                    ],
+                )?;
+                Some(run.class())
+            } else {
+                schema::class_of_document(document)
+            };
+            tx.execute(
+                "UPDATE runs SET host_class = $2 WHERE id = $1",
+                &[&id, &host_class],
+            )?;
         }
-        tx.execute(
-            "UPDATE runs SET machine_id = $2, busy = $3, figures = $4 WHERE id = $1",
-            &[
-                &id,
-                &run.fingerprint.as_ref().and_then(|f| f.machine_id.clone()),
-                &i32::from(run.busy()),
-                &(run.figures().len() as i32),
-            ],
-        )?;
     }
     Ok(())
 }
@@ -224,15 +240,16 @@ impl Store for PostgresStore {
                 placed_at: r.get(10),
                 machine_id: r.get(11),
                 busy: r.get::<_, i32>(12) != 0,
+                host_class: r.get(13),
                 tags: BTreeMap::new(),
             })
             .collect();
         let ids: Vec<&str> = out.iter().map(|r| r.id.as_str()).collect();
         let mut tags: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-        for row in self.client.query(
-            "SELECT run_id, key, value FROM run_tags WHERE run_id = ANY($1)",
-            &[&ids],
-        )? {
+        for row in self
+            .client
+            .query(&schema::tags_statement(&DIALECT), &[&ids])?
+        {
             tags.entry(row.get(0))
                 .or_default()
                 .insert(row.get(1), row.get(2));
@@ -248,10 +265,17 @@ impl Store for PostgresStore {
             .client
             .query_opt("SELECT document FROM documents WHERE run_id = $1", &[&id])?
             .map(|r| r.get(0));
-        doc.map(|d| {
-            serde_json::from_str(&d).with_context(|| format!("run {id} in the store is unreadable"))
-        })
-        .transpose()
+        doc.map(|d| super::read_document(id, &d)).transpose()
+    }
+
+    fn load_many(&mut self, ids: &[&str]) -> Result<Vec<Option<Run>>> {
+        let found = self
+            .client
+            .query(&schema::documents_statement(&DIALECT), &[&ids])?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        super::documents_in_order(ids, found)
     }
 
     fn remove(&mut self, id: &str) -> Result<bool> {
@@ -280,8 +304,40 @@ impl Store for PostgresStore {
                 &[&key],
             )?
             .iter()
-            .map(|r| StoredFigure::from_row(r.get(0), r.get(1), r.get(2), r.get(3), (r.get(4), r.get(5))))
-            .collect()
+            .try_fold(Vec::new(), |mut out: Vec<StoredFigure>, r| {
+                let figure = StoredFigure::from_row(
+                    r.get(0),
+                    r.get(1),
+                    r.get(2),
+                    r.get(3),
+                    (r.get(4), r.get(5)),
+                    out.last(),
+                )?;
+                out.push(figure);
+                Ok(out)
+            })
+    }
+
+    fn figure_values_of(&mut self, ids: &[&str]) -> Result<FiguresByKey> {
+        use ::postgres::fallible_iterator::FallibleIterator;
+        // Filed as the rows arrive, while the server still sends the rest.
+        let mut rows = self.client.query_raw(
+            &schema::figures_of_runs_statement(&DIALECT),
+            [&ids as &(dyn ToSql + Sync)],
+        )?;
+        let mut filing = super::values::Filing::new(ids);
+        while let Some(r) = rows.next()? {
+            let text = |i| r.get::<_, TextBytes>(i).0;
+            filing.file((
+                text(0),
+                text(1),
+                text(2),
+                text(3),
+                r.get(4),
+                (r.get(5), r.get(6)),
+            ))?;
+        }
+        Ok(filing.finish())
     }
 
     fn figure_keys(&mut self) -> Result<Vec<String>> {
@@ -298,18 +354,37 @@ impl Store for PostgresStore {
     }
 }
 
+/// A text column's bytes as the server sent them, not yet checked to be UTF-8: the filing of a
+/// fleet's values checks only the text it has not met before.
+struct TextBytes<'a>(&'a [u8]);
+
+impl<'a> ::postgres::types::FromSql<'a> for TextBytes<'a> {
+    fn from_sql(
+        _: &::postgres::types::Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(TextBytes(raw))
+    }
+
+    fn accepts(ty: &::postgres::types::Type) -> bool {
+        <&str as ::postgres::types::FromSql>::accepts(ty)
+    }
+}
+
 /// The statement of [`Store::list`] and its arguments (public for the tests that check its plan).
 /// COLLATE "C": times and ids compare byte by byte, as in SQLite, whatever the server's locale,
 /// and as the ordering indexes sort.
 pub fn list_statement(filter: &RunFilter) -> (String, Vec<String>) {
-    schema::list_statement(
-        filter,
-        &schema::Dialect {
-            placeholder: |n| format!("${n}"),
-            bytewise: " COLLATE \"C\"",
-        },
-    )
+    schema::list_statement(filter, &DIALECT)
 }
+
+/// How PostgreSQL writes what the two backends write differently (see [`schema::Dialect`]): a
+/// set of ids is bound as one text array.
+pub const DIALECT: schema::Dialect = schema::Dialect {
+    placeholder: |n| format!("${n}"),
+    bytewise: " COLLATE \"C\"",
+    one_of: |column, n| format!("{column} = ANY(${n})"),
+};
 
 /// The figures of one run, in one `unnest` insert.
 fn insert_figures(tx: &mut impl GenericClient, run: &Run) -> Result<()> {
@@ -362,8 +437,9 @@ fn save_in(client: &mut Client, run: &Run) -> Result<bool> {
     // A concurrent save of the same id waits here for the other to commit, then inserts nothing.
     let inserted = tx.execute(
         "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted,
-                           received_at, clock_offset, placed_at, machine_id, busy, figures)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                           received_at, clock_offset, placed_at, machine_id, busy, figures,
+                           host_class)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
          ON CONFLICT (id) DO NOTHING",
         &[
             &run.id,
@@ -379,6 +455,7 @@ fn save_in(client: &mut Client, run: &Run) -> Result<bool> {
             &cols.machine_id,
             &i32::from(cols.busy),
             &(cols.figures as i32),
+            &cols.host_class,
         ],
     )?;
     if inserted == 0 {

@@ -1,7 +1,7 @@
 //! The embedded SQLite store.
 
 use super::schema::{self, APPLICATION};
-use super::{RunFilter, RunInfo, Store, StoredFigure};
+use super::{FiguresByKey, RunFilter, RunInfo, Store, StoredFigure};
 use crate::results::model::Run;
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -48,7 +48,8 @@ pub fn check_kind(path: &Path) -> Result<()> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if std::fs::symlink_metadata(path).is_ok() {
+            // Only a link counts: a file that another process created since is a store.
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
                 return Err(crate::usage!(
                     "the store {} is a symbolic link to nothing; osmeter does not create a store                      through a link: give the path of a SQLite file with --store or {}",
                     path.display(),
@@ -202,11 +203,11 @@ impl SqliteStore {
             let to = i as i64 + 1;
             tx.execute_batch(sql)
                 .and_then(|()| {
-                    tx.execute_batch(schema::ordering_indexes(to, schema::Backend::Sqlite))
+                    tx.execute_batch(schema::backend_indexes(to, schema::Backend::Sqlite))
                 })
                 .with_context(|| format!("migrating the store to version {to}"))?;
         }
-        if version > 0 && version < schema::FLEET_COLUMNS_SINCE {
+        if version > 0 && version < schema::CLASS_SINCE {
             backfill(&tx, version)
                 .with_context(|| format!("indexing the runs already in {}", self.path.display()))?;
         }
@@ -281,40 +282,49 @@ fn insert_figures(tx: &Connection, run: &Run) -> Result<()> {
     Ok(())
 }
 
-/// Fills what migrations from `version` added from the stored documents: the `figures` table
-/// (a store written before it existed) and the columns of `runs` a fleet's queries read.
+/// Fills what migrations from `version` added from the stored documents, reading them one at a
+/// time: the `figures` table (a store written before it existed), the columns of `runs` a
+/// fleet's queries read, and the class of each run's machine.
 fn backfill(tx: &Connection, version: i64) -> Result<()> {
-    let docs: Vec<(String, String)> = tx
-        .prepare("SELECT run_id, document FROM documents")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut update =
+    let mut docs = tx.prepare("SELECT run_id, document FROM documents")?;
+    let mut rows = docs.query([])?;
+    let mut fleet_columns =
         tx.prepare("UPDATE runs SET machine_id = ?2, busy = ?3, figures = ?4 WHERE id = ?1")?;
-    for (id, doc) in docs {
-        let run: Run = serde_json::from_str(&doc)
-            .with_context(|| format!("run {id} in the store is unreadable"))?;
-        if version < schema::FIGURES_SINCE {
-            insert_figures(tx, &run)?;
-        }
-        update.execute(params![
-            id,
-            run.fingerprint.as_ref().and_then(|f| f.machine_id.clone()),
-            i64::from(run.busy()),
-            run.figures().len() as i64
-        ])?;
+    let mut class = tx.prepare("UPDATE runs SET host_class = ?2 WHERE id = ?1")?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let document = row.get_ref(1)?.as_str()?;
+        let host_class = if version < schema::FLEET_COLUMNS_SINCE {
+            let run = super::read_document(&id, document)?;
+            if version < schema::FIGURES_SINCE {
+                insert_figures(tx, &run)?;
+            }
+            fleet_columns.execute(params![
+                id,
+                run.fingerprint.as_ref().and_then(|f| f.machine_id.clone()),
+                i64::from(run.busy()),
+                run.figures().len() as i64
+            ])?;
+            Some(run.class())
+        } else {
+            schema::class_of_document(document)
+        };
+        class.execute(params![id, host_class])?;
     }
     Ok(())
 }
 
+/// How SQLite writes what the two backends write differently (see [`schema::Dialect`]): a set
+/// of ids is bound as one JSON array.
+pub const DIALECT: schema::Dialect = schema::Dialect {
+    placeholder: |n| format!("?{n}"),
+    bytewise: "",
+    one_of: |column, n| format!("{column} IN (SELECT value FROM json_each(?{n}))"),
+};
+
 /// The statement of [`Store::list`] and its arguments.
 fn list_query(filter: &RunFilter) -> (String, Vec<String>) {
-    schema::list_statement(
-        filter,
-        &schema::Dialect {
-            placeholder: |n| format!("?{n}"),
-            bytewise: "",
-        },
-    )
+    schema::list_statement(filter, &DIALECT)
 }
 
 /// The schema version of an osmeter database, `None` for an empty one, an error for a database that
@@ -404,6 +414,11 @@ impl Store for SqliteStore {
             .map_err(|e| integrity::explain(&self.path, e))
     }
 
+    fn load_many(&mut self, ids: &[&str]) -> Result<Vec<Option<Run>>> {
+        self.load_documents(ids)
+            .map_err(|e| integrity::explain(&self.path, e))
+    }
+
     fn remove(&mut self, id: &str) -> Result<bool> {
         self.remove_checked(id)
             .map_err(|e| integrity::explain(&self.path, e))
@@ -416,6 +431,11 @@ impl Store for SqliteStore {
 
     fn figure_values(&mut self, key: &str) -> Result<Vec<StoredFigure>> {
         self.figure_rows(key)
+            .map_err(|e| integrity::explain(&self.path, e))
+    }
+
+    fn figure_values_of(&mut self, ids: &[&str]) -> Result<FiguresByKey> {
+        self.figure_rows_of(ids)
             .map_err(|e| integrity::explain(&self.path, e))
     }
 
@@ -453,8 +473,9 @@ impl SqliteStore {
         let cols = schema::RunColumns::of(run, now, now);
         tx.execute(
             "INSERT INTO runs (id, kind, started_at, host, suite, tool_version, interrupted,
-                               received_at, clock_offset, placed_at, machine_id, busy, figures)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                               received_at, clock_offset, placed_at, machine_id, busy, figures,
+                               host_class)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 run.id,
                 run.kind().as_str(),
@@ -469,6 +490,7 @@ impl SqliteStore {
                 cols.machine_id,
                 i64::from(cols.busy),
                 cols.figures,
+                cols.host_class,
             ],
         )?;
         tx.execute(
@@ -522,6 +544,7 @@ impl SqliteStore {
                 placed_at: r.get(10)?,
                 machine_id: r.get(11)?,
                 busy: r.get::<_, i64>(12)? != 0,
+                host_class: r.get(13)?,
                 tags: BTreeMap::new(),
             })
         })?;
@@ -530,10 +553,7 @@ impl SqliteStore {
         // one statement per run.
         let ids: Vec<&str> = out.iter().map(|r| r.id.as_str()).collect();
         let mut tags: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-        let mut tag_stmt = self.conn.prepare(
-            "SELECT run_id, key, value FROM run_tags
-             WHERE run_id IN (SELECT value FROM json_each(?1))",
-        )?;
+        let mut tag_stmt = self.conn.prepare(&schema::tags_statement(&DIALECT))?;
         let rows = tag_stmt.query_map([serde_json::to_string(&ids)?], |r| {
             Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))
         })?;
@@ -572,9 +592,12 @@ impl SqliteStore {
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        rows.into_iter()
-            .map(|(id, unit, dir, v, ci)| StoredFigure::from_row(id, &unit, &dir, v, ci))
-            .collect()
+        let mut out: Vec<StoredFigure> = Vec::with_capacity(rows.len());
+        for (id, unit, dir, v, ci) in rows {
+            let figure = StoredFigure::from_row(id, &unit, &dir, v, ci, out.last())?;
+            out.push(figure);
+        }
+        Ok(out)
     }
 
     fn distinct_figure_keys(&mut self) -> Result<Vec<String>> {
@@ -604,10 +627,37 @@ impl SqliteStore {
                 |r| r.get(0),
             )
             .optional()?;
-        doc.map(|d| {
-            serde_json::from_str(&d).with_context(|| format!("run {id} in the store is unreadable"))
-        })
-        .transpose()
+        doc.map(|d| super::read_document(id, &d)).transpose()
+    }
+
+    fn load_documents(&mut self, ids: &[&str]) -> Result<Vec<Option<Run>>> {
+        let mut stmt = self.conn.prepare(&schema::documents_statement(&DIALECT))?;
+        let found = stmt
+            .query_map([serde_json::to_string(ids)?], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<(String, String)>>>()?;
+        super::documents_in_order(ids, found)
+    }
+
+    fn figure_rows_of(&mut self, ids: &[&str]) -> Result<FiguresByKey> {
+        let mut stmt = self
+            .conn
+            .prepare(&schema::figures_of_runs_statement(&DIALECT))?;
+        let mut rows = stmt.query([serde_json::to_string(ids)?])?;
+        let mut filing = super::values::Filing::new(ids);
+        while let Some(r) = rows.next()? {
+            let text = |i| r.get_ref(i).and_then(|v| Ok(v.as_bytes()?));
+            filing.file((
+                text(0)?,
+                text(1)?,
+                text(2)?,
+                text(3)?,
+                r.get(4)?,
+                (r.get(5)?, r.get(6)?),
+            ))?;
+        }
+        Ok(filing.finish())
     }
 }
 

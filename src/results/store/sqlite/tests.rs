@@ -407,3 +407,21 @@ fn a_store_of_schema_2_gains_the_fleet_columns_from_its_documents() {
     assert_eq!(new.id, "new");
     assert!(new.received_at.is_some() && new.clock_offset.unwrap().abs() < 1.0);
 }
+
+#[test]
+fn the_reads_of_a_set_of_runs_are_served_by_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(&dir.path().join("runs.db")).unwrap();
+    let ids = vec![serde_json::to_string(&["a", "b"]).unwrap()];
+    // A run's values from the index that holds them all, in its order: no table lookups, no sort.
+    let p = plan(&s, &schema::figures_of_runs_statement(&DIALECT), &ids);
+    assert!(
+        p.contains("USING COVERING INDEX figures_run_values (run_id=?)")
+            && !p.contains("TEMP B-TREE"),
+        "{p}"
+    );
+    let p = plan(&s, &schema::documents_statement(&DIALECT), &ids);
+    assert!(p.contains("SEARCH documents USING INDEX"), "{p}");
+    let p = plan(&s, &schema::tags_statement(&DIALECT), &ids);
+    assert!(p.contains("SEARCH run_tags USING INDEX"), "{p}");
+}
