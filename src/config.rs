@@ -1,6 +1,7 @@
 //! Turns raw command-line arguments into a validated run configuration before anything runs, so that
 //! every usage error is reported up front with a way out.
 
+pub mod compare;
 pub mod guest;
 pub mod paper;
 pub mod stat;

@@ -78,6 +78,15 @@ pub struct PartMove {
 const FUNCTIONS_SHOWN: usize = 8;
 
 impl ExactComparison {
+    /// The instruction counts that grew by more than `pct` percent (`compare --fail-if-slower`
+    /// of guest runs), named by figure, mode and event.
+    pub fn grown_beyond(&self, pct: f64) -> Vec<String> {
+        self.changed()
+            .filter(|r| r.event == "instructions" && r.ratio.is_some_and(|x| x > 1.0 + pct / 100.0))
+            .map(|r| format!("{} {}.{}", r.figure, r.mode, r.event))
+            .collect()
+    }
+
     /// Counts that differ (simulated figures are not counts).
     pub fn changed(&self) -> impl Iterator<Item = &ExactRow> {
         self.rows

@@ -2,6 +2,7 @@
 //! which counters explain it.
 
 pub mod rank;
+pub mod select;
 
 pub mod exact;
 pub mod history;
@@ -184,6 +185,18 @@ pub struct Comparison {
     /// changed both as measured and relative to it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub machine_speed: Option<MachineSpeed>,
+}
+
+impl Comparison {
+    /// The figures called slower by more than `pct` percent (`compare --fail-if-slower`).
+    pub fn slower_beyond(&self, pct: f64) -> Vec<&str> {
+        let limit = 1.0 - pct / 100.0;
+        self.figures
+            .iter()
+            .filter(|f| f.verdict == Verdict::Slower && f.speedup < limit)
+            .map(|f| f.key.as_str())
+            .collect()
+    }
 }
 
 /// A compared run that was measured on a busy machine.

@@ -266,6 +266,28 @@ fn write_totals(out: &mut String, c: &Comparison, all: bool) {
     }
 }
 
+/// Says why nothing is compared: a busy run's figures hold the other work, and a change between
+/// them would be presented as a finding.
+pub fn busy_refusal(busy: &[super::BusyRun]) -> String {
+    let runs: Vec<String> = busy
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} ({})",
+                r.side,
+                r.run,
+                crate::text::escape_controls(&r.reasons.join("; "))
+            )
+        })
+        .collect();
+    format!(
+        "osmeter: not compared: measured on a busy machine: {}. Its figures hold the other work \
+         as much as the system, so no figure is called changed; measure again on a quiet machine, \
+         or give --force to see the comparison with every figure marked",
+        runs.join("; ")
+    )
+}
+
 /// The paragraph that says the machine itself changed speed between the runs.
 pub fn machine_moved(m: &super::MachineSpeed) -> String {
     let interval = m.ratio_ci95.map_or(String::new(), |[lo, hi]| {
