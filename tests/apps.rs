@@ -106,10 +106,12 @@ fn an_unknown_interpreter_is_a_clear_failure() {
         ])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{text}");
+    // Refused before anything is measured, naming the interpreters it takes.
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(
-        text.contains("unknown interpreter \"ruby\"") && text.contains("python3, perl, tclsh"),
+        text.contains("--set interp=ruby: app.interp takes interp")
+            && text.contains("python3 (Python 3); perl (Perl); tclsh (Tcl)"),
         "{text}"
     );
 }
