@@ -111,10 +111,11 @@ fn sqlite_plans(path: &Path, figure: &str) {
         ),
     ];
     for (what, sql) in statements {
-        // A set of ids left unbound is read as none; the plan is the same.
         let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        // The statements of a set of runs take the set (a JSON array) as their one argument.
+        let set = vec!["[\"x\"]"; stmt.parameter_count()];
         let plan: Vec<String> = stmt
-            .query_map([], |r| r.get::<_, String>(3))
+            .query_map(rusqlite::params_from_iter(set), |r| r.get::<_, String>(3))
             .unwrap()
             .map(Result::unwrap)
             .collect();

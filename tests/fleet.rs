@@ -155,6 +155,8 @@ fn the_host_under_a_seccomp_filter_is_the_one_called_off() {
         .unwrap();
     assert_eq!(out.status.code(), Some(4));
     let text = String::from_utf8_lossy(&out.stdout);
+    // The fleet's table, for the record (`cargo test --test fleet -- --nocapture` shows it).
+    println!("{text}");
     assert!(text.contains("hosts off their class:"), "{text}");
     let page = std::fs::read_to_string(env.dir.path().join("fleet.html")).unwrap();
     let off = &page[page.find("class=\"off\"").expect("an outlined square")..];
