@@ -10,8 +10,8 @@
 //!
 //! ```text
 //! 1 base      clock columns console detached elf error files function_tracer guard interrupt
-//!             kernel_parts lockdown memory_room mounts programs progress scratch stats suggest
-//!             text tracefs units
+//!             kernel_parts lockdown memory_room mounts parallel programs progress scratch stats
+//!             suggest text tracefs units
 //! 2 meter     meter
 //! 3 results   results
 //! 4 engines   apps budget capture harness latency memsim profile stat
@@ -49,6 +49,7 @@ pub mod memsim;
 pub mod meter;
 pub mod mounts;
 pub mod papers;
+pub mod parallel;
 pub mod probes;
 pub mod profile;
 pub mod programs;

@@ -165,7 +165,7 @@ struct HostRuns<'a> {
 }
 
 pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
-    let mut runs = store.list(&query.filter)?;
+    let mut runs = store.list_untagged(&query.filter)?;
     if runs.is_empty() {
         return Err(usage!(
             "no run in {} matches the filters: `osmeter runs` with the same filters shows what \
@@ -203,32 +203,28 @@ pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
         ));
     }
     let mut classes = classes_of(&hosts);
+    // The figures apart, on every CPU; their rows and changes are then taken in figure order.
+    let members: Vec<&[String]> = classes.values().map(|c| c.hosts.as_slice()).collect();
+    let across = Across {
+        runs: &runs,
+        places: &places,
+        numbers: &numbers,
+        members: &members,
+        query,
+    };
+    let figures = crate::parallel::by_parts(&values, |part| {
+        let mut ranks = MedianRanks::default();
+        part.iter()
+            .map(|(key, values)| across.figure(key, values, &mut ranks))
+            .collect()
+    });
     let mut changes = Vec::new();
-    let mut ranks = MedianRanks::default();
-    for (key, stored) in &values {
-        let Some(first) = stored.first() else {
-            continue;
-        };
-        let mut series = series_by_host(stored, &runs, &places, hosts.len());
-        for class in classes.values_mut() {
-            let rows: Vec<(String, Vec<Point>)> = class
-                .hosts
-                .iter()
-                .map(|h| (h.clone(), std::mem::take(&mut series[numbers[h.as_str()]])))
-                .filter(|(_, points)| !points.is_empty())
-                .collect();
-            if rows.is_empty() {
-                continue;
-            }
-            let cells = current_cells(key, &rows, query, &mut changes, &mut ranks);
-            class.figures.push(FigureRow {
-                figure: key.clone(),
-                unit: first.unit,
-                direction: first.direction,
-                median: 0.0,
-                cells,
-            });
+    let mut order: Vec<&mut Class> = classes.values_mut().collect();
+    for (rows, found) in figures {
+        for (class, row) in rows {
+            order[class].figures.push(row);
         }
+        changes.extend(found);
     }
     judge(&mut classes, query);
     // Only the changes of hosts called off are news.
@@ -378,6 +374,60 @@ fn series_by_host<'a>(
             points.into_iter().map(|(_, p)| p).collect()
         })
         .collect()
+}
+
+/// What every figure is set against: the listed runs, whose host each is, and the hosts of each
+/// class (in the order of the classes).
+struct Across<'a> {
+    runs: &'a [RunInfo],
+    places: &'a [(usize, usize)],
+    numbers: &'a HashMap<&'a str, usize>,
+    members: &'a [&'a [String]],
+    query: &'a FleetQuery,
+}
+
+impl Across<'_> {
+    /// One figure's row in each class that has values of it (by the class's place), and the
+    /// changes of its hosts.
+    fn figure(
+        &self,
+        key: &str,
+        values: &[RunValue],
+        ranks: &mut MedianRanks,
+    ) -> (Vec<(usize, FigureRow)>, Vec<HostChange>) {
+        let (mut rows, mut changes) = (Vec::new(), Vec::new());
+        let Some(first) = values.first() else {
+            return (rows, changes);
+        };
+        let mut series = series_by_host(values, self.runs, self.places, self.numbers.len());
+        for (class, hosts) in self.members.iter().enumerate() {
+            let points: Vec<(String, Vec<Point>)> = hosts
+                .iter()
+                .map(|h| {
+                    (
+                        h.clone(),
+                        std::mem::take(&mut series[self.numbers[h.as_str()]]),
+                    )
+                })
+                .filter(|(_, points)| !points.is_empty())
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            let cells = current_cells(key, &points, self.query, &mut changes, ranks);
+            rows.push((
+                class,
+                FigureRow {
+                    figure: key.to_string(),
+                    unit: first.unit,
+                    direction: first.direction,
+                    median: 0.0,
+                    cells,
+                },
+            ));
+        }
+        (rows, changes)
+    }
 }
 
 /// Each host's cell from what it is now: where its series looks off the class, its latest

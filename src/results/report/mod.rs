@@ -48,24 +48,9 @@ impl<'a> Context<'a> {
         };
         // The bootstrap intervals are most of a many-run report's cost, and the comparisons are
         // independent: spread them over the CPUs.
-        let workers = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(rest.len().max(1));
-        let chunk = rest.len().div_ceil(workers).max(1);
-        let comparisons = std::thread::scope(|s| {
-            let handles: Vec<_> = rest
-                .chunks(chunk)
-                .map(|part| {
-                    s.spawn(move || {
-                        part.iter()
-                            .map(|other| compare(&[base], &[other], config).ok())
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().expect("comparison thread panicked"))
+        let comparisons = crate::parallel::by_parts(rest, |part| {
+            part.iter()
+                .map(|other| compare(&[base], &[other], config).ok())
                 .collect()
         });
         Context { runs, comparisons }

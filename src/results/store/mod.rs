@@ -77,6 +77,9 @@ pub trait Store {
     fn save(&mut self, run: &Run) -> Result<bool>;
     /// Stored runs, newest first.
     fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>>;
+    /// [`Store::list`] without the runs' tags, one statement fewer: a fleet's view filters by
+    /// tag but shows none.
+    fn list_untagged(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>>;
     /// The whole run document.
     fn load(&mut self, id: &str) -> Result<Option<Run>>;
     /// The documents of the runs `ids`, in that order (`None` for an id not stored), read in one
@@ -98,6 +101,19 @@ pub trait Store {
     fn describe(&self) -> String;
 }
 
+/// Gives each listed run its tags, from the `(run id, key, value)` rows of
+/// [`schema::tags_statement`].
+fn attach_tags(runs: &mut [RunInfo], rows: impl IntoIterator<Item = (String, String, String)>) {
+    let mut tags: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>> =
+        Default::default();
+    for (id, key, value) in rows {
+        tags.entry(id).or_default().insert(key, value);
+    }
+    for info in runs {
+        info.tags = tags.remove(&info.id).unwrap_or_default();
+    }
+}
+
 /// A stored document read back as its run; an unreadable one is an error that names the run.
 fn read_document(id: &str, document: &str) -> Result<Run> {
     serde_json::from_str(document).with_context(|| format!("run {id} in the store is unreadable"))
@@ -109,21 +125,9 @@ fn read_document(id: &str, document: &str) -> Result<Run> {
 fn documents_in_order(ids: &[&str], found: Vec<(String, String)>) -> Result<Vec<Option<Run>>> {
     let by_id: std::collections::HashMap<String, String> = found.into_iter().collect();
     let read = |id: &&str| by_id.get(*id).map(|d| read_document(id, d)).transpose();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if threads < 2 || by_id.len() < 2 {
-        return ids.iter().map(read).collect();
-    }
-    let read = &read;
-    std::thread::scope(|scope| {
-        let parts: Vec<_> = ids
-            .chunks(ids.len().div_ceil(threads))
-            .map(|part| scope.spawn(move || part.iter().map(read).collect::<Vec<_>>()))
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|part| part.join().expect("a document parser panicked"))
-            .collect()
-    })
+    crate::parallel::by_parts(ids, |part| part.iter().map(read).collect())
+        .into_iter()
+        .collect()
 }
 
 /// One run's value of one figure, as the `figures` table holds it.

@@ -219,10 +219,23 @@ impl Store for PostgresStore {
     }
 
     fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
+        let mut out = self.list_untagged(filter)?;
+        let ids: Vec<&str> = out.iter().map(|r| r.id.as_str()).collect();
+        let tags: Vec<(String, String, String)> = self
+            .client
+            .query(&schema::tags_statement(&DIALECT), &[&ids])?
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .collect();
+        super::attach_tags(&mut out, tags);
+        Ok(out)
+    }
+
+    fn list_untagged(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
         let (sql, texts) = list_statement(filter);
         let args: Vec<&(dyn ToSql + Sync)> =
             texts.iter().map(|t| t as &(dyn ToSql + Sync)).collect();
-        let mut out: Vec<RunInfo> = self
+        Ok(self
             .client
             .query(&sql, &args)?
             .iter()
@@ -243,21 +256,7 @@ impl Store for PostgresStore {
                 host_class: r.get(13),
                 tags: BTreeMap::new(),
             })
-            .collect();
-        let ids: Vec<&str> = out.iter().map(|r| r.id.as_str()).collect();
-        let mut tags: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-        for row in self
-            .client
-            .query(&schema::tags_statement(&DIALECT), &[&ids])?
-        {
-            tags.entry(row.get(0))
-                .or_default()
-                .insert(row.get(1), row.get(2));
-        }
-        for info in &mut out {
-            info.tags = tags.remove(&info.id).unwrap_or_default();
-        }
-        Ok(out)
+            .collect())
     }
 
     fn load(&mut self, id: &str) -> Result<Option<Run>> {

@@ -405,7 +405,12 @@ impl Store for SqliteStore {
     }
 
     fn list(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
-        self.list_rows(filter)
+        self.list_rows(filter, true)
+            .map_err(|e| integrity::explain(&self.path, e))
+    }
+
+    fn list_untagged(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
+        self.list_rows(filter, false)
             .map_err(|e| integrity::explain(&self.path, e))
     }
 
@@ -526,7 +531,7 @@ impl SqliteStore {
         Ok(true)
     }
 
-    fn list_rows(&mut self, filter: &RunFilter) -> Result<Vec<RunInfo>> {
+    fn list_rows(&mut self, filter: &RunFilter, tagged: bool) -> Result<Vec<RunInfo>> {
         let (sql, args) = list_query(filter);
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |r| {
@@ -549,21 +554,19 @@ impl SqliteStore {
             })
         })?;
         let mut out = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+        if !tagged {
+            return Ok(out);
+        }
         // The tags of every listed run in one statement (the ids as one JSON array), rather than
         // one statement per run.
         let ids: Vec<&str> = out.iter().map(|r| r.id.as_str()).collect();
-        let mut tags: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
         let mut tag_stmt = self.conn.prepare(&schema::tags_statement(&DIALECT))?;
-        let rows = tag_stmt.query_map([serde_json::to_string(&ids)?], |r| {
-            Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))
-        })?;
-        for row in rows {
-            let (id, k, v) = row?;
-            tags.entry(id).or_default().insert(k, v);
-        }
-        for info in &mut out {
-            info.tags = tags.remove(&info.id).unwrap_or_default();
-        }
+        let tags = tag_stmt
+            .query_map([serde_json::to_string(&ids)?], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        super::attach_tags(&mut out, tags);
         Ok(out)
     }
 
