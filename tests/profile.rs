@@ -53,6 +53,25 @@ fn a_syscall_probe_profile_names_real_kernel_functions_and_is_shown_and_exported
     assert_eq!(p["label"], "syscall.null");
     assert!(p["samples"].as_u64().unwrap() > 0);
     assert!(p["kernel_ns_per_op"].as_f64().unwrap() > 0.0, "{p}");
+    // Unsampled runs were timed beside the sampled ones, and the times per operation are what
+    // the samples counted divided by the slowdown: on cpu-clock every sample is one 50 us period
+    // (20 kHz, unless the kernel's rate limit is lower).
+    let slowdown = p["sampling_slowdown"]
+        .as_f64()
+        .expect("a sampling slowdown");
+    assert!(slowdown >= 1.0, "{p}");
+    if p["source"] == "cpu-clock" {
+        let period =
+            p["ns_per_op"].as_f64().unwrap() * slowdown * p["operations"].as_f64().unwrap()
+                / p["samples"].as_f64().unwrap();
+        let rate: f64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+            .map_or(20_000.0, |t| t.trim().parse().unwrap_or(20_000.0));
+        let want = 1e9 / rate.min(20_000.0);
+        assert!(
+            (period / want - 1.0).abs() < 0.01,
+            "{period} ns a sample, want {want}: {p}"
+        );
+    }
     let known = kernel_function_names();
     let kernel: Vec<&str> = p["functions"]
         .as_array()

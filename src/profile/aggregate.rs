@@ -23,7 +23,36 @@ pub struct Gathered {
     /// How the samples were taken, when the reader should know (a workload's cgroup, or why not).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// How fast the workload ran with the sampler on and with it off, when both were timed.
+    #[serde(default)]
+    pub pace: Option<Pace>,
 }
+
+/// Wall time per operation of the workload's runs under sampling and of runs of it between them
+/// without: on a machine where each sample is dear (a VM whose timer interrupts leave the guest)
+/// the sampled runs are several times slower, and every sample then stands for less of the
+/// workload's own time than its period.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Pace {
+    pub sampled_ns_per_op: f64,
+    pub unsampled_ns_per_op: f64,
+}
+
+impl Pace {
+    /// How many times slower the sampled runs were; never below 1 (sampling cannot speed a
+    /// workload up, so a lower ratio is noise and nothing is scaled).
+    pub fn slowdown(&self) -> f64 {
+        let ratio = self.sampled_ns_per_op / self.unsampled_ns_per_op;
+        if ratio.is_finite() {
+            ratio.max(1.0)
+        } else {
+            1.0
+        }
+    }
+}
+
+/// A slowdown below this is not worth a note of its own.
+const NOTED_SLOWDOWN: f64 = 1.1;
 
 /// The kernel's handler of the ioctl that switches the sampler on and off: a sample taken inside
 /// it is the sampler's own cost, not the workload's (the enable is sampled from the moment the
@@ -98,7 +127,10 @@ pub fn profile(label: &str, got: &Gathered, sym: &mut Symbolizer<'_>) -> ProbePr
         };
         *stacks.entry(stack).or_default() += 1;
     }
-    let ops = got.operations.max(1) as f64;
+    // Each sample's period counts the sampler's own cost with the workload's time; scaled by the
+    // slowdown, the figures are the workload's time per operation at its unsampled speed.
+    let slowdown = got.pace.map(|p| p.slowdown());
+    let ops = got.operations.max(1) as f64 * slowdown.unwrap_or(1.0);
     let mut components: Vec<ComponentShare> = components
         .into_iter()
         .map(|(component, t)| ComponentShare {
@@ -153,13 +185,28 @@ pub fn profile(label: &str, got: &Gathered, sym: &mut Symbolizer<'_>) -> ProbePr
         components,
         functions,
         folded,
+        sampling_slowdown: slowdown,
         notes: got
             .notes
             .iter()
             .cloned()
+            .chain(slowdown_note(got.pace))
             .chain(notes(samples, &got.stats, cut, own))
             .collect(),
     }
+}
+
+fn slowdown_note(pace: Option<Pace>) -> Option<String> {
+    let pace = pace?;
+    let slowdown = pace.slowdown();
+    (slowdown >= NOTED_SLOWDOWN).then(|| {
+        format!(
+            "sampling slowed the workload {slowdown:.2}x ({} per operation sampled, {} without): \
+             the times per operation are scaled to its unsampled speed",
+            crate::units::duration(pace.sampled_ns_per_op),
+            crate::units::duration(pace.unsampled_ns_per_op),
+        )
+    })
 }
 
 fn notes(samples: u64, stats: &RingStats, cut: usize, own: u64) -> Vec<String> {

@@ -62,6 +62,7 @@ fn time_per_operation_by_component_function_and_stack() {
         ],
         stats: RingStats::default(),
         operations: 1000,
+        pace: None,
         notes: Vec::new(),
     };
     let table = SymbolTable::parse(KALLSYMS).unwrap();
@@ -110,6 +111,7 @@ fn hidden_kernel_symbols_leave_addresses_and_lost_samples_are_told() {
             ..RingStats::default()
         },
         operations: 10,
+        pace: None,
         notes: Vec::new(),
     };
     let mut sym = Symbolizer::with_kernel(None);
@@ -133,6 +135,7 @@ fn samples_of_the_sampler_switching_itself_are_left_out() {
         ],
         stats: RingStats::default(),
         operations: 100,
+        pace: None,
         notes: Vec::new(),
     };
     let table = SymbolTable::parse(KALLSYMS).unwrap();
@@ -169,6 +172,7 @@ fn a_leaf_placed_nowhere_counts_for_its_callers_component() {
         ],
         stats: RingStats::default(),
         operations: 1,
+        pace: None,
         notes: Vec::new(),
     };
     let p = profile("x", &got, &mut symbolizer(&table));
@@ -180,4 +184,54 @@ fn a_leaf_placed_nowhere_counts_for_its_callers_component() {
     };
     assert_eq!(of(Component::Tracing), Some(1));
     assert_eq!(of(Component::Other), Some(1));
+}
+
+#[test]
+fn a_sampler_that_slowed_the_workload_is_taken_out_of_its_times() {
+    let sample = || kernel_sample(&[0xffffffff81000210, 0xffffffff81000110, 0xffffffff81000010]);
+    let paced = |sampled: f64, unsampled: f64| Gathered {
+        source: SamplingSource::CpuClock,
+        samples: vec![sample(), sample(), sample(), sample()],
+        stats: RingStats::default(),
+        operations: 1000,
+        notes: Vec::new(),
+        pace: Some(Pace {
+            sampled_ns_per_op: sampled,
+            unsampled_ns_per_op: unsampled,
+        }),
+    };
+    let table = SymbolTable::parse(KALLSYMS).unwrap();
+    // 4 samples of 50 us over 1000 operations is 200 ns each as sampled; the sampled runs took
+    // 2.5 times as long as the unsampled ones, so the workload's own time is 80 ns.
+    let p = profile(
+        "syscall.null",
+        &paced(500.0, 200.0),
+        &mut symbolizer(&table),
+    );
+    assert_eq!(p.sampling_slowdown, Some(2.5));
+    assert!((p.ns_per_op - 80.0).abs() < 1e-9, "{}", p.ns_per_op);
+    assert!((p.kernel_ns_per_op - 80.0).abs() < 1e-9);
+    assert!((p.components[0].ns_per_op - 80.0).abs() < 1e-9);
+    assert!((p.functions[0].ns_per_op - 80.0).abs() < 1e-9);
+    assert_eq!(p.samples, 4, "the samples themselves are kept as counted");
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("slowed the workload 2.50x")),
+        "{:?}",
+        p.notes
+    );
+    // Sampled runs that came out faster are noise: nothing is scaled, nothing said.
+    let p = profile(
+        "syscall.null",
+        &paced(190.0, 200.0),
+        &mut symbolizer(&table),
+    );
+    assert_eq!(p.sampling_slowdown, Some(1.0));
+    assert_eq!(p.ns_per_op, 200.0);
+    assert!(
+        !p.notes.iter().any(|n| n.contains("slowed")),
+        "{:?}",
+        p.notes
+    );
 }

@@ -68,6 +68,7 @@ pub fn profile_command(argv: &[String], stdout: Stream, label: &str) -> Result<P
         stats: sampler.stats,
         operations: 1,
         notes: Vec::new(),
+        pace: None,
     };
     for s in &got.samples {
         for &addr in s.user_chain.iter().chain((!s.in_kernel).then_some(&s.ip)) {

@@ -16,7 +16,7 @@ use crate::interrupt;
 use crate::kernel_parts::SymbolTable;
 use crate::meter::perf::sampling::Sampler;
 use crate::results::profile::ProbeProfile;
-use aggregate::Gathered;
+use aggregate::{Gathered, Pace};
 use anyhow::Result;
 use std::time::{Duration, Instant};
 use symbolize::{Symbolizer, UserName};
@@ -30,9 +30,15 @@ pub const PROFILE_TIME: Duration = Duration::from_millis(150);
 /// sampled here).
 const SHORT_RUN: Duration = Duration::from_millis(20);
 
+/// Wall time of the workload's runs without the sampler, taken between the sampled ones, that
+/// the sampler's cost is judged from: a third of [`PROFILE_TIME`] at most.
+const UNSAMPLED_TIME: Duration = Duration::from_millis(50);
+
 /// Runs `work` under `sampler` for [`PROFILE_TIME`] (less after Ctrl-C, keeping what was
 /// sampled), `iterations_hint` operations at a time (what the timed rounds settled on) at first,
-/// more when a run is shorter than [`SHORT_RUN`].
+/// more when a run is shorter than [`SHORT_RUN`]. After each sampled run, while less than
+/// [`UNSAMPLED_TIME`] was spent so, the same run without the sampler, to see how much it slowed
+/// the workload.
 pub fn sample_workload<W: Workload + ?Sized>(
     sampler: &mut Sampler,
     work: &mut W,
@@ -42,20 +48,14 @@ pub fn sample_workload<W: Workload + ?Sized>(
     let mut iters = iterations_hint
         .unwrap_or(1)
         .clamp(1, work.max_iters().max(1));
-    let mut operations = 0u64;
-    let mut spent = Duration::ZERO;
-    while spent < PROFILE_TIME && !interrupt::requested() {
-        work.prepare(iters)?;
-        sampler.enable();
-        let t = Instant::now();
-        let ran = work.run(iters);
-        let took = t.elapsed();
-        sampler.disable();
-        ran?;
-        work.finish()?;
+    let (mut sampled, mut unsampled) = (Paced::default(), Paced::default());
+    while sampled.spent < PROFILE_TIME && !interrupt::requested() {
+        let took = timed_run(work, iters, Some(&*sampler))?;
         sampler.drain(&mut samples);
-        spent += took;
-        operations += iters;
+        sampled.add(iters, took);
+        if unsampled.spent < UNSAMPLED_TIME && !interrupt::requested() {
+            unsampled.add(iters, timed_run(work, iters, None)?);
+        }
         if took < SHORT_RUN {
             iters = longer_run(iters, took).min(work.max_iters().max(1));
         }
@@ -65,9 +65,53 @@ pub fn sample_workload<W: Workload + ?Sized>(
         source: sampler.source,
         samples,
         stats: sampler.stats,
-        operations,
+        operations: sampled.operations,
         notes: Vec::new(),
+        pace: sampled.per_op().zip(unsampled.per_op()).map(|(s, u)| Pace {
+            sampled_ns_per_op: s,
+            unsampled_ns_per_op: u,
+        }),
     })
+}
+
+/// One run of `iters` operations, prepared and finished untimed, under `sampler` when given.
+fn timed_run<W: Workload + ?Sized>(
+    work: &mut W,
+    iters: u64,
+    sampler: Option<&Sampler>,
+) -> Result<Duration> {
+    work.prepare(iters)?;
+    if let Some(s) = sampler {
+        s.enable();
+    }
+    let t = Instant::now();
+    let ran = work.run(iters);
+    let took = t.elapsed();
+    if let Some(s) = sampler {
+        s.disable();
+    }
+    ran?;
+    work.finish()?;
+    Ok(took)
+}
+
+/// Operations run and the wall time they took.
+#[derive(Default)]
+struct Paced {
+    operations: u64,
+    spent: Duration,
+}
+
+impl Paced {
+    fn add(&mut self, iters: u64, took: Duration) {
+        self.operations += iters;
+        self.spent += took;
+    }
+
+    fn per_op(&self) -> Option<f64> {
+        (self.operations > 0 && !self.spent.is_zero())
+            .then(|| self.spent.as_nanos() as f64 / self.operations as f64)
+    }
 }
 
 /// Operations for a run of about [`SHORT_RUN`], given that `iters` took `took`; at most 16 times

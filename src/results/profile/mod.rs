@@ -72,6 +72,11 @@ pub struct ProbeProfile {
     /// Call stacks, root first, frames joined by `;`, with their sample counts (the folded format
     /// of flamegraph.pl), most frequent first, at most [`MAX_STACKS`].
     pub folded: Vec<FoldedStack>,
+    /// How many times slower the workload ran under sampling than without (1 or more), when it
+    /// was timed both ways; the times per operation above are divided by it, so that they are the
+    /// workload's own at its unsampled speed. Profiles stored before it was measured have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_slowdown: Option<f64>,
     /// What limits this profile (too few samples, samples lost), for the reader.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
