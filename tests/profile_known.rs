@@ -115,7 +115,7 @@ fn share_of_difference(a: &[Run], b: &[Run], label: &str, owner: Component) -> f
         kernel(a),
         kernel(b),
         owner.name(),
-        owned(a),
+        owned(a) + 0.0,
         owned(b),
         100.0 * (owned(b) - owned(a)) / extra
     );
