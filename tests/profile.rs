@@ -377,6 +377,11 @@ fn stat_profile_samples_the_command_and_its_children_not_osmeter() {
     let p = profile_of(&run);
     assert!(p["samples"].as_u64().unwrap() > 0);
     assert_eq!(p["operations"], 1);
+    // The timed run's wall time stood for the unsampled one.
+    assert!(
+        p["sampling_slowdown"].as_f64().expect("a slowdown") >= 1.0,
+        "{p}"
+    );
     // sh, and ls in a child of its own; never osmeter's own polling.
     assert!(p["processes"].as_u64().unwrap() >= 1, "{p}");
     let folded = env

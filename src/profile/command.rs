@@ -3,7 +3,7 @@
 //! and the mappings of new processes read, every few milliseconds while it runs, since a process's
 //! mappings go with it.
 
-use super::aggregate::Gathered;
+use super::aggregate::{Gathered, Pace};
 use super::symbolize::{kernel_symbols, Symbolizer};
 use crate::guard::command::{GuardedChild, Stream};
 use crate::meter::perf::sampling::Sampler;
@@ -21,7 +21,14 @@ const STOP_GRACE: Duration = Duration::from_secs(1);
 /// kernel is a profile document that says why, not an error. The command runs under a guardian
 /// (crate::guard::command), so nothing it starts outlives osmeter; the guardian inherits the
 /// sampler too, but only waits, and its few samples are left out with osmeter's own.
-pub fn profile_command(argv: &[String], stdout: Stream, label: &str) -> Result<Profiles> {
+/// `unsampled_ns`, the command's wall time when it ran without the sampler (the timed runs'
+/// median), lets the sampler's own cost be taken out, as for probes.
+pub fn profile_command(
+    argv: &[String],
+    stdout: Stream,
+    label: &str,
+    unsampled_ns: Option<u64>,
+) -> Result<Profiles> {
     let mut sampler = match Sampler::open() {
         Ok(s) => s,
         Err(refused) => return Ok(Profiles::refused(refused.reason)),
@@ -30,6 +37,7 @@ pub fn profile_command(argv: &[String], stdout: Stream, label: &str) -> Result<P
     let mut seen = HashSet::new();
     let mut samples = Vec::new();
     sampler.enable();
+    let started = Instant::now();
     let mut child = GuardedChild::spawn(argv, stdout, Stream::Inherit, None)
         .and_then(|mut c| c.release().map(|_| c))
         .map_err(|e| anyhow!("cannot start {label} to profile it: {e}"))?;
@@ -55,6 +63,7 @@ pub fn profile_command(argv: &[String], stdout: Stream, label: &str) -> Result<P
             }
         })
         .map_err(|e| anyhow!("waiting for {label}: {e}"))?;
+    let sampled_ns = started.elapsed().as_nanos() as f64;
     sampler.disable();
     drop(child);
     sampler.drain(&mut samples);
@@ -68,7 +77,13 @@ pub fn profile_command(argv: &[String], stdout: Stream, label: &str) -> Result<P
         stats: sampler.stats,
         operations: 1,
         notes: Vec::new(),
-        pace: None,
+        // A run cut short by Ctrl-C says nothing of the command's pace.
+        pace: unsampled_ns
+            .filter(|&ns| ns > 0 && asked.is_none())
+            .map(|ns| Pace {
+                sampled_ns_per_op: sampled_ns,
+                unsampled_ns_per_op: ns as f64,
+            }),
     };
     for s in &got.samples {
         for &addr in s.user_chain.iter().chain((!s.in_kernel).then_some(&s.ip)) {

@@ -216,7 +216,7 @@ pub fn measure_all(
     for (config, doc) in configs.iter().zip(docs) {
         let wanted = profile && !doc.interrupted && doc.failure.is_none();
         let sampled = match wanted && !interrupt::requested() {
-            true => Some(self::profile(config)?),
+            true => Some(self::profile(config, &doc)?),
             false => None,
         };
         out.push((doc, sampled));
@@ -224,14 +224,18 @@ pub fn measure_all(
     Ok(out)
 }
 
-/// The command once more under sampling (`stat --profile`), its output where the timed runs' went.
-pub fn profile(config: &StatConfig) -> Result<crate::results::profile::Profiles> {
+/// The command once more under sampling (`stat --profile`), its output where the timed runs' went;
+/// `timed`'s runs say how long it takes unsampled.
+pub fn profile(config: &StatConfig, timed: &StatDoc) -> Result<crate::results::profile::Profiles> {
     let argv = &config.argv;
     let stdout = match config.output {
         CommandOutput::ToStderr => Stream::Stderr,
         CommandOutput::Discard | CommandOutput::Inherit => Stream::Inherit,
     };
-    crate::profile::command::profile_command(argv, stdout, &command_line(argv))
+    let mut walls: Vec<u64> = timed.runs.iter().map(|r| r.wall_ns).collect();
+    walls.sort_unstable();
+    let median = walls.get(walls.len() / 2).copied();
+    crate::profile::command::profile_command(argv, stdout, &command_line(argv), median)
 }
 
 fn start_error(program: &str, e: std::io::Error) -> anyhow::Error {
