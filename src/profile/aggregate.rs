@@ -213,7 +213,8 @@ fn notes(samples: u64, stats: &RingStats, cut: usize, own: u64) -> Vec<String> {
     let mut out = Vec::new();
     if own > 0 {
         out.push(format!(
-            "{own} samples left out: taken while the sampler was being switched on or off"
+            "{own} sample{} left out: taken while the sampler was being switched on or off",
+            if own == 1 { "" } else { "s" }
         ));
     }
     if samples < FEW_SAMPLES {
