@@ -27,7 +27,7 @@ pub fn profile_command(
     argv: &[String],
     stdout: Stream,
     label: &str,
-    unsampled_ns: Option<u64>,
+    unsampled_ns: Option<f64>,
 ) -> Result<Profiles> {
     let mut sampler = match Sampler::open() {
         Ok(s) => s,
@@ -78,12 +78,10 @@ pub fn profile_command(
         operations: 1,
         notes: Vec::new(),
         // A run cut short by Ctrl-C says nothing of the command's pace.
-        pace: unsampled_ns
-            .filter(|&ns| ns > 0 && asked.is_none())
-            .map(|ns| Pace {
-                sampled_ns_per_op: sampled_ns,
-                unsampled_ns_per_op: ns as f64,
-            }),
+        pace: unsampled_ns.filter(|_| asked.is_none()).map(|ns| Pace {
+            sampled_ns_per_op: sampled_ns,
+            unsampled_ns_per_op: ns,
+        }),
     };
     for s in &got.samples {
         for &addr in s.user_chain.iter().chain((!s.in_kernel).then_some(&s.ip)) {

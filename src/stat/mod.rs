@@ -232,9 +232,9 @@ pub fn profile(config: &StatConfig, timed: &StatDoc) -> Result<crate::results::p
         CommandOutput::ToStderr => Stream::Stderr,
         CommandOutput::Discard | CommandOutput::Inherit => Stream::Inherit,
     };
-    let mut walls: Vec<u64> = timed.runs.iter().map(|r| r.wall_ns).collect();
-    walls.sort_unstable();
-    let median = walls.get(walls.len() / 2).copied();
+    let mut walls: Vec<f64> = timed.runs.iter().map(|r| r.wall_ns as f64).collect();
+    walls.sort_by(f64::total_cmp);
+    let median = Some(crate::stats::summary::median(&walls)).filter(|ns| *ns > 0.0);
     crate::profile::command::profile_command(argv, stdout, &command_line(argv), median)
 }
 
