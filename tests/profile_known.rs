@@ -272,10 +272,11 @@ fn nftables_rules_on_loopback_are_found_in_netfilter() {
     let e = explain(&env, &plain, &ruled);
     for label in labels {
         // A round trip is little besides the two hook walks, so netfilter is most of what it
-        // gained. A web request also pays indirectly: the rule walks (some 600 rule checks per
-        // packet) evict what nginx, the client and the rest of the stack had in cache, and those
-        // run measurably slower (the timed figure shows it too, unsampled). Its netfilter time is
-        // still the largest single growth by far, but less than half of the whole.
+        // gained. A web request also pays indirectly, by an amount that varies from run to run:
+        // its user time, which holds no netfilter code, grows too (most likely the rule walks,
+        // some 600 rule checks per packet, evict what nginx, the client and the rest of the stack
+        // had in cache; docs/profiles.md has the figures). Netfilter is still the largest single
+        // growth by far, but not always half of the whole.
         let least_share = if label == WEB_LABEL { 0.25 } else { 0.5 };
         let share = share_of_difference(&plain, &ruled, label, Component::Netfilter);
         assert!(
