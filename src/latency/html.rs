@@ -14,7 +14,7 @@ use crate::results::report::plot::{
     color, legend, legend_height, svg, Axis, LegendItem, Scale, Swatch, Ticked,
 };
 use crate::results::report::plot::{compact, FONT, WIDTH};
-use crate::results::report::plot::{line_chart, AxisText};
+use crate::results::report::plot::{line_chart, AxisText, Chart};
 use crate::results::report::{Context, Section};
 use anyhow::Result;
 use plotters::prelude::*;

@@ -91,15 +91,28 @@ pub(super) fn histogram_plot(series: &[(String, Vec<Bin>)], x_desc: &str) -> Res
     };
     line_chart(440, &items, (&x, &y), 78, &text, |chart| {
         for (i, (_, bins)) in series.iter().enumerate() {
-            let c = color(i);
-            let at = |b: &Bin| (x.to((b.lo * b.hi).sqrt()), y.to(b.share));
-            for line in neighbouring_runs(bins, at) {
-                chart.draw_series(LineSeries::new(line, c.stroke_width(2)))?;
-            }
-            chart.draw_series(bins.iter().map(|b| Circle::new(at(b), 3, c.filled())))?;
+            draw_bins(chart, bins, (&x, &y), i, 3)?;
         }
         Ok(())
     })
+}
+
+/// One histogram in its run's colour: a line over each stretch of neighbouring bins and a dot of
+/// `radius` pixels on every bin.
+fn draw_bins(
+    chart: &mut Chart,
+    bins: &[Bin],
+    (x, y): (&Axis, &Axis),
+    run: usize,
+    radius: u32,
+) -> Result<()> {
+    let c = color(run);
+    let at = |b: &Bin| (x.to((b.lo * b.hi).sqrt()), y.to(b.share));
+    for line in neighbouring_runs(bins, at) {
+        chart.draw_series(LineSeries::new(line, c.stroke_width(2)))?;
+    }
+    chart.draw_series(bins.iter().map(|b| Circle::new(at(b), radius, c.filled())))?;
+    Ok(())
 }
 
 /// The points of each stretch of neighbouring bins, two or more long: a line joins neighbouring
@@ -150,12 +163,7 @@ pub(super) fn panel_plot(lines: &[(usize, &[Bin])], x: Axis, y: Axis) -> Result<
             .light_line_style(WHITE)
             .draw()?;
         for &(run, bins) in lines {
-            let c = color(run);
-            let at = |b: &Bin| (x.to((b.lo * b.hi).sqrt()), y.to(b.share));
-            for line in neighbouring_runs(bins, at) {
-                chart.draw_series(LineSeries::new(line, c.stroke_width(2)))?;
-            }
-            chart.draw_series(bins.iter().map(|b| Circle::new(at(b), 2, c.filled())))?;
+            draw_bins(&mut chart, bins, (&x, &y), run, 2)?;
         }
         Ok(())
     })
