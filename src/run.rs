@@ -153,6 +153,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
         interrupted: outcome.interrupted,
         sections: Default::default(),
         machine: None,
+        yardstick: (!outcome.yardstick.readings.is_empty()).then_some(outcome.yardstick),
     };
     run.machine = Some(machine::judged(
         config.cpu,

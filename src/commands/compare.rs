@@ -51,7 +51,9 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
             .filter(|f| args.all || matches!(f.verdict, Verdict::Faster | Verdict::Slower))
             .map(|f| f.key.clone())
             .collect();
-        explain::explain(&ra, &rb, &changed)
+        let mut e = explain::explain(&ra, &rb, &changed);
+        crate::results::profile::drift::withhold_drift(&mut e, &c);
+        e
     });
     if args.output.json {
         #[derive(serde::Serialize)]

@@ -13,6 +13,7 @@ pub mod placement;
 pub mod realtime;
 pub mod rt_limit;
 pub mod watch;
+pub mod yardstick;
 
 use counts::CounterScopes;
 use serde::Serialize;

@@ -45,6 +45,9 @@ pub struct Run {
     /// Where each figure's time goes (`run --profile`); absent in runs without profiles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profiles: Option<crate::results::profile::Profiles>,
+    /// The machine's own speed, read between rounds; absent in runs stored before it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yardstick: Option<crate::meter::yardstick::Yardstick>,
 }
 
 impl Run {
@@ -67,6 +70,7 @@ impl Run {
             sections: Sections::default(),
             machine: None,
             profiles: None,
+            yardstick: None,
         }
     }
 

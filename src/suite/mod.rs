@@ -15,6 +15,7 @@ use crate::harness::schedule::{self, Slot};
 use crate::harness::usual::Usual;
 use crate::harness::HarnessConfig;
 use crate::interrupt;
+use crate::meter::yardstick::Yardstick;
 use crate::probes::{claims, ProbeDef, Scale};
 use crate::results::model::{label, Measurement, Overhead, Params, Status};
 use crate::stats::{rng::Rng, summary};
@@ -96,6 +97,8 @@ pub struct SuiteOutcome {
     pub interrupted: bool,
     /// With `profile`: where each figure's time goes.
     pub profiles: Option<crate::results::profile::Profiles>,
+    /// The machine's own speed, read at the start of every round.
+    pub yardstick: Yardstick,
 }
 
 /// Where the run is, for a progress line.
@@ -219,6 +222,7 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
             .map(|_| Gathered::default())
             .collect(),
         overheads: Vec::new(),
+        yardstick: Yardstick::default(),
         overhead_time: Duration::ZERO,
         round_overhead: None,
         interrupted: false,
@@ -268,6 +272,7 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
         overhead: median_overhead(&state.overheads),
         interrupted,
         profiles,
+        yardstick: state.yardstick,
     })
 }
 
@@ -307,7 +312,8 @@ fn choose_extra(gathered: &[Gathered], left: Duration) -> Vec<usize> {
 struct State {
     gathered: Vec<Gathered>,
     overheads: Vec<Overhead>,
-    /// Wall time the measurements of the harness's own cost took.
+    yardstick: Yardstick,
+    /// Wall time the measurements of the harness's own cost took (the yardstick's included).
     overhead_time: Duration,
     round_overhead: Option<(usize, Overhead)>,
     interrupted: bool,
@@ -331,6 +337,19 @@ impl State {
             file_systems: config.file_systems,
             task,
         }
+    }
+
+    /// One reading of the machine's own speed; a reading that fails is left out (the figures do
+    /// not depend on it), and Ctrl-C is noticed at the next figure.
+    fn read_yardstick(&mut self, config: &SuiteConfig) -> Result<()> {
+        let t = Instant::now();
+        let report = worker::run_job(&config.worker, &Self::job(config, Task::Yardstick))?;
+        self.overhead_time += t.elapsed();
+        if let Report::Yardstick(mut reading) = report {
+            reading.at_ms = self.started.elapsed().as_millis() as u64;
+            self.yardstick.readings.push(reading);
+        }
+        Ok(())
     }
 
     fn measure(
@@ -373,6 +392,7 @@ impl State {
                     Report::Overhead(o) => {
                         self.overheads.push(o.clone());
                         self.round_overhead = Some((slot.round, o));
+                        self.read_yardstick(config)?;
                     }
                     Report::Interrupted => {
                         self.interrupted = true;
@@ -425,7 +445,10 @@ impl State {
                     self.interrupted = true;
                     return Ok(());
                 }
-                Report::Overhead(_) | Report::Profile(..) | Report::ProfileRefused(_) => {
+                Report::Overhead(_)
+                | Report::Yardstick(_)
+                | Report::Profile(..)
+                | Report::ProfileRefused(_) => {
                     bail!("a measuring process answered the wrong task; this is a bug")
                 }
             }

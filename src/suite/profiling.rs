@@ -88,7 +88,7 @@ pub(super) fn profile_all(
                     ..Default::default()
                 })
             }
-            Report::Overhead(_) | Report::Round(_) => {
+            Report::Overhead(_) | Report::Yardstick(_) | Report::Round(_) => {
                 return Err(anyhow!(
                     "a measuring process answered the wrong task; this is a bug"
                 ))

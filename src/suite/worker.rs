@@ -54,6 +54,8 @@ pub struct Job {
 pub enum Task {
     /// The harness's own cost, subtracted from the figures of the rounds that follow.
     Overhead,
+    /// The machine's own speed between rounds (see [`crate::meter::yardstick`]).
+    Yardstick,
     /// One round of one probe variant.
     Round {
         probe: String,
@@ -76,6 +78,7 @@ pub enum Task {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Report {
     Overhead(Overhead),
+    Yardstick(crate::meter::yardstick::YardstickReading),
     Round(RoundOutcome),
     /// The probe cannot run here, and why.
     Skipped(String),
@@ -365,7 +368,7 @@ fn measure(job: &Job) -> Result<Report> {
                 crate::results::figure::Role::CpuReference | crate::results::figure::Role::Hardware
             )
         }),
-        Task::Overhead | Task::Profile { .. } => false,
+        Task::Overhead | Task::Yardstick | Task::Profile { .. } => false,
     };
     let harness = HarnessConfig {
         realtime: job.fifo.is_some(),
@@ -383,6 +386,9 @@ fn measure(job: &Job) -> Result<Report> {
     }
     if let Task::Profile { .. } = &job.task {
         return super::profiling::serve(job);
+    }
+    if let Task::Yardstick = &job.task {
+        return Ok(Report::Yardstick(crate::meter::yardstick::measure()));
     }
     let mut sensors = SystemSensors::new(job.counters, Some(job.cpu));
     match &job.task {
@@ -416,6 +422,6 @@ fn measure(job: &Job) -> Result<Report> {
                 )?)),
             }
         }
-        Task::Profile { .. } => unreachable!("served above"),
+        Task::Profile { .. } | Task::Yardstick => unreachable!("served above"),
     }
 }

@@ -1,9 +1,11 @@
 //! When the machine itself ran at another speed in one run than in the other. A VM whose host
 //! shares its cores, a frequency that settles differently, a neighbour on the same physical core:
-//! every figure of the run moves together, and an A/A comparison would read as a speed-up. The
-//! CPU yardstick (`cpu.reference`, pure computation in the first-level caches, no system call)
-//! is how osmeter sees it: on the same CPU model, a yardstick that moved beyond its own interval
-//! means the machine moved, since no OS change reaches code that never enters the kernel.
+//! every figure of the run moves together, and an A/A comparison would read as a speed-up. Two
+//! yardsticks show it: the readings every run takes between its rounds (a CPU-bound loop and a
+//! memory-bound walk, see [`crate::meter::yardstick`]), and, in runs stored before those, the
+//! `cpu.reference` figure (pure computation in the first-level caches, no system call). On the
+//! same CPU model, a yardstick that moved beyond its own interval means the machine moved, since
+//! no OS change reaches code that never enters the kernel.
 //!
 //! Whether a given figure follows the machine's speed is not known: a system call does, a walk
 //! through DRAM mostly does not. So a figure is called changed only when it changed both as
@@ -11,14 +13,20 @@
 //! effect widened by the yardstick's own uncertainty), in the same direction: a change that holds
 //! whichever way the figure depends on the CPU.
 
-use super::{Side, Verdict};
-use crate::results::figure::{Direction, Evidence, Role};
+use super::{judge, CompareConfig, Side, Verdict};
+use crate::meter::yardstick::Yardstick;
+use crate::results::figure::{Direction, Evidence, Figure, Role};
+use crate::results::model::Run;
 use crate::units::Unit;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// The machine's own change of speed between the two sides.
 #[derive(Debug, Clone, Serialize)]
 pub struct MachineSpeed {
+    /// Which yardstick saw it: "yardstick" (the CPU loop read between every run's rounds) or
+    /// "cpu.reference" (the figure, in runs that predate the readings).
+    pub source: String,
     /// How many times faster the CPU yardstick ran in B than in A.
     pub speedup: f64,
     /// The 95 % interval of the yardstick's B/A time ratio.
@@ -31,6 +39,11 @@ pub struct MachineSpeed {
     pub geomean_relative: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub geomean_relative_ci95: Option<[f64; 2]>,
+    /// How many times faster the memory-bound walk ran in B, and whether that moved beyond noise
+    /// (a neighbour's traffic or a cache shared with another guest moves it alone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_speedup: Option<f64>,
+    pub memory_moved: bool,
 }
 
 /// The yardstick's speed-up when it moved beyond noise between two runs of one CPU model: its
@@ -62,12 +75,83 @@ pub(super) fn moved(
         }
     });
     Some(MachineSpeed {
+        source: "cpu.reference".into(),
         speedup,
         ratio_ci95,
         added_min_effect,
         geomean_relative: None,
         geomean_relative_ci95: None,
+        memory_speedup: None,
+        memory_moved: false,
     })
+}
+
+/// The machine's change of speed from the yardstick readings of both sides, when every run of
+/// both holds at least two (runs stored before the readings fall back on `cpu.reference`). The
+/// CPU loop decides whether the machine moved; the memory walk is judged the same way and said
+/// beside it.
+pub(super) fn from_yardsticks(
+    a: &[&Run],
+    b: &[&Run],
+    same_cpu: bool,
+    config: &CompareConfig,
+) -> Option<MachineSpeed> {
+    let (cpu, memory) = (Yardstick::cpu as Pick, Yardstick::memory as Pick);
+    let (verdict, speedup, ci) = judged(a, b, cpu, config)?;
+    let memory = judged(a, b, memory, config);
+    let mut m = moved(Role::CpuReference, verdict, speedup, ci, same_cpu)?;
+    m.source = "yardstick".into();
+    m.memory_speedup = memory.map(|(_, s, _)| s);
+    m.memory_moved = memory.is_some_and(|(v, _, _)| matches!(v, Verdict::Faster | Verdict::Slower));
+    Some(m)
+}
+
+type Pick = fn(&Yardstick) -> Vec<f64>;
+
+/// One yardstick judged as a figure of its own: its verdict, B's speed-up and the interval of
+/// B/A.
+fn judged(
+    a: &[&Run],
+    b: &[&Run],
+    pick: Pick,
+    config: &CompareConfig,
+) -> Option<(Verdict, f64, Option<[f64; 2]>)> {
+    let readings = |runs: &[&Run]| {
+        runs.iter()
+            .map(|r| r.yardstick.as_ref().map(pick).filter(|v| v.len() >= 2))
+            .collect::<Option<Vec<Vec<f64>>>>()
+    };
+    let (sa, sb) = (yardstick_side(&readings(a)?), yardstick_side(&readings(b)?));
+    let speedup = sa.value() / sb.value();
+    let step = judge::test("yardstick", &sa, &sb, config);
+    let ratio = sb.value() / sa.value();
+    let j = judge::decide(vec![step], &[ratio], &[speedup > 1.0], config).pop()?;
+    Some((j.verdict, speedup, j.ratio_ci95))
+}
+
+/// One side of a yardstick as a figure measured in rounds: each reading one round.
+fn yardstick_side(runs: &[Vec<f64>]) -> Side {
+    let rounds: Vec<Vec<f64>> = runs.iter().flatten().map(|&v| vec![v]).collect();
+    let run_values: Vec<f64> = runs.iter().map(|r| super::median(r)).collect();
+    let all: Vec<f64> = runs.iter().flatten().copied().collect();
+    Side {
+        figure: Figure {
+            key: "yardstick".into(),
+            group: "yardstick".into(),
+            unit: Unit::Nanoseconds,
+            direction: Direction::Lower,
+            role: Role::CpuReference,
+            value: super::median(&all),
+            interval: None,
+            evidence: Evidence::Rounds(rounds.clone()),
+            explain: BTreeMap::new(),
+        },
+        run_values,
+        rounds,
+        explain: Vec::new(),
+        caveats: Vec::new(),
+        pages: Vec::new(),
+    }
 }
 
 /// Whether a figure's value is a time or a rate that a faster machine changes (not a count, a
@@ -115,8 +199,8 @@ pub(super) fn combine(
     let (mv, mr) = measured;
     let (rv, rr) = relative;
     let moved = format!(
-        "the machine itself ran {:.3}x as fast in B (cpu.reference)",
-        machine.speedup
+        "the machine itself ran {:.3}x as fast in B ({})",
+        machine.speedup, machine.source
     );
     match (changed(mv), changed(rv)) {
         (true, true) if mv == rv => (mv, format!("{mr}; relative to the CPU yardstick too: {rr}")),

@@ -471,7 +471,7 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         .collect();
     let judgements = judge::decide(steps, &ratios, &better, config);
     let same_cpu = same_cpu_model(a, b);
-    let mut machine = keys.iter().zip(&judgements).find_map(|(k, j)| {
+    let from_figure = keys.iter().zip(&judgements).find_map(|(k, j)| {
         let (a, b) = (&sa[*k], &sb[*k]);
         machine_speed::moved(
             a.figure.role,
@@ -481,6 +481,8 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             same_cpu,
         )
     });
+    // The readings every run takes come first; cpu.reference speaks for runs without them.
+    let mut machine = machine_speed::from_yardsticks(a, b, same_cpu, config).or(from_figure);
     let relative = machine
         .as_ref()
         .map(|m| judged_at_speed_of_a(&keys, &sa, &sb, m, config));
@@ -732,3 +734,5 @@ fn geomean_interval(
 mod rounds_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod yardstick_tests;

@@ -33,6 +33,10 @@ pub fn render(c: &Comparison, all: bool) -> String {
 /// The runs of each side, and what the reader must know before the figures: a busy machine, the
 /// machine's own speed moving, the systems differing.
 fn write_sides(out: &mut String, c: &Comparison) {
+    // Before anything else: every figure below is read in its light.
+    if let Some(m) = &c.machine_speed {
+        let _ = writeln!(out, "{}\n", machine_moved(m));
+    }
     let _ = writeln!(
         out,
         "A: {}\nB: {}  ({} runs)",
@@ -50,9 +54,6 @@ fn write_sides(out: &mut String, c: &Comparison) {
             let why = escape_controls(&r.reasons.join("; ")).into_owned();
             let _ = writeln!(out, "  {} {}: {why}", r.side, r.run);
         }
-    }
-    if let Some(m) = &c.machine_speed {
-        let _ = writeln!(out, "\n{}", machine_moved(m));
     }
     if !c.fingerprint_differences.is_empty() {
         let _ = writeln!(out, "\nSystem differences:");
@@ -244,8 +245,8 @@ fn write_totals(out: &mut String, c: &Comparison, all: bool) {
         {
             let _ = writeln!(
                 out,
-                "Relative to the machine's own speed (cpu.reference): {g:.3}, 95 % interval \
-                 {lo:.3}-{hi:.3}"
+                "Relative to the machine's own speed ({}): {g:.3}, 95 % interval {lo:.3}-{hi:.3}",
+                c.machine_speed.as_ref().map_or("", |m| m.source.as_str())
             );
         }
     }
@@ -296,6 +297,25 @@ pub fn machine_moved(m: &super::MachineSpeed) -> String {
             1.0 / m.speedup
         )
     });
+    if m.source == "yardstick" {
+        let percent = (1.0 / m.speedup - 1.0).abs() * 100.0;
+        let way = if m.speedup < 1.0 { "slower" } else { "faster" };
+        let memory = match m.memory_speedup {
+            Some(s) if m.memory_moved => format!("; memory-bound yardstick {:.2}x", 1.0 / s),
+            Some(s) => format!("; memory-bound yardstick {:.2}x, within its noise", 1.0 / s),
+            None => String::new(),
+        };
+        return format!(
+            "MACHINE SPEED: the whole machine was {percent:.0} % {way} in B: CPU-bound yardstick \
+             {:.2}x{interval}{memory}. The yardsticks, read between every run's rounds, never \
+             enter the kernel, so the machine itself changed speed between the runs (a host \
+             sharing its cores, a clock frequency, a neighbour). A figure that follows the \
+             machine's speed is called changed only when it changed both as measured and \
+             relative to the yardstick; to compare a setting on a drifting machine, measure A \
+             and B interleaved with `osmeter ab`.",
+            1.0 / m.speedup
+        );
+    }
     format!(
         "MACHINE SPEED: cpu.reference, which only computes and never enters the kernel, ran \
          {:.3}x as fast in B{interval} on the same CPU model: the machine itself changed speed \

@@ -35,6 +35,10 @@ pub struct FigureExplanation {
     /// Largest change first.
     pub components: Vec<(Component, Delta)>,
     pub functions: Vec<(String, Delta)>,
+    /// Why the difference is not shown as the figure's cause (see [`super::drift`]); the
+    /// components and functions are then left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caution: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
@@ -212,6 +216,7 @@ fn figure(a: &[&Run], b: &[&Run], label: &str) -> Option<FigureExplanation> {
         kernel_ns_per_op: delta(KERNEL),
         components,
         functions,
+        caution: None,
     })
 }
 
@@ -243,6 +248,9 @@ pub fn render(e: &Explanation) -> String {
         let _ = writeln!(out, "{}: {}", escape_controls(&f.label), d(&f.ns_per_op));
         let _ = writeln!(out, "  {:<12} {}", "(user)", d(&f.user_ns_per_op));
         let _ = writeln!(out, "  {:<12} {}", "(kernel)", d(&f.kernel_ns_per_op));
+        if let Some(why) = &f.caution {
+            let _ = writeln!(out, "  not a cause: {why}");
+        }
         for (c, x) in f.components.iter().take(4) {
             let _ = writeln!(out, "  {:<12} {}", c.name(), d(x));
         }

@@ -3,6 +3,7 @@
 //! every field.
 
 mod bootstrap;
+pub mod drift;
 pub mod explain;
 mod text;
 

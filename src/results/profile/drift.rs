@@ -1,0 +1,118 @@
+//! Whether a difference of profiles may be shown as the cause of a changed figure. Profiles are
+//! taken in rounds of their own, minutes apart from the other side's, so they drift with the
+//! machine as timed rounds do: a host that ran B's profile rounds slower makes every component and
+//! function of B look costlier, and a list of kernel functions would then blame the kernel for
+//! what the whole machine did. A figure's difference is withheld, with the reason, when the
+//! machine's yardstick moved between the sides, when user time moved as much as kernel time (code
+//! outside the kernel does not slow down for a kernel change), or when the profiles disagree with
+//! the timed rounds about how far the figure moved.
+
+use super::explain::{Delta, Explanation};
+use crate::results::compare::{Comparison, FigureComparison};
+use crate::units::Unit;
+
+/// Below this relative change, user and kernel time are not said to have moved.
+const MOVED: f64 = 0.10;
+/// User time "moved as much as" kernel time when its relative change is at least this share of
+/// the kernel's, in the same direction.
+const AS_MUCH: f64 = 0.75;
+/// The profiles' ratio B/A may differ from the timed ratio by this factor before they are said
+/// to disagree: profiles are rounds of sampling, fewer and noisier than timed rounds.
+const AGREE: f64 = 1.25;
+
+/// Withholds the components and functions of every figure whose profile difference cannot be
+/// read as its cause, saying why in its caution.
+pub fn withhold_drift(e: &mut Explanation, c: &Comparison) {
+    for f in &mut e.figures {
+        let timed = c.figures.iter().find(|x| x.key == f.label);
+        let why = machine_moved(c, timed)
+            .or_else(|| moved_together(&f.user_ns_per_op, &f.kernel_ns_per_op))
+            .or_else(|| timed.and_then(|t| disagrees(&f.ns_per_op, t)));
+        if let Some(why) = why {
+            f.caution = Some(why);
+            f.components.clear();
+            f.functions.clear();
+        }
+    }
+}
+
+fn relative(d: &Delta) -> Option<f64> {
+    (d.a > 0.0).then(|| d.delta / d.a)
+}
+
+fn machine_moved(c: &Comparison, timed: Option<&FigureComparison>) -> Option<String> {
+    let m = c.machine_speed.as_ref()?;
+    // Counts and shares do not follow the machine's speed; times and rates do.
+    timed
+        .is_none_or(|t| {
+            matches!(
+                t.unit,
+                Unit::Nanoseconds | Unit::BytesPerSecond | Unit::OpsPerSecond
+            )
+        })
+        .then(|| {
+            format!(
+                "the whole machine ran {:.2}x as fast in B ({}): the profiles' difference is the \
+                 machine's, not shown as kernel code; compare the setting with `osmeter ab`",
+                m.speedup, m.source
+            )
+        })
+}
+
+fn moved_together(user: &Delta, kernel: &Delta) -> Option<String> {
+    let (u, k) = (relative(user)?, relative(kernel)?);
+    let together = u.abs() > MOVED
+        && k.abs() > MOVED
+        && u.signum() == k.signum()
+        && u.abs() >= AS_MUCH * k.abs();
+    together.then(|| {
+        format!(
+            "user time moved as much as kernel time (user {:+.0} %, kernel {:+.0} %): the machine \
+             moved between the sides' profile rounds, not kernel code alone",
+            u * 100.0,
+            k * 100.0
+        )
+    })
+}
+
+fn disagrees(total: &Delta, timed: &FigureComparison) -> Option<String> {
+    if timed.unit != Unit::Nanoseconds || total.a <= 0.0 || total.b <= 0.0 {
+        return None;
+    }
+    let (profiled, measured) = (total.b / total.a, timed.ratio);
+    let apart = (profiled / measured).max(measured / profiled);
+    (apart > AGREE).then(|| {
+        format!(
+            "the profiles moved {profiled:.2}x while the timed rounds moved {measured:.3}x: the \
+             profile rounds drifted, so their difference is not shown as a cause"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delta(a: f64, b: f64) -> Delta {
+        Delta {
+            a,
+            b,
+            delta: b - a,
+            ci95: [b - a - 1.0, b - a + 1.0],
+        }
+    }
+
+    #[test]
+    fn user_and_kernel_moving_alike_is_the_machine() {
+        // Both about 40 % slower: the machine.
+        assert!(moved_together(&delta(50.0, 70.0), &delta(100.0, 140.0)).is_some());
+        // A kernel change: kernel time grew, user time stayed.
+        assert!(moved_together(&delta(50.0, 51.0), &delta(100.0, 140.0)).is_none());
+        // User time grew by a third as much (cache effects of a kernel change): still the kernel.
+        assert!(moved_together(&delta(50.0, 57.0), &delta(100.0, 160.0)).is_none());
+        // Opposite ways: not one machine-wide move.
+        assert!(moved_together(&delta(50.0, 35.0), &delta(100.0, 140.0)).is_none());
+        // Nothing to be relative to.
+        assert!(moved_together(&delta(0.0, 5.0), &delta(100.0, 140.0)).is_none());
+    }
+}
