@@ -50,6 +50,9 @@ pub enum Command {
     Rm(RmArgs),
     /// Compare two runs, or two groups of runs, with statistics
     Compare(CompareArgs),
+    /// Measure two set-ups of the same probes in the same minutes (A and B interleaved, or at
+    /// once on two CPUs) and judge them on the pairs' ratios
+    Ab(AbArgs),
     /// A figure over the stored runs, with the points where it changed (E-Divisive means)
     History(HistoryArgs),
     /// Which hosts of a shared store are off their class's median, on which figures, since when
@@ -510,6 +513,68 @@ pub struct CompareArgs {
     pub store: StoreArg,
     #[command(flatten)]
     pub output: JsonArg,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct AbArgs {
+    /// Probes or groups to measure on both sides, e.g. syscall.null or ipc (a small selection:
+    /// every pair measures each of them on each side)
+    #[arg(value_name = "PROBE|GROUP")]
+    pub targets: Vec<String>,
+    /// Shell command that puts the machine in state A, run before every round of A
+    #[arg(long, value_name = "CMD")]
+    pub a_setup: Option<String>,
+    /// Shell command that puts the machine in state B, run before every round of B
+    #[arg(long, value_name = "CMD")]
+    pub b_setup: Option<String>,
+    /// Shell command run after every round of A
+    #[arg(long, value_name = "CMD")]
+    pub a_teardown: Option<String>,
+    /// Shell command run after every round of B
+    #[arg(long, value_name = "CMD")]
+    pub b_teardown: Option<String>,
+    /// Command A's measuring processes run under, e.g. "env LD_PRELOAD=..." or a seccomp wrapper
+    /// (the worker's own command line is appended)
+    #[arg(long, value_name = "CMD")]
+    pub a_wrap: Option<String>,
+    /// Command B's measuring processes run under
+    #[arg(long, value_name = "CMD")]
+    pub b_wrap: Option<String>,
+    /// Run A and B at the same time on two CPUs, swapped between pairs (only for differences
+    /// that act per process: --a-wrap/--b-wrap, not a set-up)
+    #[arg(long)]
+    pub duet: bool,
+    /// Smallest change worth finding, in percent: pairs go on until every figure's interval is
+    /// within half of it, or the budget ends
+    #[arg(long, value_name = "PCT", default_value_t = 2.0, value_parser = percent_arg)]
+    pub min_effect: f64,
+    /// Wall time the pairs may take
+    #[arg(long, value_name = "DURATION", default_value = "60s",
+          value_parser = crate::units::duration_arg)]
+    pub budget: u64,
+    /// Stop after this many pairs, whatever the budget
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = pairs_arg)]
+    pub max_pairs: usize,
+    /// Exit with code 4 if any figure is significantly slower in B by more than PCT percent
+    #[arg(long, value_name = "PCT", value_parser = percent_arg)]
+    pub fail_if_slower: Option<f64>,
+    /// Override a parameter of the selected probes (as `run --set`)
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::probes::selection::set_arg)]
+    pub sets: Vec<(String, serde_json::Value)>,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    #[command(flatten)]
+    pub keep: KeepArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+/// Pairs of `ab`: at least two (a paired interval needs two).
+fn pairs_arg(text: &str) -> Result<usize, String> {
+    match whole(text)? {
+        n if n >= 2 => Ok(n),
+        _ => Err("at least 2 pairs: an interval needs two".into()),
+    }
 }
 
 #[derive(Args, Debug, Clone, Default)]

@@ -1,6 +1,7 @@
 //! Turns raw command-line arguments into a validated run configuration before anything runs, so that
 //! every usage error is reported up front with a way out.
 
+pub mod ab;
 pub mod compare;
 pub mod guest;
 pub mod paper;
@@ -64,7 +65,7 @@ const CPU_LOOK: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Without `--cpu`: the usable CPU with the least other work over a short look (the last one
 /// when /proc/stat cannot say).
-fn least_busy_cpu() -> (usize, CpuChoice) {
+pub(crate) fn least_busy_cpu() -> (usize, CpuChoice) {
     let usable = placement::usable_cpus();
     let fallback = *usable.last().unwrap_or(&0);
     if usable.len() < 2 {

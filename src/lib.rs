@@ -15,7 +15,7 @@
 //! 2 meter     meter
 //! 3 results   results
 //! 4 engines   apps budget capture harness latency memsim profile stat
-//! 5 probes    probes run suite
+//! 5 probes    ab probes run suite
 //! 6 papers    papers
 //! 7 cli       cli config shell_files
 //! 8 commands  commands
@@ -25,6 +25,7 @@
 #[macro_use]
 pub mod console;
 
+pub mod ab;
 pub mod apps;
 pub mod budget;
 pub mod capture;

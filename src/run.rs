@@ -15,7 +15,7 @@ use crate::results::machine;
 use crate::results::machine::CpuChoice;
 use crate::results::model::{Run, RunOptions, RUN_SCHEMA};
 use crate::suite::worker::WorkerCommand;
-use crate::suite::{SuiteConfig, Variant};
+use crate::suite::SuiteConfig;
 use anyhow::Result;
 use std::path::PathBuf;
 
@@ -72,17 +72,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
     // Declared after the scratch directory, so it is unmounted before the directory goes.
     let run_fs = crate::suite::runfs::RunFs::mount_for(config.fs, &scratch, &config.selected)?;
     let suite = SuiteConfig {
-        variants: config
-            .selected
-            .iter()
-            .flat_map(|sel| {
-                sel.variants.iter().map(|params| Variant {
-                    probe: sel.probe,
-                    scale: sel.scale,
-                    params: params.clone(),
-                })
-            })
-            .collect(),
+        variants: crate::suite::variants_of(&config.selected),
         harness: config.harness.clone(),
         rounds: config.rounds,
         max_rounds: config.max_rounds,

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod ab;
 pub mod compare;
 pub mod completions;
 pub mod export;
@@ -38,6 +39,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Show(args) => stored::show(&args),
         Command::Rm(args) => stored::rm(&args),
         Command::Compare(args) => compare::compare(&args),
+        Command::Ab(args) => ab::ab(&args),
         Command::Export(args) => export::export(&args),
         Command::History(args) => history::history(&args),
         Command::Fleet(args) => fleet::fleet(&args),

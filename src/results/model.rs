@@ -126,6 +126,8 @@ pub enum RunKind {
     Memsim,
     /// `osmeter run --guest`: probes counted inside a QEMU guest.
     Guest,
+    /// `osmeter ab`: two set-ups of the same probes measured in pairs.
+    Ab,
 }
 
 impl RunKind {
@@ -136,6 +138,7 @@ impl RunKind {
             RunKind::Latency => "latency",
             RunKind::Memsim => "memsim",
             RunKind::Guest => "guest",
+            RunKind::Ab => "ab",
         }
     }
 
@@ -146,6 +149,7 @@ impl RunKind {
             RunKind::Latency,
             RunKind::Memsim,
             RunKind::Guest,
+            RunKind::Ab,
         ]
         .into_iter()
         .find(|k| k.as_str() == name)

@@ -59,6 +59,20 @@ impl Variant {
     }
 }
 
+/// Every figure of a selection, probe by probe.
+pub fn variants_of(selected: &[crate::probes::selection::Selected]) -> Vec<Variant> {
+    selected
+        .iter()
+        .flat_map(|sel| {
+            sel.variants.iter().map(|params| Variant {
+                probe: sel.probe,
+                scale: sel.scale,
+                params: params.clone(),
+            })
+        })
+        .collect()
+}
+
 pub struct SuiteConfig<'a> {
     pub variants: Vec<Variant>,
     pub harness: HarnessConfig,

@@ -1,0 +1,452 @@
+//! `osmeter ab`: two set-ups of the same probes measured in the same minutes. A machine drifts
+//! over tens of seconds (a host's other guests, a clock that settles, a neighbour's cache), so two
+//! runs minutes apart differ by more than their own rounds do. Here A and B alternate in a
+//! balanced order (A B, B A, A B, ...: a drift that grows steadily cancels within every two
+//! pairs), each round in fresh measuring processes, and the verdict rests on each pair's B/A
+//! ratio ([`paired`]). In a duet both sides run at once on two CPUs, swapped between pairs, so
+//! they share even the drift of the second. Pairs go on until every figure's interval is
+//! narrower than the change asked for, or the time budget ends.
+
+pub mod document;
+pub mod paired;
+pub mod sides;
+mod text;
+
+use crate::harness::HarnessConfig;
+use crate::interrupt;
+use crate::meter::yardstick::{Yardstick, YardstickReading};
+use crate::results::model::Overhead;
+use crate::stats::rng::Rng;
+use crate::suite::worker::{self, Job, Report, Task, WorkerCommand};
+use crate::suite::Variant;
+use anyhow::{bail, Result};
+use document::{AbDoc, AbFigure, Findable, Mode};
+use paired::Paired;
+use sides::{SideSpec, Switch};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Pairs taken before any figure may be called settled, and before the smallest findable change
+/// is estimated: two balanced blocks (A B B A, B A A B... counts as two pairs each).
+pub const PILOT_PAIRS: usize = 4;
+
+/// A validated `ab` request.
+pub struct AbConfig<'a> {
+    pub variants: Vec<Variant>,
+    pub harness: HarnessConfig,
+    pub sides: [SideSpec; 2],
+    pub mode: Mode,
+    /// Smallest change worth finding, as a fraction.
+    pub min_effect: f64,
+    pub budget: Duration,
+    pub max_pairs: usize,
+    pub seed: u64,
+    /// The measuring CPU; in a duet the second side's CPU follows.
+    pub cpus: [usize; 2],
+    pub counters: bool,
+    pub fifo: Option<i32>,
+    pub scratch: &'a Path,
+    pub file_systems: crate::probes::FileSystems,
+}
+
+/// What one side measured of one figure.
+#[derive(Default, Clone)]
+struct Gathered {
+    rounds: Vec<Vec<f64>>,
+    /// The round value of this side in the pair being measured.
+    this_pair: Option<f64>,
+    skipped: Option<String>,
+    failed: Option<String>,
+}
+
+/// Measures both sides in pairs and returns the document (its figures judged).
+pub fn measure(config: &AbConfig, status: &mut dyn FnMut(&str)) -> Result<AbDoc> {
+    interrupt::install();
+    let workers = [config.sides[0].worker()?, config.sides[1].worker()?];
+    let mut switch = Switch::new([&config.sides[0], &config.sides[1]]);
+    let started = Instant::now();
+    let n = config.variants.len();
+    let mut got: [Vec<Gathered>; 2] = [vec![Gathered::default(); n], vec![Gathered::default(); n]];
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); n];
+    let mut hints: Vec<Option<u64>> = vec![None; n];
+    let mut yardsticks = [Yardstick::default(), Yardstick::default()];
+    let mut findable = Vec::new();
+    let mut rng = Rng::new(config.seed);
+    let mut stopped = String::from("the most pairs asked for (--max-pairs)");
+    let mut pairs = 0;
+    while pairs < config.max_pairs {
+        if interrupt::requested() {
+            stopped = "interrupted (Ctrl-C or a signal): the pairs taken are kept".into();
+            break;
+        }
+        let spent = started.elapsed();
+        if pairs >= PILOT_PAIRS {
+            let per_pair = spent / pairs as u32;
+            if spent + per_pair > config.budget {
+                stopped = format!(
+                    "the budget of {} ended",
+                    crate::progress::duration(config.budget)
+                );
+                break;
+            }
+            if settled(&ratios, &got, config.min_effect) {
+                stopped = format!(
+                    "every figure's interval is within ±{:.1} % (half the --min-effect)",
+                    config.min_effect * 50.0
+                );
+                break;
+            }
+        }
+        let mut order: Vec<usize> = (0..n).collect();
+        rng.shuffle(&mut order);
+        let ctx = PairContext {
+            config,
+            workers: &workers,
+            order: &order,
+            hints: &hints,
+            pair: pairs,
+        };
+        let outcome = match config.mode {
+            Mode::Interleaved => ctx.interleaved(&mut switch, &mut got, status, started),
+            Mode::Duet => ctx.duet(&mut got, status, started),
+        }?;
+        for (kept, reading) in yardsticks.iter_mut().zip(outcome.yardstick) {
+            if let Some(mut r) = reading {
+                r.at_ms = started.elapsed().as_millis() as u64;
+                kept.readings.push(r);
+            }
+        }
+        if outcome.interrupted {
+            stopped = "interrupted (Ctrl-C or a signal): the pairs taken are kept".into();
+            break;
+        }
+        for i in 0..n {
+            if let (Some(a), Some(b)) = (got[0][i].this_pair.take(), got[1][i].this_pair.take()) {
+                ratios[i].push(b / a);
+            }
+            hints[i] = hints[i].or(outcome.iterations[i]);
+        }
+        pairs += 1;
+        if pairs == PILOT_PAIRS {
+            let per_pair = started.elapsed() / pairs as u32;
+            findable = estimate(config, &ratios, per_pair);
+            for f in &findable {
+                status("");
+                eprintln!(
+                    "osmeter: ab: {}",
+                    f.sentence(config.budget, config.min_effect)
+                );
+            }
+        }
+    }
+    let left = switch.finish();
+    if pairs == 0 {
+        bail!(
+            "no pair was measured{}",
+            if interrupt::requested() {
+                format!(": stopped by {}", interrupt::what_stopped())
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(document::judged(
+        config,
+        document::Taken {
+            figures: config
+                .variants
+                .iter()
+                .enumerate()
+                .map(|(i, v)| AbFigure::new(v, &got[0][i], &got[1][i], &ratios[i]))
+                .collect(),
+            pairs,
+            elapsed: started.elapsed(),
+            stopped,
+            yardsticks,
+            findable,
+            left_changed: left,
+            interrupted: interrupt::requested(),
+        },
+    ))
+}
+
+/// Whether every figure that can still be measured has an interval narrow enough.
+fn settled(ratios: &[Vec<f64>], got: &[Vec<Gathered>; 2], min_effect: f64) -> bool {
+    ratios.iter().enumerate().all(|(i, r)| {
+        let out = [&got[0][i], &got[1][i]]
+            .iter()
+            .any(|g| g.skipped.is_some() || g.failed.is_some());
+        out || Paired::of(r).is_some_and(|p| p.half_width() <= min_effect / 2.0)
+    })
+}
+
+/// The smallest change each figure can be found at in the budget, from the pilot pairs.
+fn estimate(config: &AbConfig, ratios: &[Vec<f64>], per_pair: Duration) -> Vec<Findable> {
+    let in_budget = (config.budget.as_secs_f64() / per_pair.as_secs_f64().max(1e-3)) as usize;
+    config
+        .variants
+        .iter()
+        .zip(ratios)
+        .filter_map(|(v, r)| {
+            let p = Paired::of(r)?;
+            let needed = paired::pairs_needed(p.sd_log, config.min_effect);
+            Some(Findable {
+                key: v.label(),
+                pairs_in_budget: in_budget,
+                change_in_budget: paired::findable(p.sd_log, in_budget.max(2)),
+                seconds_for_min_effect: needed.map(|n| n as f64 * per_pair.as_secs_f64()),
+            })
+        })
+        .collect()
+}
+
+/// What one pair gave besides the figures' values.
+struct PairOutcome {
+    yardstick: [Option<YardstickReading>; 2],
+    /// Iterations per sample the figures settled on in this pair (for the next pairs).
+    iterations: Vec<Option<u64>>,
+    interrupted: bool,
+}
+
+struct PairContext<'c, 'a> {
+    config: &'c AbConfig<'a>,
+    workers: &'c [WorkerCommand; 2],
+    order: &'c [usize],
+    hints: &'c [Option<u64>],
+    pair: usize,
+}
+
+/// One task of one side, and what came back.
+enum Answer {
+    Overhead(Overhead),
+    Yardstick(YardstickReading),
+    Value {
+        value: f64,
+        samples: Vec<f64>,
+        iterations: u64,
+    },
+    Skipped(String),
+    Failed(String),
+    Interrupted,
+}
+
+impl PairContext<'_, '_> {
+    /// Which side goes first in this pair: A B, then B A, and so on.
+    fn first(&self) -> usize {
+        self.pair % 2
+    }
+
+    fn job(&self, cpu: usize, task: Task) -> Job {
+        Job {
+            cpu,
+            fifo: self.config.fifo,
+            counters: self.config.counters,
+            harness: self.config.harness.clone(),
+            scratch: self.config.scratch.to_path_buf(),
+            file_systems: self.config.file_systems,
+            task,
+        }
+    }
+
+    fn run(&self, side: usize, cpu: usize, task: Task) -> Result<Answer> {
+        Ok(
+            match worker::run_job(&self.workers[side], &self.job(cpu, task))? {
+                Report::Overhead(o) => Answer::Overhead(o),
+                Report::Yardstick(r) => Answer::Yardstick(r),
+                Report::Round(outcome) => {
+                    if outcome.cut == Some(crate::meter::Cut::Interrupted) {
+                        return Ok(Answer::Interrupted);
+                    }
+                    Answer::Value {
+                        value: crate::stats::rounds::round_value(&outcome.samples),
+                        iterations: outcome.iterations,
+                        samples: outcome.samples,
+                    }
+                }
+                Report::Skipped(why) => Answer::Skipped(why),
+                Report::Failed(why) => Answer::Failed(why),
+                Report::Interrupted => Answer::Interrupted,
+                Report::Profile(..) | Report::ProfileRefused(_) => {
+                    bail!("a measuring process answered the wrong task; this is a bug")
+                }
+            },
+        )
+    }
+
+    fn round_task(&self, i: usize, overhead: &Overhead) -> Task {
+        let v = &self.config.variants[i];
+        Task::Round {
+            probe: v.probe.id.to_string(),
+            params: v.params.clone(),
+            scale: v.scale,
+            overhead: overhead.clone(),
+            iterations_hint: self.hints[i],
+        }
+    }
+
+    /// A, then B (or B, then A), each under its set-up, on the measuring CPU.
+    fn interleaved(
+        &self,
+        switch: &mut Switch,
+        got: &mut [Vec<Gathered>; 2],
+        status: &mut dyn FnMut(&str),
+        started: Instant,
+    ) -> Result<PairOutcome> {
+        let cpu = self.config.cpus[0];
+        let mut out = PairOutcome {
+            yardstick: [None, None],
+            iterations: vec![None; self.order.len()],
+            interrupted: false,
+        };
+        for side in [self.first(), 1 - self.first()] {
+            switch.enter(side)?;
+            let name = &self.config.sides[side].name;
+            status(&format!(
+                "[pair {}] {}: {name}: the harness's own cost",
+                self.pair + 1,
+                crate::progress::duration(started.elapsed())
+            ));
+            let overhead = match self.run(side, cpu, Task::Overhead)? {
+                Answer::Overhead(o) => o,
+                Answer::Interrupted => {
+                    out.interrupted = true;
+                    return Ok(out);
+                }
+                Answer::Failed(e) => {
+                    bail!("measuring the harness's own cost on {name} failed: {e}")
+                }
+                _ => bail!("a measuring process answered the wrong task; this is a bug"),
+            };
+            if let Answer::Yardstick(r) = self.run(side, cpu, Task::Yardstick)? {
+                out.yardstick[side] = Some(r);
+            }
+            for &i in self.order {
+                if interrupt::requested() {
+                    out.interrupted = true;
+                    return Ok(out);
+                }
+                let g = &mut got[side][i];
+                if g.skipped.is_some() || g.failed.is_some() {
+                    continue;
+                }
+                status(&format!(
+                    "[pair {}] {}: {name}: {}",
+                    self.pair + 1,
+                    crate::progress::duration(started.elapsed()),
+                    self.config.variants[i].label()
+                ));
+                let answer = self.run(side, cpu, self.round_task(i, &overhead))?;
+                if keep(answer, g, &mut out.iterations[i]) {
+                    out.interrupted = true;
+                    return Ok(out);
+                }
+            }
+        }
+        switch.leave()?;
+        Ok(out)
+    }
+
+    /// A and B at once, each task of the pair started on both sides together, A on the first CPU
+    /// in even pairs and on the second in odd ones.
+    fn duet(
+        &self,
+        got: &mut [Vec<Gathered>; 2],
+        status: &mut dyn FnMut(&str),
+        started: Instant,
+    ) -> Result<PairOutcome> {
+        let [c0, c1] = self.config.cpus;
+        let cpus = if self.first() == 0 {
+            [c0, c1]
+        } else {
+            [c1, c0]
+        };
+        let mut out = PairOutcome {
+            yardstick: [None, None],
+            iterations: vec![None; self.order.len()],
+            interrupted: false,
+        };
+        let both = |tasks: [Task; 2]| -> Result<[Answer; 2]> {
+            let [ta, tb] = tasks;
+            std::thread::scope(|s| {
+                let a = s.spawn(|| self.run(0, cpus[0], ta));
+                let b = self.run(1, cpus[1], tb);
+                let a = a
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the duet's A thread panicked")));
+                Ok([a?, b?])
+            })
+        };
+        status(&format!(
+            "[pair {}] {}: the harness's own cost",
+            self.pair + 1,
+            crate::progress::duration(started.elapsed())
+        ));
+        let overheads = match both([Task::Overhead, Task::Overhead])? {
+            [Answer::Overhead(a), Answer::Overhead(b)] => [a, b],
+            [Answer::Interrupted, _] | [_, Answer::Interrupted] => {
+                out.interrupted = true;
+                return Ok(out);
+            }
+            [Answer::Failed(e), _] | [_, Answer::Failed(e)] => {
+                bail!("measuring the harness's own cost failed: {e}")
+            }
+            _ => bail!("a measuring process answered the wrong task; this is a bug"),
+        };
+        let [ya, yb] = both([Task::Yardstick, Task::Yardstick])?;
+        for (side, y) in [ya, yb].into_iter().enumerate() {
+            if let Answer::Yardstick(r) = y {
+                out.yardstick[side] = Some(r);
+            }
+        }
+        for &i in self.order {
+            if interrupt::requested() {
+                out.interrupted = true;
+                return Ok(out);
+            }
+            if got
+                .iter()
+                .any(|g| g[i].skipped.is_some() || g[i].failed.is_some())
+            {
+                continue;
+            }
+            status(&format!(
+                "[pair {}] {}: A and B: {}",
+                self.pair + 1,
+                crate::progress::duration(started.elapsed()),
+                self.config.variants[i].label()
+            ));
+            let [a, b] = both([
+                self.round_task(i, &overheads[0]),
+                self.round_task(i, &overheads[1]),
+            ])?;
+            let (ga, gb) = got.split_at_mut(1);
+            let stop_a = keep(a, &mut ga[0][i], &mut out.iterations[i]);
+            let stop_b = keep(b, &mut gb[0][i], &mut None);
+            if stop_a || stop_b {
+                out.interrupted = true;
+                return Ok(out);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Keeps one answer of a figure's round; true when the user stopped the run.
+fn keep(answer: Answer, g: &mut Gathered, iterations: &mut Option<u64>) -> bool {
+    match answer {
+        Answer::Value {
+            value,
+            samples,
+            iterations: its,
+        } => {
+            g.rounds.push(samples);
+            g.this_pair = Some(value);
+            iterations.get_or_insert(its);
+        }
+        Answer::Skipped(why) => g.skipped = Some(why),
+        Answer::Failed(why) => g.failed = Some(why),
+        Answer::Interrupted => return true,
+        Answer::Overhead(_) | Answer::Yardstick(_) => {}
+    }
+    false
+}
