@@ -1,4 +1,4 @@
-//! Every kind of run (run, stat, latency, memsim) is first-class: listed with its kind and
+//! Every kind of run (run, stat, latency, memsim, ab) is first-class: listed with its kind and
 //! figures, shown as text, exported in every format, compared with a run of its kind (and refused
 //! against another kind), all end to end on real measurements.
 
@@ -15,7 +15,7 @@ fn every_kind_is_listed_shown_exported_and_compared() {
     let table = env.osmeter().arg("runs").output().unwrap();
     let table = String::from_utf8_lossy(&table.stdout).to_string();
     assert!(table.lines().next().unwrap().contains("kind"));
-    for kind in ["run", "stat", "latency", "memsim"] {
+    for kind in ["run", "stat", "latency", "memsim", "ab"] {
         assert!(table.contains(&format!(" {kind} ")), "{table}");
     }
 
@@ -24,6 +24,7 @@ fn every_kind_is_listed_shown_exported_and_compared() {
         ("stat", "wall time"),
         ("latency", "Wakeup latency"),
         ("memsim", "MCPI"),
+        ("ab", "B/A"),
     ];
     for (kind, marker) in shown_as {
         let id = &ids[kind][0];
@@ -112,7 +113,7 @@ fn a_report_of_every_kind_draws_each_in_its_own_sections() {
     let ids = common::two_of_each(&env);
     let report = env.dir.path().join("mix.html");
     let mut args = vec!["report".to_string()];
-    for kind in ["latency", "run", "stat", "memsim"] {
+    for kind in ["latency", "run", "stat", "memsim", "ab"] {
         args.push(ids[kind][0].clone());
     }
     args.push(ids["latency"][1].clone());

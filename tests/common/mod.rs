@@ -99,6 +99,12 @@ pub fn two_of_each(env: &TestEnv) -> BTreeMap<&'static str, Vec<String>> {
             .args(["latency", "--duration", "2s", "--classes", "normal"])
             .assert()
             .success();
+        env.osmeter()
+            .args(AB_FAST)
+            .args(["syscall.null", "syscall.dup", "--max-pairs", "2"])
+            .args(["--b-wrap", "env OSMETER_AB=1"])
+            .assert()
+            .success();
     }
     for t in [&t1, &t2] {
         env.osmeter()
@@ -115,6 +121,7 @@ pub fn two_of_each(env: &TestEnv) -> BTreeMap<&'static str, Vec<String>> {
             "stat" => "stat",
             "latency" => "latency",
             "memsim" => "memsim",
+            "ab" => "ab",
             other => panic!("unexpected kind {other}"),
         };
         assert!(
@@ -126,7 +133,7 @@ pub fn two_of_each(env: &TestEnv) -> BTreeMap<&'static str, Vec<String>> {
             .or_default()
             .push(r["id"].as_str().unwrap().to_string());
     }
-    assert_eq!(by_kind.len(), 4);
+    assert_eq!(by_kind.len(), 5);
     assert!(by_kind.values().all(|ids| ids.len() == 2));
     by_kind
 }
@@ -142,6 +149,9 @@ pub const FAST: &[&str] = &[
     "--warmup",
     "0",
 ];
+
+/// `ab` with short samples (the number of pairs is each test's): the end-to-end tests check behaviour, not verdicts.
+pub const AB_FAST: &[&str] = &["ab", "--repeat", "3", "--min-time", "1ms", "--warmup", "0"];
 
 pub fn entries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)

@@ -1,0 +1,185 @@
+//! `osmeter ab` end to end: both sides measured in pairs under their set-ups or wrappers, kept as
+//! an ab run; contradictory options refused before anything runs; a set-up that fails stops
+//! before measuring with its output shown; every set-up torn down and every named kernel setting
+//! put back, whether ab ends on its own or by a signal.
+
+mod common;
+
+use common::procs::{signal, wait_until};
+use common::{is_root, TestEnv, AB_FAST};
+use predicates::prelude::*;
+use std::time::Duration;
+
+#[test]
+fn contradictory_or_missing_options_are_usage_errors() {
+    let env = TestEnv::new();
+    let cases: &[(&[&str], &str)] = &[
+        (&["ab"], "ab needs the probes"),
+        (
+            &["ab", "syscall.null", "--a-setup", "true"],
+            "--a-setup without --b-setup",
+        ),
+        (
+            &["ab", "syscall.null", "--b-teardown", "true"],
+            "--b-teardown without --b-setup",
+        ),
+        (
+            &[
+                "ab",
+                "syscall.null",
+                "--duet",
+                "--a-setup",
+                "true",
+                "--b-setup",
+                "true",
+            ],
+            "--duet with --a-setup",
+        ),
+        (
+            &["ab", "syscall.null", "--rounds", "3"],
+            "--rounds does not apply to ab",
+        ),
+        (
+            &["ab", "syscall.null", "--max-pairs", "1"],
+            "at least 2 pairs",
+        ),
+        (&["ab", "no.such_probe"], "no.such_probe"),
+    ];
+    for (args, says) in cases {
+        env.osmeter()
+            .args(*args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(*says));
+    }
+    assert!(!env.store().exists(), "nothing was kept");
+}
+
+#[test]
+fn a_failing_set_up_stops_before_measuring_and_shows_its_output() {
+    let env = TestEnv::new();
+    env.osmeter()
+        .args(AB_FAST)
+        .args([
+            "syscall.null",
+            "--max-pairs",
+            "2",
+            "--a-setup",
+            "true",
+            "--b-setup",
+        ])
+        .arg("echo the knob is missing >&2; exit 7")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("B's set-up"))
+        .stderr(predicate::str::contains("exit 7"))
+        .stderr(predicate::str::contains("the knob is missing"));
+    let runs = env.json(&["runs", "--json"]);
+    assert_eq!(runs.as_array().map_or(0, |r| r.len()), 0);
+}
+
+#[test]
+fn sides_alternate_in_balanced_pairs_each_under_its_set_up_and_the_run_is_kept() {
+    let env = TestEnv::new();
+    let log = env.dir.path().join("sides.log");
+    let step = |what: &str| format!("echo {what} >> {}", log.display());
+    let out = env
+        .osmeter()
+        .args(AB_FAST)
+        .args(["syscall.null", "--json", "--max-pairs", "3"])
+        .args(["--a-setup", &step("A+"), "--a-teardown", &step("A-")])
+        .args(["--b-setup", &step("B+"), "--b-teardown", &step("B-")])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = &run["sections"]["ab"];
+    assert_eq!(doc["pairs"], 3);
+    assert_eq!(doc["mode"], "interleaved");
+    let figure = &doc["figures"][0];
+    assert_eq!(figure["key"], "syscall.null");
+    assert_eq!(figure["ratios"].as_array().unwrap().len(), 3);
+    assert_eq!(figure["a_rounds"].as_array().unwrap().len(), 3);
+    assert!(figure["paired"]["ci95"][0].as_f64().unwrap() > 0.0);
+    assert!(doc["yardstick_a"]["readings"].as_array().unwrap().len() == 3);
+    // A B, then B A, then A B: every set-up followed by its own tear-down.
+    let steps = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        steps.split_whitespace().collect::<Vec<_>>(),
+        ["A+", "A-", "B+", "B-", "B+", "B-", "A+", "A-", "A+", "A-", "B+", "B-"]
+    );
+    // Kept, and read back as the same kind.
+    let id = run["id"].as_str().unwrap();
+    env.osmeter()
+        .args(["show", id])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("B/A"))
+        .stdout(predicate::str::contains("interleaved"));
+}
+
+#[test]
+fn a_duet_runs_both_sides_on_two_cpus_and_names_them() {
+    let env = TestEnv::new();
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: a duet needs two CPUs");
+        return;
+    }
+    let run = env.json(
+        &[
+            AB_FAST,
+            &["syscall.null", "--duet", "--json", "--max-pairs", "2"],
+            &["--b-wrap", "env OSMETER_AB=1"],
+        ]
+        .concat(),
+    );
+    let doc = &run["sections"]["ab"];
+    assert_eq!(doc["mode"], "duet");
+    let cpus = doc["cpus"].as_array().unwrap();
+    assert_eq!(cpus.len(), 2);
+    assert_ne!(cpus[0], cpus[1]);
+    assert_eq!(doc["figures"][0]["ratios"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_signal_mid_way_tears_down_and_puts_the_setting_back() {
+    if !is_root() {
+        eprintln!("skipped: writing a kernel setting needs root");
+        return;
+    }
+    let env = TestEnv::new();
+    // A setting nothing here depends on: how often the kernel folds per-CPU VM statistics.
+    let knob = std::path::Path::new("/proc/sys/vm/stat_interval");
+    let before = std::fs::read_to_string(knob).unwrap();
+    let log = env.dir.path().join("sides.log");
+    let mut child = env
+        .osmeter_std()
+        .args(AB_FAST)
+        .args(["syscall.null", "--max-pairs", "1000", "--budget", "60s"])
+        .args(["--a-setup", "sysctl -q -w vm.stat_interval=2"])
+        .args([
+            "--b-setup",
+            &format!(
+                "sysctl -q -w vm.stat_interval=3; echo B >> {}",
+                log.display()
+            ),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stopped while B's set-up is in force (or soon after).
+    assert!(wait_until(Duration::from_secs(30), || log.exists()));
+    signal(child.id(), libc::SIGTERM);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "an interrupted ab exits 130");
+    assert_eq!(
+        std::fs::read_to_string(knob).unwrap(),
+        before,
+        "the setting is back"
+    );
+}
