@@ -247,6 +247,10 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
     };
     state.measure(config, &order, progress)?;
     let first_rounds = started.elapsed();
+    // A small selection's first rounds are over in seconds, too soon for the machine's drift over
+    // tens of seconds to show between them: every figure then gets rounds spread over the extra
+    // time, not only the noisy ones, so the spread between rounds holds the drift too.
+    let spread_all = first_rounds < MIN_EXTRA_TIME;
     let deadline = config
         .budget
         .unwrap_or(first_rounds + (first_rounds / 2).max(MIN_EXTRA_TIME));
@@ -260,7 +264,7 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
         let left = deadline
             .saturating_sub(started.elapsed())
             .saturating_sub(overhead_cost);
-        let chosen = choose_extra(&state.gathered, left);
+        let chosen = choose_extra(&state.gathered, left, spread_all);
         if chosen.is_empty() {
             break;
         }
@@ -291,8 +295,9 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
 }
 
 /// The figures that get one more round within `left`: those whose interval from rounds is still
-/// wide ([`EXTRA_ROUND_SPREAD`]), widest first, as many as their rounds' usual time fits.
-fn choose_extra(gathered: &[Gathered], left: Duration) -> Vec<usize> {
+/// wide ([`EXTRA_ROUND_SPREAD`]), or with `all` every figure still measured, widest first, as
+/// many as their rounds' usual time fits.
+fn choose_extra(gathered: &[Gathered], left: Duration, all: bool) -> Vec<usize> {
     let mut wide: Vec<(usize, f64, Duration)> = gathered
         .iter()
         .enumerate()
@@ -306,7 +311,7 @@ fn choose_extra(gathered: &[Gathered], left: Duration) -> Vec<usize> {
             let cv = crate::harness::usual::between_cv(&values)?;
             let width = cv / (values.len() as f64).sqrt();
             let cost = g.spent / g.records.len() as u32;
-            (width > EXTRA_ROUND_SPREAD).then_some((i, width, cost))
+            (all || width > EXTRA_ROUND_SPREAD).then_some((i, width, cost))
         })
         .collect();
     wide.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -646,15 +651,18 @@ mod tests {
                 ..Gathered::default()
             },
         ];
-        assert_eq!(choose_extra(&figures, ms(1000)), vec![1, 2]);
+        assert_eq!(choose_extra(&figures, ms(1000), false), vec![1, 2]);
+        // A small selection spreads every figure still measured over the extra time.
+        assert_eq!(choose_extra(&figures, ms(1000), true), vec![0, 1, 2]);
+        assert_eq!(choose_extra(&figures, ms(150), true), vec![1]);
         // Room for one round: the widest.
-        assert_eq!(choose_extra(&figures, ms(150)), vec![1]);
-        assert!(choose_extra(&figures, ms(50)).is_empty());
+        assert_eq!(choose_extra(&figures, ms(150), false), vec![1]);
+        assert!(choose_extra(&figures, ms(50), false).is_empty());
         // A long round that does not fit leaves room for a shorter one.
         let mixed = vec![
             gathered(&[50.0, 100.0, 150.0], ms(800)),
             gathered(&[95.0, 100.0, 105.0], ms(100)),
         ];
-        assert_eq!(choose_extra(&mixed, ms(500)), vec![1]);
+        assert_eq!(choose_extra(&mixed, ms(500), false), vec![1]);
     }
 }
