@@ -124,7 +124,15 @@ fn a_report_of_every_kind_draws_each_in_its_own_sections() {
         .assert()
         .success();
     let html = std::fs::read_to_string(&report).unwrap();
-    for id in ["runs", "stat", "latency", "memsim", "summary", "comparison"] {
+    for id in [
+        "runs",
+        "stat",
+        "latency",
+        "memsim",
+        "ab",
+        "summary",
+        "comparison",
+    ] {
         assert!(
             html.contains(&format!("<section id=\"{id}\">")),
             "section {id}"

@@ -8,6 +8,7 @@
 //! narrower than the change asked for, or the time budget ends.
 
 pub mod document;
+pub mod html;
 pub mod paired;
 pub mod sides;
 mod text;

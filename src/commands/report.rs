@@ -49,6 +49,7 @@ pub fn sections() -> Vec<Box<dyn report::Section>> {
             Box::new(crate::stat::html::Stat),
             Box::new(crate::latency::html::Latency),
             Box::new(crate::memsim::html::Memsim),
+            Box::new(crate::ab::html::Ab),
         ],
         vec![
             Box::new(ThenAndNow(PaperId::Ousterhout89)),
