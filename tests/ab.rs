@@ -183,3 +183,37 @@ fn a_signal_mid_way_tears_down_and_puts_the_setting_back() {
         "the setting is back"
     );
 }
+
+#[test]
+fn a_set_up_failing_after_the_first_pair_keeps_the_pairs_taken() {
+    let env = TestEnv::new();
+    let count = env.dir.path().join("count");
+    // B's set-up works once, then fails: the first pair is measured, the second stops.
+    let b_setup = format!(
+        "n=$(cat {0} 2>/dev/null || echo 0); echo $((n + 1)) > {0}; [ $n -lt 1 ] || {{ echo \
+         worn out >&2; exit 9; }}",
+        count.display()
+    );
+    env.osmeter()
+        .args(AB_FAST)
+        .args([
+            "syscall.null",
+            "--max-pairs",
+            "4",
+            "--a-setup",
+            "true",
+            "--b-setup",
+            &b_setup,
+        ])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("FAILED: B's set-up"))
+        .stderr(predicate::str::contains(
+            "the pairs before the error are kept",
+        ))
+        .stderr(predicate::str::contains("worn out"));
+    let runs = env.json(&["runs", "--json"]);
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "the pair taken is kept");
+    assert_eq!(runs[0]["kind"], "ab");
+}

@@ -63,6 +63,9 @@ pub struct AbDoc {
     /// What `ab` could not put back when it ended (a tear-down that failed, a setting).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_changed: Vec<String>,
+    /// The error that ended the pairs early, when one did (the pairs before it are kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -179,7 +182,7 @@ pub struct Taken {
     pub yardsticks: [Yardstick; 2],
     pub findable: Vec<Findable>,
     pub left_changed: Vec<String>,
-    pub interrupted: bool,
+    pub failure: Option<String>,
 }
 
 /// The document with every figure judged: changed when its paired interval excludes 1, its
@@ -208,6 +211,7 @@ pub fn judged(config: &AbConfig, taken: Taken) -> AbDoc {
         yardstick_b: yb,
         findable: taken.findable,
         left_changed: taken.left_changed,
+        failure: taken.failure,
     }
 }
 

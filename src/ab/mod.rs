@@ -75,6 +75,7 @@ pub fn measure(config: &AbConfig, status: &mut dyn FnMut(&str)) -> Result<AbDoc>
     let mut rng = Rng::new(config.seed);
     let mut stopped = String::from("the most pairs asked for (--max-pairs)");
     let mut pairs = 0;
+    let mut failure = None;
     while pairs < config.max_pairs {
         if interrupt::requested() {
             stopped = "interrupted (Ctrl-C or a signal): the pairs taken are kept".into();
@@ -110,7 +111,17 @@ pub fn measure(config: &AbConfig, status: &mut dyn FnMut(&str)) -> Result<AbDoc>
         let outcome = match config.mode {
             Mode::Interleaved => ctx.interleaved(&mut switch, &mut got, status, started),
             Mode::Duet => ctx.duet(&mut got, status, started),
-        }?;
+        };
+        // Before the first pair an error is the answer; after it, the pairs taken are kept.
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) if pairs > 0 => {
+                failure = Some(format!("{e:#}"));
+                stopped = format!("stopped by an error after {pairs} pairs");
+                break;
+            }
+            Err(e) => return Err(e),
+        };
         for (kept, reading) in yardsticks.iter_mut().zip(outcome.yardstick) {
             if let Some(mut r) = reading {
                 r.at_ms = started.elapsed().as_millis() as u64;
@@ -166,7 +177,7 @@ pub fn measure(config: &AbConfig, status: &mut dyn FnMut(&str)) -> Result<AbDoc>
             yardsticks,
             findable,
             left_changed: left,
-            interrupted: interrupt::requested(),
+            failure,
         },
     ))
 }

@@ -115,6 +115,9 @@ pub fn render(doc: &AbDoc) -> String {
             f.sentence(Duration::from_secs_f64(doc.budget_s), doc.min_effect)
         );
     }
+    if let Some(e) = &doc.failure {
+        let _ = writeln!(out, "FAILED: {}", escape_controls(e));
+    }
     for problem in &doc.left_changed {
         let _ = writeln!(out, "LEFT CHANGED: {}", escape_controls(problem));
     }

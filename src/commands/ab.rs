@@ -50,6 +50,7 @@ pub fn ab(args: &AbArgs) -> Result<i32> {
         .fail_if_slower
         .map(|pct| (pct, doc.slower_beyond(pct).join(", ")));
     let text = crate::results::document::Document::text(&doc);
+    let failure = doc.failure.clone();
     run.sections = Sections::of(doc);
     drop(scratch);
     // Kept before it is printed: output that cannot be written must not lose the pairs.
@@ -61,6 +62,10 @@ pub fn ab(args: &AbArgs) -> Result<i32> {
     }
     if run.interrupted {
         return Ok(EXIT_INTERRUPTED);
+    }
+    if let Some(e) = failure {
+        eprintln!("osmeter: ab: the pairs before the error are kept: {e}");
+        return Ok(crate::error::EXIT_RUNTIME);
     }
     if let Some((pct, bad)) = slower.filter(|(_, bad)| !bad.is_empty()) {
         eprintln!("osmeter: B is slower than A by more than {pct} % in: {bad}");

@@ -85,6 +85,11 @@ pub fn from_args(args: &AbArgs) -> Result<AbPlan> {
             ));
         }
     }
+    for side in [&a, &b] {
+        if let Some(wrap) = &side.wrap {
+            check_wrapper(&side.name, wrap)?;
+        }
+    }
     let run_args = RunArgs {
         targets: args.targets.clone(),
         measure: args.measure.clone(),
@@ -119,6 +124,20 @@ pub fn from_args(args: &AbArgs) -> Result<AbPlan> {
         cpus,
         fail_if_slower: args.fail_if_slower,
     })
+}
+
+/// The wrapper's program is found before anything runs (a wrapper that cannot start would fail
+/// every round of its side): its first word past any `NAME=value` assignments.
+fn check_wrapper(side: &str, wrap: &str) -> Result<()> {
+    let program = wrap
+        .split_whitespace()
+        .find(|w| !w.contains('=') || w.starts_with('/') || w.starts_with('.'));
+    match program {
+        Some(p) => crate::programs::startable(p)
+            .map(|_| ())
+            .map_err(|e| usage!("--{}-wrap: {e:#}", side.to_lowercase())),
+        None => Ok(()),
+    }
 }
 
 /// The second CPU of a duet, or why there is no duet.
