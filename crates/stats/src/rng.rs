@@ -10,20 +10,6 @@ pub struct Rng {
     s: [u64; 4],
 }
 
-/// A seed from the kernel's random source (the time of day if that fails), for runs that were
-/// given none.
-pub fn seed_from_entropy() -> u64 {
-    let mut bytes = [0u8; 8];
-    // SAFETY: getrandom writes at most bytes.len() bytes into bytes.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n == bytes.len() as isize {
-        return u64::from_ne_bytes(bytes);
-    }
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
 fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
@@ -102,7 +88,7 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::rng::Rng;
+    use crate::rng::Rng;
     use proptest::prelude::*;
 
     #[test]
