@@ -113,11 +113,6 @@ impl SplitMix {
     }
 }
 
-fn median_of(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    crate::stats::summary::median(xs)
-}
-
 /// The statistic a figure's value is of its samples, so that its interval is of the same one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Statistic {
@@ -128,7 +123,7 @@ pub enum Statistic {
 impl Statistic {
     pub fn of(self, xs: &mut [f64]) -> f64 {
         match self {
-            Statistic::Median => median_of(xs),
+            Statistic::Median => crate::stats::summary::median_of(xs),
             Statistic::Mean => xs.iter().sum::<f64>() / xs.len() as f64,
         }
     }
