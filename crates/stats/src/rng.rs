@@ -2,7 +2,9 @@
 //! every osmeter version given the same seed (a stored run can be replayed exactly).
 //!
 //! xoshiro256++ (Blackman and Vigna), its state filled from the seed by SplitMix64 as its authors
-//! advise.
+//! advise. SplitMix64 is offered alone too, for the inputs of workloads, synthetic traces and
+//! simulated replacement: their streams were drawn from it before this crate existed, and a stream
+//! that changed would change what those measure and simulate.
 
 /// Seeded pseudo-random numbers; not for anything secret.
 #[derive(Clone, Debug)]
@@ -10,12 +12,28 @@ pub struct Rng {
     s: [u64; 4],
 }
 
-fn splitmix64(state: &mut u64) -> u64 {
+/// One number of SplitMix64 (Steele, Lea and Flood): `state` advances by the golden-ratio increment
+/// and comes back mixed.
+#[inline]
+pub fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// SplitMix64 as a generator, its state in the open: one addition and a mix per number, for the
+/// streams that must stay as they are (the module's documentation says which). Resampling and
+/// shuffles draw from [`Rng`].
+#[derive(Clone, Debug)]
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        splitmix64(&mut self.0)
+    }
 }
 
 impl Rng {
@@ -111,6 +129,9 @@ mod tests {
         let mut st = 0u64;
         assert_eq!(splitmix64(&mut st), 0xE220_A839_7B1D_CDAF);
         assert_eq!(splitmix64(&mut st), 0x6E78_9E6A_A1B9_65F4);
+        let mut g = SplitMix64(0);
+        assert_eq!(g.next_u64(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(g.0, 0x9E37_79B9_7F4A_7C15);
     }
 
     #[test]
