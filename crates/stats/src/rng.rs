@@ -2,9 +2,9 @@
 //! every osmeter version given the same seed (a stored run can be replayed exactly).
 //!
 //! xoshiro256++ (Blackman and Vigna), its state filled from the seed by SplitMix64 as its authors
-//! advise. SplitMix64 is offered alone too, for the inputs of workloads, synthetic traces and
-//! simulated replacement: their streams were drawn from it before this crate existed, and a stream
-//! that changed would change what those measure and simulate.
+//! advise. SplitMix64 is offered alone too, and Marsaglia's xorshift64, for the inputs of
+//! workloads, synthetic traces and simulated replacement: their streams were drawn from them before
+//! this crate existed, and a stream that changed would change what those measure and simulate.
 
 /// Seeded pseudo-random numbers; not for anything secret.
 #[derive(Clone, Debug)]
@@ -21,6 +21,16 @@ pub fn splitmix64(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// One number of Marsaglia's xorshift64 (shifts 13, 7, 17): `state`, which must not be zero, moves
+/// on and is the number.
+#[inline]
+pub fn xorshift64(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
 }
 
 /// SplitMix64 as a generator, its state in the open: one addition and a mix per number, for the
@@ -132,6 +142,14 @@ mod tests {
         let mut g = SplitMix64(0);
         assert_eq!(g.next_u64(), 0xE220_A839_7B1D_CDAF);
         assert_eq!(g.0, 0x9E37_79B9_7F4A_7C15);
+    }
+
+    #[test]
+    fn xorshift64_known_answer() {
+        // By hand from 1: ^ << 13 gives 0x2001, ^ >> 7 gives 0x2041, ^ << 17 gives 0x4082_2041.
+        let mut st = 1u64;
+        assert_eq!(xorshift64(&mut st), 0x4082_2041);
+        assert_eq!(st, 0x4082_2041);
     }
 
     #[test]
