@@ -149,7 +149,7 @@ impl RunConfig {
             seed: args
                 .measure
                 .seed
-                .unwrap_or_else(crate::stats::rng::seed_from_entropy),
+                .unwrap_or_else(crate::system::seed_from_entropy),
             cpu,
             cpu_choice,
             scratch_parent,

@@ -118,7 +118,7 @@ impl ElfSymbols {
     /// tracefs writes a user frame: from the start of the memory area, which begins at the page
     /// of the executable segment), and the instruction's distance from the function's start.
     pub fn in_mapped_code(&self, offset: u64) -> Option<(String, u64)> {
-        let page = page_size();
+        let page = crate::system::page_size() as u64;
         self.segments
             .iter()
             .filter(|s| s.executable)
@@ -139,16 +139,6 @@ impl ElfSymbols {
         let raw = self.names.get(name_at as usize..)?;
         let raw = &raw[..raw.iter().position(|&b| b == 0)?];
         Some((demangle(std::str::from_utf8(raw).ok()?), addr - start))
-    }
-}
-
-fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as u64
-    } else {
-        4096
     }
 }
 

@@ -69,8 +69,7 @@ impl CpuTime {
     /// Time used so far by the live processes of process group `pgid` (a server's master and
     /// workers; an exited process's time is lost unless its parent has reaped it).
     pub fn of_group(pgid: libc::pid_t) -> CpuTime {
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let hz = crate::system::ticks_per_second();
         let mut total = CpuTime::default();
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return total;

@@ -294,8 +294,7 @@ pub(crate) fn median_counters(
                 let v = if crate::meter::machine::tick_counted(name) {
                     stats::mean(&vs)
                 } else {
-                    vs.sort_by(f64::total_cmp);
-                    stats::median(&vs)
+                    stats::median_of(&mut vs)
                 };
                 (name.to_string(), v)
             })

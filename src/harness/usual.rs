@@ -63,20 +63,7 @@ pub fn percent(cv: f64) -> String {
 
 /// Coefficient of variation of one run's round values (None with fewer than two rounds).
 pub fn between_cv(round_values: &[f64]) -> Option<f64> {
-    if round_values.len() < 2 {
-        return None;
-    }
-    let n = round_values.len() as f64;
-    let mean = round_values.iter().sum::<f64>() / n;
-    if mean == 0.0 || !mean.is_finite() {
-        return None;
-    }
-    let var = round_values
-        .iter()
-        .map(|x| (x - mean) * (x - mean))
-        .sum::<f64>()
-        / (n - 1.0);
-    Some(var.sqrt() / mean.abs())
+    summary::cv(round_values)
 }
 
 /// Per figure label, the usual spread between rounds over the given runs (newest first; only the

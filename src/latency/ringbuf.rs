@@ -307,8 +307,7 @@ pub fn subbuf_bytes(instance_dir: &Path) -> usize {
         .ok()
         .and_then(|t| t.trim().parse::<usize>().ok())
         .map(|kb| kb * 1024)
-        // SAFETY: sysconf has no preconditions.
-        .unwrap_or_else(|| unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize)
+        .unwrap_or_else(|| crate::system::page_size().max(4096))
 }
 
 #[cfg(test)]

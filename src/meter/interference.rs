@@ -28,14 +28,12 @@ impl InterferenceReader {
     /// A reader whose steal time is that of one CPU: time stolen from the other CPU does not
     /// disturb a thread pinned to this one.
     pub fn for_cpu(steal_cpu: Option<usize>) -> Self {
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         InterferenceReader {
             interrupts: File::open("/proc/interrupts").ok(),
             stat: File::open("/proc/stat").ok(),
             schedstat: None,
             buf: Vec::with_capacity(64 * 1024),
-            ticks_per_second: if hz > 0 { hz as f64 } else { 100.0 },
+            ticks_per_second: crate::system::ticks_per_second(),
             steal_cpu,
         }
     }

@@ -218,17 +218,6 @@ pub fn busy_shares(cpus: &[usize], over: std::time::Duration) -> Vec<(usize, f64
         .collect()
 }
 
-/// USER_HZ: the unit of /proc's CPU times.
-pub fn ticks_per_second() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        hz as f64
-    } else {
-        100.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

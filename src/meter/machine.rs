@@ -5,6 +5,7 @@
 //! time in interrupts and idle.
 
 use super::counts::CounterValues;
+use crate::system::ticks_per_second;
 use std::collections::BTreeMap;
 
 /// Whether an event is one of the machine's CPU times, read from /proc/stat in clock ticks (10 ms
@@ -120,17 +121,6 @@ pub fn interrupt_delta(
             (d > 0).then(|| (format!("irq:{k}"), d as f64))
         })
         .collect()
-}
-
-/// USER_HZ, the unit of /proc/stat.
-pub fn ticks_per_second() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        hz as f64
-    } else {
-        100.0
-    }
 }
 
 /// One reading of the machine, for a delta later.

@@ -12,6 +12,7 @@ use super::data::Paper;
 use super::spec::{Cells, Now, Spec};
 use super::view::CellPair;
 use crate::results::figure::Role;
+use crate::stats::geomean::geomean;
 use serde::{Deserialize, Serialize};
 
 /// One primitive against the processor, over the paper's rated machines.
@@ -63,18 +64,6 @@ impl PrimitiveSummary {
             Role::Other => format!("{} (application)", self.name),
         }
     }
-}
-
-pub fn geomean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
-    let (mut sum, mut n) = (0.0, 0usize);
-    for v in values {
-        if !(v.is_finite() && v > 0.0) {
-            return None;
-        }
-        sum += v.ln();
-        n += 1;
-    }
-    (n > 0).then(|| (sum / n as f64).exp())
 }
 
 /// The table's short name and, when more than one of its columns is compared, the column's label.
@@ -178,15 +167,6 @@ pub fn os_mean(primitives: &[PrimitiveSummary]) -> Option<OsMean> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn geomean_known_answers() {
-        assert_eq!(geomean([4.0, 1.0]), Some(2.0));
-        assert!((geomean([0.5, 2.0, 8.0]).unwrap() - 2.0).abs() < 1e-12);
-        assert_eq!(geomean(std::iter::empty()), None);
-        assert_eq!(geomean([1.0, 0.0]), None);
-        assert_eq!(geomean([1.0, f64::NAN]), None);
-    }
-
     fn primitive(name: &str, role: Role, relative: f64) -> PrimitiveSummary {
         PrimitiveSummary {
             table: "2".into(),
@@ -230,6 +210,62 @@ mod tests {
             ]
         );
         assert_eq!(os_mean(&ps[1..2]), None, "hardware alone gives no OS mean");
+    }
+
+    /// Papers and compare summarise ratios by one geometric mean with one rule: the same speed-ups
+    /// give the same mean, and a value that is no ratio leaves the papers' summary without one
+    /// (compare never reaches the mean with one: it keeps only figures with positive values).
+    #[test]
+    fn papers_and_compare_give_the_same_mean_of_the_same_ratios() {
+        use crate::results::compare::{compare, CompareConfig};
+        use crate::results::model::tests::empty_run;
+        use crate::results::model::{Measurement, Params, Status};
+        use crate::units::Unit;
+        // Times of three OS probes before and after: speed-ups 1.25, 1.6 and 0.8.
+        let probes = ["syscall.null", "fs.read", "signal.deliver"];
+        let run = |id: &str, times: [f64; 3]| {
+            let mut r = empty_run();
+            r.id = id.into();
+            r.measurements = probes
+                .iter()
+                .zip(times)
+                .map(|(p, t)| {
+                    let mut m = Measurement::not_measured(
+                        p,
+                        Params::new(),
+                        Unit::Nanoseconds,
+                        Status::Ok,
+                        String::new(),
+                    );
+                    m.reason = None;
+                    m.samples = vec![t; 5];
+                    m.summary = Some(crate::stats::summary::summarize(&m.samples));
+                    m
+                })
+                .collect();
+            r
+        };
+        let (a, b) = (
+            run("a", [250.0, 160.0, 100.0]),
+            run("b", [200.0, 100.0, 125.0]),
+        );
+        let c = compare(&[&a], &[&b], &CompareConfig::default()).unwrap();
+        let speedups: Vec<f64> = c.figures.iter().map(|f| f.speedup).collect();
+        assert_eq!(speedups.len(), 3);
+        let primitives: Vec<PrimitiveSummary> = speedups
+            .iter()
+            .map(|&r| primitive("p", Role::Os, r))
+            .collect();
+        let papers = os_mean(&primitives).unwrap().relative_geomean;
+        assert!(
+            (papers - (1.25f64 * 1.6 * 0.8).cbrt()).abs() < 1e-12,
+            "{papers}"
+        );
+        assert_eq!(c.geomean, Some(papers));
+        assert_eq!(c.os_speedup, Some(papers));
+        let mut failed = primitives;
+        failed.push(primitive("q", Role::Os, 0.0));
+        assert_eq!(os_mean(&failed), None);
     }
 
     /// Today's getpid against every rated machine of Table 2, worked out from the published values

@@ -19,7 +19,7 @@ impl FigureSummary {
             // Every stat figure is a time, a size or a count.
             ci95: stats::mean_ci95_nonnegative(xs),
             stddev: sd,
-            cv: if mean != 0.0 { sd / mean.abs() } else { 0.0 },
+            cv: stats::cv(xs).unwrap_or(0.0),
             min: xs.iter().copied().fold(f64::INFINITY, f64::min),
             max: xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         }

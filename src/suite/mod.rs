@@ -548,9 +548,7 @@ fn finish(
 fn median_overhead(all: &[Overhead]) -> Option<Overhead> {
     let first = all.first()?;
     let med = |pick: fn(&Overhead) -> f64| {
-        let mut v: Vec<f64> = all.iter().map(pick).collect();
-        v.sort_by(f64::total_cmp);
-        summary::median(&v)
+        summary::median_of(&mut all.iter().map(pick).collect::<Vec<_>>())
     };
     Some(Overhead {
         per_sample_ns: med(|o| o.per_sample_ns),

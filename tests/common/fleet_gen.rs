@@ -131,12 +131,9 @@ fn scale(m: &mut Measurement, factor: f64) {
     }
 }
 
-/// A well-mixed 64-bit number from a seed (SplitMix64).
+/// A well-mixed 64-bit number from a seed (the first number of SplitMix64 from it).
 fn splitmix(seed: u64) -> u64 {
-    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    osmeter::stats::rng::splitmix64(&mut { seed })
 }
 
 /// A number in [-1, 1) from a mixed one.

@@ -166,11 +166,8 @@ fn client_against_wrk() {
                 .unwrap_or_else(|| panic!("no rate in wrk's output: {text}"));
             theirs.push(rate);
         }
-        let med = |v: &mut Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        };
-        let (a, b) = (med(&mut ours.clone()), med(&mut theirs.clone()));
+        let med = |v: &[f64]| crate::stats::summary::median_of(&mut v.to_vec());
+        let (a, b) = (med(&ours), med(&theirs));
         println!(
             "c={concurrency}: osmeter {ours:.0?} req/s, wrk {theirs:.0?} req/s; medians {a:.0} vs \
              {b:.0}, ratio {:.2}",

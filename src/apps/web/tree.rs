@@ -8,6 +8,7 @@
 //! large files. The largest size is capped so the tree stays bounded.
 
 use crate::stats::rng::Rng;
+use crate::system::page_size;
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::os::fd::AsRawFd;
@@ -241,16 +242,6 @@ pub fn cannot_drop(path: &Path) -> Option<String> {
             path.display()
         )
     })
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
-    }
 }
 
 /// Gives `path` to `group` with `mode` (owner keeps it; others get nothing). Without a group the

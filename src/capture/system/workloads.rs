@@ -95,15 +95,13 @@ pub fn host_program(name: &str) -> Result<PathBuf> {
     Ok(found)
 }
 
-/// Deterministic pseudo-random numbers for generated inputs.
+/// Deterministic pseudo-random numbers for generated inputs (xorshift64, whose stream the inputs
+/// have always been made of).
 struct XorShift(u64);
 
 impl XorShift {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        crate::stats::rng::xorshift64(&mut self.0)
     }
     fn word(&mut self, out: &mut String) {
         let len = 3 + self.next() % 9;

@@ -5,6 +5,7 @@
 //! every time for one seed.
 
 use super::{Kind, Mode, Ref, RefSource, TraceMeta};
+use crate::stats::rng::SplitMix64;
 use anyhow::Result;
 use std::path::Path;
 
@@ -12,20 +13,15 @@ use std::path::Path;
 pub const KERNEL_BASE: u64 = 0x8000_0000;
 
 #[derive(Clone)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
+        Rng(SplitMix64(seed ^ 0x9e37_79b9_7f4a_7c15))
     }
-    /// splitmix64
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     #[inline]
     pub fn below(&mut self, n: u64) -> u64 {

@@ -5,6 +5,7 @@
 //! (a timer) where it has not. Decoding is apart from the ring so it can be tested on known bytes.
 
 use super::sys::{self, PerfEventAttr};
+use crate::system::page_size;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};
 
@@ -417,16 +418,6 @@ fn online_cpus() -> Vec<usize> {
 }
 
 const SW_CPU_CLOCK: u64 = 0;
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
-    }
-}
 
 /// The kernel's limit on samples per second (it lowers it itself when sampling takes too long).
 pub fn max_sample_rate() -> u64 {

@@ -8,6 +8,7 @@ use crate::harness::Workload;
 use crate::probes::testing::env;
 use crate::probes::{FileSystems, ProbeEnv, Scale};
 use crate::results::model::Params;
+use crate::stats::summary::median_of;
 use std::path::Path;
 
 fn is_root() -> bool {
@@ -125,19 +126,14 @@ fn create_delete_ns(env: &ProbeEnv, samples: usize) -> f64 {
     );
     const OPS: u64 = 2000;
     w.run(OPS).unwrap();
-    let times: Vec<f64> = (0..samples)
+    let mut times: Vec<f64> = (0..samples)
         .map(|_| {
             let t = thread_cpu_ns();
             w.run(OPS).unwrap();
             (thread_cpu_ns() - t) / OPS as f64
         })
         .collect();
-    median(times)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    median_of(&mut times)
 }
 
 /// One round of fs.metadata as the harness runs it: samples that fill every directory, each
@@ -169,7 +165,7 @@ fn create_delete_after_metadata_agrees_with_create_delete_alone() {
         after.push(create_delete_ns(&env, 5));
     }
     eprintln!("alone {alone:.0?} ns, after fs.metadata {after:.0?} ns");
-    let (alone, after) = (median(alone), median(after));
+    let (alone, after) = (median_of(&mut alone), median_of(&mut after));
     let ratio = after.max(alone) / after.min(alone);
     eprintln!(
         "fs.create_delete size=0: alone {alone:.0} ns, right after fs.metadata {after:.0} ns \

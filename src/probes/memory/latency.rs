@@ -184,25 +184,13 @@ fn lmbench_next(i: usize, n: usize) -> usize {
 /// i -> next[i] from any slot visits every slot once before returning.
 fn sattolo(n: usize, seed: u64) -> Vec<u32> {
     let mut next: Vec<u32> = (0..n as u32).collect();
-    let mut rng = SplitMix64(seed);
+    let mut rng = crate::stats::rng::SplitMix64(seed);
     for i in (1..n).rev() {
         // Drawing j strictly below i (never i itself) is what makes the result a single cycle.
-        let j = ((rng.next() as u128 * i as u128) >> 64) as usize;
+        let j = ((rng.next_u64() as u128 * i as u128) >> 64) as usize;
         next.swap(i, j);
     }
     next
-}
-
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
 }
 
 /// One link of a chase: `p` becomes the address its node holds.

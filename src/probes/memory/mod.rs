@@ -125,15 +125,7 @@ fn parse_cache_size(text: &str) -> Option<u64> {
     digits.parse::<u64>().ok().map(|n| n * mult)
 }
 
-pub fn page_size() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
-    }
-}
+pub use crate::system::page_size;
 
 /// A private anonymous mapping, unmapped on drop. Probes use it instead of a Vec so buffers are
 /// page-aligned and their pages are touched (or not) exactly when the probe says.

@@ -15,6 +15,7 @@ use crate::results::figure::{Direction, Evidence, Figure, Role};
 use crate::results::fingerprint::Fingerprint;
 use crate::results::model::{Run, RunKind, Unit};
 use crate::stats::geomean::geomean;
+use crate::stats::summary::{median_and_mad, median_of, MAD_TO_SD};
 use machine_speed::MachineSpeed;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -74,12 +75,11 @@ pub fn robust_cv(values: &[f64]) -> Option<f64> {
     if values.len() < 3 {
         return None;
     }
-    let med = median(values);
+    let (med, mad) = median_and_mad(values);
     if med <= 0.0 {
         return None;
     }
-    let dev: Vec<f64> = values.iter().map(|v| (v - med).abs()).collect();
-    Some(1.4826 * median(&dev) / med)
+    Some(MAD_TO_SD * mad / med)
 }
 
 impl Default for CompareConfig {
@@ -254,7 +254,7 @@ impl Side {
         if self.run_values.len() == 1 {
             self.run_values[0]
         } else {
-            median(&self.run_values)
+            median_of(&mut self.run_values.clone())
         }
     }
 }
@@ -317,12 +317,6 @@ fn pages_differ(a: &Side, b: &Side) -> Option<String> {
         words(ka),
         words(kb)
     ))
-}
-
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    crate::stats::summary::median(&v)
 }
 
 /// Mean over runs of each explaining quantity.

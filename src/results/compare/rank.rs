@@ -1,5 +1,7 @@
 //! Rank test and resampling for comparing two sets of samples without assuming a distribution.
 
+use crate::stats::rng::SplitMix64;
+
 /// Two-sided p-value of the Mann-Whitney U test (Wilcoxon rank-sum) for samples `a` and `b`. Exact
 /// (by counting arrangements) when both are small and there are no ties, else the normal
 /// approximation with tie and continuity corrections.
@@ -94,30 +96,6 @@ pub fn normal_upper_tail(z: f64) -> f64 {
     erfc / 2.0
 }
 
-/// A small deterministic generator (SplitMix64) so that resampled intervals are reproducible.
-pub struct SplitMix(u64);
-
-impl SplitMix {
-    pub fn new(seed: u64) -> Self {
-        SplitMix(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-}
-
-fn median_of(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    crate::stats::summary::median(xs)
-}
-
 /// The statistic a figure's value is of its samples, so that its interval is of the same one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Statistic {
@@ -128,7 +106,7 @@ pub enum Statistic {
 impl Statistic {
     pub fn of(self, xs: &mut [f64]) -> f64 {
         match self {
-            Statistic::Median => median_of(xs),
+            Statistic::Median => crate::stats::summary::median_of(xs),
             Statistic::Mean => xs.iter().sum::<f64>() / xs.len() as f64,
         }
     }
@@ -159,16 +137,18 @@ pub fn ratio_ci95_of(
     resamples: usize,
     seed: u64,
 ) -> [f64; 2] {
-    let mut rng = SplitMix::new(seed);
+    // SplitMix64 and a plain modulo, as the intervals stored and printed so far were drawn.
+    let mut rng = SplitMix64(seed);
+    let mut below = |n: usize| (rng.next_u64() % n as u64) as usize;
     let mut ra = vec![0.0; a.len()];
     let mut rb = vec![0.0; b.len()];
     let mut ratios = Vec::with_capacity(resamples);
     for _ in 0..resamples {
         for x in ra.iter_mut() {
-            *x = a[rng.below(a.len())];
+            *x = a[below(a.len())];
         }
         for x in rb.iter_mut() {
-            *x = b[rng.below(b.len())];
+            *x = b[below(b.len())];
         }
         let ma = statistic.of(&mut ra);
         if ma != 0.0 {

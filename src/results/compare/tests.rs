@@ -19,7 +19,7 @@ fn figure(probe: &str, unit: Unit, samples: Vec<f64>) -> Measurement {
 
 /// Samples around `center` with a deterministic +-1 % wobble.
 fn noisy(center: f64, n: usize, seed: u64) -> Vec<f64> {
-    let mut rng = rank::SplitMix::new(seed);
+    let mut rng = crate::stats::rng::SplitMix64(seed);
     (0..n)
         .map(|_| center * (1.0 + ((rng.next_u64() % 2001) as f64 - 1000.0) / 100_000.0))
         .collect()

@@ -59,7 +59,7 @@ pub fn figure(m: &Measurement) -> Option<Figure> {
         value: if m.round_values.len() > 1 {
             summary.median
         } else {
-            super::median(&m.samples)
+            crate::stats::summary::median_of(&mut m.samples.clone())
         },
         interval: Some(summary.ci95),
         evidence: Evidence::Rounds(rounds),

@@ -12,6 +12,7 @@ pub mod bench;
 mod guest;
 
 use crate::results::model::{Run, RunKind, Status};
+use crate::stats::summary::{cv, median_of};
 use crate::units::{self, Unit};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -100,7 +101,7 @@ impl Evidence {
             Evidence::Rounds(rounds) => rounds
                 .iter()
                 .filter(|r| !r.is_empty())
-                .map(|r| median(r))
+                .map(|r| median_of(&mut r.clone()))
                 .collect(),
         }
     }
@@ -186,30 +187,6 @@ impl Figure {
     /// between the samples of its one repetition.
     pub fn cv(&self) -> Option<f64> {
         self.round_cv().or_else(|| cv(&self.evidence.samples()))
-    }
-}
-
-/// Standard deviation over mean, for two values or more.
-fn cv(v: &[f64]) -> Option<f64> {
-    if v.len() < 2 {
-        return None;
-    }
-    let mean = v.iter().sum::<f64>() / v.len() as f64;
-    if mean == 0.0 {
-        return None;
-    }
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
-    Some(var.sqrt() / mean.abs())
-}
-
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

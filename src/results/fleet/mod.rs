@@ -17,7 +17,7 @@ use crate::results::figure::Direction;
 use crate::results::store::{RunFilter, RunInfo, RunValue, Store};
 use crate::stats::changepoint::e_divisive;
 use crate::stats::segments::segments;
-use crate::stats::summary::{median, median_ci_ranks};
+use crate::stats::summary::{median, median_and_mad, median_ci_ranks, median_of, MAD_TO_SD};
 use crate::units::Unit;
 use crate::usage;
 use anyhow::Result;
@@ -440,14 +440,17 @@ fn current_cells(
     ranks: &mut MedianRanks,
 ) -> Vec<Cell> {
     let config = crate::results::history::method_config();
+    let value_median = |p: &[Point]| median_of(&mut p.iter().map(|x| x.value).collect::<Vec<_>>());
     let screen = median_of(
-        rows.iter()
-            .map(|(_, p)| median_of(p.iter().map(|x| x.value))),
+        &mut rows
+            .iter()
+            .map(|(_, p)| value_median(p))
+            .collect::<Vec<_>>(),
     );
     let off = |v: f64| (v / screen - 1.0).abs() >= query.min_effect;
     let mut cells = Vec::new();
     for (host, points) in rows {
-        let whole = median_of(points.iter().map(|p| p.value));
+        let whole = value_median(points);
         let newest = points.last().map_or(whole, |p| p.value);
         let mut current: &[Point] = points;
         if points.len() >= 2 * config.min_segment && (off(whole) || off(newest)) {
@@ -489,12 +492,6 @@ struct Point<'a> {
     run: &'a RunInfo,
     value: f64,
     interval: Option<[f64; 2]>,
-}
-
-fn median_of(values: impl Iterator<Item = f64>) -> f64 {
-    let mut v: Vec<f64> = values.collect();
-    v.sort_by(f64::total_cmp);
-    median(&v)
 }
 
 /// The ranks of the 95 % interval of the median of n values ([`median_ci_ranks`]), worked out
@@ -561,12 +558,8 @@ fn judge(classes: &mut BTreeMap<String, Class>, query: &FleetQuery) {
                 continue;
             }
             let logs: Vec<f64> = row.cells.iter().map(|c| c.value.ln()).collect();
-            let mut sorted_logs = logs.clone();
-            sorted_logs.sort_by(f64::total_cmp);
-            let center = median(&sorted_logs);
-            let mut deviations: Vec<f64> = logs.iter().map(|l| (l - center).abs()).collect();
-            deviations.sort_by(f64::total_cmp);
-            let spread = 1.4826 * median(&deviations);
+            let (center, mad) = median_and_mad(&logs);
+            let spread = MAD_TO_SD * mad;
             for (ci, cell) in row.cells.iter_mut().enumerate() {
                 cell.ratio = cell.value / row.median;
                 cell.ratio_interval =

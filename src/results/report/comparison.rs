@@ -239,7 +239,8 @@ fn swept_notes(c: &Comparison) -> String {
     for p in probes {
         let pts: Vec<&FigureComparison> = c.figures.iter().filter(|f| probe_of(f) == p).collect();
         let n_changed = pts.iter().filter(|f| changed(f)).count();
-        let geo = (pts.iter().map(|f| f.speedup.ln()).sum::<f64>() / pts.len() as f64).exp();
+        // Compare keeps only figures with positive values, so every speed-up is a ratio.
+        let geo = crate::stats::geomean::geomean(pts.iter().map(|f| f.speedup)).unwrap_or(f64::NAN);
         out.push_str(&note(&format!(
             "{p}: {} points compared, {n_changed} changed beyond noise, geometric mean speed-up {}; \
              the runs' curves are drawn together in their own section.",

@@ -38,6 +38,36 @@ pub fn median(sorted: &[f64]) -> f64 {
     }
 }
 
+/// The median of values in any order (NaN when there is none). Sorts them in place, so that a
+/// caller drawing many medians (a bootstrap) reuses one buffer; [`median`] when they are sorted.
+pub fn median_of(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    median(xs)
+}
+
+/// The median of values in any order and their median absolute deviation (MAD) from it, NaN for
+/// both when there is none. The MAD is unscaled: times [`MAD_TO_SD`] it estimates the standard
+/// deviation of normally distributed values, and unlike that it ignores a few wild ones.
+pub fn median_and_mad(xs: &[f64]) -> (f64, f64) {
+    let med = median_of(&mut xs.to_vec());
+    let mut dev: Vec<f64> = xs.iter().map(|x| (x - med).abs()).collect();
+    (med, median_of(&mut dev))
+}
+
+/// The MAD of normally distributed values times this estimates their standard deviation.
+pub const MAD_TO_SD: f64 = 1.4826;
+
+/// Coefficient of variation: the sample standard deviation over the magnitude of the mean. `None`
+/// with fewer than two values, or when the mean is zero or not finite: a spread relative to no
+/// size says nothing.
+pub fn cv(xs: &[f64]) -> Option<f64> {
+    let m = mean(xs);
+    if xs.len() < 2 || m == 0.0 || !m.is_finite() {
+        return None;
+    }
+    Some(stddev(xs) / m.abs())
+}
+
 pub fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
@@ -95,15 +125,12 @@ pub fn outliers(xs: &[f64]) -> Vec<usize> {
     if xs.len() < 3 {
         return Vec::new();
     }
-    let mut sorted = xs.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let med = median(&sorted);
-    let mut dev: Vec<f64> = xs.iter().map(|x| (x - med).abs()).collect();
-    dev.sort_by(f64::total_cmp);
-    let mad = median(&dev);
+    let (med, mad) = median_and_mad(xs);
+    // Iglewicz and Hoaglin's modified z-score: 0.6745 (x - median) / MAD.
     let scale = if mad > 0.0 {
         mad / 0.6745
     } else {
+        let dev: Vec<f64> = xs.iter().map(|x| (x - med).abs()).collect();
         1.253314 * mean(&dev)
     };
     if scale <= 0.0 {
@@ -165,7 +192,7 @@ pub fn summarize(xs: &[f64]) -> Summary {
         stddev: sd,
         min: sorted.first().copied().unwrap_or(f64::NAN),
         max: sorted.last().copied().unwrap_or(f64::NAN),
-        cv: if m != 0.0 { sd / m.abs() } else { 0.0 },
+        cv: cv(xs).unwrap_or(0.0),
         ci95: [sorted[lo], sorted[hi]],
         ci_level: level,
         outliers: outliers(xs),
@@ -181,6 +208,30 @@ mod tests {
     fn median_of_odd_and_even() {
         assert_eq!(median(&[1.0, 2.0, 9.0]), 2.0);
         assert_eq!(median(&[1.0, 2.0, 4.0, 9.0]), 3.0);
+    }
+
+    #[test]
+    fn medians_of_unsorted_values_and_their_mad() {
+        assert_eq!(median_of(&mut [9.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median_of(&mut [9.0, 4.0, 1.0, 2.0]), 3.0);
+        assert!(median_of(&mut []).is_nan());
+        // Deviations from 100: 0, 10, 10, 50 -> MAD 10, whatever the order.
+        assert_eq!(median_and_mad(&[150.0, 90.0, 100.0, 110.0]), (105.0, 10.0));
+        assert_eq!(median_and_mad(&[110.0, 100.0, 90.0]), (100.0, 10.0));
+        let (m, d) = median_and_mad(&[]);
+        assert!(m.is_nan() && d.is_nan());
+    }
+
+    #[test]
+    fn cv_needs_two_values_and_a_mean() {
+        let cv2 = cv(&[9.0, 11.0]).unwrap();
+        assert!((cv2 - 2f64.sqrt() / 10.0).abs() < 1e-12, "{cv2}");
+        assert_eq!(cv(&[-9.0, -11.0]), Some(cv2));
+        assert_eq!(cv(&[5.0]), None);
+        assert_eq!(cv(&[]), None);
+        assert_eq!(cv(&[-1.0, 1.0]), None);
+        assert_eq!(cv(&[1.0, f64::INFINITY]), None);
+        assert_eq!(summarize(&[5.0]).cv, 0.0);
     }
 
     #[test]

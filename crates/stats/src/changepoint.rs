@@ -189,7 +189,7 @@ pub fn e_divisive(series: &[f64], config: &ChangePointConfig) -> Vec<ChangePoint
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::rng::Rng;
+    use crate::rng::Rng;
     use proptest::prelude::*;
 
     fn noisy(rng: &mut Rng, levels: &[(f64, usize)], sd: f64) -> Vec<f64> {

@@ -109,7 +109,7 @@ pub fn log_ratio_test(a: &[f64], b: &[f64], level: f64) -> Result<RatioTest, Not
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::rng::Rng;
+    use crate::rng::Rng;
     use proptest::prelude::*;
 
     /// Round values of a figure: a true value, a multiplicative effect per round (cv `between`).

@@ -72,7 +72,7 @@ mod tests {
     #[test]
     fn seventy_four_null_figures_rarely_yield_a_discovery() {
         // Uniform p-values (no change anywhere): BH keeps the chance of any false call near alpha.
-        let mut rng = crate::stats::rng::Rng::new(11);
+        let mut rng = crate::rng::Rng::new(11);
         let trials = 2000;
         let mut any = 0;
         for _ in 0..trials {

@@ -126,7 +126,7 @@ pub fn best_split_linear(xs: &[f64], min: usize) -> Option<(usize, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::rng::Rng;
+    use crate::rng::Rng;
 
     /// Q of every split, summing every pair directly.
     fn direct(xs: &[f64], min: usize) -> Vec<(usize, f64)> {

@@ -13,7 +13,7 @@
 //! - [`changepoint`]: change points in a series of stored values (E-Divisive means), with
 //!   [`energy`] finding a split's best place in O(n log n);
 //! - [`segments`]: the stretches between change points, each with its level and interval;
-//! - [`dist`], [`rng`]: the distributions and the seeded generator the others rest on.
+//! - [`dist`], [`rng`]: the distributions and the seeded generators the others rest on.
 
 pub mod changepoint;
 pub mod dist;

@@ -16,19 +16,35 @@
 
 use super::rng::Rng;
 
-/// Geometric mean of the positive, finite values; `None` when there is none.
+/// Geometric mean of ratios; `None` when there is no value, or when any value is not a positive,
+/// finite number.
+///
+/// The rule for a value that is zero, negative, infinite or NaN: the mean is undefined, it is not
+/// taken over the others. A ratio of two positive times or rates is positive and finite, so such a
+/// value is a failed or missing measurement, and its logarithm does not exist. Leaving it out
+/// quietly would give a mean over fewer figures than the table beside it lists, leaning toward the
+/// figures that worked. A caller that means to leave some values out filters them before, where the
+/// reason can be read (compare keeps only figures with a positive, finite value on both sides).
 pub fn geomean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
-    let (sum, n) = values
-        .into_iter()
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .fold((0.0, 0usize), |(s, n), v| (s + v.ln(), n + 1));
+    let (mut sum, mut n) = (0.0, 0usize);
+    for v in values {
+        if !is_ratio(v) {
+            return None;
+        }
+        sum += v.ln();
+        n += 1;
+    }
     (n > 0).then(|| (sum / n as f64).exp())
 }
 
+/// Whether `v` can be a ratio of two positive measurements.
+fn is_ratio(v: f64) -> bool {
+    v.is_finite() && v > 0.0
+}
+
 /// A `level` interval of the geometric mean of every value in `clusters`, resampling whole
-/// clusters. Values that are not positive and finite are left out, as `geomean` leaves them out.
-/// `None` with fewer than two clusters holding a value: one cluster says nothing about how
-/// clusters vary. The interval always holds the geometric mean itself (a percentile interval of a
+/// clusters. `None` when a value is not positive and finite, by [`geomean`]'s rule, and with fewer
+/// than two clusters holding a value: one cluster says nothing about how clusters vary. The interval always holds the geometric mean itself (a percentile interval of a
 /// very skewed resampling can miss it by a hair; it is then widened to reach it).
 pub fn clustered_interval(
     clusters: &[Vec<f64>],
@@ -37,11 +53,13 @@ pub fn clustered_interval(
     seed: u64,
 ) -> Option<[f64; 2]> {
     // Per cluster: the sum of logs and the count, all the resampling needs.
+    if !clusters.iter().flatten().all(|v| is_ratio(*v)) {
+        return None;
+    }
     let parts: Vec<(f64, usize)> = clusters
         .iter()
         .map(|c| {
             c.iter()
-                .filter(|v| v.is_finite() && **v > 0.0)
                 .fold((0.0, 0usize), |(s, n), v| (s + v.ln(), n + 1))
         })
         .filter(|&(_, n)| n > 0)
@@ -109,7 +127,18 @@ mod tests {
         assert_eq!(geomean([4.0, 1.0]), Some(2.0));
         assert!((geomean([0.5, 2.0, 8.0]).unwrap() - 2.0).abs() < 1e-12);
         assert_eq!(geomean(std::iter::empty()), None);
-        assert_eq!(geomean([2.0, 0.0, f64::NAN]), Some(2.0));
+    }
+
+    #[test]
+    fn a_value_that_is_no_ratio_leaves_the_mean_undefined() {
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(geomean([2.0, bad, 8.0]), None, "{bad}");
+            assert_eq!(
+                clustered_interval(&[vec![2.0], vec![bad, 8.0]], 0.95, 100, 1),
+                None,
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! every osmeter version given the same seed (a stored run can be replayed exactly).
 //!
 //! xoshiro256++ (Blackman and Vigna), its state filled from the seed by SplitMix64 as its authors
-//! advise.
+//! advise. SplitMix64 is offered alone too, and Marsaglia's xorshift64, for the inputs of
+//! workloads, synthetic traces and simulated replacement: their streams were drawn from them before
+//! this crate existed, and a stream that changed would change what those measure and simulate.
 
 /// Seeded pseudo-random numbers; not for anything secret.
 #[derive(Clone, Debug)]
@@ -10,26 +12,38 @@ pub struct Rng {
     s: [u64; 4],
 }
 
-/// A seed from the kernel's random source (the time of day if that fails), for runs that were
-/// given none.
-pub fn seed_from_entropy() -> u64 {
-    let mut bytes = [0u8; 8];
-    // SAFETY: getrandom writes at most bytes.len() bytes into bytes.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n == bytes.len() as isize {
-        return u64::from_ne_bytes(bytes);
-    }
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
-fn splitmix64(state: &mut u64) -> u64 {
+/// One number of SplitMix64 (Steele, Lea and Flood): `state` advances by the golden-ratio increment
+/// and comes back mixed.
+#[inline]
+pub fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// One number of Marsaglia's xorshift64 (shifts 13, 7, 17): `state`, which must not be zero, moves
+/// on and is the number.
+#[inline]
+pub fn xorshift64(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// SplitMix64 as a generator, its state in the open: one addition and a mix per number, for the
+/// streams that must stay as they are (the module's documentation says which). Resampling and
+/// shuffles draw from [`Rng`].
+#[derive(Clone, Debug)]
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        splitmix64(&mut self.0)
+    }
 }
 
 impl Rng {
@@ -102,7 +116,7 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::rng::Rng;
+    use crate::rng::Rng;
     use proptest::prelude::*;
 
     #[test]
@@ -125,6 +139,17 @@ mod tests {
         let mut st = 0u64;
         assert_eq!(splitmix64(&mut st), 0xE220_A839_7B1D_CDAF);
         assert_eq!(splitmix64(&mut st), 0x6E78_9E6A_A1B9_65F4);
+        let mut g = SplitMix64(0);
+        assert_eq!(g.next_u64(), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(g.0, 0x9E37_79B9_7F4A_7C15);
+    }
+
+    #[test]
+    fn xorshift64_known_answer() {
+        // By hand from 1: ^ << 13 gives 0x2001, ^ >> 7 gives 0x2041, ^ << 17 gives 0x4082_2041.
+        let mut st = 1u64;
+        assert_eq!(xorshift64(&mut st), 0x4082_2041);
+        assert_eq!(st, 0x4082_2041);
     }
 
     #[test]

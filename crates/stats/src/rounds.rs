@@ -107,7 +107,7 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::rng::Rng;
+    use crate::rng::Rng;
     use proptest::prelude::*;
 
     /// Rounds of a figure: each round shifted by a multiplicative effect (cv `between`), its
@@ -162,7 +162,7 @@ mod tests {
         assert!(width > 0.03, "relative width {width}");
         assert!(r.between_cv > 10.0 * r.within_cv, "{r:?}");
         let pooled: Vec<f64> = rounds.concat();
-        let s = crate::stats::summary::summarize(&pooled);
+        let s = crate::summary::summarize(&pooled);
         assert!(
             (s.ci95[1] - s.ci95[0]) < r.ci[1] - r.ci[0],
             "pooled {:?} vs rounds {:?}",
