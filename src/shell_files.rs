@@ -102,7 +102,7 @@ pub fn man_install_dir() -> Result<PathBuf> {
 
 /// Whether `man` now finds osmeter's page where it was written, and if not, what to do.
 pub fn man_lookup_advice(dir: &Path) -> Option<String> {
-    let found = std::process::Command::new("man")
+    let found = crate::programs::command("man")
         .args(["-w", "osmeter"])
         .stderr(std::process::Stdio::null())
         .output()

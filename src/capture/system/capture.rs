@@ -74,7 +74,7 @@ pub(crate) fn ensure_packages(install: bool) -> Result<()> {
         );
     }
     eprintln!("osmeter: installing {}", missing.join(" "));
-    let status = std::process::Command::new("apt-get")
+    let status = crate::programs::command("apt-get")
         .args(["install", "-y", "--no-install-recommends"])
         .args(&missing)
         .status()

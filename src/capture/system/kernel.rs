@@ -3,7 +3,6 @@
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The meta-package whose dependency names the current cloud kernel: the cloud flavour has the
 /// drivers a QEMU guest needs built in and boots fastest.
@@ -100,7 +99,7 @@ fn check_bzimage(path: &Path) -> Result<()> {
 /// The concrete package a meta-package depends on (`linux-image-cloud-amd64` ->
 /// `linux-image-6.1.0-NN-cloud-amd64`), or the name itself when it is already concrete.
 fn resolve_package(name: &str) -> Result<String> {
-    let out = Command::new("apt-cache")
+    let out = crate::programs::command("apt-cache")
         .args(["depends", name])
         .output()
         .context(
@@ -149,7 +148,7 @@ pub fn from_package(name: &str) -> Result<Kernel> {
     std::fs::create_dir_all(&download)
         .with_context(|| format!("cannot create {}", download.display()))?;
     eprintln!("osmeter: fetching {package} into {}", download.display());
-    let out = Command::new("apt-get")
+    let out = crate::programs::command("apt-get")
         .args(["download", &package])
         .current_dir(&download)
         .output()
@@ -174,7 +173,7 @@ pub fn from_package(name: &str) -> Result<Kernel> {
     let partial = root.with_extension("partial");
     let _ = std::fs::remove_dir_all(&partial);
     std::fs::create_dir_all(&partial)?;
-    let status = Command::new("dpkg-deb")
+    let status = crate::programs::command("dpkg-deb")
         .arg("-x")
         .arg(&deb)
         .arg(&partial)

@@ -16,7 +16,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 /// Environment variable naming the store (a path or a postgres:// URL) when `--store` is not given.
-pub const STORE_ENV: &str = "OSMETER_STORE";
+pub use crate::programs::STORE_ENV;
 
 /// One line of `osmeter runs`.
 #[derive(Debug, Clone, Serialize, PartialEq)]

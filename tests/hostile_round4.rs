@@ -1,0 +1,144 @@
+//! Issue 44's hostile cases (the fourth hardening round), end to end on the real binary, each
+//! test named after what it proves: secrets kept from children, exports that no spreadsheet or
+//! terminal can be tricked by, an environment that is checked rather than trusted, dates and
+//! files named right, and output that cannot be written never losing the measurement.
+
+mod common;
+#[path = "common/pg.rs"]
+mod pg;
+
+use common::TestEnv;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Output;
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn all_output(out: &Output) -> String {
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+/// The URL of a fresh test database, without its password, and the password.
+fn url_without_password() -> (String, &'static str) {
+    let url = pg::fresh_database();
+    let with = format!("{}:{}@", pg::USER, pg::PASSWORD);
+    assert!(url.contains(&with), "{url}");
+    (url.replace(&with, &format!("{}@", pg::USER)), pg::PASSWORD)
+}
+
+// ---- item 1: secrets ---------------------------------------------------------------------------
+
+#[test]
+fn the_store_password_never_reaches_the_command_under_stat() {
+    let env = TestEnv::new();
+    let url = pg::fresh_database();
+    let out = env
+        .osmeter()
+        .env("OSMETER_STORE", &url)
+        .env("PGPASSWORD", "pgpassword-secret")
+        .args(["stat", "-r", "1", "--show-output", "--"])
+        .args([
+            "sh",
+            "-c",
+            "echo \"store=[$OSMETER_STORE] pw=[$PGPASSWORD]\"",
+        ])
+        .output()
+        .unwrap();
+    let all = all_output(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(!all.contains(pg::PASSWORD), "{all}");
+    assert!(!all.contains("pgpassword-secret"), "{all}");
+    // The child still knows which store, so an osmeter under stat finds it (with ~/.pgpass).
+    assert!(
+        all.contains(&format!("store=[postgres://{}@", pg::USER)),
+        "{all}"
+    );
+    assert!(all.contains("pw=[]"), "{all}");
+    // And the run was kept where the URL says.
+    let runs = env
+        .osmeter()
+        .env("OSMETER_STORE", &url)
+        .args(["runs", "--json"])
+        .output()
+        .unwrap();
+    assert!(runs.status.success(), "{}", text(&runs.stderr));
+    assert!(
+        text(&runs.stdout).contains("\"stat\""),
+        "{}",
+        text(&runs.stdout)
+    );
+}
+
+#[test]
+fn a_password_in_the_query_or_beside_a_local_store_reaches_no_load_command() {
+    let env = TestEnv::new();
+    // --store wins over $OSMETER_STORE, which stays in the environment all the same.
+    let out = env
+        .osmeter()
+        .env(
+            "OSMETER_STORE",
+            "postgres://osm@db.invalid/fleet?password=query-secret&sslmode=disable",
+        )
+        .env("PGPASSWORD", "pgpassword-secret")
+        .args([
+            "latency",
+            "--duration",
+            "1s",
+            "--classes",
+            "normal",
+            "--no-store",
+        ])
+        .args([
+            "--load-cmd",
+            "echo \"load store=[$OSMETER_STORE] pw=[$PGPASSWORD]\" >&2; sleep 100",
+        ])
+        .output()
+        .unwrap();
+    let all = all_output(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(!all.contains("query-secret"), "{all}");
+    assert!(!all.contains("pgpassword-secret"), "{all}");
+    assert!(
+        all.contains("load store=[postgres://osm@db.invalid/fleet?sslmode=disable] pw=[]"),
+        "{all}"
+    );
+}
+
+#[test]
+fn the_password_file_lets_a_url_leave_the_password_out() {
+    let env = TestEnv::new();
+    let (url, password) = url_without_password();
+    let port = pg::cluster().port;
+    let db = url.rsplit('/').next().unwrap().to_string();
+    let passfile = env.dir.path().join("pgpass");
+    std::fs::write(
+        &passfile,
+        format!(
+            "# the test cluster\nother:*:*:*:wrong\n127.0.0.1:{port}:{db}:{}:{password}\n",
+            pg::USER
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let runs = |mode: u32| {
+        std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(mode)).unwrap();
+        env.osmeter()
+            .env_remove("PGPASSWORD")
+            .env("PGPASSFILE", &passfile)
+            .args(["runs", "--store", &url])
+            .output()
+            .unwrap()
+    };
+    let private = runs(0o600);
+    assert!(private.status.success(), "{}", all_output(&private));
+    // A file its group may read is not read, and the warning says how to make it private.
+    let shared = runs(0o640);
+    let err = text(&shared.stderr);
+    assert_eq!(shared.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("chmod 0600") && err.contains("pgpass"),
+        "{err}"
+    );
+    assert!(!err.contains(password), "{err}");
+}
