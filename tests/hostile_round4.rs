@@ -142,3 +142,136 @@ fn the_password_file_lets_a_url_leave_the_password_out() {
     );
     assert!(!err.contains(password), "{err}");
 }
+
+// ---- item 3: injection -------------------------------------------------------------------------
+
+/// What a spreadsheet would run if a cell started with it.
+const FORMULA: &str = "=cmd|' /C calc'!A0";
+
+/// A small synthetic trace in the test's directory.
+fn synth(env: &TestEnv, refs: u64) -> std::path::PathBuf {
+    let p = env.dir.path().join("s.osmt");
+    let out = env
+        .osmeter()
+        .args([
+            "trace",
+            "synth",
+            "--refs",
+            &refs.to_string(),
+            "--seed",
+            "3",
+            "-o",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    p
+}
+
+/// The cells of an RFC 4180 text (quoted fields unquoted, doubled quotes undone).
+fn csv_cells(text: &str) -> Vec<String> {
+    let mut cells = vec![];
+    let mut cell = String::new();
+    let (mut quoted, mut chars) = (false, text.chars().peekable());
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cell.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' | '\n' if !quoted => cells.push(std::mem::take(&mut cell)),
+            c => cell.push(c),
+        }
+    }
+    cells.push(cell);
+    cells
+}
+
+#[test]
+fn a_formula_named_machine_or_tag_never_starts_an_exported_cell() {
+    let env = TestEnv::new();
+    let trace = synth(&env, 20_000);
+    // A machine of a config file named as a formula, as anyone's config may name it.
+    let doc = env.json(&[
+        "memsim",
+        "--json",
+        "--no-store",
+        "--no-3c",
+        "--preset",
+        "ds5000-200",
+        trace.to_str().unwrap(),
+    ]);
+    let mut config = doc["machines"][0]["config"].clone();
+    config["name"] = FORMULA.into();
+    let path = env.dir.path().join("formula.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let (_, id) = env.saved(&[
+        "memsim",
+        "--no-3c",
+        "--tag",
+        &format!("note={FORMULA}"),
+        "--config",
+        path.to_str().unwrap(),
+        trace.to_str().unwrap(),
+    ]);
+    let export = |format: &str| {
+        let out = env
+            .osmeter()
+            .args(["export", &id, "--format", format])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let csv = export("csv");
+    let cells = csv_cells(&csv);
+    let named: Vec<&String> = cells.iter().filter(|c| c.contains(FORMULA)).collect();
+    assert!(named.len() > 5, "the machine's figures are exported: {csv}");
+    for cell in &cells {
+        assert!(
+            !cell.starts_with(['=', '+', '-', '@', '\t', '\r']),
+            "a cell a spreadsheet would run: {cell:?}"
+        );
+    }
+    for cell in named {
+        assert!(cell.starts_with(&format!("'{FORMULA}")), "{cell:?}");
+    }
+    let markdown = export("markdown");
+    for row in markdown.lines().filter(|l| l.starts_with('|')) {
+        for cell in row.split(" | ") {
+            let cell = cell.trim_start_matches("| ");
+            assert!(!cell.starts_with('='), "{row}");
+        }
+    }
+    assert!(
+        markdown.contains(&format!("'{}", FORMULA.replace('|', "\\|"))),
+        "{markdown}"
+    );
+    // The JSON keeps the name as it was given.
+    assert!(export("json").contains(&format!("\"name\": \"{FORMULA}\"")));
+}
+
+#[test]
+fn bidirectional_controls_in_a_tag_are_shown_escaped_by_runs_and_show() {
+    let env = TestEnv::new();
+    let id = env.run_id(&[
+        "syscall.null",
+        "--tag",
+        "note=abc\u{202e}fdp.exe\u{2066}x\u{2069}",
+    ]);
+    for args in [vec!["runs"], vec!["show", &id]] {
+        let out = env.osmeter().args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let shown = text(&out.stdout);
+        assert!(
+            !shown.contains(['\u{202e}', '\u{2066}', '\u{2069}']),
+            "{args:?} prints a bidi control raw: {shown}"
+        );
+        assert!(
+            shown.contains("abc\\u{202e}fdp.exe\\u{2066}x\\u{2069}"),
+            "{args:?}: {shown}"
+        );
+    }
+}

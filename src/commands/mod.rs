@@ -74,7 +74,10 @@ fn emit_raw(text: &str) -> Result<()> {
 
 /// A JSON document on stdout, pretty-printed, with a final line feed (never wrapped).
 pub fn emit_json<T: serde::Serialize>(doc: &T) -> Result<()> {
-    emit_raw(&format!("{}\n", serde_json::to_string_pretty(doc)?))
+    let json = format!("{}\n", serde_json::to_string_pretty(doc)?);
+    // serde leaves bidirectional controls raw, which the net of emit_raw would escape in a way
+    // JSON does not read.
+    emit_raw(&crate::text::escape_bidi_in_json(&json))
 }
 
 /// Writes results to `path` (atomically: replaced whole, never left half-written), or to stdout.
