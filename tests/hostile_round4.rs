@@ -275,3 +275,93 @@ fn bidirectional_controls_in_a_tag_are_shown_escaped_by_runs_and_show() {
         );
     }
 }
+
+// ---- item 4: environment taken on trust --------------------------------------------------------
+
+/// `osmeter` with no store named, so the default one (under XDG_DATA_HOME or HOME) is used, run
+/// in `cwd`.
+fn osmeter_default_store(cwd: &std::path::Path) -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("osmeter").unwrap();
+    c.env_remove("OSMETER_STORE")
+        .env_remove("XDG_DATA_HOME")
+        .current_dir(cwd);
+    c
+}
+
+#[test]
+fn a_relative_xdg_data_home_is_ignored_and_a_relative_home_refused() {
+    let env = TestEnv::new();
+    let home = env.dir.path().join("home");
+    let cwd = env.dir.path().join("cwd");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&cwd).unwrap();
+    let mut args = vec!["run", "syscall.null"];
+    args.extend_from_slice(common::FAST);
+    let out = osmeter_default_store(&cwd)
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", "data")
+        .args(&args)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("XDG_DATA_HOME") && err.contains("ignored"),
+        "{err}"
+    );
+    assert!(home.join(".local/share/osmeter/runs.db").is_file(), "{err}");
+    assert!(
+        common::entries(&cwd).is_empty(),
+        "{:?}",
+        common::entries(&cwd)
+    );
+
+    // A relative HOME with no XDG_DATA_HOME: refused before measuring, naming HOME.
+    let out = osmeter_default_store(&cwd)
+        .env("HOME", "home")
+        .args(&args)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("HOME is \"home\", a relative path"), "{err}");
+    assert!(err.contains("--store"), "{err}");
+    assert!(!err.contains("syscall.null "), "nothing is measured: {err}");
+    assert!(
+        common::entries(&cwd).is_empty(),
+        "{:?}",
+        common::entries(&cwd)
+    );
+}
+
+#[test]
+fn an_unusable_tmpdir_is_named_as_tmpdir_not_as_dir() {
+    let env = TestEnv::new();
+    let file = env.dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    for (tmpdir, says) in [
+        (std::path::Path::new("/nonexistent"), "No such file"),
+        (file.as_path(), "not a directory"),
+    ] {
+        let out = env
+            .osmeter()
+            .env("TMPDIR", tmpdir)
+            .args(["run", "syscall.null"])
+            .args(common::FAST)
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("$TMPDIR") && err.contains(says), "{err}");
+        assert!(err.contains(&tmpdir.display().to_string()), "{err}");
+        assert!(!err.contains("--dir /"), "{err}");
+    }
+    // Given, --dir is named as --dir.
+    let out = env
+        .osmeter()
+        .args(["run", "syscall.null", "--dir", "/nonexistent"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--dir /nonexistent"));
+}

@@ -22,7 +22,7 @@ fn settings(args: &LatencyArgs) -> Result<Settings> {
         fail_over_ns: args.fail_over,
         loads: crate::latency::load::kinds_of(&args.load),
         load_command: args.load_cmd.clone(),
-        dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
+        dir: args.dir.clone(),
         compute_ns: args.compute,
         causes: args.trace.then_some(CauseSettings {
             threshold_ns: args.threshold,

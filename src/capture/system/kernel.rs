@@ -18,16 +18,17 @@ pub struct Kernel {
 }
 
 /// Where osmeter keeps what it fetches: `$OSMETER_CACHE`, else `$XDG_CACHE_HOME/osmeter`, else
-/// `~/.cache/osmeter`.
+/// `~/.cache/osmeter` (relative values of either ignored, as the XDG spec says).
 pub fn cache_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("OSMETER_CACHE") {
         return PathBuf::from(d);
     }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
-        return PathBuf::from(d).join("osmeter");
+    if let Some(d) = crate::files::xdg::absolute("XDG_CACHE_HOME") {
+        return d.join("osmeter");
     }
-    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
-    PathBuf::from(home).join(".cache").join("osmeter")
+    // A relative HOME is no better than none: the cache must not follow the working directory.
+    let home = crate::files::xdg::absolute_home().unwrap_or_else(|| "/tmp".into());
+    home.join(".cache").join("osmeter")
 }
 
 /// Holds osmeter's cache for one process at a time while it fetches or fills it, so two

@@ -209,11 +209,11 @@ impl Location {
     /// `$XDG_DATA_HOME/osmeter/runs.db` (`~/.local/share/osmeter/runs.db`), whatever
     /// $OSMETER_STORE says: where a run goes when the shared store cannot take it.
     pub fn default_local() -> Result<Location> {
-        let base = std::env::var_os("XDG_DATA_HOME")
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-            .ok_or_else(|| usage!("neither XDG_DATA_HOME nor HOME is set: give --store PATH"))?;
+        let base = crate::files::xdg::base_dir(
+            "XDG_DATA_HOME",
+            ".local/share",
+            "give --store PATH (or $OSMETER_STORE)",
+        )?;
         Ok(Location::Sqlite(base.join("osmeter").join("runs.db")))
     }
 
