@@ -365,3 +365,81 @@ fn an_unusable_tmpdir_is_named_as_tmpdir_not_as_dir() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--dir /nonexistent"));
 }
+
+// ---- item 8: messages that name the thing ------------------------------------------------------
+
+#[test]
+fn days_a_month_does_not_have_are_refused_by_since() {
+    let env = TestEnv::new();
+    for (date, says) in [
+        ("2026-02-30", "February 2026 has 28 days"),
+        ("2026-04-31", "April 2026 has 30 days"),
+        ("2025-02-29", "2025 is not a leap year"),
+    ] {
+        let out = env
+            .osmeter()
+            .args(["runs", "--since", date])
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{date}: {err}");
+        assert!(err.contains(date) && err.contains(says), "{date}: {err}");
+    }
+    let out = env
+        .osmeter()
+        .args(["runs", "--since", "2024-02-29"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_guest_kernel_that_is_a_device_or_a_directory_is_named_as_such() {
+    let env = TestEnv::new();
+    let dir = env.dir.path().to_str().unwrap().to_string();
+    for (spec, is) in [
+        ("/dev/zero", "is a character device"),
+        (dir.as_str(), "is a directory"),
+    ] {
+        let out = env
+            .osmeter()
+            .args(["run", "syscall.null", "--guest", spec])
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
+        assert!(
+            err.contains(&format!("{spec} {is}, not a kernel image")),
+            "{err}"
+        );
+        assert!(
+            err.contains("--guest takes a bzImage/vmlinuz file"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("--kernel") && !err.contains("does not exist"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_truncated_zstd_trace_is_named_and_said_to_be_cut_short() {
+    let env = TestEnv::new();
+    let trace = synth(&env, 20_000);
+    let packed = zstd::encode_all(&std::fs::read(&trace).unwrap()[..], 3).unwrap();
+    let cut = env.dir.path().join("cut.osmt.zst");
+    std::fs::write(&cut, &packed[..packed.len() / 2]).unwrap();
+    let out = env
+        .osmeter()
+        .args(["memsim", "--no-store"])
+        .arg(&cut)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("the zstd trace {} is cut short", cut.display())),
+        "{err}"
+    );
+}

@@ -63,12 +63,14 @@ fn content_key(path: &Path) -> Result<String> {
     Ok(format!("{h:016x}-{}", bytes.len()))
 }
 
-pub fn from_path(path: &Path) -> Result<Kernel> {
-    if !path.is_file() {
-        bail!(
-            "kernel {} does not exist (give a bzImage/vmlinuz file to --kernel)",
-            path.display()
-        );
+/// What `trace --system --kernel` takes.
+pub const TRACE_KERNEL: &str = "--kernel takes a bzImage/vmlinuz file such as /boot/vmlinuz-*";
+
+/// The kernel image at `path`; `wanted` says what the option takes, for the error when `path` is
+/// no regular file (`run --guest` and `trace --kernel` take different things).
+pub fn from_path(path: &Path, wanted: &str) -> Result<Kernel> {
+    if let Some(what) = not_a_file(path) {
+        bail!("{} {what}, not a kernel image: {wanted}", path.display());
     }
     check_bzimage(path)?;
     Ok(Kernel {
@@ -76,6 +78,29 @@ pub fn from_path(path: &Path) -> Result<Kernel> {
         label: path.display().to_string(),
         key: content_key(path)?,
     })
+}
+
+/// What `path` is when it is not a regular file (following links): "does not exist", "is a
+/// directory", "is a character device", ...
+fn not_a_file(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Some(if path.symlink_metadata().is_ok() {
+            "is a symbolic link to nothing"
+        } else {
+            "does not exist"
+        });
+    };
+    let t = meta.file_type();
+    match () {
+        _ if t.is_file() => None,
+        _ if t.is_dir() => Some("is a directory"),
+        _ if t.is_char_device() => Some("is a character device"),
+        _ if t.is_block_device() => Some("is a block device"),
+        _ if t.is_fifo() => Some("is a FIFO"),
+        _ if t.is_socket() => Some("is a socket"),
+        _ => Some("is not a regular file"),
+    }
 }
 
 /// Refuses a file without the x86 boot protocol's header (the "HdrS" magic at 0x202), which
@@ -211,9 +236,9 @@ mod tests {
         };
         std::fs::write(&a, image(b"one")).unwrap();
         std::fs::write(&b, image(b"two")).unwrap();
-        let ka = from_path(&a).unwrap();
-        assert_eq!(ka.key, from_path(&a).unwrap().key);
-        assert_ne!(ka.key, from_path(&b).unwrap().key);
+        let ka = from_path(&a, TRACE).unwrap();
+        assert_eq!(ka.key, from_path(&a, TRACE).unwrap().key);
+        assert_ne!(ka.key, from_path(&b, TRACE).unwrap().key);
         assert!(ka.key.ends_with(&format!("-{}", 0x206 + 3)));
     }
 
@@ -222,16 +247,29 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("notes.txt");
         std::fs::write(&f, vec![b'x'; 4096]).unwrap();
-        let err = from_path(&f).unwrap_err().to_string();
+        let err = from_path(&f, TRACE).unwrap_err().to_string();
         assert!(err.contains("not an x86 Linux kernel image"), "{err}");
         std::fs::write(&f, b"short").unwrap();
-        assert!(from_path(&f).is_err());
+        assert!(from_path(&f, TRACE).is_err());
     }
+
+    const TRACE: &str = TRACE_KERNEL;
 
     #[test]
     fn a_missing_kernel_file_says_what_to_give() {
-        let err = from_path(Path::new("/no/vmlinuz")).unwrap_err().to_string();
-        assert!(err.contains("--kernel"), "{err}");
+        let err = from_path(Path::new("/no/vmlinuz"), TRACE)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("does not exist") && err.contains("--kernel"),
+            "{err}"
+        );
+        let err = from_path(Path::new("/dev/zero"), TRACE)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/dev/zero is a character device"), "{err}");
+        let err = from_path(Path::new("/"), TRACE).unwrap_err().to_string();
+        assert!(err.contains("/ is a directory"), "{err}");
     }
 
     #[test]
