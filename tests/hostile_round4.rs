@@ -443,3 +443,89 @@ fn a_truncated_zstd_trace_is_named_and_said_to_be_cut_short() {
         "{err}"
     );
 }
+
+// ---- item 2: output that cannot be written -----------------------------------------------------
+
+/// Runs osmeter with `args` and its stdout on /dev/full; returns stderr after checking that the
+/// print failed with exit 1 and said the run was kept, and returns the id it named.
+fn kept_despite_a_full_stdout(env: &TestEnv, args: &[&str]) -> String {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = env.osmeter_std().args(args).stdout(full).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(
+        err.contains("cannot write the results to stdout"),
+        "{args:?}: {err}"
+    );
+    let id = err
+        .split("the run was kept all the same as ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .unwrap_or_else(|| panic!("{args:?}: no kept run named: {err}"))
+        .to_string();
+    // The run is in the store, whole.
+    let shown = env.json(&["show", &id, "--json"]);
+    assert_eq!(shown["id"], id.as_str(), "{args:?}");
+    id
+}
+
+#[test]
+fn a_full_stdout_keeps_the_run_of_run_latency_and_memsim_and_names_it() {
+    let env = TestEnv::new();
+    let mut run = vec!["run", "syscall.null"];
+    run.extend_from_slice(common::FAST);
+    let a = kept_despite_a_full_stdout(&env, &run);
+    let b = kept_despite_a_full_stdout(
+        &env,
+        &[
+            "latency",
+            "--duration",
+            "1s",
+            "--classes",
+            "normal",
+            "--json",
+        ],
+    );
+    let trace = synth(&env, 20_000);
+    let c = kept_despite_a_full_stdout(
+        &env,
+        &[
+            "memsim",
+            "--no-3c",
+            "--preset",
+            "ds5000-200",
+            trace.to_str().unwrap(),
+        ],
+    );
+    let runs = env.json(&["runs", "--json"]);
+    let ids: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    for id in [&a, &b, &c] {
+        assert!(ids.contains(&id.as_str()), "{id} in {ids:?}");
+    }
+    // Without a store there is nothing to keep, and the error says so.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = env
+        .osmeter_std()
+        .args(["run", "syscall.null", "--no-store"])
+        .args(common::FAST)
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("with --no-store the run was not kept"),
+        "{err}"
+    );
+}

@@ -43,12 +43,13 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         .sections
         .get::<crate::latency::document::LatencyDoc>()
         .expect("a latency run holds its document");
-    if args.output.json {
-        super::emit_json(&run)?;
-    } else {
-        super::emit(&text::render(doc))?;
-    }
-    keeper.save(&run)?;
+    super::keep_then_print(&keeper, &run, || {
+        if args.output.json {
+            super::emit_json(&run)
+        } else {
+            super::emit(&text::render(doc))
+        }
+    })?;
     Ok(exit_code(verdict))
 }
 
