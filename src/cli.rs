@@ -451,7 +451,7 @@ pub struct PushArgs {
     #[arg(long)]
     pub all: bool,
     /// Destination: a postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE URL (the password may come
-    /// from $PGPASSWORD instead) or a SQLite path
+    /// from $PGPASSWORD or ~/.pgpass instead) or a SQLite path
     #[arg(long, value_name = "URL|PATH", value_parser = crate::results::store::LocationArg)]
     pub to: crate::results::store::Location,
     /// The source store

@@ -74,17 +74,70 @@ pub fn parse_stamp(text: &str) -> Option<i64> {
     parse_absolute(text.trim())
 }
 
+/// Year, month and day of `YYYY-MM-DD`, not yet checked.
+fn date_parts(date: &str) -> Option<(i64, i64, i64)> {
+    let mut parts = date.splitn(3, '-');
+    Some((
+        number(parts.next()?)?,
+        number(parts.next()?)?,
+        number(parts.next()?)?,
+    ))
+}
+
+fn leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Why a date of the right shape names no day (`2026-02-30`), for the error.
+fn missing_day(text: &str) -> Option<String> {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let date = text.split(['T', ' ']).next()?;
+    let (y, m, d) = date_parts(date)?;
+    let days = days_in_month(y, m);
+    ((1..=12).contains(&m) && d > days && d <= 31).then(|| {
+        let month = MONTHS[(m - 1) as usize];
+        let leap_note = if m == 2 && !leap(y) {
+            format!(" ({y} is not a leap year)")
+        } else {
+            String::new()
+        };
+        format!("{date} is no date: {month} {y} has {days} days{leap_note}")
+    })
+}
+
 /// `2026-11-01`, `2026-11-01T10:00`, `2026-11-01T10:00:00Z`, `2026-11-01 10:00:00+01:00`.
 fn parse_absolute(text: &str) -> Option<i64> {
     let (date, time) = match text.split_once(['T', ' ']) {
         Some((d, t)) => (d, Some(t)),
         None => (text, None),
     };
-    let mut parts = date.splitn(3, '-');
-    let y = number(parts.next()?)?;
-    let m = number(parts.next()?)?;
-    let d = number(parts.next()?)?;
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || !(1970..=9999).contains(&y) {
+    let (y, m, d) = date_parts(date)?;
+    if !(1..=12).contains(&m)
+        || !(1..=days_in_month(y, m)).contains(&d)
+        || !(1970..=9999).contains(&y)
+    {
         return None;
     }
     let mut secs = days_from_civil(y, m, d) * 86_400;
@@ -154,6 +207,9 @@ fn parse_since_at(text: &str, now: i64) -> Result<String> {
             .or_else(|| parse_absolute(t)),
     };
     secs.map(rfc3339).ok_or_else(|| {
+        if let Some(why) = missing_day(t) {
+            return usage!("{why}; give a day of that month");
+        }
         usage!(
             "cannot read {text:?} as a time: give a date (2026-11-01), a date and time (2026-11-01T10:00, UTC \
              unless a zone such as +01:00 follows), today, yesterday, or a time ago (30min, 12h, \
@@ -201,5 +257,41 @@ mod tests {
             let err = parse_since_at(bad, now).unwrap_err().to_string();
             assert!(err.contains("give a date"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn days_a_month_does_not_have_are_refused_with_the_reason() {
+        let now = 1_795_000_000;
+        for (bad, says) in [
+            (
+                "2026-02-30",
+                "February 2026 has 28 days (2026 is not a leap year)",
+            ),
+            ("2026-04-31", "April 2026 has 30 days"),
+            (
+                "2025-02-29T10:00",
+                "February 2025 has 28 days (2025 is not a leap year)",
+            ),
+            (
+                "2100-02-29",
+                "February 2100 has 28 days (2100 is not a leap year)",
+            ),
+        ] {
+            let err = parse_since_at(bad, now).unwrap_err();
+            assert!(err.is::<crate::error::UsageError>());
+            assert!(err.to_string().contains(says), "{bad}: {err}");
+        }
+        assert_eq!(
+            parse_since_at("2024-02-29", now).unwrap(),
+            "2024-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            parse_since_at("2000-02-29", now).unwrap(),
+            "2000-02-29T00:00:00Z"
+        );
+        assert_eq!(
+            parse_since_at("2026-12-31", now).unwrap(),
+            "2026-12-31T00:00:00Z"
+        );
     }
 }

@@ -117,8 +117,7 @@ impl RunConfig {
         if let Some(prio) = args.measure.fifo {
             placement::check_fifo_priority(prio).map_err(|e| usage!("--fifo {prio}: {e:#}"))?;
         }
-        let scratch_parent = args.measure.dir.clone().unwrap_or_else(std::env::temp_dir);
-        crate::scratch::check_scratch_parent(&scratch_parent)?;
+        let scratch_parent = crate::scratch::check_scratch_parent(args.measure.dir.as_deref())?;
         if selected.iter().any(|s| s.probe.id == "app.web") {
             crate::apps::web::reach::check_dir(&scratch_parent, args.measure.install)?;
         }

@@ -2,6 +2,7 @@
 
 mod destination;
 pub mod partial;
+pub mod xdg;
 
 use anyhow::Result;
 pub use destination::{classify, parent, Destination, FIFO_READER_WAIT};

@@ -21,7 +21,6 @@
 use anyhow::{bail, Context, Result};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
 use std::time::Duration;
 use sys::{close_all_but, for_each_child, pipe, read_i32, sleep_ms, write_i32};
 
@@ -141,15 +140,7 @@ fn prepare(command: &str, rttime_us: u64, grace: Duration) -> Result<Prepared> {
     let cstr = |b: &[u8]| CString::new(b).context("the load command holds a NUL byte");
     let sh = cstr(b"/bin/sh")?;
     let argv = vec![sh.clone(), cstr(b"-c")?, cstr(command.as_bytes())?];
-    let envp = std::env::vars_os()
-        .map(|(k, v)| {
-            let mut kv = k;
-            kv.push("=");
-            kv.push(v);
-            CString::new(kv.as_bytes())
-        })
-        .filter_map(std::result::Result::ok)
-        .collect::<Vec<_>>();
+    let envp = crate::programs::envp();
     let mut argv_ptrs: Vec<_> = argv.iter().map(|a| a.as_ptr()).collect();
     argv_ptrs.push(std::ptr::null());
     let mut envp_ptrs: Vec<_> = envp.iter().map(|a| a.as_ptr()).collect();

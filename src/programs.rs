@@ -3,6 +3,10 @@
 //! on what "found" means: an executable regular file, by path when the name holds a `/`, else the
 //! first one on PATH, as execvp would pick it.
 
+mod child_env;
+
+pub use child_env::{command, envp, scrub, vars as child_vars, STORE_ENV};
+
 use anyhow::Result;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};

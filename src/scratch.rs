@@ -20,13 +20,34 @@ pub const MARKER: &str = ".osmeter-owner";
 /// Every top-level scratch directory's name starts with this, so leftovers can be found.
 pub const PREFIX: &str = "osmeter-";
 
-/// Checks that `dir` (the `--dir` option) can hold scratch directories: it exists, is a writable
-/// directory, and no other user can swap what osmeter makes in it (see [`parent_problem`]).
-pub fn check_scratch_parent(dir: &Path) -> Result<()> {
-    match parent_problem(dir) {
-        None => Ok(()),
-        Some(why) => Err(crate::usage!("--dir {}: {why}", dir.display())),
-    }
+/// Where scratch directories go: `--dir` when given, else the temporary directory ($TMPDIR, else
+/// /tmp).
+pub fn parent(flag: Option<&Path>) -> PathBuf {
+    flag.map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// Checks that [`parent`] can hold scratch directories: it exists, is a writable directory, and
+/// no other user can swap what osmeter makes in it (see [`parent_problem`]). The error names where
+/// the directory came from (`--dir`, `$TMPDIR` or /tmp), since a user who gave no --dir would not
+/// know what "--dir" meant. Returns the directory.
+pub fn check_scratch_parent(flag: Option<&Path>) -> Result<PathBuf> {
+    let dir = parent(flag);
+    let Some(why) = parent_problem(&dir) else {
+        return Ok(dir);
+    };
+    Err(match flag {
+        Some(_) => crate::usage!("--dir {}: {why}", dir.display()),
+        None if std::env::var_os("TMPDIR").is_some() => crate::usage!(
+            "the temporary directory {} (from $TMPDIR, as no --dir was given): {why}; set TMPDIR \
+             to a directory you may write to, unset it (for /tmp), or give --dir",
+            dir.display()
+        ),
+        None => crate::usage!(
+            "the temporary directory {} (used as no --dir was given): {why}; or give --dir DIR",
+            dir.display()
+        ),
+    })
 }
 
 /// A private scratch directory in `parent`, removed (with everything in it) on drop.

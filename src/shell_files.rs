@@ -102,7 +102,7 @@ pub fn man_install_dir() -> Result<PathBuf> {
 
 /// Whether `man` now finds osmeter's page where it was written, and if not, what to do.
 pub fn man_lookup_advice(dir: &Path) -> Option<String> {
-    let found = std::process::Command::new("man")
+    let found = crate::programs::command("man")
         .args(["-w", "osmeter"])
         .stderr(std::process::Stdio::null())
         .output()
@@ -137,16 +137,12 @@ fn config_home() -> Result<PathBuf> {
 }
 
 fn xdg_dir(var: &str, fallback: &str) -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os(var).filter(|d| Path::new(d).is_absolute()) {
-        return Ok(PathBuf::from(dir));
-    }
-    match std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
-        Some(home) => Ok(PathBuf::from(home).join(fallback)),
-        None => Err(crate::usage!(
-            "neither {var} nor HOME is set to an absolute directory: set one, or write the files \
-             where you choose (`osmeter completions SHELL > FILE`, `osmeter man --dir DIR`)"
-        )),
-    }
+    crate::files::xdg::base_dir(
+        var,
+        fallback,
+        "write the files where you choose (`osmeter completions SHELL > FILE`, `osmeter man --dir \
+         DIR`)",
+    )
 }
 
 #[cfg(test)]

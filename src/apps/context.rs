@@ -203,7 +203,7 @@ mod tests {
     #[test]
     fn shell_words_survive_quotes() {
         let w = shell_word(std::ffi::OsStr::new("a b'c"));
-        let out = std::process::Command::new("sh")
+        let out = crate::programs::command("sh")
             .arg("-c")
             .arg(format!("printf %s {w}"))
             .output()

@@ -146,7 +146,7 @@ impl Mounted {
             .with_context(|| format!("cannot size {}", image.display()))?;
         drop(file);
         run(
-            Command::new("/usr/sbin/mkfs.ext4")
+            crate::programs::command("/usr/sbin/mkfs.ext4")
                 .args(["-q", "-F"])
                 .args(if journal {
                     &[][..]
@@ -171,14 +171,14 @@ impl Mounted {
         };
         match kind {
             Kind::Ext4 => run(
-                Command::new("/usr/bin/mount")
+                crate::programs::command("/usr/bin/mount")
                     .args(["-t", "ext4", "-o", "loop"])
                     .arg(&image)
                     .arg(&mounted.mountpoint),
                 "mount -o loop",
             )?,
             Kind::Fuse => {
-                let mut server = Command::new("/usr/bin/fuse2fs");
+                let mut server = crate::programs::command("/usr/bin/fuse2fs");
                 // Killed with osmeter (or its measuring process) whatever ends it: an orphaned
                 // server would keep the image mounted and busy.
                 crate::interrupt::die_with_parent(&mut server);
@@ -258,7 +258,7 @@ impl Mounted {
 impl Drop for Mounted {
     fn drop(&mut self) {
         let umount = |lazy: bool| {
-            let mut c = Command::new("/usr/bin/umount");
+            let mut c = crate::programs::command("/usr/bin/umount");
             if lazy {
                 c.arg("-l");
             }

@@ -4,7 +4,6 @@
 
 use anyhow::{bail, Context, Result};
 use std::path::Path;
-use std::process::Command;
 
 /// A program a workload runs and the Debian package that ships it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,7 +92,7 @@ pub fn install(needs: &[Need]) -> Result<Vec<&'static str>> {
     }
     eprintln!("osmeter: installing {} with apt-get", gone.join(", "));
     let apt = |args: &[&str]| -> Result<bool> {
-        let status = Command::new("apt-get")
+        let status = crate::programs::command("apt-get")
             .args(args)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .stdout(std::process::Stdio::null())

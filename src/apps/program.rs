@@ -26,7 +26,7 @@ impl Program {
     pub fn new(argv: &[&str], dir: &Path, limit: Duration) -> Result<Program> {
         let (first, rest) = argv.split_first().context("an empty command")?;
         let log = tempfile::tempfile().context("cannot make a file for a program's messages")?;
-        let mut command = Command::new(first);
+        let mut command = crate::programs::command(first);
         command
             .args(rest)
             .current_dir(dir)
@@ -159,7 +159,7 @@ fn wait_with_limit(pid: libc::pid_t, limit: Duration) -> bool {
 /// Checks that `argv` runs and succeeds once (a smoke test at set-up, so that a broken install
 /// fails the figure before any timing), returning its first line of output.
 pub fn version_line(argv: &[&str]) -> Result<String> {
-    let out = Command::new(argv[0])
+    let out = crate::programs::command(argv[0])
         .args(&argv[1..])
         .env_clear()
         .env("PATH", "/usr/bin:/bin")

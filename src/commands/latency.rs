@@ -22,7 +22,7 @@ fn settings(args: &LatencyArgs) -> Result<Settings> {
         fail_over_ns: args.fail_over,
         loads: crate::latency::load::kinds_of(&args.load),
         load_command: args.load_cmd.clone(),
-        dir: args.dir.clone().unwrap_or_else(std::env::temp_dir),
+        dir: args.dir.clone(),
         compute_ns: args.compute,
         causes: args.trace.then_some(CauseSettings {
             threshold_ns: args.threshold,
@@ -43,12 +43,13 @@ pub fn latency(args: &LatencyArgs) -> Result<i32> {
         .sections
         .get::<crate::latency::document::LatencyDoc>()
         .expect("a latency run holds its document");
-    if args.output.json {
-        super::emit_json(&run)?;
-    } else {
-        super::emit(&text::render(doc))?;
-    }
-    keeper.save(&run)?;
+    super::keep_then_print(&keeper, &run, || {
+        if args.output.json {
+            super::emit_json(&run)
+        } else {
+            super::emit(&text::render(doc))
+        }
+    })?;
     Ok(exit_code(verdict))
 }
 

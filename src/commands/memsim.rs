@@ -49,17 +49,26 @@ pub fn memsim(args: &MemsimArgs) -> Result<i32> {
             (done.refs * machines.len() as u64) as f64 / done.seconds.max(1e-9) / 1e6
         );
     }
-    let doc = done.doc;
-    if args.output.json {
-        super::emit_json(&doc)?;
-    } else {
-        super::emit(
-            &(text::render(&doc)
-                + &kernel::analysis::render(&doc)
-                + &curve::render(&doc.curves)
-                + &interval::render(&doc.intervals)),
-        )?;
-    }
-    keeper.keep(crate::results::model::Sections::of(doc), started_at, false)?;
+    let run = keeper.run_of(
+        crate::results::model::Sections::of(done.doc),
+        started_at,
+        false,
+    );
+    let doc = run
+        .sections
+        .get::<crate::memsim::document::MemsimDoc>()
+        .expect("a memsim run holds its document");
+    super::keep_then_print(&keeper, &run, || {
+        if args.output.json {
+            super::emit_json(doc)
+        } else {
+            super::emit(
+                &(text::render(doc)
+                    + &kernel::analysis::render(doc)
+                    + &curve::render(&doc.curves)
+                    + &interval::render(&doc.intervals)),
+            )
+        }
+    })?;
     Ok(crate::error::EXIT_OK)
 }

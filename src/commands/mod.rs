@@ -76,7 +76,36 @@ fn emit_raw(text: &str) -> Result<()> {
 
 /// A JSON document on stdout, pretty-printed, with a final line feed (never wrapped).
 pub fn emit_json<T: serde::Serialize>(doc: &T) -> Result<()> {
-    emit_raw(&format!("{}\n", serde_json::to_string_pretty(doc)?))
+    let json = format!("{}\n", serde_json::to_string_pretty(doc)?);
+    // serde leaves bidirectional controls raw, which the net of emit_raw would escape in a way
+    // JSON does not read.
+    emit_raw(&crate::text::escape_bidi_in_json(&json))
+}
+
+/// Keeps `run`, then prints it with `print`. Kept first, so that output that cannot be written
+/// (a full disk behind `> file`, /dev/full) loses no measurement: the error then says the run was
+/// kept and how to see it. Printed even when keeping fails, so that the figures are not lost
+/// either; the keeping error is the one returned then.
+pub fn keep_then_print(
+    keeper: &crate::results::keep::Keeper,
+    run: &crate::results::model::Run,
+    print: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    let kept = keeper.save(run);
+    let printed = print();
+    match (kept, printed) {
+        (Err(e), _) => Err(e),
+        (Ok(true), Err(e)) => Err(anyhow::anyhow!(
+            "{e:#}; the run was kept all the same as {id}: `osmeter show {id}` prints it, \
+             `osmeter export {id} --format json` gives it whole",
+            id = run.id
+        )),
+        (Ok(false), Err(e)) => Err(anyhow::anyhow!(
+            "{e:#}; with --no-store the run was not kept either: measure again with an output \
+             that can be written, or without --no-store"
+        )),
+        (Ok(_), Ok(())) => Ok(()),
+    }
 }
 
 /// Writes results to `path` (atomically: replaced whole, never left half-written), or to stdout.

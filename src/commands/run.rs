@@ -14,22 +14,23 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let config = RunConfig::from_args(args)?;
     crate::tracefs::sweep_stale_instances();
     let run = crate::run::measure(&config)?;
-    if config.json {
-        super::emit_json(&run)?;
-    } else {
-        super::emit(
-            &(table::render(&run)
-                + &crate::apps::summary::text(&run)
-                + &crate::papers::brief::text(&run)
-                + &run
-                    .profiles
-                    .as_ref()
-                    .map(crate::results::profile::render)
-                    .unwrap_or_default()),
-        )?;
-    }
-    // The figures are already on stdout; a PostgreSQL store that fails gets a local copy.
-    config.keeper.save(&run)?;
+    // A PostgreSQL store that fails gets a local copy.
+    super::keep_then_print(&config.keeper, &run, || {
+        if config.json {
+            super::emit_json(&run)
+        } else {
+            super::emit(
+                &(table::render(&run)
+                    + &crate::apps::summary::text(&run)
+                    + &crate::papers::brief::text(&run)
+                    + &run
+                        .profiles
+                        .as_ref()
+                        .map(crate::results::profile::render)
+                        .unwrap_or_default()),
+            )
+        }
+    })?;
     if run.interrupted {
         return Ok(crate::error::EXIT_INTERRUPTED);
     }

@@ -47,6 +47,14 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
             escape_controls(run.suite.as_deref().unwrap_or(run.kind().as_str()))
         );
         let mut body = String::new();
+        if !run.tags.is_empty() {
+            let tags: Vec<String> = run
+                .tags
+                .iter()
+                .map(|(k, v)| escape_controls(&format!("{k}={v}")).into_owned())
+                .collect();
+            body.push_str(&format!("tags {}\n", tags.join(" ")));
+        }
         if !run.measurements.is_empty() {
             body.push_str(&table::render(&run));
             body.push_str(&crate::apps::summary::text(&run));

@@ -79,6 +79,8 @@ struct Prepared {
     // Owned here so the pointers below stay valid; read only through them.
     _argv: Vec<CString>,
     argv_ptrs: Vec<*const libc::c_char>,
+    _envp: Vec<CString>,
+    envp_ptrs: Vec<*const libc::c_char>,
     stdout: Stream,
     stderr: Stream,
     fd3: RawFd,
@@ -87,7 +89,8 @@ struct Prepared {
 
 impl GuardedChild {
     /// Starts a guardian that forks the program (`argv[0]` found on PATH as execvp does, and run
-    /// by /bin/sh when the kernel cannot execute it) and holds it before exec until
+    /// by /bin/sh when the kernel cannot execute it), in osmeter's environment less its secrets (see
+    /// [`crate::programs::command`]), and holds it before exec until
     /// [`GuardedChild::release`]. Standard input is osmeter's; `fd3`, if given, becomes the
     /// program's descriptor 3.
     pub fn spawn<S: AsRef<OsStr>>(
@@ -106,9 +109,14 @@ impl GuardedChild {
         }
         let mut argv_ptrs: Vec<_> = argv.iter().map(|a| a.as_ptr()).collect();
         argv_ptrs.push(std::ptr::null());
+        let envp = crate::programs::envp();
+        let mut envp_ptrs: Vec<_> = envp.iter().map(|a| a.as_ptr()).collect();
+        envp_ptrs.push(std::ptr::null());
         let prep = Prepared {
             _argv: argv,
             argv_ptrs,
+            _envp: envp,
+            envp_ptrs,
             stdout,
             stderr,
             fd3: fd3.unwrap_or(-1),
@@ -515,7 +523,11 @@ unsafe fn program(guardian: libc::pid_t, fds: Fds, prep: &Prepared) -> ! {
         }
     }
     libc::close(go);
-    libc::execvp(prep.argv_ptrs[0], prep.argv_ptrs.as_ptr());
+    libc::execvpe(
+        prep.argv_ptrs[0],
+        prep.argv_ptrs.as_ptr(),
+        prep.envp_ptrs.as_ptr(),
+    );
     fail(exec_error)
 }
 

@@ -35,8 +35,8 @@ pub struct Settings {
     pub loads: Vec<load::Kind>,
     /// A command run as load through /bin/sh.
     pub load_command: Option<String>,
-    /// Where the io load makes its scratch directory.
-    pub dir: std::path::PathBuf,
+    /// Where the io load makes its scratch directory: `--dir`, else the temporary directory.
+    pub dir: Option<std::path::PathBuf>,
     /// `--compute`: what the timer threads compute per period.
     pub compute_ns: Option<u64>,
     /// `--trace`: cause capture.
@@ -96,7 +96,7 @@ impl Settings {
             self.cpus = vec![*placement::usable_cpus().last().unwrap_or(&0)];
         }
         if self.loads.contains(&load::Kind::Io) {
-            crate::scratch::check_scratch_parent(&self.dir)?;
+            crate::scratch::check_scratch_parent(self.dir.as_deref())?;
         }
         Ok(self)
     }
@@ -262,7 +262,7 @@ pub fn measure(settings: &Settings) -> Result<Outcome> {
         match load::LoadSet::start(
             &settings.loads,
             settings.load_command.as_deref(),
-            &settings.dir,
+            &crate::scratch::parent(settings.dir.as_deref()),
             placement::usable_cpus().len(),
         ) {
             Ok(l) => Some(l),
@@ -427,7 +427,7 @@ mod tests {
             fail_over_ns: None,
             loads: Vec::new(),
             load_command: None,
-            dir: std::env::temp_dir(),
+            dir: None,
             compute_ns: None,
             causes: None,
             stages: false,

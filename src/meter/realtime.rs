@@ -462,7 +462,7 @@ fn kernel_config() -> Option<String> {
     if let Some(text) = release.and_then(|r| read_text(Path::new(&format!("/boot/config-{r}")))) {
         return Some(text);
     }
-    let out = std::process::Command::new("gzip")
+    let out = crate::programs::command("gzip")
         .args(["-dc", "/proc/config.gz"])
         .stderr(std::process::Stdio::null())
         .output()

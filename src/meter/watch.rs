@@ -235,7 +235,7 @@ mod tests {
     #[test]
     fn a_spinning_child_of_this_process_counts_as_its_own() {
         let cpu = *super::super::placement::usable_cpus().last().unwrap();
-        let mut child = std::process::Command::new("taskset")
+        let mut child = crate::programs::command("taskset")
             .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
             .spawn()
             .expect("taskset and sh");

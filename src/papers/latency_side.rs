@@ -102,7 +102,7 @@ pub fn settings(id: PaperId, req: &LatencyRequest) -> Result<Settings> {
         fail_over_ns: None,
         loads: load::kinds_of(&loads),
         load_command: None,
-        dir: req.dir.clone().unwrap_or_else(std::env::temp_dir),
+        dir: req.dir.clone(),
         compute_ns: None,
         causes: None,
         stages: false,

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// The descriptor a worker writes its report to.
@@ -120,7 +120,7 @@ pub fn run_job(command: &WorkerCommand, job: &Job) -> Result<Report> {
     let grace = STOP_GRACE;
     let (read_end, write_end) = pipe()?;
     let parent = std::process::id() as libc::pid_t;
-    let mut cmd = Command::new(&command.program);
+    let mut cmd = crate::programs::command(&command.program);
     cmd.args(&command.args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

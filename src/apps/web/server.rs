@@ -189,7 +189,7 @@ fn quoted(path: &Path) -> String {
 
 /// `nginx/1.22.1`, from `nginx -v` (which writes it to stderr).
 pub fn version(nginx: &Path) -> String {
-    std::process::Command::new(nginx)
+    crate::programs::command(nginx)
         .arg("-v")
         .output()
         .ok()

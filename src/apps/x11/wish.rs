@@ -139,7 +139,7 @@ pub fn run_once(
         .with_context(|| format!("cannot write {}", script_path.display()))?;
     let x_before = xvfb.cpu_time();
     let started = Instant::now();
-    let mut command = std::process::Command::new(wish);
+    let mut command = crate::programs::command(wish);
     crate::interrupt::die_with_parent(&mut command);
     let child = command
         .arg(&script_path)

@@ -74,7 +74,7 @@ pub(crate) fn ensure_packages(install: bool) -> Result<()> {
         );
     }
     eprintln!("osmeter: installing {}", missing.join(" "));
-    let status = std::process::Command::new("apt-get")
+    let status = crate::programs::command("apt-get")
         .args(["install", "-y", "--no-install-recommends"])
         .args(&missing)
         .status()
@@ -311,7 +311,7 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
     let qemu_bin = qemu::find_qemu()?;
     let lock = kernel::lock_cache()?;
     let kernel = match &opts.kernel {
-        Some(p) => kernel::from_path(p)?,
+        Some(p) => kernel::from_path(p, kernel::TRACE_KERNEL)?,
         None => kernel::from_package(&opts.kernel_package)?,
     };
     // Held while a given System.map is checked; `cached_symbols` takes the lock itself.

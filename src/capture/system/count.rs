@@ -93,7 +93,7 @@ pub struct Counted {
 
 /// `qemu-system-x86_64 --version`, first line.
 pub fn qemu_version(qemu: &Path) -> String {
-    std::process::Command::new(qemu)
+    crate::programs::command(qemu)
         .arg("--version")
         .output()
         .ok()

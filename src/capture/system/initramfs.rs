@@ -6,7 +6,6 @@ use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
-use std::process::Command;
 
 enum Entry {
     Dir,
@@ -192,7 +191,7 @@ fn write_entry(
 /// The shared libraries (and dynamic loader) a program needs, as `ldd` resolves them on this
 /// machine; empty for a static program or a script.
 pub fn shared_libraries(program: &Path) -> Result<Vec<PathBuf>> {
-    let out = Command::new("ldd")
+    let out = crate::programs::command("ldd")
         .arg(program)
         .output()
         .context("cannot run ldd (package libc-bin) to find a program's shared libraries")?;

@@ -3,7 +3,6 @@
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The meta-package whose dependency names the current cloud kernel: the cloud flavour has the
 /// drivers a QEMU guest needs built in and boots fastest.
@@ -19,16 +18,17 @@ pub struct Kernel {
 }
 
 /// Where osmeter keeps what it fetches: `$OSMETER_CACHE`, else `$XDG_CACHE_HOME/osmeter`, else
-/// `~/.cache/osmeter`.
+/// `~/.cache/osmeter` (relative values of either ignored, as the XDG spec says).
 pub fn cache_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("OSMETER_CACHE") {
         return PathBuf::from(d);
     }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
-        return PathBuf::from(d).join("osmeter");
+    if let Some(d) = crate::files::xdg::absolute("XDG_CACHE_HOME") {
+        return d.join("osmeter");
     }
-    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
-    PathBuf::from(home).join(".cache").join("osmeter")
+    // A relative HOME is no better than none: the cache must not follow the working directory.
+    let home = crate::files::xdg::absolute_home().unwrap_or_else(|| "/tmp".into());
+    home.join(".cache").join("osmeter")
 }
 
 /// Holds osmeter's cache for one process at a time while it fetches or fills it, so two
@@ -63,12 +63,14 @@ fn content_key(path: &Path) -> Result<String> {
     Ok(format!("{h:016x}-{}", bytes.len()))
 }
 
-pub fn from_path(path: &Path) -> Result<Kernel> {
-    if !path.is_file() {
-        bail!(
-            "kernel {} does not exist (give a bzImage/vmlinuz file to --kernel)",
-            path.display()
-        );
+/// What `trace --system --kernel` takes.
+pub const TRACE_KERNEL: &str = "--kernel takes a bzImage/vmlinuz file such as /boot/vmlinuz-*";
+
+/// The kernel image at `path`; `wanted` says what the option takes, for the error when `path` is
+/// no regular file (`run --guest` and `trace --kernel` take different things).
+pub fn from_path(path: &Path, wanted: &str) -> Result<Kernel> {
+    if let Some(what) = not_a_file(path) {
+        bail!("{} {what}, not a kernel image: {wanted}", path.display());
     }
     check_bzimage(path)?;
     Ok(Kernel {
@@ -76,6 +78,29 @@ pub fn from_path(path: &Path) -> Result<Kernel> {
         label: path.display().to_string(),
         key: content_key(path)?,
     })
+}
+
+/// What `path` is when it is not a regular file (following links): "does not exist", "is a
+/// directory", "is a character device", ...
+fn not_a_file(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Some(if path.symlink_metadata().is_ok() {
+            "is a symbolic link to nothing"
+        } else {
+            "does not exist"
+        });
+    };
+    let t = meta.file_type();
+    match () {
+        _ if t.is_file() => None,
+        _ if t.is_dir() => Some("is a directory"),
+        _ if t.is_char_device() => Some("is a character device"),
+        _ if t.is_block_device() => Some("is a block device"),
+        _ if t.is_fifo() => Some("is a FIFO"),
+        _ if t.is_socket() => Some("is a socket"),
+        _ => Some("is not a regular file"),
+    }
 }
 
 /// Refuses a file without the x86 boot protocol's header (the "HdrS" magic at 0x202), which
@@ -100,7 +125,7 @@ fn check_bzimage(path: &Path) -> Result<()> {
 /// The concrete package a meta-package depends on (`linux-image-cloud-amd64` ->
 /// `linux-image-6.1.0-NN-cloud-amd64`), or the name itself when it is already concrete.
 fn resolve_package(name: &str) -> Result<String> {
-    let out = Command::new("apt-cache")
+    let out = crate::programs::command("apt-cache")
         .args(["depends", name])
         .output()
         .context(
@@ -149,7 +174,7 @@ pub fn from_package(name: &str) -> Result<Kernel> {
     std::fs::create_dir_all(&download)
         .with_context(|| format!("cannot create {}", download.display()))?;
     eprintln!("osmeter: fetching {package} into {}", download.display());
-    let out = Command::new("apt-get")
+    let out = crate::programs::command("apt-get")
         .args(["download", &package])
         .current_dir(&download)
         .output()
@@ -174,7 +199,7 @@ pub fn from_package(name: &str) -> Result<Kernel> {
     let partial = root.with_extension("partial");
     let _ = std::fs::remove_dir_all(&partial);
     std::fs::create_dir_all(&partial)?;
-    let status = Command::new("dpkg-deb")
+    let status = crate::programs::command("dpkg-deb")
         .arg("-x")
         .arg(&deb)
         .arg(&partial)
@@ -211,9 +236,9 @@ mod tests {
         };
         std::fs::write(&a, image(b"one")).unwrap();
         std::fs::write(&b, image(b"two")).unwrap();
-        let ka = from_path(&a).unwrap();
-        assert_eq!(ka.key, from_path(&a).unwrap().key);
-        assert_ne!(ka.key, from_path(&b).unwrap().key);
+        let ka = from_path(&a, TRACE).unwrap();
+        assert_eq!(ka.key, from_path(&a, TRACE).unwrap().key);
+        assert_ne!(ka.key, from_path(&b, TRACE).unwrap().key);
         assert!(ka.key.ends_with(&format!("-{}", 0x206 + 3)));
     }
 
@@ -222,16 +247,29 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("notes.txt");
         std::fs::write(&f, vec![b'x'; 4096]).unwrap();
-        let err = from_path(&f).unwrap_err().to_string();
+        let err = from_path(&f, TRACE).unwrap_err().to_string();
         assert!(err.contains("not an x86 Linux kernel image"), "{err}");
         std::fs::write(&f, b"short").unwrap();
-        assert!(from_path(&f).is_err());
+        assert!(from_path(&f, TRACE).is_err());
     }
+
+    const TRACE: &str = TRACE_KERNEL;
 
     #[test]
     fn a_missing_kernel_file_says_what_to_give() {
-        let err = from_path(Path::new("/no/vmlinuz")).unwrap_err().to_string();
-        assert!(err.contains("--kernel"), "{err}");
+        let err = from_path(Path::new("/no/vmlinuz"), TRACE)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("does not exist") && err.contains("--kernel"),
+            "{err}"
+        );
+        let err = from_path(Path::new("/dev/zero"), TRACE)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/dev/zero is a character device"), "{err}");
+        let err = from_path(Path::new("/"), TRACE).unwrap_err().to_string();
+        assert!(err.contains("/ is a directory"), "{err}");
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub struct GuestConfig<'a> {
 
 impl GuestConfig<'_> {
     pub fn command(&self) -> Command {
-        let mut c = Command::new(self.qemu);
+        let mut c = crate::programs::command(self.qemu);
         let ram = u64::from(self.memory_mib) << 20;
         c.args([
             "-accel",

@@ -6,7 +6,6 @@
 use super::initramfs::Initramfs;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 #[derive(Debug)]
 pub struct Workload {
@@ -227,7 +226,7 @@ int main(int argc, char **argv) {
 "#;
 
 fn gcc_prog(gcc: &Path, name: &str) -> Result<PathBuf> {
-    let out = Command::new(gcc)
+    let out = crate::programs::command(gcc)
         .arg(format!("-print-prog-name={name}"))
         .output()?;
     let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -244,7 +243,10 @@ fn compile(fs: &mut Initramfs) -> Result<Vec<String>> {
     std::fs::write(&src, COMPILE_SOURCE)?;
     // The headers the program includes, as this machine's gcc finds them with the same flags
     // (optimisation pulls in extra inline headers).
-    let deps = Command::new(&gcc).args(["-O2", "-M"]).arg(&src).output()?;
+    let deps = crate::programs::command(&gcc)
+        .args(["-O2", "-M"])
+        .arg(&src)
+        .output()?;
     if !deps.status.success() {
         bail!(
             "gcc -M failed: {}",

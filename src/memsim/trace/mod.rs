@@ -224,16 +224,66 @@ fn open_raw(path: &Path, read: Option<Counter>) -> Result<Box<dyn BufRead + Send
     };
     let mut buffered = BufReader::with_capacity(BUF, inner);
     let head = buffered.fill_buf()?;
+    let name = if path.as_os_str() == "-" {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    };
     if head.len() >= 4 && head[..4] == ZSTD_MAGIC {
         let dec = zstd::stream::read::Decoder::with_buffer(buffered)
             .context("cannot start zstd decompression")?;
+        let dec = Decompressed {
+            inner: dec,
+            name,
+            codec: "zstd",
+        };
         Ok(Box::new(BufReader::with_capacity(BUF, dec)))
     } else if head.starts_with(&GZIP_MAGIC) {
         // Multi-member: `cat a.gz b.gz` is a valid gzip file of both, as gunzip reads it.
         let dec = flate2::bufread::MultiGzDecoder::new(buffered);
+        let dec = Decompressed {
+            inner: dec,
+            name,
+            codec: "gzip",
+        };
         Ok(Box::new(BufReader::with_capacity(BUF, dec)))
     } else {
         Ok(Box::new(buffered))
+    }
+}
+
+/// A decompressor whose errors name the file and say what they mean: the libraries' own words
+/// ("incomplete frame", "unexpected end of file") name neither the file nor the cause.
+struct Decompressed<R> {
+    inner: R,
+    name: String,
+    codec: &'static str,
+}
+
+impl<R: Read> Read for Decompressed<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf).map_err(|e| {
+            let said = e.to_string();
+            let cut = e.kind() == std::io::ErrorKind::UnexpectedEof
+                || said.contains("incomplete frame")
+                || said.contains("unexpected end");
+            let text = if cut {
+                format!(
+                    "the {codec} trace {name} is cut short: the file ends inside a compressed \
+                     frame ({said}); it was truncated or is still being written, so copy or \
+                     capture it again",
+                    codec = self.codec,
+                    name = self.name
+                )
+            } else {
+                format!(
+                    "the {codec} trace {name} is damaged: {said}",
+                    codec = self.codec,
+                    name = self.name
+                )
+            };
+            std::io::Error::new(e.kind(), text)
+        })
     }
 }
 

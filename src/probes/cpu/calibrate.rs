@@ -13,7 +13,7 @@ use crate::meter::perf::CounterSet;
 use crate::meter::{counter_delta, Scope};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Cycles of [`VARIANTS`] passes counted. Two cycles make the count an exact multiple of the cycle,
@@ -148,7 +148,7 @@ fn by_callgrind(exe: &Path) -> Result<Calibration, String> {
     let log_path = dir.path().join("valgrind.log");
     let log = std::fs::File::create(&log_path)
         .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
-    let mut command = Command::new("valgrind");
+    let mut command = crate::programs::command("valgrind");
     crate::interrupt::die_with_parent(&mut command);
     let mut child = command
         .arg("--tool=callgrind")

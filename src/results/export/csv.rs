@@ -7,8 +7,11 @@ use std::io::{self, Write};
 
 pub struct Csv;
 
-/// Quotes a field when it holds a comma, quote or line break; quotes inside are doubled.
+/// A text field: made safe from spreadsheets (a machine name, figure key or reason comes from
+/// whoever wrote the run), then quoted when it holds a comma, quote or line break, quotes inside
+/// doubled.
 fn field(s: &str) -> String {
+    let s = crate::text::spreadsheet_safe(s);
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

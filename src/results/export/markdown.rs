@@ -7,9 +7,12 @@ use std::io::{self, Write};
 
 pub struct Markdown;
 
-/// Escapes the characters that would break a table cell.
+/// Escapes the characters that would break a table cell, and makes it safe from a spreadsheet
+/// it may be pasted into.
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    crate::text::spreadsheet_safe(s)
+        .replace('|', "\\|")
+        .replace('\n', " ")
 }
 
 fn fp(

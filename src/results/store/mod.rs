@@ -16,7 +16,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 /// Environment variable naming the store (a path or a postgres:// URL) when `--store` is not given.
-pub const STORE_ENV: &str = "OSMETER_STORE";
+pub use crate::programs::STORE_ENV;
 
 /// One line of `osmeter runs`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -209,11 +209,11 @@ impl Location {
     /// `$XDG_DATA_HOME/osmeter/runs.db` (`~/.local/share/osmeter/runs.db`), whatever
     /// $OSMETER_STORE says: where a run goes when the shared store cannot take it.
     pub fn default_local() -> Result<Location> {
-        let base = std::env::var_os("XDG_DATA_HOME")
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-            .ok_or_else(|| usage!("neither XDG_DATA_HOME nor HOME is set: give --store PATH"))?;
+        let base = crate::files::xdg::base_dir(
+            "XDG_DATA_HOME",
+            ".local/share",
+            "give --store PATH (or $OSMETER_STORE)",
+        )?;
         Ok(Location::Sqlite(base.join("osmeter").join("runs.db")))
     }
 

@@ -1,6 +1,7 @@
 //! The PostgreSQL store, where a fleet meets: the same tables, versions and refusals as the SQLite
 //! store, with server-side locking so any number of hosts can write at once.
 
+mod pgpass;
 mod target;
 pub mod tls;
 mod waits;

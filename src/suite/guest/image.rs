@@ -28,7 +28,7 @@ pub fn init_script() -> String {
 /// or as it is where `strip` is missing.
 fn stripped_self(exe: &Path, scratch: &Path) -> Result<PathBuf> {
     let out = scratch.join("osmeter");
-    let stripped = std::process::Command::new("strip")
+    let stripped = crate::programs::command("strip")
         .arg("--strip-all")
         .arg("-o")
         .arg(&out)

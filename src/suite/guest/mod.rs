@@ -115,11 +115,22 @@ fn choose(wanted: &GuestProbes) -> Result<(Vec<Planned>, Vec<GuestProbe>)> {
     Ok((run, skips))
 }
 
-/// A kernel image path (anything with a `/`, or an existing file) or a Debian package name.
+/// Whether a `--guest` value names a file (anything with a `/`, or an existing file) rather than
+/// a Debian package.
+fn is_path(spec: &str) -> bool {
+    spec.contains('/') || Path::new(spec).is_file()
+}
+
+/// A kernel image path (see [`is_path`]) or a Debian package name.
 fn resolve_kernel(spec: &str) -> Result<kernel::Kernel> {
     let path = Path::new(spec);
-    if spec.contains('/') || path.is_file() {
-        return kernel::from_path(path).map_err(|e| usage!("--guest {spec}: {e:#}"));
+    if is_path(spec) {
+        return kernel::from_path(
+            path,
+            "--guest takes a bzImage/vmlinuz file such as /boot/vmlinuz-*, or the name of a \
+             Debian kernel package (linux-image-*)",
+        )
+        .map_err(|e| usage!("--guest {spec}: {e:#}"));
     }
     let _lock = kernel::lock_cache()?;
     kernel::from_package(spec).map_err(|e| usage!("--guest {spec}: {e:#}"))
@@ -278,6 +289,11 @@ fn count_one(p: &Prepared, k: &kernel::Kernel, append: &str) -> Result<GuestDoc>
 pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<()>) -> Result<()> {
     // First, so that Ctrl-C at any point stops in order and the scratch directory goes.
     crate::interrupt::install();
+    // A kernel given as a path that is no kernel is the user's mistake to hear of first, before
+    // the packages QEMU needs.
+    for spec in req.kernels.iter().filter(|k| is_path(k)) {
+        resolve_kernel(spec)?;
+    }
     capture::ensure_packages(false)?;
     let qemu = qemu::find_qemu()?;
     let (planned, skipped) = choose(&req.probes)?;

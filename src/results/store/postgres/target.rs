@@ -132,7 +132,15 @@ pub fn parse(url: &str) -> Result<(Config, Target)> {
 pub fn connect(config: &Config, target: &Target) -> Result<postgres::Client> {
     let limit = *config.get_connect_timeout().unwrap_or(&CONNECT_TIMEOUT);
     let (tx, rx) = std::sync::mpsc::channel();
-    let attempt = config.clone();
+    let mut attempt = config.clone();
+    // libpq's order: the URL, then $PGPASSWORD (both in `config` already), then the password file.
+    let mut passfile = None;
+    if attempt.get_password().is_none() {
+        if let Some((password, path)) = from_passfile(config, target) {
+            attempt.password(password);
+            passfile = Some(path);
+        }
+    }
     let tls = target.tls.client_config()?;
     // On time-out the thread is left behind, blocked; it ends with the process.
     std::thread::Builder::new()
@@ -146,7 +154,7 @@ pub fn connect(config: &Config, target: &Target) -> Result<postgres::Client> {
     // A little over the limit, so the library's own time-out (with its cause) wins when it fires.
     match rx.recv_timeout(limit + Duration::from_secs(1)) {
         Ok(Ok(client)) => Ok(client),
-        Ok(Err(e)) => Err(explain_connect(&e, config, target)),
+        Ok(Err(e)) => Err(explain_connect(&e, config, target, passfile.as_deref())),
         Err(_) => Err(anyhow!(
             "PostgreSQL at {} took the connection but did not answer within {} s: check that \
              a PostgreSQL server (not another service) listens there and is not overloaded \
@@ -157,8 +165,48 @@ pub fn connect(config: &Config, target: &Target) -> Result<postgres::Client> {
     }
 }
 
+/// The password file's password for the first server of the URL, matched as libpq matches it:
+/// the host as written (a socket in the default directory as `localhost`), the port, the
+/// database and the user.
+fn from_passfile(config: &Config, target: &Target) -> Option<(Vec<u8>, std::path::PathBuf)> {
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(name)) => name.clone(),
+        Some(Host::Unix(dir))
+            if dir == std::path::Path::new("/var/run/postgresql")
+                || dir == std::path::Path::new("/run/postgresql")
+                || dir == std::path::Path::new("/tmp") =>
+        {
+            "localhost".to_string()
+        }
+        Some(Host::Unix(dir)) => dir.display().to_string(),
+        None => config.get_hostaddrs().first()?.to_string(),
+    };
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
+    let user = config
+        .get_user()
+        .map(str::to_string)
+        .or_else(|| std::env::var("USER").ok())?;
+    let key = super::pgpass::Key {
+        host: &host,
+        port: &port,
+        dbname: &target.dbname,
+        user: &user,
+    };
+    super::pgpass::find(&key)
+}
+
 /// Turns a failed connection into what went wrong and what to do about it.
-fn explain_connect(err: &postgres::Error, config: &Config, target: &Target) -> anyhow::Error {
+fn explain_connect(
+    err: &postgres::Error,
+    config: &Config,
+    target: &Target,
+    passfile: Option<&std::path::Path>,
+) -> anyhow::Error {
     let (server, user, db) = (&target.server, &target.user, &target.dbname);
     if let Some(db_err) = err.as_db_error() {
         let code = db_err.code();
@@ -166,10 +214,14 @@ fn explain_connect(err: &postgres::Error, config: &Config, target: &Target) -> a
         if *code == SqlState::INVALID_PASSWORD
             || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
         {
-            let source = if config.get_password().is_some() {
-                "the password in the URL (or $PGPASSWORD)"
-            } else {
-                "a password: none was given (put it in the URL or $PGPASSWORD)"
+            let source = match passfile {
+                _ if config.get_password().is_some() => {
+                    "the password in the URL (or $PGPASSWORD)".to_string()
+                }
+                Some(file) => format!("the password in {}", file.display()),
+                None => "a password: none was given (put it in ~/.pgpass or $PGPASSFILE, \
+                         $PGPASSWORD, or the URL)"
+                    .to_string(),
             };
             return anyhow!(
                 "PostgreSQL at {server} refused user {user:?} for database {db:?}: {said}; \
