@@ -7,7 +7,7 @@ use crate::suite::worker::{WorkerCommand, SUBCOMMAND};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// One side as the user gave it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -53,7 +53,7 @@ impl SideSpec {
 
 /// Runs one of a side's commands through `sh -c`, its output kept to be shown if it fails.
 pub fn run_step(side: &str, what: &str, command: &str) -> Result<()> {
-    let out = Command::new("/bin/sh")
+    let out = crate::programs::command("/bin/sh")
         .args(["-c", command])
         .stdin(Stdio::null())
         .output()

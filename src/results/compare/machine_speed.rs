@@ -17,6 +17,7 @@ use super::{judge, CompareConfig, Side, Verdict};
 use crate::meter::yardstick::Yardstick;
 use crate::results::figure::{Direction, Evidence, Figure, Role};
 use crate::results::model::Run;
+use crate::stats::summary::median_of;
 use crate::units::Unit;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -132,8 +133,8 @@ fn judged(
 /// One side of a yardstick as a figure measured in rounds: each reading one round.
 fn yardstick_side(runs: &[Vec<f64>]) -> Side {
     let rounds: Vec<Vec<f64>> = runs.iter().flatten().map(|&v| vec![v]).collect();
-    let run_values: Vec<f64> = runs.iter().map(|r| super::median(r)).collect();
-    let all: Vec<f64> = runs.iter().flatten().copied().collect();
+    let run_values: Vec<f64> = runs.iter().map(|r| median_of(&mut r.clone())).collect();
+    let mut all: Vec<f64> = runs.iter().flatten().copied().collect();
     Side {
         figure: Figure {
             key: "yardstick".into(),
@@ -141,7 +142,7 @@ fn yardstick_side(runs: &[Vec<f64>]) -> Side {
             unit: Unit::Nanoseconds,
             direction: Direction::Lower,
             role: Role::CpuReference,
-            value: super::median(&all),
+            value: median_of(&mut all),
             interval: None,
             evidence: Evidence::Rounds(rounds.clone()),
             explain: BTreeMap::new(),
