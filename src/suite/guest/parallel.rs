@@ -97,6 +97,9 @@ mod tests {
                 if *j == 3 {
                     anyhow::bail!("job 3 failed");
                 }
+                // Jobs that take a while, as guests do: with jobs that take no time the other
+                // thread could run every one of them before the failing one says stop.
+                std::thread::sleep(std::time::Duration::from_millis(5));
                 Ok(*j)
             },
             &mut |r| {
