@@ -83,20 +83,16 @@ fn sides_alternate_in_balanced_pairs_each_under_its_set_up_and_the_run_is_kept()
     let env = TestEnv::new();
     let log = env.dir.path().join("sides.log");
     let step = |what: &str| format!("echo {what} >> {}", log.display());
-    let out = env
-        .osmeter()
-        .args(AB_FAST)
-        .args(["syscall.null", "--json", "--max-pairs", "3"])
-        .args(["--a-setup", &step("A+"), "--a-teardown", &step("A-")])
-        .args(["--b-setup", &step("B+"), "--b-teardown", &step("B-")])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (a_up, a_down, b_up, b_down) = (step("A+"), step("A-"), step("B+"), step("B-"));
+    let run = env.json(
+        &[
+            AB_FAST,
+            &["syscall.null", "--json", "--max-pairs", "3"],
+            &["--a-setup", &a_up, "--a-teardown", &a_down],
+            &["--b-setup", &b_up, "--b-teardown", &b_down],
+        ]
+        .concat(),
     );
-    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let doc = &run["sections"]["ab"];
     assert_eq!(doc["pairs"], 3);
     assert_eq!(doc["mode"], "interleaved");
