@@ -87,7 +87,8 @@ fn describe(status: std::process::ExitStatus) -> String {
 }
 
 /// A kernel setting a set-up command names (`sysctl -w key=value`, `sysctl key=value`, or a write
-/// into /proc/sys/...), and its value before `ab` began.
+/// into a file under /proc/sys or /sys, such as a tracing event's `enable`), and its value before
+/// `ab` began.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Saved {
     pub path: PathBuf,
@@ -112,7 +113,7 @@ pub fn save_settings(commands: &[&str]) -> Vec<Saved> {
     out
 }
 
-/// The /proc/sys files a shell command names, as far as its words show them.
+/// The /proc/sys and /sys files a shell command names, as far as its words show them.
 pub fn named_settings(command: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for part in command.split([';', '&', '|']) {
@@ -135,7 +136,7 @@ pub fn named_settings(command: &str) -> Vec<PathBuf> {
             let w = w
                 .trim_start_matches('>')
                 .trim_matches(|c| c == '\'' || c == '"');
-            if w.starts_with("/proc/sys/") {
+            if w.starts_with("/proc/sys/") || w.starts_with("/sys/") {
                 out.push(PathBuf::from(w));
             }
         }
@@ -263,12 +264,14 @@ mod tests {
     fn settings_named_by_sysctl_and_by_proc_writes_are_found() {
         let found = named_settings(
             "sysctl -w kernel.randomize_va_space=0; sysctl -q vm.swappiness=10 && echo 1 > \
-             /proc/sys/kernel/sched_autogroup_enabled",
+             /proc/sys/kernel/sched_autogroup_enabled; echo 1 >/sys/kernel/tracing/events/\
+             raw_syscalls/enable",
         );
         let want: Vec<PathBuf> = [
             "/proc/sys/kernel/randomize_va_space",
             "/proc/sys/vm/swappiness",
             "/proc/sys/kernel/sched_autogroup_enabled",
+            "/sys/kernel/tracing/events/raw_syscalls/enable",
         ]
         .iter()
         .map(PathBuf::from)
@@ -276,6 +279,31 @@ mod tests {
         assert_eq!(found, want);
         assert!(named_settings("true").is_empty());
         assert!(named_settings("sysctl -a").is_empty());
+    }
+
+    #[test]
+    fn saved_settings_are_put_back_and_a_missing_one_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let knob = dir.path().join("knob");
+        std::fs::write(&knob, "1\n").unwrap();
+        let saved = vec![Saved {
+            path: knob.clone(),
+            value: "0".into(),
+        }];
+        assert!(restore(&saved).is_empty());
+        assert_eq!(std::fs::read_to_string(&knob).unwrap(), "0\n");
+        // Already as it was: left alone.
+        assert!(restore(&saved).is_empty());
+        let gone = vec![Saved {
+            path: dir.path().join("no/such/knob"),
+            value: "0".into(),
+        }];
+        let problems = restore(&gone);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].contains("could not be put back to 0"),
+            "{problems:?}"
+        );
     }
 
     #[test]
