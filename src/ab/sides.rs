@@ -106,11 +106,20 @@ pub fn save_settings(commands: &[&str]) -> Vec<Saved> {
         if let Ok(value) = std::fs::read_to_string(&path) {
             out.push(Saved {
                 path,
-                value: value.trim_end().to_string(),
+                value: chosen(value.trim_end()).to_string(),
             });
         }
     }
     out
+}
+
+/// The value to write back: files that list their choices read with the one in force in
+/// brackets (`always [madvise] never`) and take that word alone.
+fn chosen(value: &str) -> &str {
+    value
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+        .unwrap_or(value)
 }
 
 /// The /proc/sys and /sys files a shell command names, as far as its words show them.
@@ -149,12 +158,12 @@ pub fn named_settings(command: &str) -> Vec<PathBuf> {
 pub fn restore(saved: &[Saved]) -> Vec<String> {
     let mut problems = Vec::new();
     for s in saved {
-        let now = std::fs::read_to_string(&s.path).map(|v| v.trim_end().to_string());
+        let now = std::fs::read_to_string(&s.path).map(|v| chosen(v.trim_end()).to_string());
         if now.as_deref().ok() == Some(s.value.as_str()) {
             continue;
         }
         let written = std::fs::write(&s.path, format!("{}\n", s.value));
-        let after = std::fs::read_to_string(&s.path).map(|v| v.trim_end().to_string());
+        let after = std::fs::read_to_string(&s.path).map(|v| chosen(v.trim_end()).to_string());
         if after.as_deref().ok() != Some(s.value.as_str()) {
             problems.push(format!(
                 "{} is {} and could not be put back to {}{}",
@@ -279,6 +288,17 @@ mod tests {
         assert_eq!(found, want);
         assert!(named_settings("true").is_empty());
         assert!(named_settings("sysctl -a").is_empty());
+    }
+
+    #[test]
+    fn a_file_of_choices_is_saved_as_the_one_in_force() {
+        assert_eq!(chosen("always [madvise] never"), "madvise");
+        assert_eq!(chosen("[always] madvise never"), "always");
+        assert_eq!(chosen("1"), "1");
+        assert_eq!(
+            named_settings("echo never > /sys/kernel/mm/transparent_hugepage/enabled"),
+            vec![PathBuf::from("/sys/kernel/mm/transparent_hugepage/enabled")]
+        );
     }
 
     #[test]
