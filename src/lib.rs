@@ -44,9 +44,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod elf;
-pub mod files;
 pub mod function_tracer;
-pub mod guard;
 pub mod harness;
 pub mod kernel_parts;
 pub mod latency;
@@ -56,10 +54,8 @@ pub mod meter;
 pub mod papers;
 pub mod probes;
 pub mod profile;
-pub mod programs;
 pub mod results;
 pub mod run;
-pub mod scratch;
 pub mod shell_files;
 pub mod stat;
 pub mod suite;
@@ -70,8 +66,8 @@ pub use osmeter_stats as stats;
 
 // The general-purpose part of the base layer, a crate of its own since it needs nothing above it.
 pub use osmeter_base::{
-    clock, columns, console, detached, error, interrupt, memory_room, mounts, parallel, progress,
-    suggest, system, text, units,
+    clock, columns, console, detached, error, files, guard, interrupt, memory_room, mounts,
+    parallel, programs, progress, scratch, suggest, system, text, units,
 };
 // So that `crate::usage!(...)` reads as before.
 pub use osmeter_base::usage;

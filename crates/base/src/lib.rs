@@ -10,7 +10,10 @@
 //!   signal;
 //! - [`clock`]: timestamps, run ids, `--since` times; [`system`]: page size, USER_HZ, a random
 //!   seed; [`memory_room`]: the memory osmeter may still take; [`mounts`]: the mount table;
-//!   [`detached`]: file systems mounted nowhere; [`parallel`]: work spread over the CPUs.
+//!   [`detached`]: file systems mounted nowhere; [`parallel`]: work spread over the CPUs;
+//! - [`files`]: the one atomic writer of output files, and the XDG directories; [`scratch`]:
+//!   private scratch directories and files; [`programs`]: finding programs and starting them
+//!   without osmeter's secrets; [`guard`]: a command whose whole process tree ends with osmeter.
 
 // First, so that its `eprintln!` (quiet when stderr is closed) is the one every module here uses.
 #[macro_use]
@@ -20,11 +23,15 @@ pub mod clock;
 pub mod columns;
 pub mod detached;
 pub mod error;
+pub mod files;
+pub mod guard;
 pub mod interrupt;
 pub mod memory_room;
 pub mod mounts;
 pub mod parallel;
+pub mod programs;
 pub mod progress;
+pub mod scratch;
 pub mod suggest;
 pub mod system;
 pub mod text;
