@@ -10,7 +10,9 @@
 //!
 //! The lowest layers are moving out into crates of their own (crates/, one per commit; the crate
 //! map is in docs/architecture.md). A crate moved out is re-exported here under its old module
-//! name, so `crate::stats::...` still reads as before; the map lists it in its layer like a module.
+//! names (`stats` for osmeter-stats; `units`, `console`, `error` and the others of osmeter-base),
+//! so `crate::stats::...` and `crate::units::...` still read as before; the map lists each in its
+//! layer like a module.
 //!
 //! ```text
 //! 1 base      clock columns console detached elf error files function_tracer guard interrupt
@@ -25,51 +27,47 @@
 //! 8 commands  commands
 //! ```
 
-// First, so that its `eprintln!` (quiet when stderr is closed) is the one every module uses.
-#[macro_use]
-pub mod console;
+// osmeter's `eprintln!` (quiet when stderr is closed: osmeter_base::console) for every module
+// declared below, in place of std's. A macro of another crate comes only by path, which would not
+// shadow std's in the modules, so this textual one stands first and forwards to it.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {
+        ::osmeter_base::eprintln!($($arg)*)
+    };
+}
 
 pub mod ab;
 pub mod apps;
 pub mod budget;
 pub mod capture;
 pub mod cli;
-pub mod clock;
-pub mod columns;
 pub mod commands;
 pub mod config;
-pub mod detached;
 pub mod elf;
-pub mod error;
-pub mod files;
 pub mod function_tracer;
-pub mod guard;
 pub mod harness;
-pub mod interrupt;
 pub mod kernel_parts;
 pub mod latency;
 pub mod lockdown;
-pub mod memory_room;
 pub mod memsim;
 pub mod meter;
-pub mod mounts;
 pub mod papers;
-pub mod parallel;
 pub mod probes;
 pub mod profile;
-pub mod programs;
-pub mod progress;
 pub mod results;
 pub mod run;
-pub mod scratch;
 pub mod shell_files;
 pub mod stat;
-pub mod suggest;
 pub mod suite;
-pub mod system;
-pub mod text;
 pub mod tracefs;
-pub mod units;
 
 // The statistics, a crate of their own since they need nothing of osmeter.
 pub use osmeter_stats as stats;
+
+// The general-purpose part of the base layer, a crate of its own since it needs nothing above it.
+pub use osmeter_base::{
+    clock, columns, console, detached, error, files, guard, interrupt, memory_room, mounts,
+    parallel, programs, progress, scratch, suggest, system, text, units,
+};
+// So that `crate::usage!(...)` reads as before.
+pub use osmeter_base::usage;

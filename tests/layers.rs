@@ -1,8 +1,8 @@
 //! The layer map in src/lib.rs is kept true: every `crate::` path in src/ points to a module of the
 //! same layer or a lower one, except the arrows listed in [`STILL_UP`], and every arrow listed there
 //! is still needed (so the list only shrinks as modules move). A layer moved out into a crate of
-//! its own stays on the map under the name src/lib.rs re-exports it as (`stats`); tests/crates.rs
-//! keeps the crates themselves in order.
+//! its own stays on the map under the names src/lib.rs re-exports it as (`stats`, and base's
+//! `units`, `console`, ...); tests/crates.rs keeps the crates themselves in order.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -150,22 +150,54 @@ fn every_module_of_src_is_on_the_map() {
     }
 }
 
+/// The names lib.rs re-exports at the top level: `pub use a::b as name;`, `pub use a::name;` and
+/// the names of a group, `pub use a::{x, y as name};` (rustfmt may spread one over lines).
+fn reexported(lib: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for item in lib.split("\npub use ").skip(1) {
+        let item = item.split(';').next().unwrap_or("");
+        let names = match item.split_once('{') {
+            Some((_, group)) => group.split('}').next().unwrap_or("").split(',').collect(),
+            None => vec![item],
+        };
+        for name in names {
+            let last = name.split_whitespace().last().unwrap_or("");
+            let last = last.rsplit("::").next().unwrap_or("");
+            if !last.is_empty() {
+                out.insert(last.to_string());
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn every_name_on_the_map_is_a_module_of_src_or_a_crate_reexported_there() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let names = reexported(&std::fs::read_to_string(root.join("src/lib.rs")).unwrap());
     for name in layers(root).keys() {
         let module = root.join(format!("src/{name}.rs")).is_file()
             || root.join(format!("src/{name}")).is_dir();
-        let reexported = lib
-            .lines()
-            .any(|l| l.starts_with("pub use ") && l.ends_with(&format!(" as {name};")));
         assert!(
-            module || reexported,
-            "{name} is on the map in src/lib.rs but is neither a module of src/ nor a crate \
-             re-exported there (`pub use osmeter_{name} as {name};`)"
+            module || names.contains(name),
+            "{name} is on the map in src/lib.rs but is neither a module of src/ nor re-exported \
+             there from a crate (`pub use osmeter_{name} as {name};`, `pub use krate::{{{name}}};`)"
         );
     }
+}
+
+#[test]
+fn the_reexports_are_read_in_every_shape() {
+    let lib = concat!(
+        "//! pub use not::this;\n",
+        "pub use osmeter_stats as stats;\n",
+        "pub use a::{\n    b, c as d,\n    e,\n};\n",
+        "pub use f::g;\n",
+    );
+    assert_eq!(
+        reexported(lib).into_iter().collect::<Vec<_>>(),
+        ["b", "d", "e", "g", "stats"]
+    );
 }
 
 #[test]
@@ -175,4 +207,48 @@ fn the_scanner_sees_paths_and_groups() {
         seen.into_iter().collect::<Vec<_>>(),
         vec!["a".to_string(), "c".to_string(), "d".to_string()]
     );
+}
+
+/// Where a lib.rs declares its first module.
+fn first_module(text: &str) -> usize {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(at, _)| at + 1))
+        .find(|&at| text[at..].starts_with("pub mod ") || text[at..].starts_with("mod "))
+        .expect("lib.rs declares a module")
+}
+
+/// Every module writes to stderr through osmeter's `eprintln!`, which a closed stderr cannot turn
+/// into a panic, never through std's: a `macro_rules!` reaches only the modules declared after it,
+/// so in each lib.rs it stands before the first module (osmeter-base's in its console module,
+/// declared first with `#[macro_use]`; the root crate's forwarding to it), and nothing names
+/// std's by path.
+#[test]
+fn every_module_gets_osmeters_eprintln() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let at = lib
+        .find("\nmacro_rules! eprintln")
+        .expect("src/lib.rs defines eprintln!");
+    assert!(
+        at < first_module(&lib),
+        "src/lib.rs must define eprintln! before its first module"
+    );
+    let base = std::fs::read_to_string(root.join("crates/base/src/lib.rs")).unwrap();
+    let first = first_module(&base);
+    assert!(
+        base[first..].starts_with("pub mod console;")
+            && base[..first].trim_end().ends_with("#[macro_use]"),
+        "crates/base/src/lib.rs must declare `#[macro_use] pub mod console;` before any module"
+    );
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("crates/base/src"), &mut files);
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !text.contains("std::eprintln!"),
+            "{} names std's eprintln!, which panics on a closed stderr",
+            file.display()
+        );
+    }
 }

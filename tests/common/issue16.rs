@@ -24,7 +24,12 @@ pub const ISSUE_16: &[(u8, &str, &str, u32)] = &[
         "a_world_writable_dir_without_sticky_bit_is_refused",
         1,
     ),
-    (1, "src/scratch.rs", "private_whatever_the_umask", 4),
+    (
+        1,
+        "crates/base/src/scratch.rs",
+        "private_whatever_the_umask",
+        4,
+    ),
     // Five signals, each against four ways out of the shell's process group; chrt and prlimit.
     (
         3,

@@ -19,7 +19,10 @@ pub fn note(args: std::fmt::Arguments<'_>) {
 }
 
 /// Shadows std's `eprintln!` in every module declared after this one (lib.rs declares it first),
-/// with [`note`]'s behaviour: a closed stderr is not a panic.
+/// with [`note`]'s behaviour: a closed stderr is not a panic. Exported for the crates above, whose
+/// lib.rs forwards to it by a textual macro of their own: a macro reaches another crate only by
+/// path, and a path would not shadow std's in their modules.
+#[macro_export]
 macro_rules! eprintln {
     () => {
         $crate::console::note(format_args!(""))

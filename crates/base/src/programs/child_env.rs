@@ -167,7 +167,9 @@ mod tests {
     }
 
     /// A child started with `Command::new` would inherit the secrets: every one goes through
-    /// [`command`] (tests aside, whose environment is the test's own).
+    /// [`command`] (tests aside, whose environment is the test's own). Every crate of the workspace
+    /// is read, since the children are started above this one: the root package's src/ and each
+    /// crates/*/src.
     #[test]
     fn every_child_is_started_through_this_module() {
         fn walk(dir: &std::path::Path, found: &mut Vec<String>) {
@@ -190,11 +192,21 @@ mod tests {
                 }
             }
         }
-        let mut found = Vec::new();
-        walk(
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
-            &mut found,
+        // This crate is crates/base of the workspace.
+        let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        assert!(
+            workspace.join("src/main.rs").is_file(),
+            "the workspace's root package is not at {}",
+            workspace.display()
         );
+        let mut dirs = vec![workspace.join("src")];
+        for entry in std::fs::read_dir(workspace.join("crates")).unwrap() {
+            dirs.push(entry.unwrap().path().join("src"));
+        }
+        let mut found = Vec::new();
+        for dir in dirs.iter().filter(|d| d.is_dir()) {
+            walk(dir, &mut found);
+        }
         assert!(
             found.is_empty(),
             "start these through crate::programs::command: {found:?}"

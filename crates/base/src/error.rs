@@ -35,7 +35,12 @@ impl std::error::Error for UsageError {}
 /// Shorthand: `return Err(usage!("..."))`.
 #[macro_export]
 macro_rules! usage {
-    ($($arg:tt)*) => { anyhow::Error::new($crate::error::UsageError(format!($($arg)*))) };
+    ($($arg:tt)*) => { $crate::error::usage_error(::std::format!($($arg)*)) };
+}
+
+/// The error `usage!` builds, a function so that the macro's callers need not name anyhow.
+pub fn usage_error(message: String) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message))
 }
 
 /// Exit code for an error that reached `main`.
