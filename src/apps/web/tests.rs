@@ -38,6 +38,12 @@ fn nginx_serves_every_file_byte_for_byte_and_leaves_nothing_behind() {
         site.server.pid(),
         site.tree.root.parent().unwrap().to_owned(),
     );
+    // The master answers before its worker has forked: on a busy machine the test can look
+    // between the two, so the worker gets a few seconds to appear.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while live_in_group(pgid).len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert!(live_in_group(pgid).len() >= 2, "a master and a worker");
     // Run by root, the workers that read the files and talk to clients are nobody's.
     if let Some(account) = unprivileged_account().unwrap() {
