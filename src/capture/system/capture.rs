@@ -300,7 +300,10 @@ fn read_symbols(qemu_bin: &Path, kernel: &Kernel, cache: &Path) -> Result<()> {
 pub fn cached_symbols(qemu_bin: &Path, kernel: &Kernel) -> Result<PathBuf> {
     let _lock = kernel::lock_cache()?;
     let symbols = symbols_cache(kernel);
-    if !symbols.is_file() {
+    // A table cached by an osmeter that did not check it yet may be damaged: read it anew then.
+    let usable = std::fs::read_to_string(&symbols)
+        .is_ok_and(|t| crate::kernel_parts::SymbolTable::parse(&t).is_ok());
+    if !usable {
         read_symbols(qemu_bin, kernel, &symbols)?;
     }
     Ok(symbols)

@@ -201,6 +201,9 @@ pub fn clean_symbols(raw: &[u8]) -> Result<String> {
              without CONFIG_KALLSYMS, give its System.map with --system-map)"
         );
     }
+    // Read as every user of the cached table will read it: a dump that lost a line break on its
+    // way out of the guest (two symbols on one line) must not become the cached table.
+    crate::kernel_parts::SymbolTable::parse(&text)?;
     Ok(text)
 }
 
