@@ -185,6 +185,10 @@ pub struct Comparison {
     /// changed both as measured and relative to it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub machine_speed: Option<MachineSpeed>,
+    /// Every run of both sides read the machine's yardstick, so `machine_speed` being absent
+    /// means the machine was seen not to move (runs stored before the yardstick cannot say).
+    #[serde(skip)]
+    pub machine_watched: bool,
 }
 
 impl Comparison {
@@ -547,6 +551,10 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
         history_runs: 0,
         busy,
         machine_speed: machine,
+        machine_watched: a
+            .iter()
+            .chain(b)
+            .all(|r| r.yardstick.as_ref().is_some_and(|y| y.readings.len() >= 2)),
     })
 }
 

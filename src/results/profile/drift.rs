@@ -4,10 +4,10 @@
 //! function of B look costlier, and a list of kernel functions would then blame the kernel for
 //! what the whole machine did. A figure's difference is withheld, with the reason, when the
 //! machine's yardstick moved between the sides, the profile rounds' own user time moved with it
-//! and the figure did not change beyond that move,
-//! when user time moved as much as kernel time (code outside the kernel does not slow down for a
-//! kernel change), or when the profiles' ratio lies well outside the interval the timed rounds
-//! give the figure. A figure that changed even relative to the machine's own move keeps its explanation:
+//! and the figure did not change beyond that move; when, in runs without the yardstick's readings,
+//! user time moved as much as kernel time (code outside the kernel seldom slows down for a kernel
+//! change); or when the profiles' ratio lies well outside the interval the timed rounds give the
+//! figure. A figure that changed even relative to the machine's own move keeps its explanation:
 //! its change is more than the machine's.
 
 use super::explain::{Delta, Explanation};
@@ -29,7 +29,14 @@ pub fn withhold_drift(e: &mut Explanation, c: &Comparison) {
     for f in &mut e.figures {
         let timed = c.figures.iter().find(|x| x.key == f.label);
         let why = machine_moved(c, timed, &f.user_ns_per_op)
-            .or_else(|| moved_together(&f.user_ns_per_op, &f.kernel_ns_per_op))
+            // Where the yardstick watched the machine, it speaks for the machine: user time that
+            // grew beside kernel time is then the change's own (a kernel path that evicts the
+            // program's cache lines, as netfilter rules do to a web server).
+            .or_else(|| {
+                (!c.machine_watched)
+                    .then(|| moved_together(&f.user_ns_per_op, &f.kernel_ns_per_op))
+                    .flatten()
+            })
             .or_else(|| timed.and_then(|t| disagrees(&f.ns_per_op, t)));
         if let Some(why) = why {
             f.caution = Some(why);
