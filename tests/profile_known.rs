@@ -301,9 +301,17 @@ fn nftables_rules_on_loopback_are_found_in_netfilter() {
         assert_eq!(first, Component::Netfilter, "{label}: {e:?}");
         assert!(delta > least_share * kernel, "{label}: {delta} of {kernel}");
         // Whatever the indirect costs, no other component moved half as far as the one that owns the
-        // change, up or down.
+        // change, up or down; except TCP's own stack, which answers a slower path with more work of
+        // its own (ACK timing, congestion control: tcp_ack, tcp_rcv_established and bbr_main
+        // grew on a 6.18 VM, network by 3.1-3.6 us against netfilter's 4.0-4.2 us, the landed
+        // build measuring the same): there netfilter must still lead.
+        let margin = if label.starts_with("net.tcp_roundtrip") {
+            1.0
+        } else {
+            2.0
+        };
         assert!(
-            delta > 2.0 * runner_up,
+            delta > margin * runner_up,
             "{label}: netfilter {delta:+.0}, the next component by {runner_up:.0}: {e:?}"
         );
     }
