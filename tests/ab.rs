@@ -213,3 +213,30 @@ fn a_set_up_failing_after_the_first_pair_keeps_the_pairs_taken() {
     assert_eq!(runs.len(), 1, "the pair taken is kept");
     assert_eq!(runs[0]["kind"], "ab");
 }
+
+#[test]
+fn a_stdout_that_cannot_be_written_keeps_the_pairs_and_names_the_run() {
+    let env = TestEnv::new();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = env
+        .osmeter_std()
+        .args(AB_FAST)
+        .args([
+            "syscall.null",
+            "--max-pairs",
+            "2",
+            "--b-wrap",
+            "env OSMETER_AB=1",
+        ])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let runs = env.json(&["runs", "--json"]);
+    let id = runs[0]["id"].as_str().unwrap();
+    assert!(err.contains(&format!("kept all the same as {id}")), "{err}");
+}

@@ -144,9 +144,14 @@ pub fn measure(config: &AbConfig, status: &mut dyn FnMut(&str)) -> Result<AbDoc>
             findable = estimate(config, &ratios, per_pair);
             for f in &findable {
                 status("");
-                eprintln!(
+                let line = format!(
                     "osmeter: ab: {}",
                     f.sentence(config.budget, config.min_effect)
+                );
+                // Wrapped as every message is: one line per figure can run past 200 columns.
+                eprintln!(
+                    "{}",
+                    crate::columns::fit_prose(&line, crate::columns::width())
                 );
             }
         }

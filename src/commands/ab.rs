@@ -54,12 +54,13 @@ pub fn ab(args: &AbArgs) -> Result<i32> {
     run.sections = Sections::of(doc);
     drop(scratch);
     // Kept before it is printed: output that cannot be written must not lose the pairs.
-    run_config.keeper.save(&run)?;
-    if run_config.json {
-        super::emit_json(&run)?;
-    } else {
-        super::emit(&text)?;
-    }
+    super::keep_then_print(&run_config.keeper, &run, || {
+        if run_config.json {
+            super::emit_json(&run)
+        } else {
+            super::emit(&text)
+        }
+    })?;
     if run.interrupted {
         return Ok(EXIT_INTERRUPTED);
     }
