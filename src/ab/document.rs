@@ -2,7 +2,6 @@
 //! its pairs' ratios, the paired verdict, the machine's yardstick on each side, and how the
 //! measurement ended. `show`, `export`, `report` and `compare` reach it through [`Document`].
 
-use super::paired::Paired;
 use super::sides::SideSpec;
 use super::AbConfig;
 use crate::meter::yardstick::Yardstick;
@@ -10,6 +9,7 @@ use crate::results::compare::Verdict;
 use crate::results::document::Document;
 use crate::results::figure::{Direction, Evidence, Figure, Role};
 use crate::results::model::RunKind;
+use crate::stats::paired::Paired;
 use crate::suite::Variant;
 use crate::text::escape_controls;
 use crate::units::Unit;
@@ -286,6 +286,12 @@ impl AbDoc {
     }
 }
 
+/// One side's value of a figure: the median of its rounds' values; None before any round.
+pub fn side_value(rounds: &[Vec<f64>]) -> Option<f64> {
+    let mut values = Evidence::Rounds(rounds.to_vec()).round_values();
+    (!values.is_empty()).then(|| crate::stats::summary::median_of(&mut values))
+}
+
 fn side_line(s: &SideSpec) -> String {
     let mut parts = Vec::new();
     if let Some(c) = &s.setup {
@@ -311,19 +317,16 @@ impl Document for AbDoc {
         let mut out = Vec::new();
         for f in &self.figures {
             for (side, rounds) in [("A", &f.a_rounds), ("B", &f.b_rounds)] {
-                let values = Evidence::Rounds(rounds.clone()).round_values();
-                if values.is_empty() {
+                let Some(value) = side_value(rounds) else {
                     continue;
-                }
-                let mut sorted = values.clone();
-                sorted.sort_by(f64::total_cmp);
+                };
                 out.push(Figure {
                     key: format!("{} [{side}]", f.key),
                     group: f.group.clone(),
                     unit: f.unit,
                     direction: f.direction,
                     role: f.role,
-                    value: crate::stats::summary::median(&sorted),
+                    value,
                     interval: None,
                     evidence: Evidence::Rounds(rounds.clone()),
                     explain: Default::default(),

@@ -3,13 +3,12 @@
 //! runs minutes apart differ by more than their own rounds do. Here A and B alternate in a
 //! balanced order (A B, B A, A B, ...: a drift that grows steadily cancels within every two
 //! pairs), each round in fresh measuring processes, and the verdict rests on each pair's B/A
-//! ratio ([`paired`]). In a duet both sides run at once on two CPUs, swapped between pairs, so
+//! ratio ([`crate::stats::paired`]). In a duet both sides run at once on two CPUs, swapped between pairs, so
 //! they share even the drift of the second. Pairs go on until every figure's interval is
 //! narrower than the change asked for, or the time budget ends.
 
 pub mod document;
 pub mod html;
-pub mod paired;
 pub mod sides;
 mod text;
 
@@ -17,12 +16,12 @@ use crate::harness::HarnessConfig;
 use crate::interrupt;
 use crate::meter::yardstick::{Yardstick, YardstickReading};
 use crate::results::model::Overhead;
+use crate::stats::paired::{self, Paired};
 use crate::stats::rng::Rng;
 use crate::suite::worker::{self, Job, Report, Task, WorkerCommand};
 use crate::suite::Variant;
 use anyhow::{bail, Result};
 use document::{AbDoc, AbFigure, Findable, Mode};
-use paired::Paired;
 use sides::{SideSpec, Switch};
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -51,12 +51,8 @@ pub fn render(doc: &AbDoc) -> String {
     );
     for f in &doc.figures {
         let side = |rounds: &Vec<Vec<f64>>| {
-            let mut v = crate::results::figure::Evidence::Rounds(rounds.clone()).round_values();
-            if v.is_empty() {
-                return "-".to_string();
-            }
-            v.sort_by(f64::total_cmp);
-            units::format(crate::stats::summary::median(&v), f.unit)
+            super::document::side_value(rounds)
+                .map_or("-".to_string(), |v| units::format(v, f.unit))
         };
         let (ratio, interval) = match f.paired {
             Some(p) => (

@@ -20,6 +20,7 @@ pub mod dist;
 pub mod energy;
 pub mod fdr;
 pub mod geomean;
+pub mod paired;
 pub mod rng;
 pub mod rounds;
 pub mod segments;

@@ -5,7 +5,7 @@
 //! interval and its two-sided p-value (a paired t-test on the log scale, so a ratio and its inverse
 //! are judged alike).
 
-use crate::stats::dist;
+use crate::dist;
 use serde::{Deserialize, Serialize};
 
 /// What the pairs of one figure say.
