@@ -1261,3 +1261,37 @@ fn sighup_stays_ignored_under_nohup() {
     assert_eq!(stored_run(&env)["interrupted"], true);
     issue29::held("sighup_stays_ignored_under_nohup", 1);
 }
+
+/// `cargo test` under nohup (SIGHUP ignored, and inherited so) must still see osmeter end on
+/// SIGHUP: the tests start osmeter with every signal at its default, whatever they inherited.
+#[test]
+fn tests_start_osmeter_with_default_signals_even_under_nohup() {
+    // As nohup leaves it; ignoring SIGHUP in the test process itself harms nothing here.
+    // SAFETY: setting a disposition of this process.
+    unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
+    let ignored_in = |cmd: &mut std::process::Command| -> u64 {
+        let out = cmd.output().unwrap();
+        let status = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mask = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigIgn:"))
+            .unwrap_or_else(|| panic!("no SigIgn in {status}"));
+        u64::from_str_radix(mask.trim(), 16).unwrap()
+    };
+    let hup = 1u64 << (libc::SIGHUP - 1);
+    let mut plain = std::process::Command::new("cat");
+    plain.arg("/proc/self/status");
+    assert_ne!(
+        ignored_in(&mut plain) & hup,
+        0,
+        "nohup's SIGHUP is inherited"
+    );
+    let mut reset = std::process::Command::new("cat");
+    reset.arg("/proc/self/status");
+    common::default_signals(&mut reset);
+    assert_eq!(
+        ignored_in(&mut reset) & hup,
+        0,
+        "the tests' children start with SIGHUP at default"
+    );
+}

@@ -341,9 +341,16 @@ fn compute_counts_real_underruns_beside_the_model() {
         assert_eq!(d.real.buffers, s.periods, "every buffer is accounted for");
         assert_eq!(d.model.buffers, d.buffers);
         if hogging {
-            // 20 ms without the CPU: longer than every depth allows.
+            // 20 ms without the CPU: longer than every depth allows, so the pipeline underran.
             assert!(d.real.failures >= 1, "{d:?}");
-            assert!(d.model.failures >= 1, "{d:?}");
+            // The model sees only wake latencies. Where the hog took the CPU while the thread was
+            // computing, the wake was on time and the computation stretched instead, which only
+            // the real count sees: then the model may see nothing, but the stretch must be there
+            // (at least what the depth's slack of under 8 ms leaves of the hog's 20 ms).
+            assert!(
+                d.model.failures >= 1 || c.compute_max_ns >= 10_000_000,
+                "the model saw no failure and no computation was stretched: {d:?} {c:?}"
+            );
         }
     }
     assert!(c.compute_p50_ns >= 250_000, "{c:?}");

@@ -26,9 +26,7 @@ impl TestEnv {
 
     /// `osmeter` with OSMETER_STORE pointing into this test's directory.
     pub fn osmeter(&self) -> Command {
-        let mut c = Command::cargo_bin("osmeter").unwrap();
-        c.env("OSMETER_STORE", self.store());
-        c
+        Command::from_std(self.osmeter_std())
     }
 
     /// Runs osmeter with these arguments, which must succeed, and returns the JSON it printed.
@@ -69,6 +67,7 @@ impl TestEnv {
     pub fn osmeter_std(&self) -> std::process::Command {
         let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("osmeter"));
         c.env("OSMETER_STORE", self.store());
+        default_signals(&mut c);
         c
     }
 }
@@ -183,7 +182,34 @@ pub fn osmeter_as_nobody() -> Option<std::process::Command> {
         "--inh-caps=-all",
     ])
     .arg(assert_cmd::cargo::cargo_bin("osmeter"));
+    default_signals(&mut c);
     Some(c)
+}
+
+/// Makes `cmd` start with every signal at its default action and none blocked, as from a
+/// terminal (the helpers above build every osmeter command so; a test that wants a disposition of
+/// its own sets it in a `pre_exec` of its own, which runs after this one).
+/// `cargo test` under `nohup`, a CI runner or a terminal multiplexer may hand the tests SIGHUP
+/// ignored (and a shell's background job SIGINT and SIGQUIT), and a child inherits that, as it
+/// should: osmeter keeps an ignored SIGHUP ignored. A test that sends osmeter a signal describes
+/// what a user at a terminal sees, so it sets the dispositions it needs rather than take the
+/// runner's.
+pub fn default_signals(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls (sigaction, sigprocmask) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for signal in 1..32 {
+                if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                    libc::signal(signal, libc::SIG_DFL);
+                }
+            }
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            Ok(())
+        });
+    }
 }
 
 pub fn is_root() -> bool {
