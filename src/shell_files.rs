@@ -114,7 +114,7 @@ pub fn man_lookup_advice(dir: &Path) -> Option<String> {
     }
     let root = dir.parent().unwrap_or(dir);
     Some(format!(
-        "`man osmeter` does not find {} from this shell ({}); add `export MANPATH=\"{}:$(manpath          2>/dev/null)\"` to your profile, or put {} on PATH",
+        "`man osmeter` does not find {} from this shell ({}); add `export MANPATH=\"{}:$(manpath 2>/dev/null)\"` to your profile, or put {} on PATH",
         page.display(),
         if path.is_empty() {
             "no page found".to_string()

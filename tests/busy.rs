@@ -137,6 +137,9 @@ fn compare_refuses_a_busy_run_and_force_shows_it_marked() {
             && err.contains("--force"),
         "{err}"
     );
+    // One line per run and per reason, each within 100 columns, however many processes took the
+    // CPU and however long their command lines.
+    assert!(err.lines().all(|l| l.chars().count() <= 100), "{err}");
     // --fail-if-slower does not turn a refusal into a pass.
     let out = env
         .osmeter()

@@ -179,7 +179,7 @@ pub fn judge(cpu: usize, e: &Evidence) -> (Verdict, Vec<String>) {
                 .map(|t| {
                     format!(
                         "{} (pid {}) {}",
-                        crate::text::escape_controls(&t.command),
+                        crate::text::escape_controls(&shortened(&t.command, TAKER_NAME)),
                         t.pid,
                         crate::units::duration(t.cpu_ms * 1e6)
                     )
@@ -213,6 +213,20 @@ pub fn judge(cpu: usize, e: &Evidence) -> (Verdict, Vec<String>) {
         Verdict::Busy
     };
     (verdict, reasons)
+}
+
+/// How much of a taker's command line a reason quotes: enough to recognise a compiler or a build
+/// from the program and its first arguments, where a whole `rustc` command line runs to hundreds
+/// of columns.
+const TAKER_NAME: usize = 48;
+
+/// `text` cut to `most` characters, the cut marked.
+fn shortened(text: &str, most: usize) -> std::borrow::Cow<'_, str> {
+    if text.chars().count() <= most {
+        return text.into();
+    }
+    let kept: String = text.chars().take(most - 3).collect();
+    format!("{}...", kept.trim_end()).into()
 }
 
 /// Words joined into lines of at most `width` characters (a longer word stands alone).

@@ -46,6 +46,30 @@ fn other_processes_on_the_cpu_either_side_of_the_threshold() {
 }
 
 #[test]
+fn a_taker_with_a_long_command_line_is_named_by_its_start() {
+    let mut e = quiet();
+    e.others_share = Some(0.5);
+    let long = format!(
+        "rustc --crate-name osmeter {}",
+        "--cfg feature=\"x\" ".repeat(40)
+    );
+    e.takers = (0..5)
+        .map(|pid| Taker {
+            pid,
+            command: long.clone(),
+            cpu_ms: 900.0,
+        })
+        .collect();
+    let (_, reasons) = judge(1, &e);
+    let quoted = reasons[0].matches("rustc --crate-name osmeter").count();
+    assert_eq!(quoted, 5, "{}", reasons[0]);
+    // Five takers, each named by the start of its command line, not by hundreds of columns.
+    assert!(reasons[0].chars().count() < 5 * 80, "{}", reasons[0]);
+    assert!(reasons[0].contains("... (pid 0)"), "{}", reasons[0]);
+    assert_eq!(shortened("sh -c true", TAKER_NAME), "sh -c true");
+}
+
+#[test]
 fn disturbed_samples_either_side_of_the_threshold_and_too_few_to_say() {
     let mut e = quiet();
     e.disturbed_samples = 24;

@@ -268,25 +268,31 @@ fn write_totals(out: &mut String, c: &Comparison, all: bool) {
 }
 
 /// Says why nothing is compared: a busy run's figures hold the other work, and a change between
-/// them would be presented as a finding.
+/// them would be presented as a finding. One line per run and per reason, each wrapped, so that a
+/// long list of the processes that took the CPU never makes a line of hundreds of columns.
 pub fn busy_refusal(busy: &[super::BusyRun]) -> String {
-    let runs: Vec<String> = busy
-        .iter()
-        .map(|r| {
-            format!(
-                "{} {} ({})",
-                r.side,
-                r.run,
-                crate::text::escape_controls(&r.reasons.join("; "))
-            )
-        })
-        .collect();
-    format!(
-        "osmeter: not compared: measured on a busy machine: {}. Its figures hold the other work \
-         as much as the system, so no figure is called changed; measure again on a quiet machine, \
-         or give --force to see the comparison with every figure marked",
-        runs.join("; ")
-    )
+    let width = crate::columns::width();
+    let mut out = String::from(
+        "osmeter: not compared: measured on a busy machine, so no figure is called changed:\n",
+    );
+    for r in busy {
+        out.push_str(&format!("  {} {}:\n", r.side, r.run));
+        for reason in &r.reasons {
+            let reason = crate::text::escape_controls(reason);
+            out.push_str(&crate::columns::wrap(
+                &format!("    {reason}"),
+                width,
+                "      ",
+            ));
+        }
+    }
+    out.push_str(&crate::columns::wrap(
+        "  Its figures hold the other work as much as the system. Measure again on a quiet \
+         machine, or give --force to see the comparison with every figure marked.",
+        width,
+        "  ",
+    ));
+    out.trim_end().to_string()
 }
 
 /// The paragraph that says the machine itself changed speed between the runs.
