@@ -92,7 +92,8 @@ pub struct SuiteConfig<'a> {
     pub cpu: usize,
     pub fifo: Option<i32>,
     pub counters: bool,
-    /// After the timed rounds, one sampling round of every measured figure (`--profile`).
+    /// Between the first timed rounds and the extra ones, one sampling round of every measured
+    /// figure (`--profile`).
     pub profile: bool,
     /// The run's scratch directory, which the caller removes afterwards.
     pub scratch: &'a Path,
@@ -251,9 +252,16 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
     // tens of seconds to show between them: every figure then gets rounds spread over the extra
     // time, not only the noisy ones, so the spread between rounds holds the drift too.
     let spread_all = first_rounds < MIN_EXTRA_TIME;
+    // Profiles are taken here, between the first rounds and the extra ones, so that timed rounds
+    // stand on both sides of them in time: a machine that drifts while they run shows in the
+    // spread of the timed rounds too, rather than in the profiles alone. The time they take is
+    // not the extra rounds' to lose.
+    let profiling_started = Instant::now();
+    let profiles = profiling::profile_all(config, &mut state, progress)?;
     let deadline = config
         .budget
-        .unwrap_or(first_rounds + (first_rounds / 2).max(MIN_EXTRA_TIME));
+        .unwrap_or(first_rounds + (first_rounds / 2).max(MIN_EXTRA_TIME))
+        + profiling_started.elapsed();
     state.deadline = Some(deadline);
     let mut last = order.last().map(|s| s.variant);
     for round in config.rounds..config.max_rounds {
@@ -272,7 +280,6 @@ pub fn run(config: &SuiteConfig, progress: &mut dyn FnMut(Progress)) -> Result<S
         last = slots.last().map(|s| s.variant);
         state.measure(config, &slots, progress)?;
     }
-    let profiles = profiling::profile_all(config, &mut state, progress)?;
     let interrupted = state.interrupted;
     let measurements = config
         .variants

@@ -1,5 +1,6 @@
-//! `run --profile`: after the timed rounds, one more round of every measured figure in a fresh
-//! worker, its workload under sampling instead of the clock, so the timed rounds stay untouched.
+//! `run --profile`: between the first timed rounds and the extra ones, one more round of every
+//! measured figure in a fresh worker, its workload under sampling instead of the clock, so the
+//! timed rounds stay untouched and surround the profiles in time.
 //! The kernel refusing to sample ends profiling with one reason for the run; Ctrl-C keeps the
 //! profiles taken.
 
@@ -51,7 +52,6 @@ pub(super) fn profile_all(
             deadline: None,
             profiling: true,
         });
-        state.done += 1;
         let task = Task::Profile {
             probe: variant.probe.id.to_string(),
             params: variant.params.clone(),
