@@ -510,9 +510,23 @@ pub struct CompareArgs {
     #[arg(long)]
     pub explain: bool,
     #[command(flatten)]
+    pub gate: GateArgs,
+    #[command(flatten)]
     pub store: StoreArg,
     #[command(flatten)]
     pub output: JsonArg,
+}
+
+/// The verdicts as CI systems read them (see docs/comparisons-and-history.md).
+#[derive(Args, Debug, Clone, Default)]
+pub struct GateArgs {
+    /// Also write the verdicts as JUnit XML to FILE: one test case per figure, failed where
+    /// --fail-if-slower fails (without it: every figure called slower)
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Print the verdicts as KTAP (the kernel's test format) instead of the table
+    #[arg(long, conflicts_with = "json")]
+    pub ktap: bool,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -544,6 +558,10 @@ pub struct AbArgs {
     /// that act per process: --a-wrap/--b-wrap, not a set-up)
     #[arg(long)]
     pub duet: bool,
+    /// Run A and B at the same time on the measuring CPU, taking their samples in turn, so that
+    /// each sample of A is milliseconds from one of B (per-process differences only, as --duet)
+    #[arg(long, conflicts_with = "duet")]
+    pub lockstep: bool,
     /// Smallest change worth finding, in percent: pairs go on until every figure's interval is
     /// within half of it, or the budget ends
     #[arg(long, value_name = "PCT", default_value_t = 2.0, value_parser = percent_arg)]
@@ -598,6 +616,8 @@ pub struct HistoryArgs {
     /// Take in runs measured on a busy machine (left out otherwise)
     #[arg(long)]
     pub include_busy: bool,
+    #[command(flatten)]
+    pub gate: GateArgs,
     #[command(flatten)]
     pub store: StoreArg,
     #[command(flatten)]
@@ -807,7 +827,7 @@ pub struct MeasureArgs {
     /// Do not open perf_event counters (time and interference only)
     #[arg(long)]
     pub no_counters: bool,
-    /// After the timed rounds, sample every figure's workload in a round of its own (cycles, or
+    /// Between the timed rounds, sample every figure's workload in a round of its own (cycles, or
     /// cpu-clock without a PMU) and store where its time goes: user and kernel, kernel component,
     /// function and call stack (`show`, `export --format folded`; see docs/profiles.md)
     #[arg(long)]

@@ -3,8 +3,9 @@
 use crate::cli::CompareArgs;
 use crate::error::{EXIT_BUSY, EXIT_OK, EXIT_THRESHOLD};
 use crate::results::compare::{
-    common_kind, compare as compare_runs, exact, history, text, CompareConfig, Verdict,
+    common_kind, compare as compare_runs, exact, history, text, CompareConfig, Comparison, Verdict,
 };
+use crate::results::gate;
 use crate::results::model::{Run, RunKind};
 use crate::results::profile::explain;
 use crate::results::store::Location;
@@ -36,12 +37,30 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     let ra: Vec<&Run> = a.iter().collect();
     let rb: Vec<&Run> = b.iter().collect();
     if common_kind(&ra, &rb)? == RunKind::Guest {
+        if args.gate.junit.is_some() || args.gate.ktap {
+            return Err(usage!(
+                "--junit and --ktap judge timed runs; guest runs hold exact counts, which \
+                 `compare --fail-if-slower PCT` gates by their growth (exit 4)"
+            ));
+        }
         return exact_guest(&ra, &rb, args);
     }
     let mut c = compare_runs(&ra, &rb, &config)?;
     c.history_runs = history_runs;
-    if !c.busy.is_empty() && !args.force {
+    let refused = !c.busy.is_empty() && !args.force;
+    let gate = gate::of_comparison(
+        &Comparison {
+            busy: if refused { c.busy.clone() } else { Vec::new() },
+            ..c.clone()
+        },
+        args.fail_if_slower,
+    );
+    let ktap = super::gate::write(&args.gate, &gate)?;
+    if refused {
         eprintln!("{}", text::busy_refusal(&c.busy));
+        if let Some(ktap) = &ktap {
+            super::emit_unwrapped(ktap)?;
+        }
         return Ok(EXIT_BUSY);
     }
     let explained = args.explain.then(|| {
@@ -69,6 +88,8 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
             })?,
             None => super::emit_json(&c)?,
         }
+    } else if let Some(ktap) = &ktap {
+        super::emit_unwrapped(ktap)?;
     } else {
         let why = explained.as_ref().map(explain::render).unwrap_or_default();
         super::emit(&(text::render(&c, args.all) + &why))?;

@@ -20,8 +20,12 @@ pub fn history(args: &HistoryArgs) -> Result<i32> {
     };
     let mut store = Location::resolve(args.store.store.as_ref())?.open_read_only()?;
     let h = history::history(store.as_mut(), &query)?;
+    let gate = crate::results::gate::of_history(&h, args.fail_if_slower);
+    let ktap = super::gate::write(&args.gate, &gate)?;
     if args.output.json {
         super::emit_json(&h)?;
+    } else if let Some(ktap) = &ktap {
+        super::emit_unwrapped(ktap)?;
     } else {
         super::emit(&text::render(&h))?;
     }

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod completions;
 pub mod export;
 pub mod fleet;
+pub mod gate;
 pub mod guest;
 pub mod history;
 pub mod info;
@@ -65,6 +66,11 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
 /// [`crate::columns`]); `--wide` leaves them whole.
 pub fn emit(text: &str) -> Result<()> {
     emit_raw(&crate::columns::fit_prose(text, crate::columns::width()))
+}
+
+/// A document for a machine to read (KTAP): never wrapped, a line being a record.
+pub fn emit_unwrapped(text: &str) -> Result<()> {
+    emit_raw(text)
 }
 
 fn emit_raw(text: &str) -> Result<()> {

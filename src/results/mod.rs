@@ -7,6 +7,7 @@ pub mod export;
 pub mod figure;
 pub mod fingerprint;
 pub mod fleet;
+pub mod gate;
 pub mod guest;
 pub mod history;
 pub mod keep;

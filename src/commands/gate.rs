@@ -1,0 +1,23 @@
+//! `--junit FILE` and `--ktap` of `compare` and `history`: the gate written where it was asked.
+
+use crate::cli::GateArgs;
+use crate::results::gate::{junit, ktap, Gate};
+use anyhow::Result;
+
+/// Writes the JUnit file (whole or not at all) when asked; returns the KTAP text to print in
+/// place of the table when asked.
+pub fn write(args: &GateArgs, gate: &Gate) -> Result<Option<String>> {
+    if let Some(path) = &args.junit {
+        crate::files::write_atomic(path, junit::render(gate).as_bytes()).map_err(|e| {
+            match e.downcast_ref::<crate::files::WriteError>() {
+                Some(w) => anyhow::anyhow!(
+                    "cannot write the JUnit report to {}: {}; choose a writable path with --junit",
+                    w.path.display(),
+                    w.why
+                ),
+                None => e,
+            }
+        })?;
+    }
+    Ok(args.ktap.then(|| ktap::render(gate)))
+}
