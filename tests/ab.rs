@@ -36,6 +36,22 @@ fn contradictory_or_missing_options_are_usage_errors() {
             "--duet with --a-setup",
         ),
         (
+            &[
+                "ab",
+                "syscall.null",
+                "--lockstep",
+                "--b-setup",
+                "true",
+                "--a-setup",
+                "true",
+            ],
+            "--lockstep with --a-setup",
+        ),
+        (
+            &["ab", "syscall.null", "--lockstep", "--duet"],
+            "cannot be used with",
+        ),
+        (
             &["ab", "syscall.null", "--rounds", "3"],
             "--rounds does not apply to ab",
         ),
@@ -139,6 +155,40 @@ fn a_duet_runs_both_sides_on_two_cpus_and_names_them() {
     assert_eq!(cpus.len(), 2);
     assert_ne!(cpus[0], cpus[1]);
     assert_eq!(doc["figures"][0]["ratios"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn lockstep_runs_both_sides_on_one_cpu_in_turns_and_names_it() {
+    let env = TestEnv::new();
+    let run = env.json(
+        &[
+            AB_FAST,
+            &[
+                "syscall.null",
+                "syscall.dup",
+                "--lockstep",
+                "--json",
+                "--max-pairs",
+                "3",
+            ],
+            &[
+                "--a-wrap",
+                "env OSMETER_AB=a",
+                "--b-wrap",
+                "env OSMETER_AB=b",
+            ],
+        ]
+        .concat(),
+    );
+    let doc = &run["sections"]["ab"];
+    assert_eq!(doc["mode"], "lockstep");
+    assert_eq!(doc["cpus"].as_array().unwrap().len(), 1);
+    for f in doc["figures"].as_array().unwrap() {
+        assert_eq!(f["ratios"].as_array().unwrap().len(), 3, "{f:#}");
+        for side in ["a_rounds", "b_rounds"] {
+            assert_eq!(f[side].as_array().unwrap().len(), 3, "{f:#}");
+        }
+    }
 }
 
 #[test]

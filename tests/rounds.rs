@@ -129,6 +129,45 @@ fn bad_rounds_are_usage_errors_and_the_worker_is_not_for_people() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("osmeter run"));
+    // A descriptor 3 that a tool left open (`/usr/bin/time -o FILE` does, a pipe from a shell or a
+    // CI runner could) is not the parent's pipe: still a usage error, and the file is untouched.
+    let left_open = env.dir.path().join("time-output");
+    std::fs::write(&left_open, "kept").unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("osmeter");
+    for redirect in [r#"3>>"$2""#, "3>/dev/null", "3</dev/null"] {
+        let out = std::process::Command::new("sh")
+            .args([
+                "-c",
+                &format!(r#"exec "$1" measure-worker {redirect} < /dev/null"#),
+                "sh",
+            ])
+            .arg(&bin)
+            .arg(&left_open)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{redirect}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("osmeter run"));
+    }
+    let pipe = std::process::Command::new("sh")
+        .args(["-c", r#"echo '{}' | "$1" measure-worker 3>&1 | cat"#, "sh"])
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&pipe.stderr).contains("osmeter run"),
+        "a pipe on descriptor 3 that osmeter did not make: {pipe:?}"
+    );
+    assert_eq!(std::fs::read_to_string(&left_open).unwrap(), "kept");
+    // And a run started with such a descriptor measures as any other.
+    let run = std::process::Command::new("sh")
+        .args(["-c", r#""$1" run syscall.null --no-store --rounds 1 --repeat 2 --min-time 1ms --warmup 0 3>>"$2""#, "sh"])
+        .arg(&bin)
+        .arg(&left_open)
+        .env("HOME", env.dir.path())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    assert_eq!(std::fs::read_to_string(&left_open).unwrap(), "kept");
     // Hidden from the help.
     env.osmeter()
         .arg("--help")

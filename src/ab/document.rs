@@ -29,6 +29,8 @@ pub enum Mode {
     Interleaved,
     /// Both at once on two CPUs, swapped between pairs.
     Duet,
+    /// Both at once on one CPU, their samples taken in turn.
+    Lockstep,
 }
 
 impl Mode {
@@ -36,6 +38,7 @@ impl Mode {
         match self {
             Mode::Interleaved => "interleaved",
             Mode::Duet => "duet",
+            Mode::Lockstep => "lockstep",
         }
     }
 }
@@ -200,7 +203,7 @@ pub fn judged(config: &AbConfig, taken: Taken) -> AbDoc {
         min_effect: config.min_effect,
         budget_s: config.budget.as_secs_f64(),
         cpus: match config.mode {
-            Mode::Interleaved => vec![config.cpus[0]],
+            Mode::Interleaved | Mode::Lockstep => vec![config.cpus[0]],
             Mode::Duet => config.cpus.to_vec(),
         },
         pairs: taken.pairs,

@@ -25,10 +25,10 @@ impl Section for Ab {
         }
         let mut out = note(
             "A and B measured in pairs (one round of each within seconds, alternating A B, B A; \
-             or at once on two CPUs in a duet). B/A is the geometric mean of the pairs' ratios \
-             with its 95 % interval (paired t on the log scale); a figure changed when the \
-             interval excludes 1, the false discovery rate holds and the change reaches the \
-             minimum effect.",
+             at once on two CPUs in a duet; or on one CPU, samples in turn, in lockstep). B/A is \
+             the Hodges-Lehmann estimate of the pairs' ratios with its 95 % interval (signed \
+             ranks on the log scale); a figure changed when the interval excludes 1, the false \
+             discovery rate holds and the change reaches the minimum effect.",
         );
         let mut rows = Vec::new();
         for (i, run) in ctx.runs.iter().enumerate() {

@@ -109,7 +109,7 @@ pub fn measure(config: &AbConfig, status: &mut dyn FnMut(&str)) -> Result<AbDoc>
         };
         let outcome = match config.mode {
             Mode::Interleaved => ctx.interleaved(&mut switch, &mut got, status, started),
-            Mode::Duet => ctx.duet(&mut got, status, started),
+            Mode::Duet | Mode::Lockstep => ctx.together(&mut got, status, started),
         };
         // Before the first pair an error is the answer; after it, the pairs taken are kept.
         let outcome = match outcome {
@@ -265,8 +265,18 @@ impl PairContext<'_, '_> {
     }
 
     fn run(&self, side: usize, cpu: usize, task: Task) -> Result<Answer> {
+        self.run_in_turns(side, cpu, task, None)
+    }
+
+    fn run_in_turns(
+        &self,
+        side: usize,
+        cpu: usize,
+        task: Task,
+        turns: Option<worker::TurnPipes>,
+    ) -> Result<Answer> {
         Ok(
-            match worker::run_job(&self.workers[side], &self.job(cpu, task))? {
+            match worker::run_job_in_turns(&self.workers[side], &self.job(cpu, task), turns)? {
                 Report::Overhead(o) => Answer::Overhead(o),
                 Report::Yardstick(r) => Answer::Yardstick(r),
                 Report::Round(outcome) => {
@@ -362,16 +372,21 @@ impl PairContext<'_, '_> {
         Ok(out)
     }
 
-    /// A and B at once, each task of the pair started on both sides together, A on the first CPU
-    /// in even pairs and on the second in odd ones.
-    fn duet(
+    /// A and B at once, each task of the pair started on both sides together. In a duet A runs on
+    /// the first CPU in even pairs and on the second in odd ones; in lockstep both run on the
+    /// measuring CPU and take their samples in turn, the side first in the pair starting, and
+    /// the harness's own cost and the yardstick are measured one side after the other.
+    fn together(
         &self,
         got: &mut [Vec<Gathered>; 2],
         status: &mut dyn FnMut(&str),
         started: Instant,
     ) -> Result<PairOutcome> {
+        let lockstep = self.config.mode == Mode::Lockstep;
         let [c0, c1] = self.config.cpus;
-        let cpus = if self.first() == 0 {
+        let cpus = if lockstep {
+            [c0, c0]
+        } else if self.first() == 0 {
             [c0, c1]
         } else {
             [c1, c0]
@@ -381,11 +396,28 @@ impl PairContext<'_, '_> {
             iterations: vec![None; self.order.len()],
             interrupted: false,
         };
-        let both = |tasks: [Task; 2]| -> Result<[Answer; 2]> {
+        // In lockstep, a round's two workers share one CPU in turns; any other task would share
+        // it at once, so those go one side after the other.
+        let both = |tasks: [Task; 2], in_turns: bool| -> Result<[Answer; 2]> {
             let [ta, tb] = tasks;
+            if lockstep && !in_turns {
+                let first = self.first();
+                let mut tasks = [Some(ta), Some(tb)];
+                let mut answers = [None, None];
+                for side in [first, 1 - first] {
+                    let task = tasks[side].take().expect("each side's task once");
+                    answers[side] = Some(self.run(side, cpus[side], task)?);
+                }
+                let [a, b] = answers.map(|a| a.expect("both sides answered"));
+                return Ok([a, b]);
+            }
+            let [pa, pb] = match lockstep {
+                true => turn_pipes(self.first()).map(|[a, b]| [Some(a), Some(b)])?,
+                false => [None, None],
+            };
             std::thread::scope(|s| {
-                let a = s.spawn(|| self.run(0, cpus[0], ta));
-                let b = self.run(1, cpus[1], tb);
+                let a = s.spawn(|| self.run_in_turns(0, cpus[0], ta, pa));
+                let b = self.run_in_turns(1, cpus[1], tb, pb);
                 let a = a
                     .join()
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("the duet's A thread panicked")));
@@ -397,7 +429,7 @@ impl PairContext<'_, '_> {
             self.pair + 1,
             crate::progress::duration(started.elapsed())
         ));
-        let overheads = match both([Task::Overhead, Task::Overhead])? {
+        let overheads = match both([Task::Overhead, Task::Overhead], false)? {
             [Answer::Overhead(a), Answer::Overhead(b)] => [a, b],
             [Answer::Interrupted, _] | [_, Answer::Interrupted] => {
                 out.interrupted = true;
@@ -408,7 +440,7 @@ impl PairContext<'_, '_> {
             }
             _ => bail!("a measuring process answered the wrong task; this is a bug"),
         };
-        let [ya, yb] = both([Task::Yardstick, Task::Yardstick])?;
+        let [ya, yb] = both([Task::Yardstick, Task::Yardstick], false)?;
         for (side, y) in [ya, yb].into_iter().enumerate() {
             if let Answer::Yardstick(r) = y {
                 out.yardstick[side] = Some(r);
@@ -431,10 +463,13 @@ impl PairContext<'_, '_> {
                 crate::progress::duration(started.elapsed()),
                 self.config.variants[i].label()
             ));
-            let [a, b] = both([
-                self.round_task(i, &overheads[0]),
-                self.round_task(i, &overheads[1]),
-            ])?;
+            let [a, b] = both(
+                [
+                    self.round_task(i, &overheads[0]),
+                    self.round_task(i, &overheads[1]),
+                ],
+                true,
+            )?;
             let (ga, gb) = got.split_at_mut(1);
             let stop_a = keep(a, &mut ga[0][i], &mut out.iterations[i]);
             let stop_b = keep(b, &mut gb[0][i], &mut None);
@@ -445,6 +480,43 @@ impl PairContext<'_, '_> {
         }
         Ok(out)
     }
+}
+
+/// The two pipes of a lockstep round: each side reads the token from one and writes it to the
+/// other; `first` is the side that measures first (the other hands it the token when ready).
+fn turn_pipes(first: usize) -> Result<[worker::TurnPipes; 2]> {
+    let pipe = || -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: fds has room for the two descriptors.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            bail!(
+                "cannot make a pipe for lockstep: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        use std::os::fd::FromRawFd;
+        // SAFETY: both descriptors are fresh and owned from here on.
+        Ok(unsafe {
+            (
+                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        })
+    };
+    let (to_a_read, to_a_write) = pipe()?;
+    let (to_b_read, to_b_write) = pipe()?;
+    Ok([
+        worker::TurnPipes {
+            read: to_a_read,
+            write: to_b_write,
+            second: first != 0,
+        },
+        worker::TurnPipes {
+            read: to_b_read,
+            write: to_a_write,
+            second: first != 1,
+        },
+    ])
 }
 
 /// Keeps one answer of a figure's round; true when the user stopped the run.

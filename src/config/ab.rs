@@ -105,13 +105,17 @@ pub fn from_args(args: &AbArgs) -> Result<AbPlan> {
              find a change sooner"
         );
     }
-    let mode = if args.duet {
-        Mode::Duet
-    } else {
-        Mode::Interleaved
+    let mode = match (args.duet, args.lockstep) {
+        (true, _) => Mode::Duet,
+        (false, true) => Mode::Lockstep,
+        (false, false) => Mode::Interleaved,
     };
     let cpus = match mode {
         Mode::Interleaved => [run.cpu, run.cpu],
+        Mode::Lockstep => {
+            at_once_refused(&a, &b, "--lockstep")?;
+            [run.cpu, run.cpu]
+        }
         Mode::Duet => [run.cpu, duet_partner(&a, &b, run.cpu)?],
     };
     Ok(AbPlan {
@@ -140,17 +144,23 @@ fn check_wrapper(side: &str, wrap: &str) -> Result<()> {
     }
 }
 
-/// The second CPU of a duet, or why there is no duet.
-fn duet_partner(a: &SideSpec, b: &SideSpec, cpu: usize) -> Result<usize> {
+/// Why A and B cannot run at the same time (`flag` is --duet or --lockstep), if they cannot.
+fn at_once_refused(a: &SideSpec, b: &SideSpec, flag: &str) -> Result<()> {
     if let Some(side) = [a, b].into_iter().find(|s| s.setup.is_some()) {
         return Err(usage!(
-            "--duet with --{}-setup: a duet runs A and B at the same time, so a set-up command \
+            "{flag} with --{}-setup: {flag} runs A and B at the same time, so a set-up command \
              (a switch of the whole machine, like a sysctl) would hold for both sides; use \
-             --a-wrap/--b-wrap for a difference that acts per process, or leave out --duet to \
+             --a-wrap/--b-wrap for a difference that acts per process, or leave out {flag} to \
              interleave A and B",
             side.name.to_lowercase()
         ));
     }
+    Ok(())
+}
+
+/// The second CPU of a duet, or why there is no duet.
+fn duet_partner(a: &SideSpec, b: &SideSpec, cpu: usize) -> Result<usize> {
+    at_once_refused(a, b, "--duet")?;
     let usable = placement::usable_cpus();
     let (_, choice) = super::least_busy_cpu();
     let partner = choice

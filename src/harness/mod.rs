@@ -5,6 +5,7 @@ pub mod aggregate;
 pub mod env;
 pub mod round;
 pub mod schedule;
+pub mod turns;
 pub mod usual;
 
 use crate::meter::{counter_delta, rt_limit, Cut, Sensors};

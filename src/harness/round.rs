@@ -77,6 +77,9 @@ pub fn measure_round<S: Sensors, W: Workload + ?Sized>(
     // Timing samples with the counters detached (they would tax every context switch), then a few
     // counting samples of the same length for the counter figures.
     sensors.set_counting(false);
+    // Under `ab --lockstep` the partner's samples alternate with this round's (see turns): the
+    // token is held from here to the end of each timing sample.
+    super::turns::begin();
     let iters = calibrate_from(sensors, work, config, iterations_hint.unwrap_or(1))?;
     // Calibration's last sample ran the workload at the final iteration count, as a warm-up
     // sample would: it counts as the first one (a whole-workload operation of a second or more
@@ -95,6 +98,8 @@ pub fn measure_round<S: Sensors, W: Workload + ?Sized>(
             break;
         }
         let s = take_sample(sensors, work, iters)?;
+        super::turns::pass();
+        super::turns::wait();
         if config.retake_preempted && s.interference.preempted() && retaken.len() < config.samples {
             retaken.push(s.interference);
             continue;
@@ -122,6 +127,7 @@ pub fn measure_round<S: Sensors, W: Workload + ?Sized>(
         }
         sensors.set_counting(false);
     }
+    super::turns::leave();
 
     let bytes = work.bytes_per_op();
     let loop_ns = if work.subtract_loop_overhead() {

@@ -34,6 +34,11 @@ const REPORT_FD: libc::c_int = 3;
 const NO_RANDOMIZE: libc::c_ulong = 0x0040000;
 /// The hidden subcommand.
 pub const SUBCOMMAND: &str = "measure-worker";
+/// Names the report pipe (its device and inode) in a worker's environment. Descriptor 3 alone
+/// proves nothing: a shell, `/usr/bin/time -o FILE` or a CI runner may leave one open, and a
+/// worker that took such a file for its parent's pipe would read a job that never comes. The
+/// variable passes through any wrapper of the worker (`ab --a-wrap`), as descriptors do.
+const REPORT_PIPE_ENV: &str = "OSMETER_REPORT_PIPE";
 
 /// Everything a worker needs to measure one task, without reading the command line.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -117,11 +122,51 @@ impl WorkerCommand {
 /// answering is reported as a failure naming how it ended. On Ctrl-C the worker is asked to stop and
 /// given [`STOP_GRACE`] to answer with what it measured before its process group is killed.
 pub fn run_job(command: &WorkerCommand, job: &Job) -> Result<Report> {
+    run_job_in_turns(command, job, None)
+}
+
+/// The two ends of pipes a worker takes its samples in turn over (see [`crate::harness::turns`]).
+pub struct TurnPipes {
+    pub read: std::os::fd::OwnedFd,
+    pub write: std::os::fd::OwnedFd,
+    /// This worker hands the token over first.
+    pub second: bool,
+}
+
+/// The descriptors a worker in turns finds its pipes on.
+const TURN_FDS: (libc::c_int, libc::c_int) = (4, 5);
+
+/// [`run_job`], the worker taking its samples in turn with a partner's over `turns`; the pipes are
+/// closed here once the worker has them, so that either side's end is seen by the other.
+pub fn run_job_in_turns(
+    command: &WorkerCommand,
+    job: &Job,
+    turns: Option<TurnPipes>,
+) -> Result<Report> {
+    use std::os::fd::AsRawFd;
     let grace = STOP_GRACE;
     let (read_end, write_end) = pipe()?;
     let parent = std::process::id() as libc::pid_t;
+    let identity = pipe_identity(write_end.0)
+        .ok_or_else(|| anyhow!("the measuring process's pipe is not a pipe; this is a bug"))?;
     let mut cmd = crate::programs::command(&command.program);
+    match &turns {
+        Some(t) => cmd.env(
+            crate::harness::turns::TURNS_ENV,
+            format!(
+                "{},{},{}",
+                TURN_FDS.0,
+                TURN_FDS.1,
+                if t.second { "second" } else { "first" }
+            ),
+        ),
+        None => cmd.env_remove(crate::harness::turns::TURNS_ENV),
+    };
+    let turn_fds = turns
+        .as_ref()
+        .map(|t| (t.read.as_raw_fd(), t.write.as_raw_fd()));
     cmd.args(&command.args)
+        .env(REPORT_PIPE_ENV, identity)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
@@ -141,6 +186,17 @@ pub fn run_job(command: &WorkerCommand, job: &Job) -> Result<Report> {
             if libc::dup2(fd, REPORT_FD) < 0 || libc::fcntl(REPORT_FD, libc::F_SETFD, 0) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            if let Some((read, write)) = turn_fds {
+                // Copied above every fixed number first, so that neither dup2 below can close
+                // the other's source.
+                let high = [read, write].map(|fd| libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 16));
+                for (from, to) in high.into_iter().zip([TURN_FDS.0, TURN_FDS.1]) {
+                    if from < 0 || libc::dup2(from, to) < 0 || libc::fcntl(to, libc::F_SETFD, 0) < 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+            }
             // A group of its own: Ctrl-C at the terminal reaches the parent only, which decides.
             libc::setpgid(0, 0);
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -154,6 +210,7 @@ pub fn run_job(command: &WorkerCommand, job: &Job) -> Result<Report> {
         .spawn()
         .with_context(|| format!("cannot start {}", command.program.display()))?;
     drop(write_end);
+    drop(turns);
     let group = Group(child.id() as libc::pid_t);
     let text = serde_json::to_vec(job)?;
     // A worker that died at once closes its stdin; how it ended is reported below.
@@ -304,6 +361,18 @@ impl Drop for Fd {
     }
 }
 
+/// A pipe's identity as the worker's environment carries it: `DEVICE:INODE` of the descriptor,
+/// or None when it is not a pipe (or not open).
+fn pipe_identity(fd: libc::c_int) -> Option<String> {
+    // SAFETY: fstat writes into the zeroed struct only.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat on a descriptor number; a closed one fails with EBADF.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return None;
+    }
+    Some(format!("{}:{}", st.st_dev, st.st_ino))
+}
+
 /// A close-on-exec pipe; the read end does not block.
 fn pipe() -> Result<(Fd, Fd)> {
     let mut fds = [0 as libc::c_int; 2];
@@ -323,8 +392,10 @@ fn pipe() -> Result<(Fd, Fd)> {
 /// The worker's side: reads the job from stdin, measures it, writes the report to descriptor 3.
 /// Exit status 0 whenever a report was written, whatever it says.
 pub fn serve() -> Result<i32> {
-    // SAFETY: F_GETFD only queries the descriptor.
-    if unsafe { libc::fcntl(REPORT_FD, libc::F_GETFD) } < 0 {
+    // The parent named its pipe; descriptor 3 must be that very pipe, not whatever a shell or a
+    // tool such as `/usr/bin/time -o FILE` happened to leave open there.
+    let named = std::env::var(REPORT_PIPE_ENV).ok();
+    if named.is_none() || named != pipe_identity(REPORT_FD) {
         return Err(crate::usage!(
             "{SUBCOMMAND} is started by `osmeter run` itself, not by hand; run `osmeter run` instead"
         ));
@@ -357,6 +428,7 @@ fn perform(job: &Job) -> Report {
 }
 
 fn measure(job: &Job) -> Result<Report> {
+    crate::harness::turns::adopt_from_env().map_err(|why| anyhow!(why))?;
     // Read (and remembered) before pinning, so two-party probes still see every CPU they may place
     // a partner on.
     let _ = placement::usable_cpus();
