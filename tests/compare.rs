@@ -220,3 +220,44 @@ fn bad_requests_are_usage_errors() {
         .assert()
         .code(2);
 }
+
+/// Nothing changed: the answer is one line, not a sentence of method and an empty table.
+#[test]
+fn nothing_changed_is_said_in_one_line() {
+    let env = TestEnv::new();
+    store_runs(
+        &env,
+        &[
+            synthetic("base", 200.0, "a", "6.1"),
+            synthetic("same", 200.0, "b", "6.1"),
+        ],
+    );
+    let out = env
+        .osmeter()
+        .args(["compare", "base", "same"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("No figure changed beyond noise: 2 compared (`--all` shows them"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("verdict") && !text.contains("(run runs)"),
+        "{text}"
+    );
+    // The sides, the answer, and the means below it: no table, no paragraph of method.
+    assert!(text.lines().count() <= 8, "{text}");
+    // --all still shows every figure and how it was judged.
+    let all = env
+        .osmeter()
+        .args(["compare", "base", "same", "--all"])
+        .output()
+        .unwrap();
+    let all = String::from_utf8_lossy(&all.stdout);
+    assert!(
+        all.contains("syscall.null") && all.contains("why:"),
+        "{all}"
+    );
+}

@@ -24,8 +24,22 @@ fn interval(f: &super::FigureComparison) -> String {
 pub fn render(c: &Comparison, all: bool) -> String {
     let mut out = String::new();
     write_sides(&mut out, c);
-    write_counts(&mut out, c);
-    write_table(&mut out, c, all);
+    let quiet = !all
+        && c.figures
+            .iter()
+            .all(|f| f.verdict == Verdict::NoChange && f.caveats.is_empty());
+    if quiet {
+        // Nothing to show: the answer is one line, and how it was judged is one flag away.
+        let _ = writeln!(
+            out,
+            "\nNo figure changed beyond noise: {} compared (`--all` shows them and how each was \
+             judged).",
+            c.figures.len()
+        );
+    } else {
+        write_counts(&mut out, c);
+        write_table(&mut out, c, all);
+    }
     write_totals(&mut out, c, all);
     out
 }
@@ -37,12 +51,16 @@ fn write_sides(out: &mut String, c: &Comparison) {
     if let Some(m) = &c.machine_speed {
         let _ = writeln!(out, "{}\n", machine_moved(m));
     }
+    // The kind is said where it is not the usual one (a run of probes).
+    let kind = match c.kind {
+        crate::results::model::RunKind::Run => String::new(),
+        other => format!("  ({other} runs)"),
+    };
     let _ = writeln!(
         out,
-        "A: {}\nB: {}  ({} runs)",
+        "A: {}\nB: {}{kind}",
         escape_controls(&c.runs_a.join(" ")),
         escape_controls(&c.runs_b.join(" ")),
-        c.kind
     );
     if !c.busy.is_empty() {
         let _ = writeln!(
