@@ -136,11 +136,6 @@ pub struct CompletionsArgs {
     /// Write the script to the shell's per-user completion directory instead of stdout
     #[arg(long)]
     pub install: bool,
-    /// Put the scratch directory on a fresh ext4 image inside --dir, mounted by the kernel (ext4)
-    /// or served by fuse2fs (fuse), for the file probes and app.andrew; tags the run fs=KIND
-    /// (root; removed when the run ends)
-    #[arg(long, value_enum, value_name = "KIND")]
-    pub fs: Option<crate::apps::image::Kind>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -155,11 +150,6 @@ pub struct ManArgs {
     /// PREFIX/bin (~/.cargo/bin after `cargo install`), else ~/.local/share/man/man1
     #[arg(long)]
     pub install: bool,
-    /// Put the scratch directory on a fresh ext4 image inside --dir, mounted by the kernel (ext4)
-    /// or served by fuse2fs (fuse), for the file probes and app.andrew; tags the run fs=KIND
-    /// (root; removed when the run ends)
-    #[arg(long, value_enum, value_name = "KIND")]
-    pub fs: Option<crate::apps::image::Kind>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -315,7 +305,18 @@ pub enum TraceAction {
     /// for stdin) to the osmeter format, or export it to ChampSim's or DynamoRIO drmemtrace's
     Convert {
         input: PathBuf,
-        output: PathBuf,
+        /// The file to write, as every other command takes it
+        #[arg(
+            short = 'o',
+            long = "output",
+            value_name = "FILE",
+            required_unless_present = "output_positional",
+            conflicts_with = "output_positional"
+        )]
+        output: Option<PathBuf>,
+        /// The file to write, as a second argument (the form of earlier releases)
+        #[arg(value_name = "OUTPUT", hide = true)]
+        output_positional: Option<PathBuf>,
         /// Input format [default: detected]
         #[arg(long, value_name = "FORMAT", value_enum)]
         from: Option<crate::memsim::trace::Format>,
@@ -812,7 +813,8 @@ pub struct MeasureArgs {
     /// is the first)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = warmup_arg)]
     pub warmup: usize,
-    /// CPU the measuring thread is pinned to [default: the last usable CPU]
+    /// CPU the measuring thread is pinned to [default: the least busy usable CPU, the last of
+    /// equals, chosen when the run starts]
     #[arg(long, value_name = "CPU")]
     pub cpu: Option<usize>,
     /// Directory for scratch files (a fresh subdirectory is made and removed) [default: the system

@@ -83,6 +83,17 @@ pub fn completion_install_path(shell: Shell) -> Result<PathBuf> {
     }
 }
 
+/// Whether the bash-completion package's loader is installed (Debian's path, and the one most
+/// distributions share).
+pub fn bash_completion_present() -> bool {
+    [
+        "/usr/share/bash-completion/bash_completion",
+        "/etc/bash_completion",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists())
+}
+
 /// Where `man` finds the pages without MANPATH: man-db searches `../share/man` beside every
 /// directory on PATH, so when osmeter runs from PREFIX/bin (~/.cargo/bin after `cargo install`)
 /// the pages go to PREFIX/share/man/man1. From anywhere else (a build tree) they go to the

@@ -812,3 +812,42 @@ fn drmemtrace_run_directory_is_read_as_one_trace() {
             "empty.dir holds no drmemtrace thread files",
         ));
 }
+
+/// `trace convert` names its output with `-o`, as every other command does; the second argument
+/// of earlier releases still works, and giving both, or neither, is a usage error.
+#[test]
+fn trace_convert_takes_its_output_with_dash_o() {
+    let env = TestEnv::new();
+    let t = synth(&env, "s.osmt", 1_000);
+    let out = env.dir.path().join("o.osmt");
+    env.osmeter()
+        .args(["trace", "convert"])
+        .arg(&t)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    assert_eq!(info(&env, &out)["references"], 1_000);
+    let old = env.dir.path().join("positional.osmt");
+    env.osmeter()
+        .args(["trace", "convert"])
+        .arg(&t)
+        .arg(&old)
+        .assert()
+        .success();
+    assert!(old.exists());
+    env.osmeter()
+        .args(["trace", "convert"])
+        .arg(&t)
+        .arg(&old)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .code(2);
+    env.osmeter()
+        .args(["trace", "convert"])
+        .arg(&t)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--output"));
+}

@@ -290,3 +290,24 @@ fn installed_completions_are_found_by_fish_and_zsh() {
         );
     }
 }
+
+/// `completions` and `man` take only what they use: a run's `--fs` is refused, not accepted and
+/// ignored, and their help does not list it.
+#[test]
+fn completions_and_man_do_not_take_a_runs_options() {
+    let env = TestEnv::new();
+    for args in [
+        &["completions", "bash", "--fs", "ext4"][..],
+        &["man", "--fs", "ext4"][..],
+    ] {
+        env.osmeter()
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains("--fs"));
+    }
+    for sub in ["completions", "man"] {
+        let help = env.osmeter().args([sub, "--help"]).output().unwrap();
+        assert!(!String::from_utf8_lossy(&help.stdout).contains("--fs"));
+    }
+}

@@ -21,6 +21,14 @@ pub fn completions(args: &CompletionsArgs) -> Result<i32> {
         args.shell,
         path.display()
     );
+    // The per-user directory is read by the bash-completion package's loader, not by bash itself:
+    // without the package the file sits there unread.
+    if args.shell == shell_files::Shell::Bash && !shell_files::bash_completion_present() {
+        eprintln!(
+            "osmeter: bash reads it only with the bash-completion package, which is not \
+             installed here: apt-get install bash-completion (then open a new shell)"
+        );
+    }
     if args.shell == shell_files::Shell::Zsh {
         let dir = path
             .parent()

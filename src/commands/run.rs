@@ -22,7 +22,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             super::emit(
                 &(table::render(&run)
                     + &crate::apps::summary::text(&run)
-                    + &crate::papers::brief::text(&run)
+                    + &crate::papers::brief::text(&run, config.keeper.keeps())
                     + &run
                         .profiles
                         .as_ref()

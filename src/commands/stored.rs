@@ -58,7 +58,7 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         if !run.measurements.is_empty() {
             body.push_str(&table::render(&run));
             body.push_str(&crate::apps::summary::text(&run));
-            body.push_str(&crate::papers::brief::text(&run));
+            body.push_str(&crate::papers::brief::text(&run, true));
         }
         for doc in run.sections.iter() {
             body.push_str(&doc.text());

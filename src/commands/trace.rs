@@ -13,13 +13,22 @@ pub fn trace(args: &TraceArgs) -> Result<i32> {
         Some(TraceAction::Convert {
             input,
             output,
+            output_positional,
             from,
             to,
             zstd,
-        }) => match to {
-            ExportFormat::Osmeter => convert(input, output, *from, *zstd),
-            other => export(input, output, *from, *other, *zstd),
-        },
+        }) => {
+            // clap requires one of the two and refuses both.
+            let Some(output) = output.as_ref().or(output_positional.as_ref()) else {
+                return Err(crate::usage!(
+                    "trace convert needs -o FILE, the file to write"
+                ));
+            };
+            match to {
+                ExportFormat::Osmeter => convert(input, output, *from, *zstd),
+                other => export(input, output, *from, *other, *zstd),
+            }
+        }
         Some(TraceAction::Info {
             file,
             from,

@@ -21,8 +21,11 @@ pub fn render(doc: &LatencyDoc) -> String {
                 (Some(e), _) => out.push_str(&format!("  {}: {e}\n", l.load)),
                 (None, "") => out.push_str(&format!("  {}\n", l.load)),
                 (None, unit) => out.push_str(&format!(
-                    "  {:<8} {:>12.4e} {unit} ({} threads)\n",
-                    l.load, l.rate, l.threads
+                    "  {:<8} {} ({} thread{})\n",
+                    l.load,
+                    load_rate(l.rate, unit),
+                    l.threads,
+                    if l.threads == 1 { "" } else { "s" }
                 )),
             }
         }
@@ -190,4 +193,35 @@ fn buffer_table(doc: &LatencyDoc) -> String {
     }
     table.render(crate::columns::width())
         + "(\"> X\": no underrun seen; the MTTF is more than the measured duration)\n"
+}
+
+/// A load's rate as people read rates: bytes per second in the unit that suits them ("654 MB/s
+/// copied"), other rates as counts ("12.3k fsync/s"), never in exponent notation.
+fn load_rate(rate: f64, unit: &str) -> String {
+    match unit.strip_prefix("B/s") {
+        Some(rest) => format!(
+            "{}{rest}",
+            crate::units::format(rate, crate::units::Unit::BytesPerSecond)
+        ),
+        None => format!("{} {unit}", crate::units::count(rate)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::load_rate;
+
+    #[test]
+    fn load_rates_read_without_exponents() {
+        let memory = load_rate(6.5435e8, "B/s copied");
+        let number = memory.split(' ').next().unwrap();
+        assert!(
+            memory.ends_with("MB/s copied") && number == "654",
+            "{memory}"
+        );
+        assert_eq!(
+            load_rate(12_345.0, "fsync/s (64 KiB writes)"),
+            "12.3k fsync/s (64 KiB writes)"
+        );
+    }
 }

@@ -11,14 +11,15 @@ use crate::results::model::{Run, Status};
 use anyhow::Result;
 use std::fmt::Write;
 
-/// The block of text for `run` (empty when no such paper's primitive is in the run). It never
-/// fails: `run` prints it before keeping the run, and a figure it cannot derive must not cost the
-/// measurement.
-pub fn text(run: &Run) -> String {
-    blocks(run).unwrap_or_else(|e| format!("\nno CPU-relative figures: {e:#}\n"))
+/// The block of text for `run` (empty when no such paper's primitive is in the run, or the run
+/// has no CPU reference to relate them to). It never fails: `run` prints it before keeping the
+/// run, and a figure it cannot derive must not cost the measurement. `stored`: the run can be
+/// named by its id afterwards (not under `--no-store`), so the block may point to `paper --run`.
+pub fn text(run: &Run, stored: bool) -> String {
+    blocks(run, stored).unwrap_or_else(|e| format!("\nno CPU-relative figures: {e:#}\n"))
 }
 
-fn blocks(run: &Run) -> Result<String> {
+fn blocks(run: &Run, stored: bool) -> Result<String> {
     let mut out = String::new();
     for id in PaperId::ALL {
         let s = spec(id);
@@ -27,13 +28,22 @@ fn blocks(run: &Run) -> Result<String> {
         }
         let paper = Paper::load(id)?;
         let doc = view::build(&paper, s, std::slice::from_ref(run), &Here::default())?;
-        let _ = writeln!(
-            out,
-            "\nRelative to the CPU since {} (`osmeter paper {} --run {}` shows its tables):",
-            id.name(),
-            id.key(),
-            run.id
-        );
+        // A run that did not select the CPU reference has nothing to relate to: a block saying
+        // only that would be noise under every such run. (One whose reference cannot serve, as
+        // of other parameters, still says why.)
+        if !run.measurements.iter().any(|m| m.probe == "cpu.reference") {
+            continue;
+        }
+        let tables = if stored {
+            format!(
+                " (`osmeter paper {} --run {}` shows its tables)",
+                id.key(),
+                run.id
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "\nRelative to the CPU since {}{tables}:", id.name(),);
         match (render::relative_grid(&doc), &doc.cpu, &doc.cpu_missing) {
             (Some(g), Some(cpu), _) => {
                 let _ = writeln!(
@@ -94,7 +104,7 @@ mod tests {
     #[test]
     fn a_run_with_the_papers_primitives_gets_its_cpu_relative_figures() {
         let run = ousterhout_run(100.0, 100.0, 1e10);
-        let t = text(&run);
+        let t = text(&run, true);
         assert!(
             t.contains("Relative to the CPU since Ousterhout 1989"),
             "{t}"
@@ -108,25 +118,28 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("--run test"), "{t}");
+        // A run that was not kept cannot be named again: no `--run` to suggest.
+        assert!(!text(&run, false).contains("--run"));
     }
 
     #[test]
-    fn without_a_usable_reference_it_says_why() {
+    fn without_a_usable_reference_it_says_why_and_without_one_nothing() {
         let mut run = ousterhout_run(100.0, 100.0, 1e10);
         run.measurements[0].params.clear();
-        let t = text(&run);
+        let t = text(&run, true);
         assert!(t.contains("no CPU-relative figures"), "{t}");
         assert!(t.contains("earlier cpu.reference"), "{t}");
+        // Not selected at all: nothing to say under the run's table.
         run.measurements.remove(0);
-        assert!(text(&run).contains("cpu.reference is not in the run"));
+        assert_eq!(text(&run, true), "");
     }
 
     #[test]
     fn a_run_without_them_gets_nothing() {
         let mut run = ousterhout_run(100.0, 100.0, 1e10);
         run.measurements.truncate(1);
-        assert_eq!(text(&run), "");
+        assert_eq!(text(&run, true), "");
         run.measurements.clear();
-        assert_eq!(text(&run), "");
+        assert_eq!(text(&run, true), "");
     }
 }

@@ -23,6 +23,11 @@ struct Target {
 }
 
 impl Keeper {
+    /// Whether the run will be stored (not under `--no-store`).
+    pub fn keeps(&self) -> bool {
+        self.target.is_some()
+    }
+
     /// Checks the tags and opens the store once (creating a new SQLite store, connecting to a
     /// PostgreSQL one). `store` is `--store` (else $OSMETER_STORE, else the local default).
     pub fn new(tags: &[Tag], no_store: bool, store: Option<&Location>) -> Result<Keeper> {

@@ -323,6 +323,10 @@ pub fn render(doc: &StatDoc) -> String {
         }
         let _ = writeln!(out, "{}", line.trim_end());
     }
+    if let Some(note) = cold_first_run(&doc.runs) {
+        out.push('\n');
+        out.push_str(&wrap(2, "", note.split(' '), 100));
+    }
     if doc.counters_scaled {
         let _ = writeln!(
             out,
@@ -340,6 +344,33 @@ pub fn render(doc: &StatDoc) -> String {
         }
     }
     out
+}
+
+/// How much slower than the others' median the first run must be to be called cold.
+const COLD_FIRST: f64 = 2.0;
+
+/// A note when the first measured run took far longer than the others (it filled the caches the
+/// others then found full): its wall time dominates the mean, the interval and the variation, and
+/// the reader should know why rather than distrust every figure.
+fn cold_first_run(runs: &[RunRecord]) -> Option<String> {
+    let (first, rest) = runs.split_first()?;
+    if rest.len() < 2 {
+        return None;
+    }
+    let mut others: Vec<f64> = rest.iter().map(|r| r.wall_ns as f64).collect();
+    others.sort_by(f64::total_cmp);
+    let median = others[others.len() / 2];
+    let first = first.wall_ns as f64;
+    (median > 0.0 && first > COLD_FIRST * median).then(|| {
+        format!(
+            "The first run took {}, {:.1} times the others' median ({}): it filled caches the \
+             others found full, and it alone makes the wall time's interval wide. `--warmup 1` \
+             runs the command once first, unmeasured.",
+            crate::units::duration(first),
+            first / median,
+            crate::units::duration(median)
+        )
+    })
 }
 
 /// `head` then the words, wrapped at `width` columns with continuation lines aligned after `head`;
@@ -439,6 +470,28 @@ mod tests {
             .software
             .insert("task-clock".into(), wall as f64 / 2.0);
         r
+    }
+
+    #[test]
+    fn a_cold_first_run_is_named_and_a_warm_one_is_not() {
+        let cold = [
+            run(100_000_000, 1.0),
+            run(10_000_000, 1.0),
+            run(11_000_000, 1.0),
+        ];
+        let note = cold_first_run(&cold).expect("a note");
+        assert!(
+            note.contains("The first run took 100 ms") && note.contains("--warmup 1"),
+            "{note}"
+        );
+        let even = [
+            run(12_000_000, 1.0),
+            run(10_000_000, 1.0),
+            run(11_000_000, 1.0),
+        ];
+        assert_eq!(cold_first_run(&even), None);
+        // Two runs say nothing about which is usual.
+        assert_eq!(cold_first_run(&cold[..2]), None);
     }
 
     #[test]
