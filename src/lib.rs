@@ -70,3 +70,16 @@ pub use osmeter_base::usage;
 
 // The kernel layer, a crate of its own since it needs nothing above the base.
 pub use osmeter_kernel::{elf, function_tracer, kernel_parts, lockdown, tracefs};
+
+use results::document::DocumentKind;
+
+/// Every part's document type, so that a stored run's sections read back typed. Listed here, where
+/// the parts come together, because the results layer that reads them stands below most of them;
+/// a new kind of document is added here (results::document's tests fail while one is missing).
+pub static DOCUMENT_KINDS: &[DocumentKind] = &[
+    DocumentKind::of::<results::guest::GuestDoc>(),
+    DocumentKind::of::<stat::StatDoc>(),
+    DocumentKind::of::<latency::document::LatencyDoc>(),
+    DocumentKind::of::<memsim::document::MemsimDoc>(),
+    DocumentKind::of::<ab::document::AbDoc>(),
+];

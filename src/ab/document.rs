@@ -364,5 +364,3 @@ impl Document for AbDoc {
         super::text::render(self)
     }
 }
-
-crate::register_document!(AbDoc);
