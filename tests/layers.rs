@@ -1,8 +1,8 @@
 //! The layer map in src/lib.rs is kept true: every `crate::` path in src/ points to a module of the
 //! same layer or a lower one, except the arrows listed in [`STILL_UP`], and every arrow listed there
 //! is still needed (so the list only shrinks as modules move). A layer moved out into a crate of
-//! its own stays on the map under the names src/lib.rs re-exports it as (`stats`, and base's
-//! `units`, `console`, ...); tests/crates.rs keeps the crates themselves in order.
+//! its own stays on the map under the names src/lib.rs re-exports it as (`stats`, base's `units`,
+//! `console`, ..., kernel's `tracefs`, ...); tests/crates.rs keeps the crates themselves in order.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -220,19 +220,21 @@ fn first_module(text: &str) -> usize {
 /// Every module writes to stderr through osmeter's `eprintln!`, which a closed stderr cannot turn
 /// into a panic, never through std's: a `macro_rules!` reaches only the modules declared after it,
 /// so in each lib.rs it stands before the first module (osmeter-base's in its console module,
-/// declared first with `#[macro_use]`; the root crate's forwarding to it), and nothing names
-/// std's by path.
+/// declared first with `#[macro_use]`; the root crate's and osmeter-kernel's forwarding to it), and
+/// nothing names std's by path.
 #[test]
 fn every_module_gets_osmeters_eprintln() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
-    let at = lib
-        .find("\nmacro_rules! eprintln")
-        .expect("src/lib.rs defines eprintln!");
-    assert!(
-        at < first_module(&lib),
-        "src/lib.rs must define eprintln! before its first module"
-    );
+    for forwarding in ["src", "crates/kernel/src"] {
+        let lib = std::fs::read_to_string(root.join(forwarding).join("lib.rs")).unwrap();
+        let at = lib
+            .find("\nmacro_rules! eprintln")
+            .unwrap_or_else(|| panic!("{forwarding}/lib.rs defines no eprintln!"));
+        assert!(
+            at < first_module(&lib),
+            "{forwarding}/lib.rs must define eprintln! before its first module"
+        );
+    }
     let base = std::fs::read_to_string(root.join("crates/base/src/lib.rs")).unwrap();
     let first = first_module(&base);
     assert!(
@@ -241,8 +243,9 @@ fn every_module_gets_osmeters_eprintln() {
         "crates/base/src/lib.rs must declare `#[macro_use] pub mod console;` before any module"
     );
     let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    rust_files(&root.join("crates/base/src"), &mut files);
+    for dir in ["src", "crates/base/src", "crates/kernel/src"] {
+        rust_files(&root.join(dir), &mut files);
+    }
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(

@@ -367,5 +367,3 @@ impl Document for AbDoc {
         super::text::render(self)
     }
 }
-
-crate::register_document!(AbDoc);

@@ -209,5 +209,3 @@ impl crate::results::document::Document for LatencyDoc {
         crate::latency::text::render(self)
     }
 }
-
-crate::register_document!(LatencyDoc);

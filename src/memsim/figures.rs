@@ -93,5 +93,3 @@ impl crate::results::document::Document for MemsimDoc {
         crate::memsim::text::render(self) + &crate::memsim::kernel::analysis::render(self)
     }
 }
-
-crate::register_document!(MemsimDoc);

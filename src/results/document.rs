@@ -1,11 +1,11 @@
-//! The documents of osmeter's other parts (latency, memsim, stat, guest), stored inside a run
+//! The documents of osmeter's other parts (latency, memsim, stat, guest, ab), stored inside a run
 //! without this layer naming them.
 //!
 //! Each part owns its document type and implements [`Document`] for it: its kind, the figures it
-//! states, what it could not measure, and how it reads as text. It registers the type once with
-//! [`register_document!`], so a stored run's `sections` are read back into those types by kind;
-//! everything above the results layer reaches a document by its type
-//! (`run.sections.get::<LatencyDoc>()`).
+//! states, what it could not measure, and how it reads as text. The crate root, where the parts
+//! come together, lists every such type once (`crate::DOCUMENT_KINDS`), so a stored run's
+//! `sections` are read back into those types by kind; everything above the results layer reaches
+//! a document by its type (`run.sections.get::<LatencyDoc>()`).
 
 use crate::results::figure::{Figure, Unmeasured};
 use crate::results::model::RunKind;
@@ -79,8 +79,8 @@ impl<D: Document> AnyDocument for D {
     }
 }
 
-/// How to read one kind of document back from JSON; one per [`Document`] type, gathered at link
-/// time.
+/// How to read one kind of document back from JSON; one per [`Document`] type, in the crate
+/// root's `DOCUMENT_KINDS`.
 pub struct DocumentKind {
     pub kind: RunKind,
     pub parse: fn(serde_json::Value) -> serde_json::Result<Box<dyn AnyDocument>>,
@@ -99,20 +99,8 @@ fn parse_as<D: Document>(v: serde_json::Value) -> serde_json::Result<Box<dyn Any
     Ok(Box::new(serde_json::from_value::<D>(v)?))
 }
 
-inventory::collect!(DocumentKind);
-
-/// Registers a [`Document`] type so stored runs holding its kind read back into it.
-#[macro_export]
-macro_rules! register_document {
-    ($doc:ty) => {
-        inventory::submit! { $crate::results::document::DocumentKind::of::<$doc>() }
-    };
-}
-
 fn reader_of(kind: RunKind) -> Option<&'static DocumentKind> {
-    inventory::iter::<DocumentKind>
-        .into_iter()
-        .find(|k| k.kind == kind)
+    crate::DOCUMENT_KINDS.iter().find(|k| k.kind == kind)
 }
 
 /// The documents of a run, one per kind at most. Kinds this osmeter does not know (a newer
@@ -273,5 +261,21 @@ mod tests {
         assert_eq!(serde_json::to_value(&read).unwrap(), json);
         assert_eq!(s.take::<Counted>(), Some(Counted { n: 4 }));
         assert!(s.is_empty());
+    }
+
+    /// A kind left off the list would be kept as an unknown section, silently untyped.
+    #[test]
+    fn every_kind_but_run_reads_back_into_exactly_one_listed_type() {
+        for kind in RunKind::ALL {
+            let listed = crate::DOCUMENT_KINDS
+                .iter()
+                .filter(|k| k.kind == kind)
+                .count();
+            let wanted = usize::from(kind != RunKind::Run);
+            assert_eq!(
+                listed, wanted,
+                "{kind} is listed {listed} times in DOCUMENT_KINDS"
+            );
+        }
     }
 }

@@ -131,6 +131,16 @@ pub enum RunKind {
 }
 
 impl RunKind {
+    /// Every kind, for the checks that none is forgotten where kinds are listed.
+    pub const ALL: [RunKind; 6] = [
+        RunKind::Run,
+        RunKind::Stat,
+        RunKind::Latency,
+        RunKind::Memsim,
+        RunKind::Guest,
+        RunKind::Ab,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             RunKind::Run => "run",
@@ -143,16 +153,7 @@ impl RunKind {
     }
 
     pub fn parse(name: &str) -> Option<RunKind> {
-        [
-            RunKind::Run,
-            RunKind::Stat,
-            RunKind::Latency,
-            RunKind::Memsim,
-            RunKind::Guest,
-            RunKind::Ab,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == name)
+        RunKind::ALL.into_iter().find(|k| k.as_str() == name)
     }
 }
 

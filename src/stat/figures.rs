@@ -66,5 +66,3 @@ impl crate::results::document::Document for StatDoc {
         crate::stat::render(self)
     }
 }
-
-crate::register_document!(StatDoc);

@@ -68,5 +68,3 @@ impl crate::results::document::Document for GuestDoc {
         crate::results::guest::render(self)
     }
 }
-
-crate::register_document!(GuestDoc);

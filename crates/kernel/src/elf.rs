@@ -118,7 +118,7 @@ impl ElfSymbols {
     /// tracefs writes a user frame: from the start of the memory area, which begins at the page
     /// of the executable segment), and the instruction's distance from the function's start.
     pub fn in_mapped_code(&self, offset: u64) -> Option<(String, u64)> {
-        let page = crate::system::page_size() as u64;
+        let page = osmeter_base::system::page_size() as u64;
         self.segments
             .iter()
             .filter(|s| s.executable)

@@ -4,9 +4,10 @@
 //! perf's kernel reads are closed; at `integrity` they stay open (only writes to the kernel's
 //! memory and code loading are closed), so a tracing refusal there has another cause.
 //!
-//! Read from securityfs where it is mounted, else from a detached mount of it ([`crate::detached`])
+//! Read from securityfs where it is mounted, else from a detached mount of it ([`detached`])
 //! that leaves the mount table as it was.
 
+use osmeter_base::detached;
 use std::path::Path;
 
 /// The levels the kernel lists in securityfs's `lockdown`, the one in force in brackets.
@@ -53,13 +54,13 @@ pub fn read() -> Result<Option<Level>, String> {
     if mounted.join("lsm").is_file() {
         return read_in(mounted);
     }
-    let detached = crate::detached::mount(c"securityfs").map_err(|e| {
+    let mount = detached::mount(c"securityfs").map_err(|e| {
         format!(
             "securityfs is not mounted and cannot be reached here ({e}); as root: \
              mount -t securityfs securityfs /sys/kernel/security, then read lockdown there"
         )
     })?;
-    read_in(&crate::detached::root_of(&detached))
+    read_in(&detached::root_of(&mount))
 }
 
 fn read_in(securityfs: &Path) -> Result<Option<Level>, String> {

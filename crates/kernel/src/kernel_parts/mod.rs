@@ -2,8 +2,8 @@
 //! (its Chen-and-Bershad categories of a traced reference) and profiles (the component of a sampled
 //! function). Below the meter, so the results can name components without importing an engine.
 //!
-//! `category` is memsim's breakdown of system time (the rules are documented in
-//! `crate::memsim::kernel`); `component` is the coarser view profiles show, with the parts a
+//! `category` is memsim's breakdown of system time (the rules are documented in the root crate's
+//! `memsim::kernel`); `component` is the coarser view profiles show, with the parts a
 //! slowdown is usually traced to (mitigations, security, locking, tracing) named apart and every
 //! memsim category mapped into it; `symbols` reads kallsyms and System.map.
 

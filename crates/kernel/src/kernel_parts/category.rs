@@ -1,5 +1,5 @@
 //! Kernel categories and the classification of a function name into one (the rules themselves
-//! are in `rules.rs`; `crate::memsim::kernel` documents them).
+//! are in `rules.rs`; the root crate's `memsim::kernel` documents them).
 
 use super::rules::{Pat, EXACT, PATTERNS, SYSCALLS, SYSCALL_WRAPPERS};
 use super::symbols::base_name;

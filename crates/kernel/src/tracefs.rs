@@ -2,7 +2,7 @@
 //!
 //! What could outlive osmeter, and how it cannot:
 //! - The mount. osmeter never mounts tracefs in the mount table: it opens a private, detached
-//!   mount ([`crate::detached`]) that exists only as a descriptor of this process and vanishes with it,
+//!   mount ([`detached`]) that exists only as a descriptor of this process and vanishes with it,
 //!   whatever signal ends it. Only when the kernel cannot give one (before Linux 5.2, or without
 //!   the privilege) does it use a tracefs somebody already mounted.
 //! - Trace instances. Everything osmeter sets (events, filters, triggers, options, buffer sizes,
@@ -16,6 +16,7 @@
 //! perhaps in another PID namespace) cannot be removed and is left alone.
 
 use anyhow::{bail, Context, Result};
+use osmeter_base::{detached, mounts};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,7 +49,7 @@ pub struct StaleInstance {
 
 /// Where tracefs is mounted in this process's mount table, the usual place first.
 pub fn mount_points() -> Vec<PathBuf> {
-    let mut points = crate::mounts::points_of_type(&crate::mounts::table(), "tracefs");
+    let mut points = mounts::points_of_type(&mounts::table(), "tracefs");
     points.sort_by_key(|p| p != Path::new("/sys/kernel/tracing"));
     points
 }
@@ -99,9 +100,9 @@ impl Tracefs {
 
     /// Reaches tracefs without changing anything (no clean-up either).
     pub fn reach() -> Result<Arc<Tracefs>> {
-        let fs = match crate::detached::mount(c"tracefs") {
+        let fs = match detached::mount(c"tracefs") {
             Ok(fd) => Tracefs {
-                root: crate::detached::root_of(&fd),
+                root: detached::root_of(&fd),
                 access: Access::Private,
                 _mount: Some(fd),
             },
@@ -372,7 +373,7 @@ mod tests {
     }
 
     fn mount_table_tracefs() -> usize {
-        crate::mounts::points_of_type(&crate::mounts::read().unwrap(), "tracefs").len()
+        mounts::points_of_type(&mounts::read().unwrap(), "tracefs").len()
     }
 
     #[test]
