@@ -8,16 +8,12 @@ use anyhow::Result;
 /// place of the table when asked.
 pub fn write(args: &GateArgs, gate: &Gate) -> Result<Option<String>> {
     if let Some(path) = &args.junit {
-        crate::files::write_atomic(path, junit::render(gate).as_bytes()).map_err(|e| {
-            match e.downcast_ref::<crate::files::WriteError>() {
-                Some(w) => anyhow::anyhow!(
-                    "cannot write the JUnit report to {}: {}; choose a writable path with --junit",
-                    w.path.display(),
-                    w.why
-                ),
-                None => e,
-            }
-        })?;
+        super::write_output_file(
+            path,
+            junit::render(gate).as_bytes(),
+            "the JUnit report",
+            "--junit",
+        )?;
     }
     Ok(args.ktap.then(|| ktap::render(gate)))
 }

@@ -68,6 +68,26 @@ pub fn emit(text: &str) -> Result<()> {
     emit_raw(&crate::columns::fit_prose(text, crate::columns::width()))
 }
 
+/// Writes an output file whole or not at all; a failure names the file, why, and the option that
+/// chooses another (`what` is what the file holds: "the report", "the JUnit report").
+pub fn write_output_file(
+    path: &std::path::Path,
+    bytes: &[u8],
+    what: &str,
+    option: &str,
+) -> Result<()> {
+    crate::files::write_atomic(path, bytes).map_err(|e| {
+        match e.downcast_ref::<crate::files::WriteError>() {
+            Some(w) => anyhow::anyhow!(
+                "cannot write {what} to {}: {}; choose a writable path with {option}",
+                w.path.display(),
+                w.why
+            ),
+            None => e,
+        }
+    })
+}
+
 /// A document for a machine to read (KTAP): never wrapped, a line being a record.
 pub fn emit_unwrapped(text: &str) -> Result<()> {
     emit_raw(text)

@@ -19,16 +19,7 @@ pub fn report(args: &ReportArgs) -> Result<i32> {
     }
     let runs: Vec<Run> = load_listed(store.as_mut(), &ids)?;
     let page = report::render(&runs, &sections())?;
-    crate::files::write_atomic(&args.output, page.as_bytes()).map_err(|e| {
-        match e.downcast_ref::<crate::files::WriteError>() {
-            Some(w) => anyhow::anyhow!(
-                "cannot write the report to {}: {}; choose a writable path with -o",
-                w.path.display(),
-                w.why
-            ),
-            None => e,
-        }
-    })?;
+    super::write_output_file(&args.output, page.as_bytes(), "the report", "-o")?;
     eprintln!(
         "osmeter: report of {} run(s) written to {} ({} KiB)",
         runs.len(),
