@@ -84,6 +84,15 @@ pub fn check_kind(path: &Path) -> Result<()> {
     ))
 }
 
+/// Refuses a store this user may not write (another user's store, or one in another user's
+/// directory, which SQLite would still open for reading): before measuring, not after.
+pub fn check_writable(path: &Path) -> Result<()> {
+    match surroundings::unwritable(path) {
+        Some(why) => bail!("cannot write the store {}: {why}", path.display()),
+        None => Ok(()),
+    }
+}
+
 /// Refuses (a usage error) a store that another user could read through or alter: see
 /// [`trust`]. For a store that is about to be created too.
 pub fn check_trusted(path: &Path) -> Result<()> {
@@ -375,7 +384,7 @@ fn inspect_schema(conn: &Connection, path: &Path) -> Result<Option<i64>> {
     let damaged = |what: String| {
         anyhow!(
             "{} is an osmeter store, but its osmeter_meta table {what}, so osmeter cannot tell \
-             how to read it and leaves it untouched. If you edited it, put the row back; \
+             how to read it and leaves it untouched. If you edited it, put back what it held; \
              otherwise keep a copy, then copy what is readable into a new store with \
              `sqlite3 {} .dump | sqlite3 NEW.db` or move it aside to start afresh",
             path.display(),
@@ -393,6 +402,14 @@ fn inspect_schema(conn: &Connection, path: &Path) -> Result<Option<i64>> {
              upgrade osmeter or use another store",
             path.display()
         );
+    }
+    // Migrating from a version no osmeter wrote would run the wrong steps on tables of another
+    // version and stamp the result current.
+    if version < 1 {
+        return Err(damaged(format!(
+            "holds schema_version {version}, a version no osmeter wrote (they run from 1 to \
+             {current})"
+        )));
     }
     Ok(Some(version))
 }
