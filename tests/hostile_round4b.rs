@@ -9,6 +9,7 @@ mod common;
 use common::procs;
 use common::TestEnv;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -44,6 +45,27 @@ fn output_or_hang(cmd: &mut Command, what: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// Sets `limits` (resource, bytes or count or seconds, soft = hard) in the child before it runs
+/// its program, as `ulimit` in the shell that starts it would.
+fn with_limits(cmd: &mut Command, limits: &[(libc::__rlimit_resource_t, u64)]) {
+    let limits = limits.to_vec();
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        cmd.pre_exec(move || {
+            for &(resource, value) in &limits {
+                let l = libc::rlimit {
+                    rlim_cur: value,
+                    rlim_max: value,
+                };
+                if libc::setrlimit(resource, &l) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 /// One case as nobody at a time: RLIMIT_NPROC counts every process of the user, so two cases at
 /// once would count each other's.
 static AS_NOBODY: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -72,6 +94,57 @@ fn as_nobody(home: &Path) -> Option<Command> {
         .env("XDG_DATA_HOME", home.join("data"))
         .env("XDG_CACHE_HOME", home.join("cache"));
     Some(c)
+}
+
+/// osmeter as nobody under `ulimit -u tasks`, set by prlimit once it is nobody: set before the
+/// change of user, the limit would make the kernel refuse the exec itself whenever nobody already
+/// runs a process. Waits first, boundedly, for nobody's processes of an earlier case to be gone,
+/// as they count against the limit too.
+fn as_nobody_with_tasks(home: &Path, tasks: u64) -> Option<Command> {
+    let (setpriv, prlimit) = (common::which("setpriv")?, common::which("prlimit")?);
+    if !common::is_root() {
+        return None;
+    }
+    procs::wait_until(Duration::from_secs(10), || nobodys_tasks() == 0);
+    let mut c = Command::new(setpriv);
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+    ])
+    .arg(prlimit)
+    .arg(format!("--nproc={tasks}"))
+    .arg(assert_cmd::cargo::cargo_bin("osmeter"))
+    .env_remove("OSMETER_STORE")
+    .env("HOME", home)
+    .env("XDG_DATA_HOME", home.join("data"))
+    .env("XDG_CACHE_HOME", home.join("cache"));
+    Some(c)
+}
+
+/// Processes of nobody (uid 65534) now.
+fn nobodys_tasks() -> usize {
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .bytes()
+                        .all(|b| b.is_ascii_digit())
+                })
+                .filter(|e| {
+                    std::fs::read_to_string(e.path().join("status")).is_ok_and(|s| {
+                        s.lines().any(|l| {
+                            l.strip_prefix("Uid:")
+                                .is_some_and(|u| u.split_whitespace().next() == Some("65534"))
+                        })
+                    })
+                })
+                .count()
+        })
+        .unwrap_or(0)
 }
 
 // ---- item 5: stores from elsewhere -------------------------------------------------------------
@@ -266,6 +339,170 @@ fn a_store_that_stops_being_writable_while_measuring_says_so_and_where_the_run_w
     let env = TestEnv::new();
     let kept = env.json(&["runs", "--json", "--store", rescue.to_str().unwrap()]);
     assert_eq!(kept[0]["id"], id.as_str(), "{kept}");
+}
+
+// ---- item 6: a thread that cannot start never hangs osmeter ------------------------------------
+
+#[test]
+fn a_thread_that_cannot_start_ends_latency_with_the_limit_named() {
+    let _one = AS_NOBODY.lock().unwrap_or_else(|e| e.into_inner());
+    let top = open_dir();
+    let Some(_) = as_nobody_with_tasks(top.path(), 1) else {
+        eprintln!("skipped: needs root and setpriv to run as another user");
+        return;
+    };
+    let home = nobodys_dir(top.path(), "home");
+    let mut refused = String::new();
+    let mut measured = false;
+    // Each limit lets one more thread start than the one before, so one of them refuses the
+    // signalling thread that the waiting side once waited for for ever.
+    for tasks in 1..=6u64 {
+        let mut cmd = as_nobody_with_tasks(&home, tasks).unwrap();
+        cmd.args(["latency", "--duration", "1s", "--classes", "normal"])
+            .args(["--paths", "futex", "--no-store"]);
+        let out = output_or_hang(&mut cmd, &format!("ulimit -u {tasks}"));
+        let all = all_output(&out);
+        assert!(
+            !all.contains("panicked") && !all.contains("failed to spawn"),
+            "ulimit -u {tasks}: {all}"
+        );
+        match out.status.code() {
+            Some(0) => measured = true,
+            Some(1) => {
+                let err = text(&out.stderr);
+                assert!(
+                    err.contains("cannot start the thread")
+                        && err.contains(&format!(
+                            "may run at most {tasks} processes and threads at once \
+                             (RLIMIT_NPROC, `ulimit -u`)"
+                        )),
+                    "ulimit -u {tasks}: {err}"
+                );
+                refused.push_str(&err);
+            }
+            other => panic!("ulimit -u {tasks}: exit {other:?}: {all}"),
+        }
+    }
+    assert!(
+        refused.contains("cannot start the thread sig-normal-futex"),
+        "{refused}"
+    );
+    assert!(measured, "no limit was high enough to measure: {refused}");
+}
+
+#[test]
+fn memsim_without_a_thread_to_spare_names_the_limit_and_the_way_round_it() {
+    let _one = AS_NOBODY.lock().unwrap_or_else(|e| e.into_inner());
+    let top = open_dir();
+    let Some(_) = as_nobody_with_tasks(top.path(), 1) else {
+        eprintln!("skipped: needs root and setpriv to run as another user");
+        return;
+    };
+    let home = nobodys_dir(top.path(), "home");
+    let trace = top.path().join("t.osmt");
+    let env = TestEnv::new();
+    env.osmeter()
+        .args(["trace", "synth", "--refs", "20000", "--seed", "5", "-o"])
+        .arg(&trace)
+        .assert()
+        .success();
+    let memsim = |threads: &str| {
+        let mut cmd = as_nobody_with_tasks(&home, 1).unwrap();
+        cmd.arg("memsim").arg(&trace).args([
+            "--preset",
+            "paper",
+            "--no-store",
+            "--threads",
+            threads,
+        ]);
+        output_or_hang(&mut cmd, "memsim under ulimit -u 1")
+    };
+    // More simulation threads than the limit lets start, whatever the number of CPUs.
+    let out = memsim("4");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("RLIMIT_NPROC") && err.contains("--threads 1"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // The way round it works under the same limit.
+    let out = memsim("1");
+    assert!(out.status.success(), "{}", all_output(&out));
+}
+
+#[test]
+fn latency_under_an_address_space_limit_ends_with_the_limit_named() {
+    let env = TestEnv::new();
+    let mut named = false;
+    // From a limit that leaves room for everything down to one that leaves none, closely enough
+    // that no limit between refusing and measuring is skipped over.
+    for mib in (48..=256u64).rev().step_by(8) {
+        let limit = [(libc::RLIMIT_AS, mib << 20)];
+        // A limit under which the program cannot even be loaded is the loader's, not osmeter's.
+        let mut version = env.osmeter_std();
+        version.arg("--version");
+        with_limits(&mut version, &limit);
+        if !version.output().is_ok_and(|o| o.status.success()) {
+            continue;
+        }
+        let mut cmd = env.osmeter_std();
+        cmd.args([
+            "latency",
+            "--duration",
+            "1s",
+            "--load",
+            "memory",
+            "--no-store",
+        ]);
+        with_limits(&mut cmd, &limit);
+        let out = output_or_hang(&mut cmd, &format!("ulimit -v {}", mib << 10));
+        let all = all_output(&out);
+        assert!(
+            !all.contains("memory allocation of") && !all.contains("panicked"),
+            "{mib} MiB: {all}"
+        );
+        match out.status.code() {
+            Some(0) => {}
+            Some(1) => {
+                assert!(
+                    all.contains(&format!(
+                        "the address-space limit (RLIMIT_AS, `ulimit -v` {} KiB)",
+                        mib << 10
+                    )),
+                    "{mib} MiB: {all}"
+                );
+                named = true;
+            }
+            other => panic!("{mib} MiB: exit {other:?}: {all}"),
+        }
+    }
+    assert!(named, "no limit was tight enough to refuse the memory load");
+}
+
+#[test]
+fn a_probe_size_past_the_address_space_limit_is_refused_before_measuring() {
+    let env = TestEnv::new();
+    // `ulimit -v 1048576`: two buffers of 600 MB cannot fit in 1 GiB of address space, whatever
+    // the machine has free.
+    let mut cmd = env.osmeter_std();
+    cmd.args([
+        "run",
+        "memory.copy",
+        "--set",
+        "size=600000000",
+        "--no-store",
+    ])
+    .args(common::FAST);
+    with_limits(&mut cmd, &[(libc::RLIMIT_AS, 1 << 30)]);
+    let out = output_or_hang(&mut cmd, "ulimit -v 1048576");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the address-space limit (RLIMIT_AS, `ulimit -v` 1048576 KiB) leaves"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "measured before refusing: {err}");
 }
 
 // ---- item 8: a host name that is not UTF-8 -----------------------------------------------------

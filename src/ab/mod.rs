@@ -384,7 +384,10 @@ impl PairContext<'_, '_> {
         let both = |tasks: [Task; 2]| -> Result<[Answer; 2]> {
             let [ta, tb] = tasks;
             std::thread::scope(|s| {
-                let a = s.spawn(|| self.run(0, cpus[0], ta));
+                // Both sides at once or neither: B does not run alone when A cannot start.
+                let a = crate::system::limits::spawn_scoped(s, "osm-duet-a", || {
+                    self.run(0, cpus[0], ta)
+                })?;
                 let b = self.run(1, cpus[1], tb);
                 let a = a
                     .join()

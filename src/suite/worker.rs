@@ -150,9 +150,12 @@ pub fn run_job(command: &WorkerCommand, job: &Job) -> Result<Report> {
             Ok(())
         });
     }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {}", command.program.display()))?;
+    let mut child = cmd.spawn().map_err(|e| {
+        crate::system::limits::cannot_start(
+            &format!("the measuring process {}", command.program.display()),
+            &e,
+        )
+    })?;
     drop(write_end);
     let group = Group(child.id() as libc::pid_t);
     let text = serde_json::to_vec(job)?;
