@@ -505,6 +505,216 @@ fn a_probe_size_past_the_address_space_limit_is_refused_before_measuring() {
     assert!(out.stdout.is_empty(), "measured before refusing: {err}");
 }
 
+// ---- item 7: limits named right ---------------------------------------------------------------
+
+#[test]
+fn a_file_size_limit_is_named_and_leaves_no_empty_store_behind() {
+    let env = TestEnv::new();
+    let (data, tmp) = (env.dir.path().join("data"), env.dir.path().join("tmp"));
+    std::fs::create_dir(&tmp).unwrap();
+    let store = env.dir.path().join("new/runs.db");
+    let mut cmd = env.osmeter_std();
+    cmd.env("XDG_DATA_HOME", &data)
+        .env("TMPDIR", &tmp)
+        .args(["run", "syscall.null", "--store"])
+        .arg(&store)
+        .args(common::FAST);
+    // `ulimit -f 8`: 8 KiB, less than a new store's first transaction.
+    with_limits(&mut cmd, &[(libc::RLIMIT_FSIZE, 8 << 10)]);
+    let out = output_or_hang(&mut cmd, "ulimit -f 8");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "cannot write the store {}: file too large",
+            store.display()
+        )) && err.contains("(RLIMIT_FSIZE, `ulimit -f` 8 blocks of 1 KiB"),
+        "{err}"
+    );
+    assert!(!err.contains("Error code"), "{err}");
+    // The figures still reach the user, who is told they are the only copy.
+    assert!(text(&out.stdout).contains("syscall.null"), "{err}");
+    assert!(
+        err.contains("the figures printed above are the only copy"),
+        "{err}"
+    );
+    // Neither the store nor the places tried after it keep an empty file or directory.
+    assert!(
+        !store.exists() && !store.parent().unwrap().exists(),
+        "{err}"
+    );
+    assert!(!data.join("osmeter/runs.db").exists(), "{err}");
+    assert!(
+        common::entries(&tmp).is_empty(),
+        "{:?}",
+        common::entries(&tmp)
+    );
+}
+
+/// Waits for the measuring process of round `round` (of 2) of `probe`, after the progress line
+/// that names it (the harness's own processes of that round have ended by then), and returns its
+/// pid and the thread collecting osmeter's stderr.
+fn round_worker(
+    child: &mut std::process::Child,
+    round: u32,
+    probe: &str,
+) -> (u32, std::thread::JoinHandle<String>) {
+    let stderr = child.stderr.take().unwrap();
+    let (lines, seen) = std::sync::mpsc::channel();
+    let collector = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let label = format!("round {round}/2: {probe}");
+    assert!(
+        seen.iter().any(|l: String| l.contains(&label)),
+        "no progress line for {label}"
+    );
+    let mut worker = None;
+    let found = procs::wait_until(HANG, || {
+        worker = procs::descendants(child.id()).into_iter().find(|&p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| text(&c).contains("measure-worker"))
+        });
+        worker.is_some()
+    });
+    assert!(found, "no measuring process for {label}");
+    (worker.unwrap(), collector)
+}
+
+/// The figure of `probe` in a run's JSON.
+fn figure<'a>(doc: &'a serde_json::Value, probe: &str) -> &'a serde_json::Value {
+    doc["measurements"]
+        .as_array()
+        .and_then(|ms| ms.iter().find(|m| m["probe"] == probe))
+        .unwrap_or_else(|| panic!("no {probe} in {doc}"))
+}
+
+/// CPU seconds `pid` has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of stat; `after` starts at field 3.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// `run PROBE` with two rounds of 60 samples of 100 ms, progress lines on stderr and its JSON on
+/// stdout.
+fn long_run(env: &TestEnv, probe: &str) -> std::process::Child {
+    env.osmeter_std()
+        .env("OSMETER_PROGRESS", "always")
+        .args(["run", probe, "--json", "--no-store", "--rounds", "2"])
+        .args(["--repeat", "60", "--min-time", "100ms", "--warmup", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_worker_killed_by_the_cpu_time_limit_is_named_so_not_blamed_on_the_oom_killer() {
+    let env = TestEnv::new();
+    let mut cmd = env.osmeter_std();
+    cmd.args([
+        "run",
+        "syscall.null",
+        "--rounds",
+        "1",
+        "--warmup",
+        "0",
+        "--json",
+    ])
+    .args(["--repeat", "30", "--min-time", "300ms", "--no-store"]);
+    // `ulimit -t 3`: a round of 30 samples of 300 ms needs three times that.
+    with_limits(&mut cmd, &[(libc::RLIMIT_CPU, 3)]);
+    let out = output_or_hang(&mut cmd, "ulimit -t 3");
+    let all = all_output(&out);
+    assert!(
+        all.contains("the CPU-time limit osmeter runs under (RLIMIT_CPU, `ulimit -t` 3 s)"),
+        "{all}"
+    );
+    assert!(!all.contains("out-of-memory"), "{all}");
+}
+
+#[test]
+fn a_kill_9_of_a_worker_is_named_as_another_processs_not_the_oom_killers() {
+    let env = TestEnv::new();
+    let mut child = long_run(&env, "syscall.null");
+    // The second round's: a figure whose first round fails is not measured further.
+    let (worker, collector) = round_worker(&mut child, 2, "syscall.null");
+    procs::signal(worker, libc::SIGKILL);
+    let out = child.wait_with_output().unwrap();
+    let err = collector.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = figure(&doc, "syscall.null");
+    let warnings = m["warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "round 2 failed: the measuring process was killed (SIGKILL) by another process"
+        ),
+        "{warnings}"
+    );
+    assert!(
+        !warnings.contains("out-of-memory killer (the kernel"),
+        "{warnings}"
+    );
+    // The first round measured the figure.
+    assert!(
+        m["samples"].as_array().is_some_and(|s| !s.is_empty()),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_sigterm_from_another_process_cuts_one_round_and_the_run_goes_on_with_its_figures() {
+    let env = TestEnv::new();
+    let mut child = long_run(&env, "syscall.null");
+    let (worker, collector) = round_worker(&mut child, 1, "syscall.null");
+    // Past its calibration, into its samples: measured in CPU time, so a busy machine only waits
+    // longer.
+    assert!(procs::wait_until(HANG, || cpu_seconds(worker) >= 2.0));
+    procs::signal(worker, libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    let err = collector.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "not the user's Ctrl-C: {err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["interrupted"], false, "{err}");
+    let m = figure(&doc, "syscall.null");
+    let warnings = m["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!(
+            "the measuring process got SIGTERM from process {}",
+            std::process::id()
+        )) && warnings.contains("the samples taken before it are kept"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("round 1 cut short after"), "{warnings}");
+    // The cut round's samples are the figure's beside the second round's.
+    let cut: usize = warnings
+        .split("round 1 cut short after ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(cut >= 1, "{warnings}");
+    assert!(
+        m["samples"].as_array().is_some_and(|s| !s.is_empty()),
+        "{m}"
+    );
+}
+
 // ---- item 8: a host name that is not UTF-8 -----------------------------------------------------
 
 #[test]

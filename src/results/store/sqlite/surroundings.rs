@@ -15,6 +15,7 @@ pub(super) fn problem(path: &Path, os_error: Option<i32>) -> Option<String> {
     let dir = directory_of(path);
     let shown = dir.display();
     match os_error {
+        Some(libc::EFBIG) => return Some(crate::system::limits::file_too_large(path)),
         Some(libc::ENOSPC) => {
             return Some(format!(
                 "no space left on device: the file system holding {shown} is full; free some \
