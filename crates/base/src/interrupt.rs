@@ -167,6 +167,7 @@ pub fn what_stopped() -> String {
 /// The name of a signal for messages: "Ctrl-C" for SIGINT, "SIGTERM", ..., "signal N".
 pub fn name_of(signal: libc::c_int) -> String {
     let names = [
+        (libc::SIGKILL, "SIGKILL"),
         (libc::SIGTERM, "SIGTERM"),
         (libc::SIGHUP, "SIGHUP"),
         (libc::SIGQUIT, "SIGQUIT"),
