@@ -108,9 +108,11 @@ pub(super) fn unwritable(path: &Path) -> Option<String> {
         Err(e) => e.to_string(),
     };
     let this_user = format!("this user (uid {me})");
+    let advice = "; save to a store of your own with --store PATH or $OSMETER_STORE, or ask its \
+                  owner for write access";
     if path.exists() && refused(path) {
         return Some(format!(
-            "the store is not writable by {this_user}: {}",
+            "the store is not writable by {this_user}: {}{advice}",
             whose(path)
         ));
     }
@@ -120,7 +122,7 @@ pub(super) fn unwritable(path: &Path) -> Option<String> {
         match std::fs::symlink_metadata(&c) {
             Ok(_) if refused(&c) => {
                 return Some(format!(
-                    "the store's own {} is not writable by {this_user}: {}",
+                    "the store's own {} is not writable by {this_user}: {}{advice}",
                     c.display(),
                     whose(&c)
                 ))
@@ -131,13 +133,15 @@ pub(super) fn unwritable(path: &Path) -> Option<String> {
     }
     let dir = directory_of(path);
     if !missing.is_empty() && refused(&dir) {
-        return Some(format!(
+        return Some(
+            format!(
             "the store's directory {} is not writable by {this_user}, and SQLite must make its \
              {} file there to write: {}",
             dir.display(),
             missing.join(" and "),
             whose(&dir)
-        ));
+        ) + advice,
+        );
     }
     None
 }
