@@ -41,31 +41,36 @@ fn expect(what: &str, out: &Output, code: i32, says: &str) {
     assert!(err.contains(says), "{what}: {err:?} does not say {says:?}");
 }
 
-/// A run whose two figures both fail at their set-up: `memory.latency` over a 2 GiB buffer under
-/// a 1 GiB address-space limit. osmeter and its measuring worker start well within the limit; the
-/// buffer's mapping cannot. (A descriptor limit was used before, but the window between "osmeter
-/// cannot start" and "the probe can open its pipes" was one descriptor wide, and the parent's
-/// watching thread, which opens /proc files while the worker starts, moved its edge by chance.)
+/// A run whose two figures both fail: rounds of some 7 s of CPU each (20 warm-up samples of
+/// 300 ms, which the harness's own cost does not take) under a CPU-time limit of 3 s (`ulimit -t
+/// 3`), so the kernel kills each figure's measuring process at the limit, which the figure names.
+/// osmeter itself and the harness's own measurements stay within it, and CPU time, unlike wall
+/// time, does not depend on how busy the machine is. (An address-space
+/// limit was used before, with a buffer larger than it; such a size is now refused before
+/// measuring, exit 2.)
 fn run_with_every_figure_failing(env: &TestEnv) -> Output {
     use std::os::unix::process::CommandExt;
-    const LIMIT: u64 = 1 << 30;
+    const LIMIT_S: u64 = 3;
     let mut cmd = env.osmeter_std();
-    cmd.args([
-        "run",
-        "memory.latency",
-        "--set",
-        "size=2147483648",
-        "--no-store",
-    ])
-    .args(FAST);
+    cmd.args(["run", "syscall.null", "syscall.dup", "--no-store"])
+        .args([
+            "--rounds",
+            "1",
+            "--warmup",
+            "20",
+            "--repeat",
+            "3",
+            "--min-time",
+            "300ms",
+        ]);
     // SAFETY: setrlimit in the child before exec.
     unsafe {
         cmd.pre_exec(|| {
             let lim = libc::rlimit {
-                rlim_cur: LIMIT,
-                rlim_max: LIMIT,
+                rlim_cur: LIMIT_S,
+                rlim_max: LIMIT_S,
             };
-            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+            if libc::setrlimit(libc::RLIMIT_CPU, &lim) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -74,8 +79,8 @@ fn run_with_every_figure_failing(env: &TestEnv) -> Output {
     let out = cmd.output().unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
-        table.contains("Cannot allocate memory"),
-        "the buffer's mapping is what failed:\n{table}\n{}",
+        table.contains("RLIMIT_CPU"),
+        "the CPU-time limit is what failed:\n{table}\n{}",
         stderr(&out)
     );
     out

@@ -416,7 +416,10 @@ impl PairContext<'_, '_> {
                 false => [None, None],
             };
             std::thread::scope(|s| {
-                let a = s.spawn(|| self.run_in_turns(0, cpus[0], ta, pa));
+                // Both sides at once or neither: B does not run alone when A cannot start.
+                let a = crate::system::limits::spawn_scoped(s, "osm-duet-a", || {
+                    self.run_in_turns(0, cpus[0], ta, pa)
+                })?;
                 let b = self.run_in_turns(1, cpus[1], tb, pb);
                 let a = a
                     .join()

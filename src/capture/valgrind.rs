@@ -72,24 +72,40 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
     unsafe { libc::close(wfd) };
     use crate::progress::{Out, Relay};
     // The write ends are the program's now; the reads end when it (and its guardian) are gone.
-    let relays: Vec<Relay> = [(out_pipe, Out::Stdout), (err_pipe, Out::Stderr)]
+    let relays: Result<Vec<Relay>> = [(out_pipe, Out::Stdout), (err_pipe, Out::Stderr)]
         .into_iter()
         .filter_map(|(p, to)| p.map(|(r, _)| Relay::start(std::fs::File::from(r), to)))
         .collect();
     let mut proc = spawned.context("cannot start valgrind")?;
+    // A thread that cannot start ends the command: nothing would read its output or stop it.
+    let give_up = |proc: &mut GuardedChild, e: anyhow::Error| {
+        proc.signal(libc::SIGKILL);
+        let _ = proc.wait(|_| {});
+        Err(e)
+    };
+    let relays = match relays {
+        Ok(r) => r,
+        Err(e) => return give_up(&mut proc, e),
+    };
     let mut src =
         trace::text::LackeyReader::new(std::io::BufReader::with_capacity(1 << 20, reader));
     let done = std::sync::atomic::AtomicBool::new(false);
     let captured = crate::progress::Counter::default();
     let progress = super::progress(captured.clone(), "starting the command under valgrind");
-    let copied = std::thread::scope(|scope| {
+    let copied = std::thread::scope(|scope| -> Result<Result<()>> {
         let child = &proc;
-        let watcher = scope.spawn(|| stop_on_interrupt(child, &done));
+        let watcher = crate::system::limits::spawn_scoped(scope, "osm-capture-stop", || {
+            stop_on_interrupt(child, &done)
+        })?;
         let copied = copy_refs(&mut src, &mut writer, &captured, out);
         done.store(true, std::sync::atomic::Ordering::SeqCst);
         let _ = watcher.join();
-        copied
+        Ok(copied)
     });
+    let copied = match copied {
+        Ok(c) => c,
+        Err(e) => return give_up(&mut proc, e),
+    };
     if copied.is_err() {
         proc.signal(libc::SIGKILL);
     }

@@ -189,10 +189,19 @@ impl LoadSet {
                 let (stop, count) = (Arc::clone(&stop), Arc::clone(&count));
                 let body: Box<dyn FnOnce() -> Result<(), String> + Send> = match kind {
                     Kind::Cpu => Box::new(move || cpu(&stop, &count)),
-                    Kind::Memory => Box::new(move || memory(&stop, &count)),
+                    // What a load needs is taken here, before it starts: a load that cannot
+                    // have its memory or its partner thread fails the measurement at once
+                    // rather than leaving it unloaded.
+                    Kind::Memory => {
+                        let buffers = MemoryBuffers::new()?;
+                        Box::new(move || memory(buffers, &stop, &count))
+                    }
                     Kind::Fork => Box::new(move || fork(&stop, &count)),
                     Kind::Faults => Box::new(move || faults(&stop, &count)),
-                    Kind::Net => Box::new(move || net(&stop, &count)),
+                    Kind::Net => {
+                        let reader = LoopbackReader::start()?;
+                        Box::new(move || net(reader, &stop, &count))
+                    }
                     Kind::App(app) => {
                         app_programs(app)?;
                         let dir = dir.to_path_buf();
@@ -206,15 +215,13 @@ impl LoadSet {
                         Box::new(move || io(&stop, &count, &path))
                     }
                 };
-                threads.push(
-                    std::thread::Builder::new()
-                        .name(format!("load-{}", kind.name()))
-                        .spawn(move || {
-                            normal_class();
-                            body()
-                        })
-                        .context("cannot start a load thread")?,
-                );
+                threads.push(crate::system::limits::spawn(
+                    &format!("load-{}", kind.name()),
+                    move || {
+                        normal_class();
+                        body()
+                    },
+                )?);
             }
             set.generators.push(Generator {
                 kind,
@@ -395,11 +402,30 @@ fn cpu(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
     Ok(())
 }
 
-fn memory(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
-    // Larger than the caches, so every copy goes to memory.
+/// What the memory load allocates: its two buffers.
+pub const MEMORY_LOAD_BYTES: u64 = 2 * MemoryBuffers::SIZE as u64;
+
+/// The memory load's two buffers, larger than the caches so that every copy goes to memory.
+struct MemoryBuffers {
+    src: Vec<u8>,
+    dst: Vec<u8>,
+}
+
+impl MemoryBuffers {
     const SIZE: usize = 32 << 20;
-    let src = vec![1u8; SIZE];
-    let mut dst = vec![0u8; SIZE];
+
+    fn new() -> Result<MemoryBuffers> {
+        let what = "the memory load's buffers";
+        Ok(MemoryBuffers {
+            src: crate::system::limits::filled(Self::SIZE, 1, what)?,
+            dst: crate::system::limits::filled(Self::SIZE, 0, what)?,
+        })
+    }
+}
+
+fn memory(buffers: MemoryBuffers, stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
+    const SIZE: usize = MemoryBuffers::SIZE;
+    let MemoryBuffers { src, mut dst } = buffers;
     const CHUNK: usize = 1 << 20;
     while !stop.load(Ordering::Relaxed) {
         for i in (0..SIZE).step_by(CHUNK) {
@@ -432,15 +458,52 @@ fn io(stop: &AtomicBool, count: &AtomicU64, path: &std::path::Path) -> Result<()
     Ok(())
 }
 
-fn net(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let reader = std::thread::spawn(move || -> Result<(), String> {
-        let (mut s, _) = listener.accept().map_err(|e| e.to_string())?;
-        let mut buf = vec![0u8; 64 << 10];
-        while s.read(&mut buf).map_err(|e| e.to_string())? > 0 {}
-        Ok(())
-    });
+/// The receiving end of the net load: a thread reading whatever arrives on a loopback port.
+struct LoopbackReader {
+    addr: std::net::SocketAddr,
+    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+impl LoopbackReader {
+    fn start() -> Result<LoopbackReader> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .context("the net load cannot listen on the loopback interface")?;
+        let addr = listener.local_addr()?;
+        let thread = crate::system::limits::spawn("load-net-reader", move || {
+            let (mut s, _) = listener.accept().map_err(|e| e.to_string())?;
+            let mut buf = vec![0u8; 64 << 10];
+            while s.read(&mut buf).map_err(|e| e.to_string())? > 0 {}
+            Ok(())
+        })?;
+        Ok(LoopbackReader {
+            addr,
+            thread: Some(thread),
+        })
+    }
+
+    /// Waits for the reader to end. One whose writer never connected waits in accept(): a
+    /// connection closed at once gives it an end of file.
+    fn finish(&mut self) -> Result<(), String> {
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        if !thread.is_finished() {
+            let _ = std::net::TcpStream::connect(self.addr);
+        }
+        thread
+            .join()
+            .map_err(|_| "the loopback reader panicked".to_string())?
+    }
+}
+
+impl Drop for LoopbackReader {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+fn net(mut reader: LoopbackReader, stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
+    let addr = reader.addr;
     let result = (|| {
         let mut s = std::net::TcpStream::connect(addr).map_err(|e| e.to_string())?;
         let buf = vec![0u8; 64 << 10];
@@ -451,9 +514,7 @@ fn net(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
         Ok(())
         // Dropping the stream ends the reader with EOF.
     })();
-    reader
-        .join()
-        .map_err(|_| "the loopback reader panicked".to_string())??;
+    reader.finish()?;
     result
 }
 
@@ -467,7 +528,9 @@ fn fork(stop: &AtomicBool, count: &AtomicU64) -> Result<(), String> {
                 libc::_exit(0);
             }
             if pid < 0 {
-                return Err(format!("fork: {}", std::io::Error::last_os_error()));
+                let e = std::io::Error::last_os_error();
+                let why = crate::system::limits::cannot_start("a process of the fork load", &e);
+                return Err(format!("{why:#}"));
             }
             libc::waitpid(pid, std::ptr::null_mut(), 0);
         }

@@ -202,6 +202,7 @@ pub fn measure(settings: &Settings) -> Result<Outcome> {
             }
         }
     }
+    check_address_space(&specs, settings)?;
     let periods = settings.duration_ns / settings.period_ns;
     let tracer = settings
         .causes
@@ -255,7 +256,7 @@ pub fn measure(settings: &Settings) -> Result<Outcome> {
             settings.duration_ns as f64 / 1e9
         );
     }
-    let watcher = watch(Arc::clone(&stop), tracer);
+    let watcher = watch(Arc::clone(&stop), tracer)?;
     let loads = if settings.loads.is_empty() && settings.load_command.is_none() {
         None
     } else {
@@ -287,6 +288,8 @@ pub fn measure(settings: &Settings) -> Result<Outcome> {
     // Dropping the tracer removes the trace instance (and unmounts tracefs if osmeter mounted it).
     let episodes = watcher.join().ok().flatten().map(|t| t.episodes.clone());
     drop(rt_limit);
+    // Only now, with every thread of the measurement ended and every setting put back.
+    let results = results?;
     let stages = stage_capture.map(StageCapture::finish).transpose()?;
     let causes = episodes
         .as_ref()
@@ -337,12 +340,56 @@ pub fn measure(settings: &Settings) -> Result<Outcome> {
     })
 }
 
+/// Address space a thread takes: its stack (Rust's default) and the guard page below it.
+const THREAD_SPACE: u64 = (2 << 20) + (64 << 10);
+/// Address space kept free beyond the threads and the loads' buffers, for what the measurement
+/// allocates as it goes (its results, the document, the allocator's own growth).
+const WORKING_SPACE: u64 = 16 << 20;
+
+/// Refuses, before anything starts, a measurement whose threads and loads cannot all fit in what
+/// the address-space limit (`ulimit -v`) leaves: past it, any allocation of any thread aborts the
+/// process, a refused thread's error message included.
+fn check_address_space(specs: &[StreamSpec], settings: &Settings) -> Result<()> {
+    let Some(left) = crate::memory_room::address_space_left() else {
+        return Ok(());
+    };
+    let signallers = specs.iter().filter(|s| s.path != Path::Timer).count();
+    let mut threads = specs.len() + signallers + 1; // and the watch
+    threads += usize::from(crate::progress::style().is_some()) + usize::from(settings.stages);
+    let mut buffers = 0;
+    for kind in &settings.loads {
+        threads += match kind {
+            load::Kind::Cpu => placement::usable_cpus().len(),
+            load::Kind::Net => 2,
+            _ => 1,
+        };
+        if *kind == load::Kind::Memory {
+            buffers += load::MEMORY_LOAD_BYTES;
+        }
+    }
+    let needed = threads as u64 * THREAD_SPACE + buffers + WORKING_SPACE;
+    if needed > left.bytes {
+        anyhow::bail!(
+            "latency needs about {} of address space ({threads} threads{} and room to work), and \
+             {}: raise the limit with `ulimit -v`, or measure fewer classes, paths or loads",
+            crate::units::bytes(needed),
+            if buffers > 0 {
+                format!(", {} of load buffers", crate::units::bytes(buffers))
+            } else {
+                String::new()
+            },
+            left.what
+        );
+    }
+    Ok(())
+}
+
 /// Watches for Ctrl-C and collects cause-capture episodes until `stop`; hands the tracer back.
 fn watch(
     stop: Arc<AtomicBool>,
     mut tracer: Option<Tracer>,
-) -> std::thread::JoinHandle<Option<Tracer>> {
-    std::thread::spawn(move || {
+) -> Result<std::thread::JoinHandle<Option<Tracer>>> {
+    crate::system::limits::spawn("osm-watch", move || {
         while !stop.load(Ordering::Relaxed) {
             if interrupt::requested() {
                 stop.store(true, Ordering::Relaxed);

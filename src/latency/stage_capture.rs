@@ -505,7 +505,7 @@ impl StageCapture {
             std::thread::Builder::new()
                 .name("osm-stages".into())
                 .spawn(move || run(collector, &stop, &measured))
-                .context("cannot start the stage collector")?
+                .map_err(|e| crate::system::limits::cannot_start("the stage collector", &e))?
         };
         Ok(StageCapture {
             stop,

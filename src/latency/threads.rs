@@ -9,6 +9,7 @@ use super::buffer::BufferConfig;
 use super::stage_capture::StageTaps;
 use super::trace::{Mark, Trigger};
 use crate::meter::placement;
+use crate::system::limits;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -228,50 +229,54 @@ pub(super) fn observe_wake(plan: &Plan, spec: &StreamSpec, reference_ns: u64, wa
     }
 }
 
-/// Runs every stream to the end of the plan (or the stop flag) and returns one result each.
-pub fn run_streams(specs: &[StreamSpec], plan: &Plan) -> Vec<StreamResult> {
+/// Runs every stream to the end of the plan (or the stop flag) and returns one result each. A
+/// thread that cannot start (a limit on threads or memory) stops the others and is the error:
+/// a measurement missing some of its streams is not the one asked for.
+pub fn run_streams(specs: &[StreamSpec], plan: &Plan) -> anyhow::Result<Vec<StreamResult>> {
     let n = specs.len().max(1) as u64;
-    let handles: Vec<_> = specs
-        .iter()
-        .enumerate()
-        .map(|(i, &spec)| {
-            let plan = plan.clone();
-            let phase = plan.period_ns * i as u64 / n;
-            std::thread::Builder::new()
-                .name(format!(
-                    "{THREAD_PREFIX}{}-{}",
-                    spec.class.name.as_str(),
-                    spec.path.name()
-                ))
-                .spawn(move || match (spec.path, plan.compute_ns) {
-                    (Path::Timer, Some(c)) => {
-                        super::compute::compute_stream(spec, &plan, phase, c, i)
-                    }
-                    (Path::Timer, None) => timer_stream(spec, &plan, phase, i),
-                    _ => signal_stream(spec, &plan, phase),
-                })
-        })
-        .collect();
-    handles
-        .into_iter()
-        .zip(specs)
-        .map(|(h, &spec)| {
-            let failed = |why: String| StreamResult {
+    let mut handles = Vec::new();
+    let mut refused = None;
+    for (i, &spec) in specs.iter().enumerate() {
+        let mine = plan.clone();
+        let phase = plan.period_ns * i as u64 / n;
+        let name = format!(
+            "{THREAD_PREFIX}{}-{}",
+            spec.class.name.as_str(),
+            spec.path.name()
+        );
+        let started = limits::spawn(&name, move || match (spec.path, mine.compute_ns) {
+            (Path::Timer, Some(c)) => Ok(super::compute::compute_stream(spec, &mine, phase, c, i)),
+            (Path::Timer, None) => Ok(timer_stream(spec, &mine, phase, i)),
+            _ => signal_stream(spec, &mine, phase),
+        });
+        match started {
+            Ok(h) => handles.push((h, spec)),
+            Err(e) => {
+                plan.stop.store(true, Ordering::Relaxed);
+                refused = Some(e);
+                break;
+            }
+        }
+    }
+    let mut results = Vec::new();
+    for (h, spec) in handles {
+        match h.join() {
+            Ok(Ok(r)) => results.push(r),
+            Ok(Err(e)) => refused = refused.or(Some(e)),
+            Err(_) => results.push(StreamResult {
                 spec,
                 periods_planned: plan.periods,
                 acct: Accounting::new(plan.period_ns, 0, &[]),
                 cpu_ns: 0,
-                error: Some(why),
+                error: Some("the measuring thread panicked".into()),
                 compute: None,
-            };
-            match h {
-                Ok(h) => h
-                    .join()
-                    .unwrap_or_else(|_| failed("the measuring thread panicked".into())),
-                Err(e) => failed(format!("cannot start the measuring thread: {e}")),
-            }
-        })
-        .collect()
+            }),
+        }
+    }
+    match refused {
+        Some(e) => Err(e.context("the latency measurement was stopped")),
+        None => Ok(results),
+    }
 }
 
 fn timer_stream(spec: StreamSpec, plan: &Plan, phase: u64, index: usize) -> StreamResult {
@@ -439,63 +444,67 @@ impl Drop for Finish<'_> {
     }
 }
 
-fn signal_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
+/// One stream of a signal path: this thread waits, a signalling thread of its own posts. Err when
+/// the signalling thread cannot start: the wait would never end, so every stream is stopped.
+fn signal_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> anyhow::Result<StreamResult> {
     let mut acct = Accounting::new(plan.period_ns, plan.periods, &plan.buffers);
     let chan = match Channel::new(spec.path) {
         Ok(c) => Arc::new(c),
         Err(e) => {
-            return StreamResult {
+            return Ok(StreamResult {
                 spec,
                 periods_planned: plan.periods,
                 acct,
                 cpu_ns: 0,
                 error: Some(e),
                 compute: None,
-            }
+            })
         }
     };
     let signaller = {
         let chan = Arc::clone(&chan);
         let plan = plan.clone();
-        std::thread::Builder::new()
-            .name(format!(
-                "sig-{}-{}",
-                spec.class.name.as_str(),
-                spec.path.name()
-            ))
-            .spawn(move || -> (u64, Option<String>) {
-                let _finish = Finish(&chan);
-                if let Err(e) = enter_class(&spec) {
-                    return (0, Some(e));
+        let name = format!("sig-{}-{}", spec.class.name.as_str(), spec.path.name());
+        limits::spawn(&name, move || -> (u64, Option<String>) {
+            let _finish = Finish(&chan);
+            if let Err(e) = enter_class(&spec) {
+                return (0, Some(e));
+            }
+            let cpu0 = thread_cpu_ns();
+            let d = Deadlines {
+                first_ns: plan.start_ns + phase + plan.period_ns,
+                period_ns: plan.period_ns,
+                total: plan.periods,
+            };
+            let mut k = 0;
+            while k < d.total {
+                if plan.stop.load(Ordering::Relaxed) || chan.quit.load(Ordering::Relaxed) {
+                    break;
                 }
-                let cpu0 = thread_cpu_ns();
-                let d = Deadlines {
-                    first_ns: plan.start_ns + phase + plan.period_ns,
-                    period_ns: plan.period_ns,
-                    total: plan.periods,
-                };
-                let mut k = 0;
-                while k < d.total {
-                    if plan.stop.load(Ordering::Relaxed) || chan.quit.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    sleep_until(d.at(k));
-                    let now = monotonic_ns();
-                    // A late signaller posts every deadline already past in one go (same time),
-                    // so it still sleeps once per wake; the waiter counts them as missed.
-                    let mut next = k + 1;
-                    while next < d.total && d.at(next) <= now {
-                        next += 1;
-                    }
-                    for j in k..next {
-                        chan.times[j as usize % RING].store(now, Ordering::Relaxed);
-                    }
-                    chan.seq.store(next as u32, Ordering::Release);
-                    chan.notify();
-                    k = next;
+                sleep_until(d.at(k));
+                let now = monotonic_ns();
+                // A late signaller posts every deadline already past in one go (same time),
+                // so it still sleeps once per wake; the waiter counts them as missed.
+                let mut next = k + 1;
+                while next < d.total && d.at(next) <= now {
+                    next += 1;
                 }
-                (thread_cpu_ns() - cpu0, None)
-            })
+                for j in k..next {
+                    chan.times[j as usize % RING].store(now, Ordering::Relaxed);
+                }
+                chan.seq.store(next as u32, Ordering::Release);
+                chan.notify();
+                k = next;
+            }
+            (thread_cpu_ns() - cpu0, None)
+        })
+    };
+    let signaller = match signaller {
+        Ok(h) => h,
+        Err(e) => {
+            plan.stop.store(true, Ordering::Relaxed);
+            return Err(e);
+        }
     };
     let mut error = enter_class(&spec).err();
     let cpu0 = thread_cpu_ns();
@@ -531,24 +540,21 @@ fn signal_stream(spec: StreamSpec, plan: &Plan, phase: u64) -> StreamResult {
         chan.quit.store(true, Ordering::Relaxed);
     }
     let mut cpu_ns = thread_cpu_ns() - cpu0;
-    match signaller {
-        Ok(h) => match h.join() {
-            Ok((ns, e)) => {
-                cpu_ns += ns;
-                error = error.or(e);
-            }
-            Err(_) => error = error.or(Some("the signalling thread panicked".into())),
-        },
-        Err(e) => error = error.or(Some(format!("cannot start the signalling thread: {e}"))),
+    match signaller.join() {
+        Ok((ns, e)) => {
+            cpu_ns += ns;
+            error = error.or(e);
+        }
+        Err(_) => error = error.or(Some("the signalling thread panicked".into())),
     }
-    StreamResult {
+    Ok(StreamResult {
         spec,
         periods_planned: plan.periods,
         acct,
         cpu_ns,
         error,
         compute: None,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -586,7 +592,7 @@ mod tests {
                 cpu,
             })
             .collect();
-        let results = run_streams(&specs, &plan(200));
+        let results = run_streams(&specs, &plan(200)).unwrap();
         assert_eq!(results.len(), 4);
         for r in &results {
             assert!(r.error.is_none(), "{:?}", r.error);
@@ -619,7 +625,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(100));
             stop.store(true, Ordering::Relaxed);
         });
-        let results = run_streams(&specs, &p);
+        let results = run_streams(&specs, &p).unwrap();
         t.join().unwrap();
         for r in results {
             assert!(r.error.is_none());

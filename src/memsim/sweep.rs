@@ -282,7 +282,7 @@ fn pipelined<S: Simulator>(
             let (tx, rx) = channel::<Arc<Batch>>();
             senders.push(tx);
             let give_back = give_back.clone();
-            handles.push(scope.spawn(move || {
+            let started = crate::system::limits::spawn_scoped(scope, "osm-simulate", move || {
                 let mut whole = Vec::new();
                 while let Ok(batch) = recv_soon(&rx, poll) {
                     feed(&mut mine, &batch, &mut whole);
@@ -293,7 +293,21 @@ fn pipelined<S: Simulator>(
                     .into_iter()
                     .zip(mine.into_iter().map(S::finish))
                     .collect::<Vec<_>>()
-            }));
+            });
+            match started {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // The workers started end once their channels close; `--threads 1` needs
+                    // no thread.
+                    drop(senders);
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(anyhow::anyhow!(
+                        "{e:#}; or give `--threads 1`, which simulates on osmeter's own thread"
+                    ));
+                }
+            }
         }
         drop(give_back);
         let read = read_into(src, &senders, &returned, &mut refs, poll);

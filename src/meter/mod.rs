@@ -78,6 +78,9 @@ pub trait Sensors {
 pub enum Cut {
     /// Ctrl-C or SIGTERM: the whole run stops.
     Interrupted,
+    /// A stopping signal reached the measuring process that neither the user's Ctrl-C nor
+    /// osmeter sent (another process's kill, a CPU-time limit): this round stops, the run goes on.
+    Outside,
     /// The measuring thread ran at SCHED_FIFO for the whole RLIMIT_RTTIME without blocking: this
     /// figure stops, the run goes on.
     RealTimeLimit,
@@ -87,6 +90,7 @@ impl Cut {
     pub fn describe(self) -> &'static str {
         match self {
             Cut::Interrupted => "interrupted by the user",
+            Cut::Outside => "a signal from outside osmeter stopped the measuring process",
             Cut::RealTimeLimit => {
                 "the SCHED_FIFO measuring thread ran for its whole real-time limit (RLIMIT_RTTIME) \
                  without blocking"
@@ -98,6 +102,7 @@ impl Cut {
     pub fn into_error(self) -> anyhow::Error {
         match self {
             Cut::Interrupted => anyhow::Error::new(crate::interrupt::Interrupted),
+            Cut::Outside => anyhow::anyhow!("stopped: {}", self.describe()),
             Cut::RealTimeLimit => anyhow::anyhow!(
                 "stopped: {}; lower --min-time or --warmup, or run without --fifo",
                 self.describe()

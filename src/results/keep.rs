@@ -125,7 +125,8 @@ fn check(location: &Location) -> Result<()> {
     crate::results::store::sqlite::check_kind(path)?;
     crate::results::store::sqlite::check_trusted(path)?;
     if path.exists() {
-        return SqliteStore::open(path)?.verify();
+        SqliteStore::open(path)?.verify()?;
+        return crate::results::store::sqlite::check_writable(path);
     }
     let mut dir = path.parent().unwrap_or(std::path::Path::new("."));
     while !dir.as_os_str().is_empty() && !dir.exists() {

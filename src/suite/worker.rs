@@ -100,6 +100,21 @@ pub enum Report {
     ProfileRefused(String),
 }
 
+/// What a worker writes back: its report, and the signal that stopped it if one did, so that the
+/// parent tells a signal it passed on (the user's Ctrl-C) from one another process sent.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Answer {
+    report: Report,
+    stopped_by: Option<Stop>,
+}
+
+/// A stopping signal a worker received, and who sent it (None: the kernel, or unnamed).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Stop {
+    signal: i32,
+    sender: Option<i32>,
+}
+
 /// How to start a worker: this executable by default.
 #[derive(Debug, Clone)]
 pub struct WorkerCommand {
@@ -206,30 +221,158 @@ pub fn run_job_in_turns(
             Ok(())
         });
     }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {}", command.program.display()))?;
+    let oom_kills_before = oom_kills();
+    let mut child = cmd.spawn().map_err(|e| {
+        crate::system::limits::cannot_start(
+            &format!("the measuring process {}", command.program.display()),
+            &e,
+        )
+    })?;
     drop(write_end);
     drop(turns);
-    let group = Group(child.id() as libc::pid_t);
+    let mut worker = Worker::of(&child);
     let text = serde_json::to_vec(job)?;
     // A worker that died at once closes its stdin; how it ended is reported below.
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(&text);
     }
-    let answer = read_answer(&mut child, &read_end, &group, grace);
-    group.kill(libc::SIGKILL);
+    let answer = read_answer(&mut worker, &read_end, grace);
+    worker.group.kill(libc::SIGKILL);
     let answer = answer?;
-    let status = wait_briefly(&mut child, grace)?;
+    let ended = worker.wait_briefly(grace)?;
+    let cpu_s = ended.map(|(_, cpu_s)| cpu_s);
     match answer {
-        Some(line) => serde_json::from_slice(&line).map_err(|e| {
-            anyhow!("the measuring process answered something unreadable ({e}); this is a bug")
-        }),
+        Some(line) => {
+            let Answer { report, stopped_by } = serde_json::from_slice(&line).map_err(|e| {
+                anyhow!("the measuring process answered something unreadable ({e}); this is a bug")
+            })?;
+            Ok(match stopped_by {
+                // A signal osmeter passed on is the user's; any other came from elsewhere.
+                Some(stop) if !interrupt::requested() => stopped_from_outside(report, stop, cpu_s),
+                _ => report,
+            })
+        }
         None if interrupt::requested() => Ok(Report::Interrupted),
-        None => Ok(Report::Failed(match status {
-            Some(status) => describe_end(status, job),
+        None => Ok(Report::Failed(match ended {
+            Some((status, cpu_s)) => describe_end(status, job, cpu_s, oom_kills_before),
             None => STARVED.to_string(),
         })),
+    }
+}
+
+/// A worker process, reaped here (with its CPU time) rather than by `Child`, whose wait gives no
+/// resource usage.
+struct Worker {
+    pid: libc::pid_t,
+    group: Group,
+    /// How it ended and the CPU seconds it used, once reaped.
+    ended: Option<(std::process::ExitStatus, f64)>,
+}
+
+impl Worker {
+    fn of(child: &Child) -> Worker {
+        let pid = child.id() as libc::pid_t;
+        Worker {
+            pid,
+            group: Group(pid),
+            ended: None,
+        }
+    }
+
+    /// Reaps the worker if it has ended; whether it has.
+    fn poll(&mut self) -> Result<bool> {
+        if self.ended.is_some() {
+            return Ok(true);
+        }
+        let mut status = 0;
+        // SAFETY: rusage is plain data the kernel fills; the pid is our own unreaped child.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::wait4(self.pid, &mut status, libc::WNOHANG, &mut usage) };
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            return Err(anyhow!("cannot wait for the measuring process: {e}"));
+        }
+        if rc == self.pid {
+            let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+            use std::os::unix::process::ExitStatusExt;
+            self.ended = Some((
+                std::process::ExitStatus::from_raw(status),
+                secs(usage.ru_utime) + secs(usage.ru_stime),
+            ));
+        }
+        Ok(self.ended.is_some())
+    }
+
+    /// Waits up to `limit` for the worker to end; None if it did not (it is left to end on its
+    /// own).
+    fn wait_briefly(&mut self, limit: Duration) -> Result<Option<(std::process::ExitStatus, f64)>> {
+        let t = Instant::now();
+        loop {
+            if self.poll()? {
+                return Ok(self.ended);
+            }
+            if t.elapsed() > limit {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// The kernel's count of out-of-memory kills so far (/proc/vmstat's oom_kill, every cgroup's
+/// included), so that a worker killed meanwhile is said to be the OOM killer's only when one
+/// happened.
+fn oom_kills() -> Option<u64> {
+    let vmstat = std::fs::read_to_string("/proc/vmstat").ok()?;
+    vmstat
+        .lines()
+        .find_map(|l| l.strip_prefix("oom_kill "))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// Who sent a signal, for messages: "process 1234 (kill)".
+fn sender_text(sender: Option<i32>) -> String {
+    match sender {
+        Some(pid) => match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+            Ok(comm) => format!(
+                "process {pid} ({})",
+                crate::text::escape_controls(comm.trim())
+            ),
+            Err(_) => format!("process {pid}"),
+        },
+        None => "the kernel".to_string(),
+    }
+}
+
+/// A worker stopped by a signal that neither the user's Ctrl-C nor osmeter sent: the run goes on,
+/// what the worker measured before it is kept, and the figure says what happened.
+fn stopped_from_outside(report: Report, stop: Stop, cpu_s: Option<f64>) -> Report {
+    let name = interrupt::name_of(stop.signal);
+    let why = if stop.signal == libc::SIGXCPU && stop.sender.is_none() {
+        crate::system::limits::cpu_time_reached(cpu_s.unwrap_or(0.0)).map_or_else(
+            || "the measuring process reached a CPU-time limit (SIGXCPU)".to_string(),
+            |limit| format!("the measuring process got SIGXCPU: {limit}"),
+        )
+    } else {
+        format!(
+            "the measuring process got {name} from {}, not from osmeter nor from Ctrl-C at its \
+             terminal",
+            sender_text(stop.sender)
+        )
+    };
+    match report {
+        Report::Round(mut outcome) if outcome.cut == Some(crate::meter::Cut::Interrupted) => {
+            outcome.cut = Some(crate::meter::Cut::Outside);
+            outcome
+                .notes
+                .push(format!("{why}; the samples taken before it are kept"));
+            Report::Round(outcome)
+        }
+        Report::Interrupted => Report::Failed(format!("{why}, before it had taken a sample")),
+        other => other,
     }
 }
 
@@ -244,30 +387,9 @@ const STARVED: &str = "the measuring process did not end even when killed: it ca
                        most likely because a real-time task of higher priority keeps it busy (see \
                        `ps -eLo pid,cls,rtprio,psr,cmd`); it will end once that CPU is free";
 
-/// Waits up to `limit` for the worker to end; None if it did not (it is left to end on its own).
-fn wait_briefly(child: &mut Child, limit: Duration) -> Result<Option<std::process::ExitStatus>> {
-    let t = Instant::now();
-    loop {
-        if let Some(status) = child
-            .try_wait()
-            .context("cannot wait for the measuring process")?
-        {
-            return Ok(Some(status));
-        }
-        if t.elapsed() > limit {
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 /// Reads the worker's one-line answer while watching for Ctrl-C and for the worker's end.
-fn read_answer(
-    child: &mut Child,
-    read_end: &Fd,
-    group: &Group,
-    grace: Duration,
-) -> Result<Option<Vec<u8>>> {
+fn read_answer(worker: &mut Worker, read_end: &Fd, grace: Duration) -> Result<Option<Vec<u8>>> {
+    let group = worker.group;
     let mut buf = Vec::new();
     let mut asked_to_stop: Option<Instant> = None;
     let mut exited = false;
@@ -313,27 +435,73 @@ fn read_answer(
             // hold the pipe open: it is killed with the group).
             return Ok(None);
         }
-        if child.try_wait()?.is_some() {
+        if worker.poll()? {
             exited = true;
         }
     }
 }
 
-fn describe_end(status: std::process::ExitStatus, job: &Job) -> String {
+/// How a worker that answered nothing ended, naming what ended it: a resource limit, the
+/// out-of-memory killer only when the kernel counted a kill meanwhile, or another process.
+fn describe_end(
+    status: std::process::ExitStatus,
+    job: &Job,
+    cpu_s: f64,
+    oom_kills_before: Option<u64>,
+) -> String {
     use std::os::unix::process::ExitStatusExt;
+    let oom_killed = matches!((oom_kills_before, oom_kills()), (Some(a), Some(b)) if b > a);
+    // The kernel sends SIGKILL at RLIMIT_CPU's hard limit (SIGXCPU first only below it).
+    let cpu_limit = crate::system::limits::cpu_time()
+        .and_then(|l| l.soft.or(l.hard))
+        .is_some_and(|at| cpu_s + 0.5 >= at as f64);
     match status.signal() {
+        Some(libc::SIGKILL | libc::SIGXCPU) if cpu_limit => format!(
+            "the measuring process was killed ({}): {}",
+            interrupt::name_of(status.signal().unwrap_or(libc::SIGKILL)),
+            crate::system::limits::cpu_time_reached(cpu_s).unwrap_or_default()
+        ),
+        Some(libc::SIGKILL) if oom_killed => {
+            "the measuring process was killed (SIGKILL) by the kernel's out-of-memory killer (the \
+             kernel counted an out-of-memory kill while it ran): give it more memory, or measure \
+             with smaller sizes (--set)"
+                .to_string()
+        }
         Some(libc::SIGKILL) if job.fifo.is_some() => {
             "the measuring process was killed (SIGKILL): at SCHED_FIFO that is the hard real-time \
-             limit (RLIMIT_RTTIME) of a sample that never blocked, or the kernel's out-of-memory \
-             killer"
+             limit (RLIMIT_RTTIME) of a sample that never blocked, or a `kill -9` from another \
+             process (the kernel counted no out-of-memory kill while it ran)"
                 .to_string()
         }
         Some(libc::SIGKILL) => {
-            "the measuring process was killed (SIGKILL), most likely by the kernel's out-of-memory \
-             killer"
+            "the measuring process was killed (SIGKILL) by another process (a `kill -9`, a job \
+             scheduler, a watchdog): the kernel counted no out-of-memory kill while it ran, and no \
+             limit of osmeter's was reached"
                 .to_string()
         }
-        Some(sig) => format!("the measuring process died of signal {sig}; this is a bug"),
+        Some(libc::SIGXFSZ) => format!(
+            "the measuring process was killed (SIGXFSZ): {}",
+            crate::system::limits::file_too_large(&job.scratch)
+        ),
+        // Rust aborts when an allocation fails, which an address-space limit makes likely.
+        Some(libc::SIGABRT)
+            if crate::system::limits::of(libc::RLIMIT_AS).is_some_and(|l| l.soft.is_some()) =>
+        {
+            format!(
+                "the measuring process aborted (SIGABRT), most likely because it could not \
+                 allocate memory: {}",
+                crate::system::limits::memory_limit()
+            )
+        }
+        Some(
+            sig @ (libc::SIGSEGV | libc::SIGBUS | libc::SIGILL | libc::SIGFPE | libc::SIGABRT),
+        ) => {
+            format!("the measuring process died of signal {sig}; this is a bug")
+        }
+        Some(sig) => format!(
+            "the measuring process was ended by {} from another process, before it could answer",
+            interrupt::name_of(sig)
+        ),
         None => format!(
             "the measuring process exited with status {} without a result; see the message above",
             status.code().unwrap_or(-1)
@@ -342,6 +510,7 @@ fn describe_end(status: std::process::ExitStatus, job: &Job) -> String {
 }
 
 /// A process group to signal; ESRCH (already gone) is fine.
+#[derive(Clone, Copy)]
 struct Group(libc::pid_t);
 
 impl Group {
@@ -410,9 +579,16 @@ pub fn serve() -> Result<i32> {
         .context("cannot read the job")?;
     let job: Job = serde_json::from_slice(&text).context("cannot read the job")?;
     let report = perform(&job);
+    let answer = Answer {
+        report,
+        stopped_by: interrupt::first_signal().map(|signal| Stop {
+            signal,
+            sender: interrupt::first_sender(),
+        }),
+    };
     // SAFETY: descriptor 3 was checked above and is owned by this process from here on.
     let mut out = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(REPORT_FD) };
-    let mut line = serde_json::to_vec(&report)?;
+    let mut line = serde_json::to_vec(&answer)?;
     line.push(b'\n');
     out.write_all(&line)
         .context("cannot hand the result back")?;

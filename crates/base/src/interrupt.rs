@@ -15,6 +15,12 @@ static FIRST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Every stopping signal received so far: a wait that began after the first one (saving the run)
 /// is cut short by the next one.
 static RECEIVED: AtomicU32 = AtomicU32::new(0);
+/// Who sent the first stopping signal: a process id, or 0 for the kernel (a resource limit) or
+/// when the kernel did not say.
+static FIRST_SENDER: AtomicI32 = AtomicI32::new(0);
+/// A write of this process went past its file-size limit (RLIMIT_FSIZE): the kernel's SIGXFSZ
+/// for it is no request to stop, the write itself fails with EFBIG and says so.
+static FILE_TOO_LARGE: AtomicBool = AtomicBool::new(false);
 
 /// Every signal whose default action ends the process and that another process or the terminal
 /// may send: each is handled as Ctrl-C. (SIGKILL and SIGSTOP cannot be caught; synchronous faults
@@ -45,8 +51,26 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-extern "C" fn on_signal(signal: libc::c_int) {
-    let _ = FIRST_SIGNAL.compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst);
+extern "C" fn on_signal(signal: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel hands a valid siginfo to an SA_SIGINFO handler; si_pid is read only for
+    // the codes that carry a sender. getpid is async-signal-safe.
+    let sender = unsafe {
+        match info.as_ref() {
+            Some(i) if i.si_code == libc::SI_USER || i.si_code == libc::SI_QUEUE => i.si_pid(),
+            _ => 0,
+        }
+    };
+    // SAFETY: as above.
+    if signal == libc::SIGXFSZ && (sender == 0 || sender == unsafe { libc::getpid() }) {
+        FILE_TOO_LARGE.store(true, Ordering::SeqCst);
+        return;
+    }
+    if FIRST_SIGNAL
+        .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+    {
+        FIRST_SENDER.store(sender, Ordering::SeqCst);
+    }
     RECEIVED.fetch_add(1, Ordering::SeqCst);
     REQUESTED.store(true, Ordering::SeqCst);
     if signal == libc::SIGHUP {
@@ -85,9 +109,13 @@ pub fn install() {
     // SAFETY: the handler only touches atomics, which is async-signal-safe.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+        action.sa_sigaction = on_signal
+            as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+            as usize;
         libc::sigemptyset(&mut action.sa_mask);
-        action.sa_flags = 0;
+        // With the sender, so a signal another process sent is told from the user's Ctrl-C and
+        // the kernel's own SIGXFSZ from a request to stop.
+        action.sa_flags = libc::SA_SIGINFO;
         for &signal in STOPPING_SIGNALS {
             let mut old: libc::sigaction = std::mem::zeroed();
             libc::sigaction(signal, std::ptr::null(), &mut old);
@@ -113,13 +141,33 @@ pub fn first_signal() -> Option<libc::c_int> {
     Some(FIRST_SIGNAL.load(Ordering::SeqCst)).filter(|&s| s != 0)
 }
 
-/// What stopped the command, for messages: "Ctrl-C" for SIGINT, else the signal's name.
-pub fn what_stopped() -> String {
-    name_of(first_signal().unwrap_or(libc::SIGINT))
+/// The process that sent the first stopping signal; None for the kernel (a resource limit such as
+/// RLIMIT_CPU's SIGXCPU) or a sender the kernel did not name.
+pub fn first_sender() -> Option<i32> {
+    Some(FIRST_SENDER.load(Ordering::SeqCst)).filter(|&p| p > 0)
 }
 
-fn name_of(signal: libc::c_int) -> String {
+/// Whether a write of this process went past its file-size limit (RLIMIT_FSIZE) and the kernel
+/// sent SIGXFSZ for it.
+pub fn file_too_large() -> bool {
+    FILE_TOO_LARGE.load(Ordering::SeqCst)
+}
+
+/// What stopped the command, for messages: "Ctrl-C" for SIGINT, else the signal's name.
+pub fn what_stopped() -> String {
+    match first_signal() {
+        // The kernel's, at the soft CPU-time limit: no one asked, the limit did.
+        Some(libc::SIGXCPU) if first_sender().is_none() => {
+            "SIGXCPU (the CPU-time limit, RLIMIT_CPU, `ulimit -t`)".to_string()
+        }
+        signal => name_of(signal.unwrap_or(libc::SIGINT)),
+    }
+}
+
+/// The name of a signal for messages: "Ctrl-C" for SIGINT, "SIGTERM", ..., "signal N".
+pub fn name_of(signal: libc::c_int) -> String {
     let names = [
+        (libc::SIGKILL, "SIGKILL"),
         (libc::SIGTERM, "SIGTERM"),
         (libc::SIGHUP, "SIGHUP"),
         (libc::SIGQUIT, "SIGQUIT"),

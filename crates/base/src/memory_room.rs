@@ -3,6 +3,8 @@
 //! Reading MemAvailable alone let `run memory.copy --set size=200000000` start in a 256 MiB
 //! cgroup on a machine with gigabytes free, and the OOM killer ended it.
 //!
+//! An address-space limit (`ulimit -v`) counts too: what it leaves beside what is already mapped.
+//!
 //! The cgroup is found through /proc/self/cgroup in the usual mount places: cgroup v2 at
 //! /sys/fs/cgroup (or /sys/fs/cgroup/unified) and v1's memory controller at
 //! /sys/fs/cgroup/memory. Page cache the cgroup holds (its inactive file pages) counts as room,
@@ -30,11 +32,33 @@ pub fn now() -> Option<MemoryRoom> {
     let cgroup = std::fs::read_to_string("/proc/self/cgroup")
         .ok()
         .and_then(|t| cgroup_room(&t, Path::new("/sys/fs/cgroup")));
-    match (machine, cgroup) {
-        (Some(m), Some(c)) if c.bytes < m.bytes => Some(c),
-        (Some(m), _) => Some(m),
-        (None, c) => c,
-    }
+    [machine, cgroup, address_space_left()]
+        .into_iter()
+        .flatten()
+        .min_by_key(|room| room.bytes)
+}
+
+/// What the address-space limit (RLIMIT_AS, `ulimit -v`) leaves this process, when there is one:
+/// past it an allocation fails, however much memory the machine has.
+pub fn address_space_left() -> Option<MemoryRoom> {
+    let limit = crate::system::limits::of(libc::RLIMIT_AS)?.soft?;
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let mapped_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let bytes = limit.saturating_sub(mapped_kib * 1024);
+    Some(MemoryRoom {
+        bytes,
+        what: format!(
+            "the address-space limit (RLIMIT_AS, `ulimit -v` {} KiB) leaves {} of it",
+            limit / 1024,
+            crate::units::bytes(bytes)
+        ),
+    })
 }
 
 /// `MemAvailable` of /proc/meminfo, in bytes.

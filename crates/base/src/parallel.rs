@@ -12,13 +12,22 @@ pub fn by_parts<T: Sync, R: Send>(items: &[T], work: impl Fn(&[T]) -> Vec<R> + S
     }
     let work = &work;
     std::thread::scope(|scope| {
+        // A part whose thread cannot start (a limit on threads) is worked on here instead.
         let parts: Vec<_> = items
             .chunks(items.len().div_ceil(workers))
-            .map(|part| scope.spawn(move || work(part)))
+            .map(|part| {
+                std::thread::Builder::new()
+                    .name("osm-part".into())
+                    .spawn_scoped(scope, move || work(part))
+                    .map_err(|_| part)
+            })
             .collect();
         parts
             .into_iter()
-            .flat_map(|part| part.join().expect("a worker thread panicked"))
+            .flat_map(|part| match part {
+                Ok(thread) => thread.join().expect("a worker thread panicked"),
+                Err(part) => work(part),
+            })
             .collect()
     })
 }

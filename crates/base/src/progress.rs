@@ -51,9 +51,14 @@ pub struct Ticker {
 impl Ticker {
     pub fn start(status: impl FnMut(Duration) -> String + Send + 'static) -> Ticker {
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let handle = style().map(|style| {
+        // A progress line is no part of the job: where no thread may start for it (a limit on
+        // threads), the job goes on without one.
+        let handle = style().and_then(|style| {
             let stop = Arc::clone(&stop);
-            std::thread::spawn(move || draw_until_stopped(style, &stop, status))
+            std::thread::Builder::new()
+                .name("osm-progress".into())
+                .spawn(move || draw_until_stopped(style, &stop, status))
+                .ok()
         });
         Ticker { stop, handle }
     }
@@ -136,9 +141,11 @@ pub struct Relay {
 }
 
 impl Relay {
-    pub fn start(mut from: impl Read + Send + 'static, to: Out) -> Relay {
+    /// Starts copying; an error (naming the limit) when no thread may start to copy, for the
+    /// caller to end the child that would otherwise block on a full pipe.
+    pub fn start(mut from: impl Read + Send + 'static, to: Out) -> anyhow::Result<Relay> {
         let (tell, done) = std::sync::mpsc::channel();
-        let handle = std::thread::spawn(move || {
+        let handle = crate::system::limits::spawn("osm-relay", move || {
             let mut buf = vec![0u8; 16 << 10];
             loop {
                 let n = match from.read(&mut buf) {
@@ -163,11 +170,11 @@ impl Relay {
             }
             MID_LINE.store(false, Ordering::SeqCst);
             let _ = tell.send(());
-        });
-        Relay {
+        })?;
+        Ok(Relay {
             done,
             handle: Some(handle),
-        }
+        })
     }
 
     /// Waits until the child's output has ended, for at most `grace` once the child itself has

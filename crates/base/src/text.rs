@@ -49,6 +49,20 @@ fn escape(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Bytes from the system (a host name, a file the kernel fills) as text: valid UTF-8 as it is,
+/// every byte that is not part of it as `\xNN`, so a name that is not UTF-8 is kept, and told
+/// apart from others, instead of being lost.
+pub fn from_bytes_escaped(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
 /// The characters that change the direction text is laid out in (embeddings, overrides,
 /// isolates and the directional marks), which no stored string needs to show as they act.
 pub fn is_bidi_control(c: char) -> bool {
@@ -106,6 +120,13 @@ pub fn command_line(argv: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_kept_as_escapes() {
+        assert_eq!(from_bytes_escaped(b"a\xffb"), "a\\xffb");
+        assert_eq!(from_bytes_escaped("h\u{f6}st".as_bytes()), "h\u{f6}st");
+        assert_eq!(from_bytes_escaped(b"\xc3"), "\\xc3");
+    }
 
     #[test]
     fn every_control_character_is_shown_and_nothing_else_changes() {

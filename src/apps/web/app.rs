@@ -195,7 +195,7 @@ impl App for WebApp {
             keep_alive: self.connection == Connection::KeepAlive,
             verify: None,
         };
-        let mut r = client::replay(&target, plan, &AtomicBool::new(false));
+        let mut r = client::replay(&target, plan, &AtomicBool::new(false))?;
         if crate::interrupt::requested() {
             return Err(crate::interrupt::Interrupted.into());
         }

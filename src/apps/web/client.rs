@@ -52,7 +52,7 @@ pub struct Replay {
 
 /// Replays `plan.trace` against `target` with `plan.concurrency` workers taking requests in trace
 /// order; stops early when `stop` is set or the user interrupts.
-pub fn replay(target: &Target, plan: Plan, stop: &AtomicBool) -> Replay {
+pub fn replay(target: &Target, plan: Plan, stop: &AtomicBool) -> anyhow::Result<Replay> {
     let requests: Vec<Vec<u8>> = target
         .urls
         .iter()
@@ -60,15 +60,30 @@ pub fn replay(target: &Target, plan: Plan, stop: &AtomicBool) -> Replay {
         .collect();
     let next = AtomicUsize::new(0);
     let started = Instant::now();
-    let parts: Vec<Replay> = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..plan.concurrency.max(1))
-            .map(|_| s.spawn(|| worker(target, &plan, &requests, &next, stop)))
-            .collect();
-        workers
+    let parts = std::thread::scope(|s| -> anyhow::Result<Vec<Replay>> {
+        let mut workers = Vec::new();
+        for _ in 0..plan.concurrency.max(1) {
+            let started = crate::system::limits::spawn_scoped(s, "osm-web-client", || {
+                worker(target, &plan, &requests, &next, stop)
+            });
+            match started {
+                Ok(w) => workers.push(w),
+                Err(e) => {
+                    // Fewer clients would measure another load: the ones started take no more
+                    // requests, and the replay is refused.
+                    next.store(usize::MAX / 2, Ordering::Relaxed);
+                    for w in workers {
+                        let _ = w.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(workers
             .into_iter()
             .map(|w| w.join().unwrap_or_default())
-            .collect()
-    });
+            .collect())
+    })?;
     let mut total = Replay {
         seconds: started.elapsed().as_secs_f64(),
         latencies_ns: Vec::with_capacity(plan.trace.len()),
@@ -82,7 +97,7 @@ pub fn replay(target: &Target, plan: Plan, stop: &AtomicBool) -> Replay {
         total.latencies_ns.extend(p.latencies_ns);
         total.client_cpu = total.client_cpu.plus(p.client_cpu);
     }
-    total
+    Ok(total)
 }
 
 fn request_bytes(url: &str, keep_alive: bool) -> Vec<u8> {

@@ -174,7 +174,7 @@ impl Site {
             keep_alive: true,
             verify: Some(&fill),
         };
-        let r = client::replay(&target, plan, &AtomicBool::new(false));
+        let r = client::replay(&target, plan, &AtomicBool::new(false))?;
         interrupted()?;
         if r.errors > 0 {
             let mut msg = format!(
@@ -223,7 +223,7 @@ pub fn serve_until(ctx: &Context, stop: &AtomicBool, count: &AtomicU64) -> Resul
             keep_alive: true,
             verify: None,
         };
-        let r = client::replay(&target, plan, stop);
+        let r = client::replay(&target, plan, stop)?;
         if r.errors > 0 && r.requests == r.errors {
             bail!(
                 "every request failed: {}",

@@ -85,7 +85,7 @@ fn nginx_serves_every_file_byte_for_byte_and_leaves_nothing_behind() {
         keep_alive: false,
         verify: None,
     };
-    let r = client::replay(&target, plan, &AtomicBool::new(false));
+    let r = client::replay(&target, plan, &AtomicBool::new(false)).unwrap();
     assert_eq!((r.requests, r.errors), (600, 0), "{:?}", r.first_error);
     let want: u64 = trace.iter().map(|&f| sizes[f as usize]).sum();
     assert_eq!(r.body_bytes, want);
@@ -154,7 +154,7 @@ fn client_against_wrk() {
                 keep_alive: true,
                 verify: None,
             };
-            let r = client::replay(&target, plan, &AtomicBool::new(false));
+            let r = client::replay(&target, plan, &AtomicBool::new(false)).unwrap();
             assert_eq!(r.errors, 0, "{:?}", r.first_error);
             ours.push(r.requests as f64 / r.seconds);
             let out = std::process::Command::new(wrk)

@@ -185,11 +185,13 @@ pub(crate) struct Watchdog {
 }
 
 impl Watchdog {
-    pub(crate) fn start(pid: u32, timeout: Duration) -> Watchdog {
+    /// Starts watching `pid`; when no thread may start to watch it, `pid` is killed at once (it
+    /// would run unbounded) and the error names the limit.
+    pub(crate) fn start(pid: u32, timeout: Duration) -> anyhow::Result<Watchdog> {
         let done = Arc::new(AtomicBool::new(false));
         let fired = Arc::new(AtomicBool::new(false));
         let (d, f) = (done.clone(), fired.clone());
-        let thread = std::thread::spawn(move || {
+        let thread = crate::system::limits::spawn("osm-watchdog", move || {
             let end = std::time::Instant::now() + timeout;
             let mut terminated = false;
             while !d.load(Ordering::SeqCst) {
@@ -207,11 +209,19 @@ impl Watchdog {
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-        Watchdog {
+        let thread = match thread {
+            Ok(t) => t,
+            Err(e) => {
+                // SAFETY: signalling the caller's own child, not yet reaped.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                return Err(e);
+            }
+        };
+        Ok(Watchdog {
             done,
             fired,
             thread: Some(thread),
-        }
+        })
     }
 
     pub(crate) fn stop(mut self) -> bool {
@@ -272,7 +282,7 @@ fn read_symbols(qemu_bin: &Path, kernel: &Kernel, cache: &Path) -> Result<()> {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot start {}", qemu_bin.display()))?;
-    let watchdog = Watchdog::start(child.id(), Duration::from_secs(300));
+    let watchdog = Watchdog::start(child.id(), Duration::from_secs(300))?;
     let out = child.wait_with_output()?;
     let timed_out = watchdog.stop();
     let text = qemu::clean_symbols(&std::fs::read(&dump).unwrap_or_default()).map_err(|e| {
@@ -379,7 +389,7 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
     // SAFETY: the parent's copy of the write end is ours to close; QEMU has its own.
     unsafe { libc::close(wfd) };
     let mut child = spawned.with_context(|| format!("cannot start {}", qemu_bin.display()))?;
-    let watchdog = Watchdog::start(child.id(), opts.timeout);
+    let watchdog = Watchdog::start(child.id(), opts.timeout)?;
     let mut source = PluginStream::new(std::io::BufReader::with_capacity(1 << 20, reader));
     let captured = crate::progress::Counter::default();
     let progress = crate::capture::progress(

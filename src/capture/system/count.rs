@@ -144,7 +144,7 @@ pub fn boot(req: &CountBoot, sink: Option<&mut dyn super::windows::WindowSink>) 
     // SAFETY: the parent's copy of the write end is ours to close; QEMU has its own.
     unsafe { libc::close(wfd) };
     let mut child = spawned.with_context(|| format!("cannot start {}", req.qemu.display()))?;
-    let watchdog = Watchdog::start(child.id(), req.timeout);
+    let watchdog = Watchdog::start(child.id(), req.timeout)?;
     let marks = match sink {
         Some(sink) => super::windows::read(&mut reader, sink),
         None => {

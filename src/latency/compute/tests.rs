@@ -133,7 +133,7 @@ fn a_real_computing_thread_counts_the_underruns_a_stall_causes() {
             std::hint::spin_loop();
         }
     });
-    let r = run_streams(&[spec], &plan).remove(0);
+    let r = run_streams(&[spec], &plan).unwrap().remove(0);
     hog.join().unwrap();
     assert!(r.error.is_none(), "{:?}", r.error);
     let c = r.compute.expect("no compute result");

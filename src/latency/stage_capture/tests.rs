@@ -61,7 +61,7 @@ fn real_wakes_split_into_stages_that_add_up_and_a_hog_lands_in_the_thread_stage(
     // no wake happens, and the delay shows in its lateness but in no stage. One of three finds
     // it asleep.
     let hogs = [400, 1_100, 1_800].map(|after| hog(cpu, after, 30));
-    let results = run_streams(&specs, &plan);
+    let results = run_streams(&specs, &plan).unwrap();
     for h in hogs {
         h.join().unwrap();
     }
@@ -179,7 +179,7 @@ fn alternating_phases_trace_about_half_the_wakes_and_measure_both() {
         compute_ns: None,
         worst: Arc::default(),
     };
-    let results = run_streams(&[spec, other], &plan);
+    let results = run_streams(&[spec, other], &plan).unwrap();
     let report = capture.finish().unwrap();
     assert!(results.iter().all(|r| r.error.is_none()));
     assert_eq!(report.info.phase_ms, Some(300));

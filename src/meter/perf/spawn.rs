@@ -75,15 +75,24 @@ pub fn spawn_counted(mut cmd: Command) -> io::Result<CountedChild> {
         cmd.pre_exec(move || hold_in_child(raw.0, raw.1, raw.2, raw.3));
     }
     std::thread::scope(|s| {
-        let helper = s.spawn(move || -> Option<(CounterSet, Instant)> {
-            let mut pid = [0u8; 4];
-            // EOF here means no child was forked; spawn reports why.
-            File::from(pid_r).read_exact(&mut pid).ok()?;
-            let counters = CounterSet::open_for_process(libc::pid_t::from_ne_bytes(pid));
-            let started = Instant::now();
-            let _ = File::from(go_w).write_all(b"g");
-            Some((counters, started))
-        });
+        let helper = std::thread::Builder::new()
+            .name("osm-count-exec".into())
+            .spawn_scoped(s, move || -> Option<(CounterSet, Instant)> {
+                let mut pid = [0u8; 4];
+                // EOF here means no child was forked; spawn reports why.
+                File::from(pid_r).read_exact(&mut pid).ok()?;
+                let counters = CounterSet::open_for_process(libc::pid_t::from_ne_bytes(pid));
+                let started = Instant::now();
+                let _ = File::from(go_w).write_all(b"g");
+                Some((counters, started))
+            });
+        // No thread to count from: the command is not started (it would run uncounted).
+        let helper = helper.map_err(|e| {
+            io::Error::other(format!(
+                "{:#}",
+                crate::system::limits::cannot_start("the thread that counts the command", &e)
+            ))
+        })?;
         let spawned = cmd.spawn();
         // The helper sees EOF on the pid pipe once this end is closed and the child has exec'd.
         drop(pid_w);

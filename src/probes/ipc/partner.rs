@@ -181,7 +181,7 @@ impl PinnedThread {
                     body();
                 }
             })
-            .context("cannot start the partner thread")?;
+            .map_err(|e| crate::system::limits::cannot_start("the partner thread", &e))?;
         let mut t = PinnedThread {
             handle: Some(handle),
         };

@@ -57,6 +57,13 @@ impl Sources {
             .filter(|s| !s.is_empty())
     }
 
+    /// The host name; one that is not UTF-8 (the kernel takes any bytes) is kept with those bytes
+    /// escaped, rather than lost.
+    fn host_name(&self) -> Option<String> {
+        let bytes = std::fs::read(self.path("/proc/sys/kernel/hostname")).ok()?;
+        Some(crate::text::from_bytes_escaped(bytes.trim_ascii())).filter(|s| !s.is_empty())
+    }
+
     fn number(&self, abs: &str) -> Option<u64> {
         self.value(abs)?.parse().ok()
     }
@@ -69,7 +76,7 @@ impl Sources {
         let mut fp = Fingerprint {
             fingerprint_schema: FINGERPRINT_SCHEMA.into(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
-            hostname: self.value("/proc/sys/kernel/hostname"),
+            hostname: self.host_name(),
             machine_id: self
                 .value("/etc/machine-id")
                 .or_else(|| self.value("/var/lib/dbus/machine-id"))

@@ -203,6 +203,17 @@ fn fake_tree_is_read_and_parsed() {
         .any(|n| n.as_str().unwrap().starts_with("cpufreq:")));
 }
 
+/// The kernel takes any bytes as a host name (in a UTS namespace of one's own too); one that is
+/// not UTF-8 is kept, escaped, where reading it as text lost it.
+#[test]
+fn a_host_name_that_is_not_utf8_is_kept_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path();
+    write(r, "/proc/sys/kernel/hostname", "");
+    std::fs::write(r.join("proc/sys/kernel/hostname"), b"a\xffb\n").unwrap();
+    assert_eq!(json(fake(r).collect(None))["hostname"], "a\\xffb");
+}
+
 #[test]
 fn preemption_from_debugfs_wins() {
     let dir = tempfile::tempdir().unwrap();

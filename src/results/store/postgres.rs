@@ -205,6 +205,16 @@ fn inspect_schema(c: &mut impl GenericClient, where_: &str) -> Result<Option<i64
              ({current}); upgrade osmeter or use another store"
         );
     }
+    // Migrating from a version no osmeter wrote would run the wrong steps on tables of another
+    // version and stamp the result current.
+    if version < 1 {
+        bail!(
+            "{where_} is an osmeter store, but its osmeter_meta table holds schema_version \
+             {version}, a version no osmeter wrote (they run from 1 to {current}), so osmeter \
+             cannot tell how to read it and leaves it untouched; put back the version its tables \
+             belong to if it was edited, or give another database"
+        );
+    }
     Ok(Some(version))
 }
 

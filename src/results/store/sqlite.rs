@@ -17,6 +17,26 @@ pub struct SqliteStore {
     checked: bool,
 }
 
+/// Removes the store file this process began to make at `path` and that holds nothing (no
+/// transaction of any process committed into it), SQLite's companion files of it, and the
+/// directories `made` for it, deepest first, as far as they are empty.
+fn remove_unmade(path: &Path, made: &[PathBuf]) {
+    let empty_file = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0);
+    if empty_file {
+        for suffix in ["-journal", "-wal", "-shm"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            if std::fs::symlink_metadata(&name).is_ok_and(|m| m.is_file()) {
+                let _ = std::fs::remove_file(&name);
+            }
+        }
+        let _ = std::fs::remove_file(path);
+    }
+    for dir in made {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
 /// The first 16 bytes of every SQLite 3 database file.
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
@@ -84,6 +104,15 @@ pub fn check_kind(path: &Path) -> Result<()> {
     ))
 }
 
+/// Refuses a store this user may not write (another user's store, or one in another user's
+/// directory, which SQLite would still open for reading): before measuring, not after.
+pub fn check_writable(path: &Path) -> Result<()> {
+    match surroundings::unwritable(path) {
+        Some(why) => bail!("cannot write the store {}: {why}", path.display()),
+        None => Ok(()),
+    }
+}
+
 /// Refuses (a usage error) a store that another user could read through or alter: see
 /// [`trust`]. For a store that is about to be created too.
 pub fn check_trusted(path: &Path) -> Result<()> {
@@ -95,26 +124,41 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<SqliteStore> {
         check_kind(path)?;
         trust::check_for_writing(path)?;
+        let mut made = Vec::new();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            made = dir
+                .ancestors()
+                .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+                .map(Path::to_path_buf)
+                .collect();
             std::fs::create_dir_all(dir).with_context(|| {
                 format!("cannot create the store's directory {}", dir.display())
             })?;
         }
+        let existed = std::fs::symlink_metadata(path).is_ok();
         check_header(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(integrity::literal(path), flags)
-            .map_err(|e| integrity::explain(path, e.into()))?;
-        let mut store = SqliteStore {
-            conn,
-            path: path.to_path_buf(),
-            checked: false,
-        };
-        if let Err(e) = store.prepare() {
-            return Err(integrity::explain_os(path, e, store.os_error()));
+        let opened = Connection::open_with_flags(integrity::literal(path), flags)
+            .map_err(|e| integrity::explain(path, e.into()))
+            .and_then(|conn| {
+                let mut store = SqliteStore {
+                    conn,
+                    path: path.to_path_buf(),
+                    checked: false,
+                };
+                match store.prepare() {
+                    Ok(()) => Ok(store),
+                    Err(e) => Err(integrity::explain_os(path, e, store.os_error())),
+                }
+            });
+        if opened.is_err() && !existed {
+            // A store that could not be made (a file-size limit, a full disk) leaves no empty
+            // file behind to be mistaken for one, nor directories made for it.
+            remove_unmade(path, &made);
         }
-        Ok(store)
+        opened
     }
 
     /// Opens the store for commands that only read (`runs`, `show`, `export`, ...): nothing is
@@ -375,7 +419,7 @@ fn inspect_schema(conn: &Connection, path: &Path) -> Result<Option<i64>> {
     let damaged = |what: String| {
         anyhow!(
             "{} is an osmeter store, but its osmeter_meta table {what}, so osmeter cannot tell \
-             how to read it and leaves it untouched. If you edited it, put the row back; \
+             how to read it and leaves it untouched. If you edited it, put back what it held; \
              otherwise keep a copy, then copy what is readable into a new store with \
              `sqlite3 {} .dump | sqlite3 NEW.db` or move it aside to start afresh",
             path.display(),
@@ -393,6 +437,14 @@ fn inspect_schema(conn: &Connection, path: &Path) -> Result<Option<i64>> {
              upgrade osmeter or use another store",
             path.display()
         );
+    }
+    // Migrating from a version no osmeter wrote would run the wrong steps on tables of another
+    // version and stamp the result current.
+    if version < 1 {
+        return Err(damaged(format!(
+            "holds schema_version {version}, a version no osmeter wrote (they run from 1 to \
+             {current})"
+        )));
     }
     Ok(Some(version))
 }

@@ -22,10 +22,11 @@ pub fn in_order<T: Sync, R: Send>(
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel::<(usize, Result<R>)>();
     std::thread::scope(|scope| {
+        let mut started = 0;
         for _ in 0..width.clamp(1, jobs.len().max(1)) {
             let tx = tx.clone();
             let (next, stop) = (&next, &stop);
-            scope.spawn(move || {
+            let spawned = crate::system::limits::spawn_scoped(scope, "osm-guest", move || {
                 while !stop.load(Ordering::SeqCst) {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(job) = jobs.get(i) else { break };
@@ -38,6 +39,12 @@ pub fn in_order<T: Sync, R: Send>(
                     }
                 }
             });
+            // The threads share the jobs: fewer than asked still run them all, none cannot.
+            match spawned {
+                Ok(_) => started += 1,
+                Err(e) if started == 0 => return Err(e),
+                Err(_) => break,
+            }
         }
         drop(tx);
         let mut waiting: BTreeMap<usize, Result<R>> = BTreeMap::new();

@@ -44,16 +44,20 @@ pub fn cancelled_by_signals<T>(
     let done = AtomicBool::new(false);
     let cancelled = AtomicBool::new(false);
     let out = std::thread::scope(|s| {
-        s.spawn(|| {
-            while !done.load(Ordering::SeqCst) {
-                if crate::interrupt::received() != before {
-                    cancelled.store(true, Ordering::SeqCst);
-                    let _ = token.cancel_query(::postgres::NoTls);
-                    return;
+        // Without the watcher (no thread may start) a signal does not cancel the statement, and
+        // statement_timeout still ends it.
+        let _ = std::thread::Builder::new()
+            .name("osm-pg-cancel".into())
+            .spawn_scoped(s, || {
+                while !done.load(Ordering::SeqCst) {
+                    if crate::interrupt::received() != before {
+                        cancelled.store(true, Ordering::SeqCst);
+                        let _ = token.cancel_query(::postgres::NoTls);
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
                 }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        });
+            });
         let out = work(client);
         done.store(true, Ordering::SeqCst);
         out

@@ -15,6 +15,7 @@ pub(super) fn problem(path: &Path, os_error: Option<i32>) -> Option<String> {
     let dir = directory_of(path);
     let shown = dir.display();
     match os_error {
+        Some(libc::EFBIG) => return Some(crate::system::limits::file_too_large(path)),
         Some(libc::ENOSPC) => {
             return Some(format!(
                 "no space left on device: the file system holding {shown} is full; free some \
@@ -45,7 +46,7 @@ pub(super) fn problem(path: &Path, os_error: Option<i32>) -> Option<String> {
             ));
         }
     }
-    companion_problem(path)
+    companion_problem(path).or_else(|| unwritable(path))
 }
 
 fn read_only(dir: &Path) -> String {
@@ -55,14 +56,20 @@ fn read_only(dir: &Path) -> String {
     )
 }
 
-/// A companion file of `path` that is a link, or belongs to another user.
+fn companion(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// A companion file of `path` that is a link, or belongs to another user than this one and the
+/// store's owner (whose companions are the store's own, made by the owner's writes).
 pub(super) fn companion_problem(path: &Path) -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
+    let owner = std::fs::metadata(path).ok().map(|m| m.uid());
     COMPANIONS.iter().find_map(|suffix| {
-        let mut name = path.as_os_str().to_owned();
-        name.push(suffix);
-        let companion = PathBuf::from(name);
+        let companion = companion(path, suffix);
         let meta = std::fs::symlink_metadata(&companion).ok()?;
         if meta.file_type().is_symlink() {
             Some(format!(
@@ -72,7 +79,7 @@ pub(super) fn companion_problem(path: &Path) -> Option<String> {
                 companion.display(),
                 meta.uid()
             ))
-        } else if meta.uid() != me {
+        } else if meta.uid() != me && Some(meta.uid()) != owner {
             Some(format!(
                 "{} belongs to another user (uid {}), who could read or alter what is written \
                  through it; remove it once you know where it came from",
@@ -83,6 +90,76 @@ pub(super) fn companion_problem(path: &Path) -> Option<String> {
             None
         }
     })
+}
+
+/// What this user may not write of a store that SQLite must write to save: the file, a companion
+/// file already there, or the directory where SQLite makes the missing ones. Root passes every
+/// such check (a read-only file system is told apart before this).
+pub(super) fn unwritable(path: &Path) -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let refused = |p: &Path| !may_write(p);
+    let whose = |p: &Path| match std::fs::metadata(p) {
+        Ok(m) => format!(
+            "it belongs to uid {} with mode {:o}",
+            m.uid(),
+            m.mode() & 0o7777
+        ),
+        Err(e) => e.to_string(),
+    };
+    let this_user = format!("this user (uid {me})");
+    let advice = "; save to a store of your own with --store PATH or $OSMETER_STORE, or ask its \
+                  owner for write access";
+    if path.exists() && refused(path) {
+        return Some(format!(
+            "the store is not writable by {this_user}: {}{advice}",
+            whose(path)
+        ));
+    }
+    let mut missing = Vec::new();
+    for suffix in ["-wal", "-shm"] {
+        let c = companion(path, suffix);
+        match std::fs::symlink_metadata(&c) {
+            Ok(_) if refused(&c) => {
+                return Some(format!(
+                    "the store's own {} is not writable by {this_user}: {}{advice}",
+                    c.display(),
+                    whose(&c)
+                ))
+            }
+            Ok(_) => {}
+            Err(_) => missing.push(suffix),
+        }
+    }
+    let dir = directory_of(path);
+    if !missing.is_empty() && refused(&dir) {
+        return Some(
+            format!(
+            "the store's directory {} is not writable by {this_user}, and SQLite must make its \
+             {} file there to write: {}",
+            dir.display(),
+            missing.join(" and "),
+            whose(&dir)
+        ) + advice,
+        );
+    }
+    None
+}
+
+/// Whether this process (its effective ids) may write `p`; only a refusal by permissions counts
+/// (a read-only file system is said otherwise).
+fn may_write(p: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+        return true;
+    };
+    // SAFETY: a valid C string; faccessat only reads it.
+    let rc = unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) };
+    rc == 0
+        || !matches!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::EACCES | libc::EPERM)
+        )
 }
 
 /// The directory holding `path` ("." for a bare file name).

@@ -140,6 +140,45 @@ fn a_newer_schema_is_refused() {
     );
 }
 
+/// A store of schema 1 whose version reads -1 was "migrated" from nothing to the current
+/// version, stamped current, and then failed on the columns it never got.
+#[test]
+fn a_schema_version_no_osmeter_wrote_is_refused_before_any_write() {
+    for version in ["-1", "0"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute(
+                "CREATE TABLE osmeter_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                [],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO osmeter_meta VALUES ('application', 'osmeter'), \
+                 ('schema_version', ?1)",
+                [version],
+            )
+            .unwrap();
+            conn.execute_batch(schema::MIGRATIONS[0]).unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        for err in [
+            SqliteStore::open(&path).err(),
+            SqliteStore::open_read_only(&path).err(),
+        ] {
+            let err = format!("{:#}", err.expect("refused"));
+            assert!(
+                err.contains(&format!(
+                    "schema_version {version}, a version no osmeter wrote"
+                )),
+                "{err}"
+            );
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before, "{version}");
+    }
+}
+
 #[test]
 fn concurrent_writers_all_land() {
     let dir = tempfile::tempdir().unwrap();
