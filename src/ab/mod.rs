@@ -488,7 +488,9 @@ impl PairContext<'_, '_> {
 /// The two pipes of a lockstep round: each side reads the token from one and writes it to the
 /// other; `first` is the side that measures first (the other hands it the token when ready).
 fn turn_pipes(first: usize) -> Result<[worker::TurnPipes; 2]> {
+    // Close-on-exec, so that only the worker each end is meant for gets it (as fds 4 and 5).
     let pipe = || -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+        use std::os::fd::FromRawFd;
         let mut fds = [0 as libc::c_int; 2];
         // SAFETY: fds has room for the two descriptors.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -497,7 +499,6 @@ fn turn_pipes(first: usize) -> Result<[worker::TurnPipes; 2]> {
                 std::io::Error::last_os_error()
             );
         }
-        use std::os::fd::FromRawFd;
         // SAFETY: both descriptors are fresh and owned from here on.
         Ok(unsafe {
             (

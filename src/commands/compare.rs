@@ -3,7 +3,7 @@
 use crate::cli::CompareArgs;
 use crate::error::{EXIT_BUSY, EXIT_OK, EXIT_THRESHOLD};
 use crate::results::compare::{
-    common_kind, compare as compare_runs, exact, history, text, CompareConfig, Comparison, Verdict,
+    common_kind, compare as compare_runs, exact, history, text, CompareConfig, Verdict,
 };
 use crate::results::gate;
 use crate::results::model::{Run, RunKind};
@@ -48,13 +48,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
     let mut c = compare_runs(&ra, &rb, &config)?;
     c.history_runs = history_runs;
     let refused = !c.busy.is_empty() && !args.force;
-    let gate = gate::of_comparison(
-        &Comparison {
-            busy: if refused { c.busy.clone() } else { Vec::new() },
-            ..c.clone()
-        },
-        args.fail_if_slower,
-    );
+    let gate = gate::of_comparison(&c, refused, args.fail_if_slower);
     let ktap = super::gate::write(&args.gate, &gate)?;
     if refused {
         eprintln!("{}", text::busy_refusal(&c.busy));

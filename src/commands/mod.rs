@@ -65,7 +65,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
 /// Lines too wide for the terminal are wrapped as prose (tables fit themselves, see
 /// [`crate::columns`]); `--wide` leaves them whole.
 pub fn emit(text: &str) -> Result<()> {
-    emit_raw(&crate::columns::fit_prose(text, crate::columns::width()))
+    emit_unwrapped(&crate::columns::fit_prose(text, crate::columns::width()))
 }
 
 /// Writes an output file whole or not at all; a failure names the file, why, and the option that
@@ -88,12 +88,9 @@ pub fn write_output_file(
     })
 }
 
-/// A document for a machine to read (KTAP): never wrapped, a line being a record.
+/// Text as it is, never wrapped: a document for a machine to read (KTAP), where a line is a
+/// record, and [`emit`]'s own output once fitted.
 pub fn emit_unwrapped(text: &str) -> Result<()> {
-    emit_raw(text)
-}
-
-fn emit_raw(text: &str) -> Result<()> {
     if crate::interrupt::requested() {
         crate::interrupt::leave_hung_up_terminal();
     }
@@ -103,9 +100,9 @@ fn emit_raw(text: &str) -> Result<()> {
 /// A JSON document on stdout, pretty-printed, with a final line feed (never wrapped).
 pub fn emit_json<T: serde::Serialize>(doc: &T) -> Result<()> {
     let json = format!("{}\n", serde_json::to_string_pretty(doc)?);
-    // serde leaves bidirectional controls raw, which the net of emit_raw would escape in a way
-    // JSON does not read.
-    emit_raw(&crate::text::escape_bidi_in_json(&json))
+    // serde leaves bidirectional controls raw, which the net of emit_unwrapped would escape in a
+    // way JSON does not read.
+    emit_unwrapped(&crate::text::escape_bidi_in_json(&json))
 }
 
 /// Keeps `run`, then prints it with `print`. Kept first, so that output that cannot be written

@@ -29,12 +29,6 @@ pub struct Turns {
 /// The worker's turns, when its parent gave it any.
 static TURNS: OnceLock<Turns> = OnceLock::new();
 
-fn is_pipe(fd: i32) -> bool {
-    // SAFETY: fstat writes into the zeroed struct only; a closed descriptor fails with EBADF.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO }
-}
-
 /// Takes the turn descriptors the parent named, if any; an error names a malformed variable.
 pub fn adopt_from_env() -> Result<bool, String> {
     let Ok(value) = std::env::var(TURNS_ENV) else {
@@ -54,6 +48,7 @@ pub fn adopt_from_env() -> Result<bool, String> {
             "{TURNS_ENV}={value} is not READ,WRITE,first|second"
         ));
     };
+    let is_pipe = |fd| crate::programs::pipe_identity(fd).is_some();
     if !(r > 2 && w > 2 && is_pipe(r) && is_pipe(w)) {
         return Err(format!(
             "{TURNS_ENV}={value} does not name two pipes of this process"
@@ -154,10 +149,14 @@ impl Turns {
     pub fn leave(&self) {
         self.pass();
         self.alone.store(true, Ordering::Relaxed);
+        self.close();
+    }
+
+    fn close(&self) {
         for fd in [&self.read, &self.write] {
             let fd = fd.swap(-1, Ordering::Relaxed);
             if fd >= 0 {
-                // SAFETY: closing a descriptor this side owns, once.
+                // SAFETY: closing a descriptor this side owns, once (swapped out above).
                 unsafe { libc::close(fd) };
             }
         }
@@ -166,13 +165,7 @@ impl Turns {
 
 impl Drop for Turns {
     fn drop(&mut self) {
-        for fd in [&self.read, &self.write] {
-            let fd = fd.swap(-1, Ordering::Relaxed);
-            if fd >= 0 {
-                // SAFETY: as in leave.
-                unsafe { libc::close(fd) };
-            }
-        }
+        self.close();
     }
 }
 

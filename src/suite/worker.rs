@@ -533,13 +533,7 @@ impl Drop for Fd {
 /// A pipe's identity as the worker's environment carries it: `DEVICE:INODE` of the descriptor,
 /// or None when it is not a pipe (or not open).
 fn pipe_identity(fd: libc::c_int) -> Option<String> {
-    // SAFETY: fstat writes into the zeroed struct only.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat on a descriptor number; a closed one fails with EBADF.
-    if unsafe { libc::fstat(fd, &mut st) } != 0 || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
-        return None;
-    }
-    Some(format!("{}:{}", st.st_dev, st.st_ino))
+    crate::programs::pipe_identity(fd).map(|(dev, ino)| format!("{dev}:{ino}"))
 }
 
 /// A close-on-exec pipe; the read end does not block.

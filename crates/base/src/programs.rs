@@ -11,6 +11,18 @@ use anyhow::Result;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// The device and inode of the pipe open on descriptor `fd`, or None when `fd` is not an open
+/// pipe. A descriptor number proves nothing about what stands behind it (a shell or
+/// `/usr/bin/time -o FILE` may have left anything there): a child told which pipe its parent made
+/// checks it with this before trusting it.
+pub fn pipe_identity(fd: std::os::fd::RawFd) -> Option<(u64, u64)> {
+    // SAFETY: fstat writes into the zeroed struct only; a closed descriptor fails with EBADF.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let open = unsafe { libc::fstat(fd, &mut st) } == 0;
+    (open && st.st_mode & libc::S_IFMT == libc::S_IFIFO).then_some((st.st_dev, st.st_ino))
+}
+
 /// Whether `path` is a regular file this process may execute.
 pub fn executable(path: &Path) -> bool {
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {

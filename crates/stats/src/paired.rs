@@ -10,7 +10,7 @@
 //! several times; on normal noise they lose about 5 % of the t-test's efficiency. The log scale
 //! makes a ratio and its inverse judged alike.
 
-use crate::dist;
+use crate::{dist, summary};
 use serde::{Deserialize, Serialize};
 
 /// Up to this many pairs the signed-rank distribution is counted exactly; beyond, its normal
@@ -52,7 +52,7 @@ impl Paired {
             }
         }
         walsh.sort_by(f64::total_cmp);
-        let center = median_sorted(&walsh);
+        let center = summary::median(&walsh);
         let k = interval_rank(n, 0.05);
         let (lo, hi) = (walsh[k - 1], walsh[walsh.len() - k]);
         Some(Paired {
@@ -60,7 +60,7 @@ impl Paired {
             ratio: center.exp(),
             ci95: [lo.exp(), hi.exp()],
             p_value: signed_rank_p(&logs),
-            sd_log: robust_sd(&logs),
+            sd_log: summary::MAD_TO_SD * summary::median_and_mad(&logs).1,
         })
     }
 
@@ -73,26 +73,6 @@ impl Paired {
     pub fn excludes_one(&self) -> bool {
         self.ci95[0] > 1.0 || self.ci95[1] < 1.0
     }
-}
-
-fn median_sorted(x: &[f64]) -> f64 {
-    let m = x.len() / 2;
-    if x.len() % 2 == 1 {
-        x[m]
-    } else {
-        (x[m - 1] + x[m]) / 2.0
-    }
-}
-
-/// 1.4826 times the median absolute deviation: the standard deviation of normal noise, untouched
-/// by a few wild values.
-fn robust_sd(x: &[f64]) -> f64 {
-    let mut sorted = x.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let m = median_sorted(&sorted);
-    let mut dev: Vec<f64> = x.iter().map(|v| (v - m).abs()).collect();
-    dev.sort_by(f64::total_cmp);
-    1.4826 * median_sorted(&dev)
 }
 
 /// P(W+ = s) for s in 0..=n(n+1)/2 under "no difference": each rank 1..n counted positive or not

@@ -59,23 +59,14 @@ pub fn render(gate: &Gate) -> String {
     out
 }
 
-/// Text fit for an XML attribute or element: controls visible, markup characters as entities.
+/// Text fit for an XML attribute or element: controls made visible (XML 1.0 cannot hold most of
+/// them, nor the two noncharacters U+FFFE and U+FFFF), then the markup characters as the report's
+/// HTML escapes them, which XML reads alike.
 fn escape(text: &str) -> String {
-    let visible = crate::text::escape_controls(text);
-    let mut out = String::with_capacity(visible.len());
-    for c in visible.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Not characters XML 1.0 may hold, and no stored text needs them.
-            '\u{fffe}' | '\u{ffff}' => out.push_str("\\u{fffe}"),
-            c => out.push(c),
-        }
-    }
-    out
+    let visible = crate::text::escape_controls(text)
+        .replace('\u{fffe}', "\\u{fffe}")
+        .replace('\u{ffff}', "\\u{ffff}");
+    crate::results::report::html::esc(&visible)
 }
 
 #[cfg(test)]
@@ -99,12 +90,12 @@ mod tests {
     fn markup_and_controls_from_the_store_cannot_break_the_document() {
         let xml = render(&super::super::sample());
         assert!(
-            xml.contains("syscall.dup # &lt;&amp;&gt;&quot;&apos;"),
+            xml.contains("syscall.dup # &lt;&amp;&gt;&quot;&#39;"),
             "{xml}"
         );
         assert!(xml.contains("&lt;script&gt;\\x1b[31m"), "{xml}");
         assert!(!xml.contains('\u{1b}'));
         assert!(!xml.contains("<script>"));
-        assert_eq!(escape("a\u{ffff}b"), "a\\u{fffe}b");
+        assert_eq!(escape("a\u{ffff}b\u{fffe}"), "a\\u{ffff}b\\u{fffe}");
     }
 }

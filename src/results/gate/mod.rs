@@ -48,14 +48,15 @@ impl Gate {
 }
 
 /// Every figure of a comparison as a case; with `fail_if_slower` None, any figure called slower
-/// fails.
-pub fn of_comparison(c: &Comparison, fail_if_slower: Option<f64>) -> Gate {
+/// fails. `refused`: the comparison was refused for its busy runs (not forced), and the gate is
+/// one error case saying why.
+pub fn of_comparison(c: &Comparison, refused: bool, fail_if_slower: Option<f64>) -> Gate {
     let name = format!(
         "osmeter compare {} vs {}",
         c.runs_a.join(","),
         c.runs_b.join(",")
     );
-    if !c.busy.is_empty() {
+    if refused {
         let why: Vec<String> = c
             .busy
             .iter()
