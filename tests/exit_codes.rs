@@ -41,11 +41,12 @@ fn expect(what: &str, out: &Output, code: i32, says: &str) {
     assert!(err.contains(says), "{what}: {err:?} does not say {says:?}");
 }
 
-/// A run whose two figures both fail: rounds of some 7 s of CPU each (20 warm-up samples of
-/// 300 ms, which the harness's own cost does not take) under a CPU-time limit of 3 s (`ulimit -t
+/// A run whose two figures both fail: rounds of some 7 s of CPU each (70 warm-up samples of
+/// 100 ms, which the harness's own cost does not take) under a CPU-time limit of 3 s (`ulimit -t
 /// 3`), so the kernel kills each figure's measuring process at the limit, which the figure names.
-/// osmeter itself and the harness's own measurements stay within it, and CPU time, unlike wall
-/// time, does not depend on how busy the machine is. (An address-space
+/// osmeter itself and the harness's own measurements (3 samples of 100 ms and their calibration,
+/// well under a second) stay within it, and CPU time, unlike wall time, does not depend on how
+/// busy the machine is. (Samples of 300 ms once brought the harness's own cost near the limit.) (An address-space
 /// limit was used before, with a buffer larger than it; such a size is now refused before
 /// measuring, exit 2.)
 fn run_with_every_figure_failing(env: &TestEnv) -> Output {
@@ -57,11 +58,11 @@ fn run_with_every_figure_failing(env: &TestEnv) -> Output {
             "--rounds",
             "1",
             "--warmup",
-            "20",
+            "70",
             "--repeat",
             "3",
             "--min-time",
-            "300ms",
+            "100ms",
         ]);
     // SAFETY: setrlimit in the child before exec.
     unsafe {

@@ -204,6 +204,17 @@ fn calibration_reaches_min_sample_time() {
 }
 
 #[test]
+fn a_sample_just_short_of_the_target_grows_by_a_fifth_not_double() {
+    // 950 ns per iteration against 1 ms: 1, 10, 100 (95 us, grown 10x), 1000 (0.95 ms, just
+    // short), then 1.2 ms / 0.95 ms of that: 1264 iterations, not 2000.
+    let (mut sensors, mut op, _) = setup(950, 0);
+    assert_eq!(
+        calibrate(&mut sensors, &mut op, &min_time(1_000_000)).unwrap(),
+        1264
+    );
+}
+
+#[test]
 fn calibration_respects_max_iters() {
     struct Capped(FakeOp);
     impl Workload for Capped {
