@@ -50,8 +50,8 @@ pub enum Command {
     Rm(RmArgs),
     /// Compare two runs, or two groups of runs, with statistics
     Compare(CompareArgs),
-    /// Measure two set-ups of the same probes in the same minutes (A and B interleaved, or at
-    /// once on two CPUs) and judge them on the pairs' ratios
+    /// Measure two set-ups of the same probes in the same minutes (A and B interleaved, in
+    /// lockstep on one CPU, or at once on two) and judge them on the pairs' ratios
     Ab(AbArgs),
     /// A figure over the stored runs, with the points where it changed (E-Divisive means)
     History(HistoryArgs),
@@ -560,9 +560,14 @@ pub struct AbArgs {
     #[arg(long)]
     pub duet: bool,
     /// Run A and B at the same time on the measuring CPU, taking their samples in turn, so that
-    /// each sample of A is milliseconds from one of B (per-process differences only, as --duet)
+    /// each sample of A is milliseconds from one of B (per-process differences only, as --duet;
+    /// the default when neither side has a set-up)
     #[arg(long, conflicts_with = "duet")]
     pub lockstep: bool,
+    /// Alternate whole rounds of A and B on the measuring CPU (the default, and the only way,
+    /// when a set-up switches the whole machine)
+    #[arg(long, conflicts_with_all = ["duet", "lockstep"])]
+    pub interleaved: bool,
     /// Smallest change worth finding, in percent: pairs go on until every figure's interval is
     /// within half of it, or the budget ends
     #[arg(long, value_name = "PCT", default_value_t = 2.0, value_parser = percent_arg)]

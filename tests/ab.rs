@@ -52,6 +52,10 @@ fn contradictory_or_missing_options_are_usage_errors() {
             "cannot be used with",
         ),
         (
+            &["ab", "syscall.null", "--interleaved", "--lockstep"],
+            "cannot be used with",
+        ),
+        (
             &["ab", "syscall.null", "--rounds", "3"],
             "--rounds does not apply to ab",
         ),
@@ -157,20 +161,14 @@ fn a_duet_runs_both_sides_on_two_cpus_and_names_them() {
     assert_eq!(doc["figures"][0]["ratios"].as_array().unwrap().len(), 2);
 }
 
+/// Sides that differ only by their wrappers run in lockstep unless asked otherwise.
 #[test]
-fn lockstep_runs_both_sides_on_one_cpu_in_turns_and_names_it() {
+fn wrappers_alone_run_in_lockstep_on_one_cpu_in_turns_and_name_it() {
     let env = TestEnv::new();
     let run = env.json(
         &[
             AB_FAST,
-            &[
-                "syscall.null",
-                "syscall.dup",
-                "--lockstep",
-                "--json",
-                "--max-pairs",
-                "3",
-            ],
+            &["syscall.null", "syscall.dup", "--json", "--max-pairs", "3"],
             &[
                 "--a-wrap",
                 "env OSMETER_AB=a",
@@ -189,6 +187,22 @@ fn lockstep_runs_both_sides_on_one_cpu_in_turns_and_names_it() {
             assert_eq!(f[side].as_array().unwrap().len(), 3, "{f:#}");
         }
     }
+    // --interleaved takes whole rounds in turn instead.
+    let run = env.json(
+        &[
+            AB_FAST,
+            &[
+                "syscall.null",
+                "--json",
+                "--max-pairs",
+                "2",
+                "--interleaved",
+            ],
+            &["--b-wrap", "env OSMETER_AB=b"],
+        ]
+        .concat(),
+    );
+    assert_eq!(run["sections"]["ab"]["mode"], "interleaved");
 }
 
 #[test]

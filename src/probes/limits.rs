@@ -345,21 +345,17 @@ fn fits(allowed: &Allowed, value: &serde_json::Value) -> bool {
 }
 
 fn describe(allowed: &Allowed) -> String {
-    let top = |max: u64| {
+    let span = |min: u64, max: u64| {
         if max == u64::MAX {
-            "up (as memory and disk allow)".to_string()
+            format!("from {min} up (as memory and disk allow)")
         } else {
-            max.to_string()
+            format!("from {min} to {max}")
         }
     };
     match allowed {
-        Allowed::Range { min, max, step: 1 } => format!("from {min} to {}", top(*max)),
-        Allowed::Range { min, max, step } => {
-            format!("from {min} to {} in steps of {step}", top(*max))
-        }
-        Allowed::RangeOr { min, max, word } => {
-            format!("from {min} to {}, or \"{word}\"", top(*max))
-        }
+        Allowed::Range { min, max, step: 1 } => span(*min, *max),
+        Allowed::Range { min, max, step } => format!("{} in steps of {step}", span(*min, *max)),
+        Allowed::RangeOr { min, max, word } => format!("{}, or \"{word}\"", span(*min, *max)),
         Allowed::OneOf(set) => {
             let v: Vec<String> = set.iter().map(u64::to_string).collect();
             format!("as one of {}", v.join(", "))
@@ -380,6 +376,20 @@ mod tests {
     use super::*;
     use crate::params;
     use crate::probes::Scale;
+
+    #[test]
+    fn a_range_without_a_top_reads_as_one() {
+        let open = Allowed::Range {
+            min: 256,
+            max: u64::MAX,
+            step: 128,
+        };
+        assert_eq!(
+            describe(&open),
+            "from 256 up (as memory and disk allow) in steps of 128"
+        );
+        assert_eq!(describe(&range(1, 64)), "from 1 to 64");
+    }
 
     #[test]
     fn every_limit_names_a_probe_and_every_probe_variant_is_inside_its_limits() {

@@ -22,13 +22,14 @@ pub fn set_arg(raw: &str) -> std::result::Result<(String, serde_json::Value), St
     parse_set(raw).map_err(|e| e.to_string())
 }
 
-/// `--set key=value`: a number, `true`/`false`, or text.
+/// `--set key=value`: a number, a size in K, M or G (powers of 1024, with or without `iB`, so
+/// `size=64M` is 67108864), `true`/`false`, or text.
 pub fn parse_set(raw: &str) -> Result<(String, serde_json::Value)> {
     let (k, v) = raw
         .split_once('=')
         .filter(|(k, _)| !k.is_empty())
         .ok_or_else(|| usage!("expected KEY=VALUE, e.g. rcvbuf=65536, not {raw:?}"))?;
-    let value = if let Ok(n) = v.parse::<u64>() {
+    let value = if let Some(n) = v.parse::<u64>().ok().or_else(|| binary_size(v)) {
         serde_json::json!(n)
     } else if let Ok(b) = v.parse::<bool>() {
         serde_json::json!(b)
@@ -36,6 +37,22 @@ pub fn parse_set(raw: &str) -> Result<(String, serde_json::Value)> {
         serde_json::json!(v)
     };
     Ok((k.to_string(), value))
+}
+
+/// `64K`, `64M`, `1G` (or `64KiB`, ...) in bytes; None for anything else or a size past u64.
+fn binary_size(text: &str) -> Option<u64> {
+    let text = text.strip_suffix("iB").unwrap_or(text);
+    let shift = match text.chars().last()? {
+        'K' | 'k' => 10,
+        'M' => 20,
+        'G' => 30,
+        _ => return None,
+    };
+    let digits = &text[..text.len() - 1];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse::<u64>().ok()?.checked_mul(1 << shift)
 }
 
 /// Applies `--set` overrides: every variant that has the key gets the value (duplicates collapse);
@@ -146,6 +163,23 @@ pub fn select(targets: &[String]) -> Result<(Vec<Selected>, Option<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_in_binary_units_are_bytes_and_other_text_stays_text() {
+        let value = |raw: &str| parse_set(raw).unwrap().1;
+        assert_eq!(value("size=64M"), serde_json::json!(67_108_864u64));
+        assert_eq!(value("size=64MiB"), serde_json::json!(67_108_864u64));
+        assert_eq!(value("size=4k"), serde_json::json!(4096u64));
+        assert_eq!(value("size=1G"), serde_json::json!(1u64 << 30));
+        assert_eq!(value("size=4096"), serde_json::json!(4096u64));
+        for text in ["M", "1.5M", "64T", "huge", "-4K", "99999999999999999999G"] {
+            assert_eq!(
+                value(&format!("k={text}")),
+                serde_json::json!(text),
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn typo_suggests_the_probe() {
