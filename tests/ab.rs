@@ -138,6 +138,38 @@ fn sides_alternate_in_balanced_pairs_each_under_its_set_up_and_the_run_is_kept()
         .stdout(predicate::str::contains("interleaved"));
 }
 
+/// Interleaved, a probe's round on A and its round on B come back to back, in a snake order over
+/// the probes (A B, B A, ...): two probes cost three changes of side per pair, not two.
+#[test]
+fn interleaved_rounds_of_each_probe_are_back_to_back() {
+    let env = TestEnv::new();
+    let log = env.dir.path().join("sides.log");
+    let step = |what: &str| format!("echo {what} >> {}", log.display());
+    let (a_up, a_down, b_up, b_down) = (step("A+"), step("A-"), step("B+"), step("B-"));
+    let run = env.json(
+        &[
+            AB_FAST,
+            &["syscall.null", "syscall.dup", "--json", "--max-pairs", "2"],
+            &["--a-setup", &a_up, "--a-teardown", &a_down],
+            &["--b-setup", &b_up, "--b-teardown", &b_down],
+        ]
+        .concat(),
+    );
+    let doc = &run["sections"]["ab"];
+    assert_eq!(doc["mode"], "interleaved");
+    for f in doc["figures"].as_array().unwrap() {
+        assert_eq!(f["ratios"].as_array().unwrap().len(), 2, "{f:#}");
+    }
+    let steps = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        steps.split_whitespace().collect::<Vec<_>>(),
+        [
+            "A+", "A-", "B+", "B-", "A+", "A-", // pair 1: A, B B, A
+            "B+", "B-", "A+", "A-", "B+", "B-", // pair 2: B, A A, B
+        ]
+    );
+}
+
 #[test]
 fn a_duet_runs_both_sides_on_two_cpus_and_names_them() {
     let env = TestEnv::new();

@@ -310,7 +310,12 @@ impl PairContext<'_, '_> {
         }
     }
 
-    /// A, then B (or B, then A), each under its set-up, on the measuring CPU.
+    /// Both sides' rounds of each probe back to back, each under its set-up, on the measuring
+    /// CPU, in a snake order (A B, B A, A B, ... over the probes), so that the two rounds of a
+    /// probe are one round apart rather than a whole side's rounds: the host's changes of pace
+    /// last about a second, and a pair whose rounds fall on two paces is 20-30 % off. A side's
+    /// harness cost and yardstick come just before its first round of the pair; the set-up runs
+    /// once per change of side (one more than there are probes).
     fn interleaved(
         &self,
         switch: &mut Switch,
@@ -324,29 +329,15 @@ impl PairContext<'_, '_> {
             iterations: vec![None; self.order.len()],
             interrupted: false,
         };
-        for side in [self.first(), 1 - self.first()] {
-            switch.enter(side)?;
-            let name = &self.config.sides[side].name;
-            status(&format!(
-                "[pair {}] {}: {name}: the harness's own cost",
-                self.pair + 1,
-                crate::progress::duration(started.elapsed())
-            ));
-            let overhead = match self.run(side, cpu, Task::Overhead)? {
-                Answer::Overhead(o) => o,
-                Answer::Interrupted => {
-                    out.interrupted = true;
-                    return Ok(out);
-                }
-                Answer::Failed(e) => {
-                    bail!("measuring the harness's own cost on {name} failed: {e}")
-                }
-                _ => bail!("a measuring process answered the wrong task; this is a bug"),
+        let first = self.first();
+        let mut overheads: [Option<Overhead>; 2] = [None, None];
+        for (k, &i) in self.order.iter().enumerate() {
+            let sides = if k % 2 == 0 {
+                [first, 1 - first]
+            } else {
+                [1 - first, first]
             };
-            if let Answer::Yardstick(r) = self.run(side, cpu, Task::Yardstick)? {
-                out.yardstick[side] = Some(r);
-            }
-            for &i in self.order {
+            for side in sides {
                 if interrupt::requested() {
                     out.interrupted = true;
                     return Ok(out);
@@ -355,6 +346,23 @@ impl PairContext<'_, '_> {
                 if g.skipped.is_some() || g.failed.is_some() {
                     continue;
                 }
+                switch.enter(side)?;
+                let name = &self.config.sides[side].name;
+                let overhead = match &overheads[side] {
+                    Some(o) => o.clone(),
+                    None => {
+                        status(&format!(
+                            "[pair {}] {}: {name}: the harness's own cost",
+                            self.pair + 1,
+                            crate::progress::duration(started.elapsed())
+                        ));
+                        let Some(o) = self.side_overhead(side, cpu, &mut out)? else {
+                            return Ok(out);
+                        };
+                        overheads[side] = Some(o.clone());
+                        o
+                    }
+                };
                 status(&format!(
                     "[pair {}] {}: {name}: {}",
                     self.pair + 1,
@@ -362,7 +370,7 @@ impl PairContext<'_, '_> {
                     self.config.variants[i].label()
                 ));
                 let answer = self.run(side, cpu, self.round_task(i, &overhead))?;
-                if keep(answer, g, &mut out.iterations[i]) {
+                if keep(answer, &mut got[side][i], &mut out.iterations[i]) {
                     out.interrupted = true;
                     return Ok(out);
                 }
@@ -370,6 +378,32 @@ impl PairContext<'_, '_> {
         }
         switch.leave()?;
         Ok(out)
+    }
+
+    /// A side's harness cost for this pair, with a yardstick reading put in `out`; None when
+    /// interrupted (marked in `out`).
+    fn side_overhead(
+        &self,
+        side: usize,
+        cpu: usize,
+        out: &mut PairOutcome,
+    ) -> Result<Option<Overhead>> {
+        let name = &self.config.sides[side].name;
+        let overhead = match self.run(side, cpu, Task::Overhead)? {
+            Answer::Overhead(o) => o,
+            Answer::Interrupted => {
+                out.interrupted = true;
+                return Ok(None);
+            }
+            Answer::Failed(e) => {
+                bail!("measuring the harness's own cost on {name} failed: {e}")
+            }
+            _ => bail!("a measuring process answered the wrong task; this is a bug"),
+        };
+        if let Answer::Yardstick(r) = self.run(side, cpu, Task::Yardstick)? {
+            out.yardstick[side] = Some(r);
+        }
+        Ok(Some(overhead))
     }
 
     /// A and B at once, each task of the pair started on both sides together. In a duet A runs on
