@@ -831,6 +831,11 @@ pub struct MeasureArgs {
     /// Run the measuring thread at this SCHED_FIFO priority (1-98; needs root or CAP_SYS_NICE)
     #[arg(long, value_name = "PRIO")]
     pub fifo: Option<i32>,
+    /// Keep the system's address-space randomisation (kernel.randomize_va_space) in every
+    /// measuring process: without it process.fork_exit and process.exec start with a fixed
+    /// layout, so that their page tables are the same size in every round
+    #[arg(long)]
+    pub system_aslr: bool,
     /// Do not open perf_event counters (time and interference only)
     #[arg(long)]
     pub no_counters: bool,

@@ -155,6 +155,7 @@ impl RunConfig {
             counters: !args.measure.no_counters,
             profile: args.measure.profile,
             fifo: args.measure.fifo,
+            system_aslr: args.measure.system_aslr,
             install: args.measure.install,
             fs: args.measure.fs,
             file_systems: if args.measure.dir.is_some() || args.measure.fs.is_some() {

@@ -42,6 +42,8 @@ pub struct RunConfig {
     /// `--profile`: a sampling round of every figure after its timed rounds.
     pub profile: bool,
     pub fifo: Option<i32>,
+    /// `--system-aslr`: no measuring process starts with a fixed address-space layout.
+    pub system_aslr: bool,
     /// Install the Debian packages of the selected app workloads first (`--install`).
     pub install: bool,
     /// `--fs`: the scratch directory on an ext4 image mounted by the kernel or by fuse2fs.
@@ -81,6 +83,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
         seed: config.seed,
         cpu: config.cpu,
         fifo: config.fifo,
+        system_aslr: config.system_aslr,
         counters: config.counters,
         profile: config.profile,
         scratch: run_fs.as_ref().map_or(scratch.path(), |fs| fs.path()),
@@ -130,6 +133,7 @@ pub fn measure(config: &RunConfig) -> Result<Run> {
             warmup_samples: config.harness.warmup_samples,
             cpu: Some(config.cpu),
             fifo_priority: config.fifo,
+            system_aslr: config.system_aslr,
             scratch_dir: config.scratch_parent.display().to_string(),
             scratch_fs: fingerprint.scratch_fs_type.clone(),
             rounds: config.rounds,

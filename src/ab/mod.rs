@@ -45,6 +45,7 @@ pub struct AbConfig<'a> {
     pub cpus: [usize; 2],
     pub counters: bool,
     pub fifo: Option<i32>,
+    pub system_aslr: bool,
     pub scratch: &'a Path,
     pub file_systems: crate::probes::FileSystems,
 }
@@ -256,6 +257,7 @@ impl PairContext<'_, '_> {
         Job {
             cpu,
             fifo: self.config.fifo,
+            system_aslr: self.config.system_aslr,
             counters: self.config.counters,
             harness: self.config.harness.clone(),
             scratch: self.config.scratch.to_path_buf(),

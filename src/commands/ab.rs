@@ -24,6 +24,7 @@ pub fn ab(args: &AbArgs) -> Result<i32> {
         cpus: plan.cpus,
         counters: run_config.counters,
         fifo: run_config.fifo,
+        system_aslr: run_config.system_aslr,
         scratch: scratch.path(),
         file_systems: run_config.file_systems,
     };
@@ -45,6 +46,7 @@ pub fn ab(args: &AbArgs) -> Result<i32> {
         .collect();
     run.options.seed = Some(run_config.seed);
     run.options.cpu = Some(plan.cpus[0]);
+    run.options.system_aslr = run_config.system_aslr;
     run.interrupted = crate::interrupt::requested();
     let slower = plan
         .fail_if_slower

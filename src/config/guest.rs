@@ -24,6 +24,7 @@ fn refuse_host_options(args: &RunArgs) -> Result<()> {
         ("--cpu", m.cpu.is_some()),
         ("--dir", m.dir.is_some()),
         ("--fifo", m.fifo.is_some()),
+        ("--system-aslr", m.system_aslr),
         ("--fs", m.fs.is_some()),
         ("--install", m.install),
         ("--set", !args.sets.is_empty()),

@@ -87,6 +87,7 @@ fn probe_flags(args: &PaperArgs) -> Vec<&'static str> {
         ("--seed", m.seed.is_some()),
         ("--min-time", m.min_time.is_some()),
         ("--fifo", m.fifo.is_some()),
+        ("--system-aslr", m.system_aslr),
         ("--no-counters", m.no_counters),
         ("--fs", m.fs.is_some()),
     ]

@@ -18,6 +18,8 @@ pub struct ForkingProcess {
     pub page_tables_kib: u64,
     /// Whether the process runs without address-space randomisation (ADDR_NO_RANDOMIZE).
     pub layout_fixed: bool,
+    /// Whether the system randomises layouts at all (kernel.randomize_va_space is not 0).
+    pub system_randomises: bool,
 }
 
 impl ForkingProcess {
@@ -32,6 +34,8 @@ impl ForkingProcess {
                 .ok()
                 .and_then(|t| u64::from_str_radix(t.trim(), 16).ok())
                 .is_some_and(|p| p & ADDR_NO_RANDOMIZE != 0),
+            system_randomises: std::fs::read_to_string("/proc/sys/kernel/randomize_va_space")
+                .map_or(true, |v| v.trim() != "0"),
         })
     }
 
@@ -45,6 +49,9 @@ impl ForkingProcess {
             self.page_tables_kib,
             if self.layout_fixed {
                 "laid out without address-space randomisation (the same in every round)"
+            } else if !self.system_randomises {
+                "laid out as the system has it, without randomisation (kernel.randomize_va_space \
+                 is 0)"
             } else {
                 "laid out with address-space randomisation (page tables vary by round)"
             }

@@ -172,6 +172,10 @@ pub struct RunOptions {
     pub cpu: Option<usize>,
     /// SCHED_FIFO priority of the measuring thread, when one was asked for.
     pub fifo_priority: Option<i32>,
+    /// The run kept the system's address-space randomisation in every measuring process
+    /// (`--system-aslr`); otherwise process.fork_exit and process.exec start without it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub system_aslr: bool,
     pub scratch_dir: String,
     pub scratch_fs: Option<String>,
     /// Rounds per figure (each in a fresh process, interleaved across figures); 0 in runs stored

@@ -91,6 +91,8 @@ pub struct SuiteConfig<'a> {
     pub seed: u64,
     pub cpu: usize,
     pub fifo: Option<i32>,
+    /// No measuring process starts with a fixed address-space layout (`--system-aslr`).
+    pub system_aslr: bool,
     pub counters: bool,
     /// Between the first timed rounds and the extra ones, one sampling round of every measured
     /// figure (`--profile`).
@@ -357,6 +359,7 @@ impl State {
         Job {
             cpu: config.cpu,
             fifo: config.fifo,
+            system_aslr: config.system_aslr,
             counters: config.counters,
             harness: config.harness.clone(),
             scratch: config.scratch.to_path_buf(),

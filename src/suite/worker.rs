@@ -45,6 +45,9 @@ const REPORT_PIPE_ENV: &str = "OSMETER_REPORT_PIPE";
 pub struct Job {
     pub cpu: usize,
     pub fifo: Option<i32>,
+    /// Start the worker with the system's address-space randomisation whatever the probe.
+    #[serde(default)]
+    pub system_aslr: bool,
     pub counters: bool,
     pub harness: HarnessConfig,
     /// The run's scratch directory (made and removed by the parent).
@@ -186,8 +189,8 @@ pub fn run_job_in_turns(
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
     let fd = write_end.0;
-    let fixed_layout =
-        matches!(&job.task, Task::Round { probe, .. } if probes::wants_fixed_layout(probe));
+    let fixed_layout = !job.system_aslr
+        && matches!(&job.task, Task::Round { probe, .. } if probes::wants_fixed_layout(probe));
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {

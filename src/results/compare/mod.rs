@@ -8,11 +8,13 @@ pub mod exact;
 pub mod history;
 mod judge;
 pub mod machine_speed;
+mod system;
 pub mod text;
+
+pub use system::{fingerprint_differences, setting_blind_spots};
 
 use crate::meter::pages::Pages;
 use crate::results::figure::{Direction, Evidence, Figure, Role};
-use crate::results::fingerprint::Fingerprint;
 use crate::results::model::{Run, RunKind, Unit};
 use crate::stats::geomean::geomean;
 use crate::stats::summary::{median_and_mad, median_of, MAD_TO_SD};
@@ -155,6 +157,9 @@ pub struct Comparison {
     pub runs_b: Vec<String>,
     /// Fingerprint fields whose values differ: (field, A, B).
     pub fingerprint_differences: Vec<(String, String, String)>,
+    /// Changed settings (of `fingerprint_differences`) that osmeter's own set-up keeps from the
+    /// figures, with why and how to measure them: (setting, why).
+    pub setting_blind_spots: Vec<(String, String)>,
     pub figures: Vec<FigureComparison>,
     /// Figures only one side has.
     pub only_in_a: Vec<String>,
@@ -367,52 +372,6 @@ fn counter_deltas(
         .collect()
 }
 
-/// Flattens a JSON object to dotted keys with display values.
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut BTreeMap<String, String>) {
-    match v {
-        serde_json::Value::Object(map) => {
-            for (k, v) in map {
-                let p = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&p, v, out);
-            }
-        }
-        serde_json::Value::String(s) => {
-            out.insert(prefix.to_string(), s.clone());
-        }
-        other => {
-            out.insert(prefix.to_string(), other.to_string());
-        }
-    }
-}
-
-/// Fields that differ between the first run of each side (the hostname and run-specific paths are
-/// expected to differ in a fleet, so they are reported like any other field).
-pub fn fingerprint_differences(
-    a: Option<&Fingerprint>,
-    b: Option<&Fingerprint>,
-) -> Vec<(String, String, String)> {
-    let (mut fa, mut fb) = (BTreeMap::new(), BTreeMap::new());
-    let fields = |f: Option<&Fingerprint>| {
-        serde_json::Value::Object(f.map(Fingerprint::fields).unwrap_or_default())
-    };
-    flatten("", &fields(a), &mut fa);
-    flatten("", &fields(b), &mut fb);
-    let keys: std::collections::BTreeSet<&String> = fa.keys().chain(fb.keys()).collect();
-    keys.into_iter()
-        .filter_map(|k| {
-            let (va, vb) = (fa.get(k), fb.get(k));
-            (va != vb).then(|| {
-                let show = |v: Option<&String>| v.cloned().unwrap_or_else(|| "(absent)".into());
-                (k.clone(), show(va), show(vb))
-            })
-        })
-        .collect()
-}
-
 /// The kind of every run, or an error naming two runs of different kinds.
 pub fn common_kind(a: &[&Run], b: &[&Run]) -> anyhow::Result<RunKind> {
     let mut all = a.iter().chain(b);
@@ -523,6 +482,7 @@ pub fn compare(a: &[&Run], b: &[&Run], config: &CompareConfig) -> anyhow::Result
             }
             _ => Vec::new(),
         },
+        setting_blind_spots: setting_blind_spots(a, b),
         only_in_a: sa
             .keys()
             .filter(|k| !sb.contains_key(*k))

@@ -225,6 +225,45 @@ fn fingerprint_fields_that_differ_are_listed() {
         .any(|(k, x, y)| k == "kernel_release" && x == "(absent)" && y == "6.1"));
 }
 
+#[test]
+fn settings_come_first_and_a_side_without_them_gets_one_line() {
+    let fp = |settings: Option<&[(&str, &str)]>, release: &str| Fingerprint {
+        kernel_release: Some(release.into()),
+        settings: settings.map(|s| {
+            s.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        }),
+        ..Fingerprint::default()
+    };
+    let a = fp(
+        Some(&[("vm.swappiness", "60"), ("kernel.randomize_va_space", "2")]),
+        "6.1",
+    );
+    let b = fp(
+        Some(&[("vm.swappiness", "10"), ("kernel.randomize_va_space", "0")]),
+        "6.6",
+    );
+    let keys: Vec<String> = fingerprint_differences(Some(&a), Some(&b))
+        .into_iter()
+        .map(|d| d.0)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "settings.kernel.randomize_va_space",
+            "settings.vm.swappiness",
+            "kernel_release"
+        ]
+    );
+    let old = fp(None, "6.1");
+    let d = fingerprint_differences(Some(&old), Some(&b));
+    assert_eq!(d[0].0, "settings");
+    assert!(d[0].1.contains("not recorded"), "{d:?}");
+    assert_eq!(d[0].2, "2 recorded");
+    assert!(!d.iter().any(|x| x.0.starts_with("settings.")), "{d:?}");
+}
+
 /// Samples as odd as measurements get: zeros, ties and spreads of several orders of magnitude.
 fn odd_samples() -> impl Strategy<Value = Vec<f64>> {
     proptest::collection::vec(prop_oneof![Just(0.0), Just(1.0), 1e-3f64..1e6], 2..25)

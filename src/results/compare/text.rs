@@ -74,10 +74,21 @@ fn write_sides(out: &mut String, c: &Comparison) {
         }
     }
     if !c.fingerprint_differences.is_empty() {
-        let _ = writeln!(out, "\nSystem differences:");
+        let _ = writeln!(out, "\nSystem differences (kernel settings first):");
         for (k, a, b) in &c.fingerprint_differences {
+            let blind = k
+                .strip_prefix("settings.")
+                .and_then(|name| c.setting_blind_spots.iter().find(|(n, _)| n == name));
             let (k, a, b) = (escape_controls(k), escape_controls(a), escape_controls(b));
             let _ = writeln!(out, "  {k}: {a} -> {b}");
+            if let Some((_, why)) = blind {
+                let note = format!("    this comparison cannot see it whole: {why}");
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    crate::columns::wrap(&note, crate::columns::width(), "      ").trim_end()
+                );
+            }
         }
     }
 }

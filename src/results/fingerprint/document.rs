@@ -76,6 +76,11 @@ pub struct Fingerprint {
     pub scratch_super_options: Option<String>,
     pub scratch_rotational: Option<bool>,
 
+    /// The kernel's tunables that can move a figure and the limits of osmeter's own cgroup, by
+    /// name (`kernel.randomize_va_space`, `cgroup.memory.max`; the list is in
+    /// fingerprint::settings). Null in runs stored before it was kept.
+    pub settings: Option<BTreeMap<String, String>>,
+
     /// Why a field is null, or where a value came from when the best source was missing.
     pub notes: Vec<String>,
     /// Fields of another osmeter version, kept as they were.

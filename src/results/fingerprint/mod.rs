@@ -9,6 +9,7 @@
 pub mod capabilities;
 pub mod document;
 pub mod parse;
+pub mod settings;
 pub mod text;
 
 pub use document::Fingerprint;
@@ -148,6 +149,7 @@ impl Sources {
             .value(&format!("{cs}/available_clocksource"))
             .map(|t| t.split_whitespace().map(str::to_string).collect());
 
+        fp.settings = settings::read(|path| self.value(path));
         self.scratch(scratch, &mut fp, &mut notes);
         fp.notes = notes;
         fp

@@ -166,6 +166,14 @@ pub fn render(fp: &Fingerprint) -> String {
     section(&mut out, "Clock", CLOCK);
     out.push('\n');
     section(&mut out, "Scratch directory", SCRATCH);
+    if let Some(settings) = &fp.settings {
+        // Names as `sysctl` prints them, in a column of their own (they are longer than labels).
+        out.push_str("\nSettings (kernel tunables, and the limits of osmeter's cgroup)\n");
+        let inner = settings.keys().map(|k| k.len()).max().unwrap_or(0);
+        for (name, value) in settings {
+            row(&mut out, inner, name, value);
+        }
+    }
     if let Some(notes) = get("notes").as_array().filter(|n| !n.is_empty()) {
         out.push_str("\nNotes\n");
         for n in notes {
