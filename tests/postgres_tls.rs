@@ -47,6 +47,75 @@ fn server_cert(ca: &Ca, expired: bool) -> (String, String) {
     (cert.pem(), key.serialize_pem())
 }
 
+/// A server certificate with its host only in the common name (version 3, no subjectAltName).
+fn cn_only_cert(ca: &Ca) -> (String, String) {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "127.0.0.1");
+    let cert = params.signed_by(&key, &ca.issuer).unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
+/// A self-signed X.509 version 1 certificate for CN=127.0.0.1 made as the PostgreSQL manual's
+/// quick recipe makes one (`openssl req -new`, then `openssl x509 -req` without extensions);
+/// None, with the reason, when openssl is not installed (a failure in CI, which installs it).
+fn openssl_v1_self_signed(dir: &Path) -> Option<(String, String)> {
+    if common::which("openssl").is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "openssl is missing (apt-get install openssl)"
+        );
+        eprintln!(
+            "skipped the version-1 certificate: openssl is missing (apt-get install openssl)"
+        );
+        return None;
+    }
+    let (csr, key, crt) = (dir.join("v1.csr"), dir.join("v1.key"), dir.join("v1.crt"));
+    let run = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let s = |t: &str| std::ffi::OsString::from(t);
+    run(&[
+        &s("req"),
+        &s("-new"),
+        &s("-nodes"),
+        &s("-newkey"),
+        &s("rsa:2048"),
+        &s("-subj"),
+        &s("/CN=127.0.0.1"),
+        &s("-keyout"),
+        key.as_os_str(),
+        &s("-out"),
+        csr.as_os_str(),
+    ]);
+    run(&[
+        &s("x509"),
+        &s("-req"),
+        &s("-days"),
+        &s("30"),
+        &s("-in"),
+        csr.as_os_str(),
+        &s("-signkey"),
+        key.as_os_str(),
+        &s("-out"),
+        crt.as_os_str(),
+    ]);
+    Some((
+        std::fs::read_to_string(crt).unwrap(),
+        std::fs::read_to_string(key).unwrap(),
+    ))
+}
+
 /// Puts the certificate and key where the server reads them, turns TLS on or off, and waits until
 /// the server says it took the setting.
 fn serve(cert: Option<&(String, String)>) {
@@ -137,9 +206,12 @@ fn tls_modes_take_the_right_server_and_refuse_the_rest() {
         .assert()
         .success();
 
-    // A name the certificate does not hold.
+    // A name the certificate does not hold: the names it holds are named.
     let err = refused(&url("localhost", "verify-full", Some(&good_pem)));
-    assert!(err.contains("not made out to that host name"), "{err}");
+    assert!(
+        err.contains("is made out to") && err.contains("127.0.0.1"),
+        "{err}"
+    );
     assert!(err.contains("verify-ca"), "{err}");
     // verify-ca checks only the CA, so the same name passes.
     PostgresStore::open(&url("localhost", "verify-ca", Some(&good_pem)))
@@ -163,6 +235,30 @@ fn tls_modes_take_the_right_server_and_refuse_the_rest() {
     assert!(err.contains("expired"), "{err}");
     let err = refused(&url("127.0.0.1", "verify-ca", Some(&good_pem)));
     assert!(err.contains("expired"), "{err}");
+
+    // The host in the common name only (no subjectAltName), as many how-tos make it.
+    serve(Some(&cn_only_cert(&good)));
+    let err = refused(&url("127.0.0.1", "verify-full", Some(&good_pem)));
+    assert!(
+        err.contains("no subjectAltName") && err.contains("common name"),
+        "{err}"
+    );
+    PostgresStore::open(&url("127.0.0.1", "verify-ca", Some(&good_pem)))
+        .unwrap_or_else(|e| panic!("{e:#}"));
+
+    // The PostgreSQL manual's quick recipe: self-signed, X.509 version 1, CN only.
+    if let Some((cert, key)) = openssl_v1_self_signed(dir.path()) {
+        let own = write("server-self.pem", &cert);
+        serve(Some(&(cert, key)));
+        let err = refused(&url("127.0.0.1", "verify-full", Some(&own)));
+        assert!(
+            err.contains("version 1") && err.contains("subjectAltName"),
+            "{err}"
+        );
+        // rustls takes no version 1 certificate at all, so no sslmode but disable helps.
+        let err = refused(&url("127.0.0.1", "require", None));
+        assert!(err.contains("whatever the sslmode"), "{err}");
+    }
 
     // A server without TLS: refused, with the way to allow plain text named.
     serve(None);

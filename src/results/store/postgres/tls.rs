@@ -370,7 +370,35 @@ pub fn explain(text: &str, tls: &Tls, server: &str) -> Option<String> {
     if text.contains("UnknownIssuer") || text.contains("unknown issuer") {
         return Some(format!(
             "the certificate of PostgreSQL at {server} is not signed by {roots}: give the CA that \
-             signed it with sslrootcert=FILE in the URL"
+             signed it with sslrootcert=FILE in the URL (a self-signed certificate is its own CA: \
+             give the certificate itself)"
+        ));
+    }
+    if text.contains("UnsupportedCertVersion") {
+        return Some(format!(
+            "the certificate of PostgreSQL at {server} is an X.509 version 1 certificate (what \
+             `openssl x509 -req` makes without extensions, as quick how-tos do), which cannot \
+             name its host in a subjectAltName; libpq accepts it, but osmeter's TLS library \
+             (rustls) takes only version 3 certificates, whatever the sslmode: reissue it as \
+             version 3 with the host in subjectAltName (add `-extfile <(printf \
+             'subjectAltName=DNS:HOST')` to that command, or IP:ADDRESS)"
+        ));
+    }
+    if text.contains("not valid for any names") {
+        return Some(format!(
+            "the certificate of PostgreSQL at {server} has no subjectAltName naming a host (its \
+             host is only in the common name, CN, as many how-tos make it; libpq accepts that, \
+             TLS clients that follow RFC 6125 do not): reissue it with the host in \
+             subjectAltName (`-addext subjectAltName=DNS:HOST` or IP:ADDRESS to `openssl req`), \
+             or use sslmode=verify-ca to check only that a trusted CA signed it"
+        ));
+    }
+    if let Some((_, names)) = text.split_once("is only valid for ") {
+        let names = readable_names(names);
+        return Some(format!(
+            "the certificate of PostgreSQL at {server} is made out to {names}, not to the host \
+             in the URL: connect by a name the certificate lists, reissue it with this one in \
+             subjectAltName, or use sslmode=verify-ca to check only that a trusted CA signed it"
         ));
     }
     if text.contains("NotValidForName") || text.contains("not valid for name") {
@@ -402,9 +430,40 @@ pub fn explain(text: &str, tls: &Tls, server: &str) -> Option<String> {
     None
 }
 
+/// The names rustls lists in its debug form (`DnsName("db.example") or IpAddress(10.0.0.1)`)
+/// as a person writes them (`db.example or 10.0.0.1`), up to the end of that error.
+fn readable_names(listed: &str) -> String {
+    let listed = listed.split(": ").next().unwrap_or(listed);
+    listed
+        .split(", ")
+        .flat_map(|part| part.split(" or "))
+        .map(|name| {
+            let name = name.trim();
+            name.strip_prefix("DnsName(\"")
+                .and_then(|n| n.strip_suffix("\")"))
+                .or_else(|| {
+                    name.strip_prefix("IpAddress(")
+                        .and_then(|n| n.strip_suffix(')'))
+                })
+                .unwrap_or(name)
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_a_certificate_holds_read_as_people_write_them() {
+        assert_eq!(
+            readable_names("DnsName(\"db.example\"), DnsName(\"db\") or IpAddress(10.0.0.1): x"),
+            "db.example, db, 10.0.0.1"
+        );
+        assert_eq!(readable_names("IpAddress(127.0.0.1)"), "127.0.0.1");
+    }
 
     fn tls(url: &str) -> Result<Tls> {
         let (rest, mode, root) = split_url(url)?;
