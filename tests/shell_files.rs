@@ -131,6 +131,42 @@ fn one_page_to_stdout_and_unknown_commands_refused() {
     assert!(out.stdout.is_empty());
 }
 
+/// On a terminal a page is rendered by man-db, not printed as roff (script(1) gives osmeter a
+/// terminal; MANPAGER=cat keeps the pager from waiting for keys).
+#[test]
+fn a_page_on_a_terminal_is_rendered() {
+    let in_ci = std::env::var_os("CI").is_some();
+    for tool in ["man", "script"] {
+        if common::which(tool).is_none() {
+            assert!(
+                !in_ci,
+                "{tool} is missing (apt-get install man-db util-linux)"
+            );
+            eprintln!("skipped: {tool} is missing (apt-get install man-db util-linux)");
+            return;
+        }
+    }
+    let env = TestEnv::new();
+    let bin = env
+        .osmeter_std()
+        .get_program()
+        .to_string_lossy()
+        .into_owned();
+    let out = Std::new("script")
+        .args(["-qec", &format!("'{bin}' man trace info"), "/dev/null"])
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .env("MANWIDTH", "80")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains(".TH "), "roff on a terminal:\n{text}");
+    // man's own header line; NAME may come in overstruck bold, so it is not matched.
+    assert!(text.contains("osmeter-trace-info(1)"), "{text}");
+}
+
 /// osmeter as `cargo install` leaves it, in a temporary HOME: HOME/.cargo/bin/osmeter (a hard link
 /// to the built binary, so that its own path says where it was installed).
 fn installed_in(home: &std::path::Path) -> std::path::PathBuf {
