@@ -3,6 +3,7 @@
 
 pub mod apps;
 pub mod browser;
+pub mod nobody;
 pub mod procs;
 
 use assert_cmd::Command;
