@@ -57,7 +57,9 @@ pub fn run_step(side: &str, what: &str, command: &str) -> Result<()> {
         .args(["-c", command])
         .stdin(Stdio::null())
         .output()
-        .with_context(|| format!("cannot start {side}'s {what} `{command}`"))?;
+        .map_err(|e| {
+            crate::system::processes::cannot_start(&format!("{side}'s {what} `{command}`"), &e)
+        })?;
     if out.status.success() {
         return Ok(());
     }

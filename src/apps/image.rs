@@ -106,7 +106,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
     let out = cmd
         .stdin(Stdio::null())
         .output()
-        .with_context(|| format!("cannot run {what}"))?;
+        .map_err(|e| crate::system::processes::cannot_start(what, &e))?;
     if !out.status.success() {
         bail!(
             "{what} failed ({}): {}",
@@ -193,7 +193,7 @@ impl Mounted {
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
                     .spawn()
-                    .context("cannot start fuse2fs")?;
+                    .map_err(|e| crate::system::processes::cannot_start("fuse2fs", &e))?;
                 mounted.server = Some(child);
                 mounted.wait_for_mount()?;
             }

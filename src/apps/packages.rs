@@ -2,7 +2,7 @@
 //! workload is skipped when one is missing (with the command that installs it), and `--install`,
 //! which installs them with apt-get (root only). Nothing else is ever fetched.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use std::path::Path;
 
 /// A program a workload runs and the Debian package that ships it.
@@ -97,7 +97,9 @@ pub fn install(needs: &[Need]) -> Result<Vec<&'static str>> {
             .env("DEBIAN_FRONTEND", "noninteractive")
             .stdout(std::process::Stdio::null())
             .status()
-            .context("cannot run apt-get (is this a Debian system?)")?;
+            .map_err(|e| {
+                crate::system::processes::cannot_start_or("apt-get", &e, "is this a Debian system?")
+            })?;
         Ok(status.success())
     };
     let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];

@@ -69,7 +69,7 @@ impl Program {
         let mut child = self
             .command
             .spawn()
-            .with_context(|| format!("cannot start {}", self.name))?;
+            .map_err(|e| crate::system::processes::cannot_start(&self.name, &e))?;
         let ended = wait_with_limit(child.id() as libc::pid_t, self.limit);
         if !ended {
             let _ = child.kill();
@@ -166,7 +166,7 @@ pub fn version_line(argv: &[&str]) -> Result<String> {
         .env("LANG", "C")
         .stdin(Stdio::null())
         .output()
-        .with_context(|| format!("cannot run {}", argv[0]))?;
+        .map_err(|e| crate::system::processes::cannot_start(argv[0], &e))?;
     let text = String::from_utf8_lossy(if out.stdout.is_empty() {
         &out.stderr
     } else {

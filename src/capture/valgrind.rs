@@ -76,7 +76,7 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
         .into_iter()
         .filter_map(|(p, to)| p.map(|(r, _)| Relay::start(std::fs::File::from(r), to)))
         .collect();
-    let mut proc = spawned.context("cannot start valgrind")?;
+    let mut proc = spawned.map_err(|e| crate::system::processes::cannot_start("valgrind", &e))?;
     // A thread that cannot start ends the command: nothing would read its output or stop it.
     let give_up = |proc: &mut GuardedChild, e: anyhow::Error| {
         proc.signal(libc::SIGKILL);

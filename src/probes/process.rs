@@ -4,11 +4,12 @@
 //! The helpers are C programs compiled by build.rs and embedded in the binary, so osmeter needs no
 //! files beside itself; each workload writes its copy into the scratch directory.
 
-use super::util::{check, param_str};
+use super::util::param_str;
 use super::{Built, Origin, ProbeDef, ProbeEnv, Scale};
 use crate::harness::Workload;
 use crate::params;
 use crate::results::model::{Params, Unit};
+use crate::system::processes::{forked, posix_spawned};
 use anyhow::{anyhow, bail, Context, Result};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -104,7 +105,7 @@ impl Workload for ForkExit {
             if pid == 0 {
                 unsafe { libc::_exit(0) };
             }
-            check(pid as libc::c_long, "fork")?;
+            forked(pid, "the child process to fork")?;
             self.last_pid = pid;
             check_exit(reap(pid)?, "fork")?;
         }
@@ -192,8 +193,7 @@ impl Exec {
                         libc::_exit(127);
                     }
                 }
-                check(pid as libc::c_long, "fork")?;
-                Ok(pid)
+                forked(pid, "the child process to exec the helper (fork)")
             }
             Method::Vfork => {
                 // clone with a separate stack rather than vfork(): Rust cannot express a function
@@ -210,8 +210,10 @@ impl Exec {
                         img as *const ExecImage as *mut libc::c_void,
                     )
                 };
-                check(pid as libc::c_long, "clone(CLONE_VM|CLONE_VFORK)")?;
-                Ok(pid)
+                forked(
+                    pid,
+                    "the child process to exec the helper (clone(CLONE_VM|CLONE_VFORK))",
+                )
             }
             Method::PosixSpawn => {
                 let mut pid = 0;
@@ -226,9 +228,7 @@ impl Exec {
                         img.envp.as_ptr() as *const *mut libc::c_char,
                     )
                 };
-                if rc != 0 {
-                    return Err(std::io::Error::from_raw_os_error(rc)).context("posix_spawn");
-                }
+                posix_spawned(rc, "the helper (posix_spawn)")?;
                 Ok(pid)
             }
         }
@@ -270,8 +270,10 @@ fn write_helper(env: &ProbeEnv, link: &str, bytes: &[u8]) -> Result<PathBuf> {
 
 /// Runs the helper once through posix_spawn, which reports exec failures as its return value.
 /// Retries briefly on ETXTBSY: another thread that forked while our write descriptor was open holds
-/// a copy of it until that child execs.
-fn trial_spawn(image: &ExecImage) -> std::result::Result<(), String> {
+/// a copy of it until that child execs. The outer error is the system refusing a process (a limit
+/// such as `ulimit -u`, which fails the figure with the limit named); the inner one is the helper
+/// failing to run from the scratch directory (which skips the point).
+fn trial_spawn(image: &ExecImage) -> Result<std::result::Result<(), String>> {
     for attempt in 0..50 {
         let mut pid = 0;
         // SAFETY: as in Exec::spawn_once.
@@ -290,12 +292,16 @@ fn trial_spawn(image: &ExecImage) -> std::result::Result<(), String> {
             continue;
         }
         if rc != 0 {
-            return Err(std::io::Error::from_raw_os_error(rc).to_string());
+            let err = std::io::Error::from_raw_os_error(rc);
+            if crate::system::processes::refused(&err) {
+                posix_spawned(rc, "the helper's trial run (posix_spawn)")?;
+            }
+            return Ok(Err(err.to_string()));
         }
-        let status = reap(pid).map_err(|e| e.to_string())?;
-        return check_exit(status, "trial run").map_err(|e| e.to_string());
+        let status = reap(pid)?;
+        return Ok(check_exit(status, "trial run").map_err(|e| e.to_string()));
     }
-    Err("the helper stayed busy (ETXTBSY)".into())
+    Ok(Err("the helper stayed busy (ETXTBSY)".into()))
 }
 
 fn build_exec(env: &ProbeEnv, p: &Params) -> Result<Built> {
@@ -329,7 +335,8 @@ fn build_exec(env: &ProbeEnv, p: &Params) -> Result<Built> {
         file,
         last_pid: 0,
     };
-    if let Err(why) = trial_spawn(&work.image) {
+    // A refusal of the system's is an error (`work` is dropped, and its helper file with it).
+    if let Err(why) = trial_spawn(&work.image)? {
         return Ok(Built::Skip(format!(
             "cannot run the helper {} from the scratch directory: {why} (a noexec mount? choose \
              another --dir)",
@@ -403,7 +410,7 @@ mod tests {
             };
             // As build_exec does: wait out a fork of another test that still holds the file
             // open for writing (ETXTBSY), which is no fault of the method under test.
-            trial_spawn(&w.image).unwrap();
+            trial_spawn(&w.image).unwrap().unwrap();
             w.run(4).unwrap();
             assert!(w.last_pid > 0 && gone(w.last_pid), "{method}");
             drop(w);

@@ -40,7 +40,9 @@ pub fn profile_command(
     let started = Instant::now();
     let mut child = GuardedChild::spawn(argv, stdout, Stream::Inherit, None)
         .and_then(|mut c| c.release().map(|_| c))
-        .map_err(|e| anyhow!("cannot start {label} to profile it: {e}"))?;
+        .map_err(|e| {
+            crate::system::processes::cannot_start(&format!("{label} to profile it"), &e)
+        })?;
     let guardian = child.guardian() as u32;
     let mut asked: Option<Instant> = None;
     child

@@ -176,7 +176,7 @@ fn prepare(config: &StatConfig) -> Result<()> {
         return Ok(());
     };
     // Under a guardian as the command is: what it starts ends with osmeter, SIGKILL included.
-    let cannot = |e: std::io::Error| anyhow!("cannot run --prepare `{prepare}` with /bin/sh: {e}");
+    let what = format!("--prepare `{prepare}` with /bin/sh");
     let mut child = GuardedChild::spawn(
         &["/bin/sh", "-c", prepare],
         Stream::Null,
@@ -184,14 +184,14 @@ fn prepare(config: &StatConfig) -> Result<()> {
         None,
     )
     .and_then(|mut c| c.release().map(|_| c))
-    .map_err(cannot)?;
+    .map_err(|e| crate::system::processes::cannot_start(&what, &e))?;
     let ended = child
         .wait(|child| {
             if interrupt::requested() {
                 child.stop();
             }
         })
-        .map_err(cannot)?;
+        .map_err(|e| anyhow!("waiting for --prepare `{prepare}`: {e}"))?;
     drop(child);
     let status: std::process::ExitStatus =
         std::os::unix::process::ExitStatusExt::from_raw(ended.status);
@@ -238,11 +238,13 @@ pub fn profile(config: &StatConfig, timed: &StatDoc) -> Result<crate::results::p
     crate::profile::command::profile_command(argv, stdout, &command_line(argv), median)
 }
 
+/// Why the command could not start: a limit of the system's named as such (see
+/// crate::system::processes), else what exec said, with a hint.
 fn start_error(program: &str, e: std::io::Error) -> anyhow::Error {
     let hint = match e.kind() {
         std::io::ErrorKind::NotFound => "; check the name, and that it is installed and on PATH",
         std::io::ErrorKind::PermissionDenied => "; is it an executable file?",
-        _ => "",
+        _ => return crate::system::processes::cannot_start(&format!("`{program}`"), &e),
     };
     anyhow!("cannot start `{program}`: {e}{hint}")
 }
@@ -268,8 +270,8 @@ fn run_once(
         CommandOutput::Inherit => (Stream::Inherit, Stream::Inherit),
     };
     let irq0 = interference.read();
-    let mut child = GuardedChild::spawn(argv, stdout, stderr, None)
-        .map_err(|e| anyhow!("cannot start `{}`: {e}", argv[0]))?;
+    let mut child =
+        GuardedChild::spawn(argv, stdout, stderr, None).map_err(|e| start_error(&argv[0], e))?;
     let mut counters = CounterSet::open_for_process(child.pid());
     let started = child.release().map_err(|e| start_error(&argv[0], e))?;
     // Ctrl-C reaches the command through the terminal; it is passed on in case it did not (a

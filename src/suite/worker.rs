@@ -226,7 +226,7 @@ pub fn run_job_in_turns(
     }
     let oom_kills_before = oom_kills();
     let mut child = cmd.spawn().map_err(|e| {
-        crate::system::limits::cannot_start(
+        crate::system::processes::cannot_start(
             &format!("the measuring process {}", command.program.display()),
             &e,
         )

@@ -3,6 +3,7 @@
 
 pub mod apps;
 pub mod browser;
+pub mod nobody;
 pub mod procs;
 
 use assert_cmd::Command;
@@ -66,7 +67,8 @@ impl TestEnv {
     /// The same, as a std Command (for tests that send signals).
     pub fn osmeter_std(&self) -> std::process::Command {
         let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("osmeter"));
-        c.env("OSMETER_STORE", self.store());
+        c.env("OSMETER_STORE", self.store())
+            .env("OSMETER_CACHE", test_cache());
         default_signals(&mut c);
         c
     }
@@ -151,6 +153,28 @@ pub const FAST: &[&str] = &[
 
 /// `ab` with short samples (the number of pairs is each test's): the end-to-end tests check behaviour, not verdicts.
 pub const AB_FAST: &[&str] = &["ab", "--repeat", "3", "--min-time", "1ms", "--warmup", "0"];
+
+/// osmeter's cache while the tests run (the kernel packages the guest tests boot, their
+/// symbol tables and guest file systems, the reference mix's calibration, scripts/seccomp-run's
+/// filter): under the build's target directory (`target/tmp/osmeter-cache` by default), so that
+/// the tests leave the user's ~/.cache alone, every test run after the first finds what the first
+/// fetched, and a CI that keeps target/ fetches nothing twice. README.md says what goes there.
+pub fn test_cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("osmeter-cache")
+}
+
+/// The variable that keeps the tests from fetching Debian kernel packages (README.md).
+pub const NO_DOWNLOADS: &str = "OSMETER_TEST_NO_DOWNLOADS";
+
+/// Whether the tests may fetch kernel packages with `apt-get download` (about 100 MB, once, into
+/// [`test_cache`]); says so on stderr when they may not.
+pub fn downloads_allowed() -> bool {
+    if std::env::var_os(NO_DOWNLOADS).is_some_and(|v| !v.is_empty() && v != "0") {
+        eprintln!("skipped: {NO_DOWNLOADS} is set, and this test boots a Debian kernel package");
+        return false;
+    }
+    true
+}
 
 pub fn entries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)

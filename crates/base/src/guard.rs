@@ -58,10 +58,10 @@ impl Guarded {
         let (report_r, report_w) = pipe()?;
         // SAFETY: the child runs only `guardian`, which uses async-signal-safe calls on data
         // prepared above and never returns.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(std::io::Error::last_os_error()).context("cannot fork the load's guardian");
-        }
+        let pid = crate::system::processes::forked(
+            unsafe { libc::fork() },
+            "the guardian process of the load command",
+        )?;
         if pid == 0 {
             // SAFETY: in the child; see above.
             unsafe {
@@ -88,7 +88,10 @@ impl Guarded {
             Some(e) => {
                 let err = std::io::Error::from_raw_os_error(-e);
                 g.stop();
-                bail!("cannot start the load's shell: {err}");
+                return Err(crate::system::processes::cannot_start(
+                    "the load command's shell",
+                    &err,
+                ));
             }
             None => {
                 g.stop();

@@ -1,9 +1,11 @@
 //! What the kernel tells this process about the machine, asked in one place for every layer: the
 //! page size, the unit of /proc's CPU times, and a random seed (the statistics crate makes no
 //! system calls, so the seed of a run that was given none is drawn here and handed to it). Its
-//! [`limits`] name the resource limits a thread, an allocation or a file meets.
+//! [`limits`] name the resource limits a thread, an allocation or a file meets, and
+//! [`processes`] those a process meets when it cannot start.
 
 pub mod limits;
+pub mod processes;
 
 /// The size of a page of memory; 4096 if the kernel does not say.
 pub fn page_size() -> usize {

@@ -147,7 +147,7 @@ pub fn run_once(
         .stdin(std::process::Stdio::null())
         .process_group(0)
         .spawn()
-        .with_context(|| format!("cannot start {}", wish.display()))?;
+        .map_err(|e| crate::system::processes::cannot_start(&wish.display().to_string(), &e))?;
     let mut child = Child(child.id() as libc::pid_t);
     let (status, wish_cpu) = child.wait(RUN_TIMEOUT)?;
     let wall_seconds = started.elapsed().as_secs_f64();

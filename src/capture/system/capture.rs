@@ -78,7 +78,7 @@ pub(crate) fn ensure_packages(install: bool) -> Result<()> {
         .args(["install", "-y", "--no-install-recommends"])
         .args(&missing)
         .status()
-        .context("cannot run apt-get")?;
+        .map_err(|e| crate::system::processes::cannot_start("apt-get", &e))?;
     if !status.success() || !missing_packages().is_empty() {
         bail!("apt-get could not install {}", missing.join(" "));
     }
@@ -281,7 +281,7 @@ fn read_symbols(qemu_bin: &Path, kernel: &Kernel, cache: &Path) -> Result<()> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .with_context(|| format!("cannot start {}", qemu_bin.display()))?;
+        .map_err(|e| crate::system::processes::cannot_start(&qemu_bin.display().to_string(), &e))?;
     let watchdog = Watchdog::start(child.id(), Duration::from_secs(300))?;
     let out = child.wait_with_output()?;
     let timed_out = watchdog.stop();
@@ -388,7 +388,8 @@ pub fn run(opts: &SystemCapture) -> Result<i32> {
     let spawned = cmd.spawn();
     // SAFETY: the parent's copy of the write end is ours to close; QEMU has its own.
     unsafe { libc::close(wfd) };
-    let mut child = spawned.with_context(|| format!("cannot start {}", qemu_bin.display()))?;
+    let mut child = spawned
+        .map_err(|e| crate::system::processes::cannot_start(&qemu_bin.display().to_string(), &e))?;
     let watchdog = Watchdog::start(child.id(), opts.timeout)?;
     let mut source = PluginStream::new(std::io::BufReader::with_capacity(1 << 20, reader));
     let captured = crate::progress::Counter::default();

@@ -143,7 +143,8 @@ pub fn boot(req: &CountBoot, sink: Option<&mut dyn super::windows::WindowSink>) 
     let spawned = cmd.spawn();
     // SAFETY: the parent's copy of the write end is ours to close; QEMU has its own.
     unsafe { libc::close(wfd) };
-    let mut child = spawned.with_context(|| format!("cannot start {}", req.qemu.display()))?;
+    let mut child = spawned
+        .map_err(|e| crate::system::processes::cannot_start(&req.qemu.display().to_string(), &e))?;
     let watchdog = Watchdog::start(child.id(), req.timeout)?;
     let marks = match sink {
         Some(sink) => super::windows::read(&mut reader, sink),

@@ -194,7 +194,14 @@ pub fn shared_libraries(program: &Path) -> Result<Vec<PathBuf>> {
     let out = crate::programs::command("ldd")
         .arg(program)
         .output()
-        .context("cannot run ldd (package libc-bin) to find a program's shared libraries")?;
+        .map_err(|e| {
+            crate::system::processes::cannot_start_or(
+                "ldd",
+                &e,
+                "it is in the package libc-bin; osmeter needs it to find a program's shared \
+                 libraries",
+            )
+        })?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         // Static programs and scripts: nothing to add.

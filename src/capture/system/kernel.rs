@@ -1,5 +1,8 @@
 //! The guest kernel: the user's own (`--kernel PATH`) or a Debian `linux-image-*` package fetched
 //! with `apt-get download` and unpacked into osmeter's cache, so it is fetched once per machine.
+//! Only the package's `boot/` is kept (the image, its config and System.map, some 8-14 MB): the
+//! guest boots the image alone, and the modules beside it (90-390 MB unpacked) would only fill
+//! the cache.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -128,9 +131,13 @@ fn resolve_package(name: &str) -> Result<String> {
     let out = crate::programs::command("apt-cache")
         .args(["depends", name])
         .output()
-        .context(
-        "cannot run apt-cache: a Debian kernel package needs apt; or give the kernel image's path",
-    )?;
+        .map_err(|e| {
+            crate::system::processes::cannot_start_or(
+                "apt-cache",
+                &e,
+                "a Debian kernel package needs apt; or give the kernel image's path",
+            )
+        })?;
     if !out.status.success() {
         bail!(
             "apt-cache does not know {name}: {} (run apt-get update, or give the kernel image's path)",
@@ -143,6 +150,24 @@ fn resolve_package(name: &str) -> Result<String> {
         .filter_map(|l| l.trim().strip_prefix("Depends: "))
         .find(|d| d.starts_with("linux-image-") && !d.contains('<'));
     Ok(dep.map_or_else(|| name.to_string(), str::to_string))
+}
+
+/// Removes everything of an unpacked kernel package but its `boot/` (modules, documentation):
+/// the guest boots the image alone. Best effort: what cannot be removed only takes room.
+fn keep_only_boot(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name() == "boot" {
+            continue;
+        }
+        let path = entry.path();
+        let _ = match entry.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+    }
 }
 
 fn find_image(root: &Path) -> Option<PathBuf> {
@@ -164,6 +189,8 @@ pub fn from_package(name: &str) -> Result<Kernel> {
     let package = resolve_package(name)?;
     let root = cache_dir().join("kernels").join(&package);
     if let Some(image) = find_image(&root) {
+        // Cached by an osmeter that kept the whole package.
+        keep_only_boot(&root);
         return Ok(Kernel {
             key: content_key(&image)?,
             image,
@@ -178,7 +205,13 @@ pub fn from_package(name: &str) -> Result<Kernel> {
         .args(["download", &package])
         .current_dir(&download)
         .output()
-        .context("cannot run apt-get to fetch the guest kernel; or give the kernel image's path")?;
+        .map_err(|e| {
+            crate::system::processes::cannot_start_or(
+                "apt-get to fetch the guest kernel",
+                &e,
+                "give the kernel image's path instead",
+            )
+        })?;
     if !out.status.success() {
         bail!(
             "apt-get download {package} failed: {} (check the package sources, or give the kernel image's path)",
@@ -204,10 +237,13 @@ pub fn from_package(name: &str) -> Result<Kernel> {
         .arg(&deb)
         .arg(&partial)
         .status()
-        .context("cannot run dpkg-deb to unpack the kernel package")?;
+        .map_err(|e| {
+            crate::system::processes::cannot_start("dpkg-deb to unpack the kernel package", &e)
+        })?;
     if !status.success() {
         bail!("dpkg-deb could not unpack {}", deb.display());
     }
+    keep_only_boot(&partial);
     let _ = std::fs::remove_file(&deb);
     let _ = std::fs::remove_dir_all(&root);
     std::fs::rename(&partial, &root)?;
@@ -283,5 +319,25 @@ mod tests {
             find_image(dir.path()).unwrap(),
             dir.path().join("boot/vmlinuz-6.1")
         );
+    }
+
+    #[test]
+    fn only_the_packages_boot_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["boot", "lib/modules/6.1/kernel", "usr/share/doc"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("boot/vmlinuz-6.1"), b"x").unwrap();
+        std::fs::write(root.join("lib/modules/6.1/kernel/a.ko"), b"m").unwrap();
+        std::fs::write(root.join("stray"), b"s").unwrap();
+        keep_only_boot(root);
+        let mut left: Vec<String> = std::fs::read_dir(root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["boot"]);
+        assert_eq!(find_image(root).unwrap(), root.join("boot/vmlinuz-6.1"));
     }
 }

@@ -228,7 +228,8 @@ int main(int argc, char **argv) {
 fn gcc_prog(gcc: &Path, name: &str) -> Result<PathBuf> {
     let out = crate::programs::command(gcc)
         .arg(format!("-print-prog-name={name}"))
-        .output()?;
+        .output()
+        .map_err(|e| crate::system::processes::cannot_start("gcc", &e))?;
     let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
     host_program(&s).with_context(|| format!("gcc's {name} not found"))
 }
@@ -246,7 +247,8 @@ fn compile(fs: &mut Initramfs) -> Result<Vec<String>> {
     let deps = crate::programs::command(&gcc)
         .args(["-O2", "-M"])
         .arg(&src)
-        .output()?;
+        .output()
+        .map_err(|e| crate::system::processes::cannot_start("gcc -M", &e))?;
     if !deps.status.success() {
         bail!(
             "gcc -M failed: {}",

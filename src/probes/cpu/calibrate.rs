@@ -163,7 +163,10 @@ fn by_callgrind(exe: &Path) -> Result<Calibration, String> {
         .spawn()
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => "valgrind is not installed".to_string(),
-            _ => format!("cannot start valgrind: {e}"),
+            _ => format!(
+                "{:#}",
+                crate::system::processes::cannot_start("valgrind", &e)
+            ),
         })?;
     let started = Instant::now();
     let status = loop {

@@ -65,10 +65,7 @@ impl ChildProcess {
         let parent = unsafe { libc::getpid() };
         // SAFETY: the child below only makes raw system calls and calls `body`, which is required
         // to do the same, before _exit.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(std::io::Error::last_os_error()).context("fork");
-        }
+        let pid = crate::system::processes::forked(unsafe { libc::fork() }, "the partner process")?;
         if pid == 0 {
             // SAFETY: in the child; see above.
             unsafe { child_setup(parent, cpu, &kept, ready_w.as_raw_fd()) };

@@ -44,13 +44,7 @@ impl Partner {
         let parent = unsafe { libc::getpid() };
         // SAFETY: the child only makes system calls on memory it already owns, then _exits
         // without returning into the caller's frames.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            bail!(
-                "cannot fork a partner process: {}",
-                std::io::Error::last_os_error()
-            );
-        }
+        let pid = crate::system::processes::forked(unsafe { libc::fork() }, "the partner process")?;
         if pid == 0 {
             // SAFETY: plain system calls on stack values and inherited descriptors.
             unsafe { child_setup(parent, cpu, &kept, ready_w.as_raw_fd()) };

@@ -1,23 +1,29 @@
 //! Which hosts of a fleet are off, and since when. Hosts of one class (same CPU model and count,
 //! kernel release and preemption model, from each host's newest fingerprint) are set against the
 //! class's own median, figure by figure: a host's value is the median of its runs in the window,
-//! its distance from the class is judged on a log scale against the spread between hosts (a robust
-//! one, the median absolute deviation) and the host's own uncertainty, and the many host x figure
-//! tests are held to a false-discovery rate (Benjamini-Hochberg). For each host called off, the
-//! change points of its series say when it moved.
+//! its distance from the class is judged on a log scale against a noise (see [`judge`]: the
+//! spread between hosts where a class has enough of them, else each host's own runs), and the
+//! many host x figure tests are held to a false-discovery rate (Benjamini-Hochberg). For each
+//! host called off, the change points of its series say when it moved.
 //!
 //! Values come from the store's `figures` table, one row per run and figure, read for the listed
 //! runs in one statement; each host's class comes from the listing (the store keeps it beside
-//! each run), so no run document is read and a fleet of many runs stays cheap.
+//! each run), so a fleet of many runs stays cheap. Only the classes too small to measure the
+//! spread between their hosts read run documents, a few per host, for the machine's own speed
+//! each run read (see [`machine`]).
 
 pub mod html;
+mod judge;
+pub mod machine;
 pub mod text;
+
+pub use judge::{Cause, Noise, Relative, SPREAD_HOSTS};
 
 use crate::results::figure::Direction;
 use crate::results::store::{RunFilter, RunInfo, RunValue, Store};
 use crate::stats::changepoint::e_divisive;
 use crate::stats::segments::segments;
-use crate::stats::summary::{median, median_and_mad, median_ci_ranks, median_of, MAD_TO_SD};
+use crate::stats::summary::{median, median_ci_ranks, median_of};
 use crate::units::Unit;
 use crate::usage;
 use anyhow::Result;
@@ -56,6 +62,10 @@ pub struct Method {
     pub alpha: f64,
     pub min_effect: f64,
     pub min_hosts: usize,
+    /// Fewest hosts whose spread is the noise a figure is judged on; below, each host's own
+    /// runs are (see [`judge`]).
+    #[serde(default)]
+    pub spread_hosts: usize,
     pub class_of: String,
 }
 
@@ -79,6 +89,23 @@ pub struct Cell {
     pub outlier: bool,
     /// Worse than the class, in the figure's direction.
     pub slower: bool,
+    /// The host's machine speed over the runs judged: its CPU yardstick, in nanoseconds per step
+    /// (see [`machine`]), where those runs read one (classes judged on their own runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_ns: Option<f64>,
+    /// The same judgement with each host's value taken relative to its machine's speed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relative: Option<Relative>,
+    /// For a host called off: whether it holds relative to its machine's speed too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+    /// For a host not called although it is at least the smallest distance worth calling away
+    /// from its class: how many runs each host would need for the distance to be decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_to_decide: Option<usize>,
+    /// The uncertainty of `machine_ns` (a standard deviation on the log scale).
+    #[serde(skip)]
+    pub(crate) machine_sd: f64,
 }
 
 /// One figure across the hosts of one class.
@@ -89,6 +116,9 @@ pub struct FigureRow {
     pub direction: Direction,
     /// Median of the hosts' values.
     pub median: f64,
+    /// What the hosts' distances were judged against.
+    #[serde(default)]
+    pub noise: Noise,
     pub cells: Vec<Cell>,
 }
 
@@ -156,11 +186,25 @@ impl FleetReport {
             .flat_map(|c| c.figures.iter())
             .flat_map(|f| f.cells.iter().filter(|c| c.outlier).map(move |c| (f, c)))
     }
+
+    /// Host x figure pairs not called off though they are at least the smallest distance worth
+    /// calling away from their class: too few runs to tell (never to be read as fine).
+    pub fn undecided(&self) -> impl Iterator<Item = (&FigureRow, &Cell)> {
+        self.classes
+            .iter()
+            .flat_map(|c| c.figures.iter())
+            .flat_map(|f| {
+                f.cells
+                    .iter()
+                    .filter(|c| c.runs_to_decide.is_some())
+                    .map(move |c| (f, c))
+            })
+    }
 }
 
-struct HostRuns<'a> {
+pub(crate) struct HostRuns<'a> {
     /// Oldest first.
-    runs: Vec<&'a RunInfo>,
+    pub(crate) runs: Vec<&'a RunInfo>,
     class: String,
 }
 
@@ -203,6 +247,7 @@ pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
         ));
     }
     let mut classes = classes_of(&hosts);
+    let speeds = machine::speeds(store, &hosts, &classes);
     // The figures apart, on every CPU; their rows and changes are then taken in figure order.
     let members: Vec<&[String]> = classes.values().map(|c| c.hosts.as_slice()).collect();
     let across = Across {
@@ -210,6 +255,7 @@ pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
         places: &places,
         numbers: &numbers,
         members: &members,
+        speeds: &speeds,
         query,
     };
     let figures = crate::parallel::by_parts(&values, |part| {
@@ -226,7 +272,7 @@ pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
         }
         changes.extend(found);
     }
-    judge(&mut classes, query);
+    judge::judge(&mut classes, query);
     // Only the changes of hosts called off are news.
     changes.retain(|c| {
         classes.values().any(|cl| {
@@ -245,6 +291,7 @@ pub fn fleet(store: &mut dyn Store, query: &FleetQuery) -> Result<FleetReport> {
             alpha: query.alpha,
             min_effect: query.min_effect,
             min_hosts: MIN_HOSTS,
+            spread_hosts: SPREAD_HOSTS,
             class_of: "CPU model and count, kernel release, preemption model".to_string(),
         },
         classes: classes.into_values().collect(),
@@ -383,6 +430,8 @@ struct Across<'a> {
     places: &'a [(usize, usize)],
     numbers: &'a HashMap<&'a str, usize>,
     members: &'a [&'a [String]],
+    /// Each run's machine speed, where it was read (see [`machine::speeds`]).
+    speeds: &'a machine::Speeds,
     query: &'a FleetQuery,
 }
 
@@ -414,7 +463,7 @@ impl Across<'_> {
             if points.is_empty() {
                 continue;
             }
-            let cells = current_cells(key, &points, self.query, &mut changes, ranks);
+            let cells = current_cells(key, &points, self, &mut changes, ranks);
             rows.push((
                 class,
                 FigureRow {
@@ -422,6 +471,7 @@ impl Across<'_> {
                     unit: first.unit,
                     direction: first.direction,
                     median: 0.0,
+                    noise: Noise::default(),
                     cells,
                 },
             ));
@@ -435,10 +485,11 @@ impl Across<'_> {
 fn current_cells(
     key: &str,
     rows: &[(String, Vec<Point>)],
-    query: &FleetQuery,
+    across: &Across,
     changes: &mut Vec<HostChange>,
     ranks: &mut MedianRanks,
 ) -> Vec<Cell> {
+    let query = across.query;
     let config = crate::results::history::method_config();
     let value_median = |p: &[Point]| median_of(&mut p.iter().map(|x| x.value).collect::<Vec<_>>());
     let screen = median_of(
@@ -472,7 +523,14 @@ fn current_cells(
                 current = &points[last..];
             }
         }
-        cells.push(host_cell(host, current, ranks));
+        let mut cell = host_cell(host, current, ranks);
+        // The machine's speed over the very runs the value comes from.
+        if let Some((ns, sd)) =
+            machine::of_runs(across.speeds, current.iter().map(|p| p.run.id.as_str()))
+        {
+            (cell.machine_ns, cell.machine_sd) = (Some(ns), sd);
+        }
+        cells.push(cell);
     }
     cells
 }
@@ -513,14 +571,22 @@ fn host_cell(host: &str, points: &[Point], ranks: &mut MedianRanks) -> Cell {
     let mut sorted: Vec<f64> = points.iter().map(|p| p.value).collect();
     sorted.sort_by(f64::total_cmp);
     let value = median(&sorted);
-    let interval = if sorted.len() >= 3 {
-        let (lo, hi) = ranks.of(sorted.len());
-        [sorted[lo], sorted[hi]]
-    } else {
-        points
+    let interval = match sorted.len() {
+        n if n >= 3 => {
+            let (lo, hi) = ranks.of(n);
+            [sorted[lo], sorted[hi]]
+        }
+        // Two runs: both runs' own intervals and both values, so that what moved the one run
+        // against the other (a machine that drifted between them) counts as the host's noise,
+        // as the order statistics of more runs count it.
+        2 => points.iter().fold([value, value], |[lo, hi], p| {
+            let [plo, phi] = p.interval.unwrap_or([p.value, p.value]);
+            [lo.min(plo).min(p.value), hi.max(phi).max(p.value)]
+        }),
+        _ => points
             .last()
             .and_then(|p| p.interval)
-            .unwrap_or([value, value])
+            .unwrap_or([value, value]),
     };
     Cell {
         host: host.to_string(),
@@ -535,84 +601,11 @@ fn host_cell(host: &str, points: &[Point], ranks: &mut MedianRanks) -> Cell {
         q_value: 1.0,
         outlier: false,
         slower: false,
-    }
-}
-
-/// Sets every host against its class's median and calls the outliers under one false-discovery
-/// rate over every test made.
-fn judge(classes: &mut BTreeMap<String, Class>, query: &FleetQuery) {
-    let mut tests: Vec<(String, usize, usize, f64)> = Vec::new();
-    for class in classes.values_mut() {
-        if class.hosts.len() < MIN_HOSTS {
-            class.not_judged = Some(format!(
-                "{} host(s) of this class: at least {MIN_HOSTS} are needed for a median to set \
-                 them against",
-                class.hosts.len()
-            ));
-        }
-        for (fi, row) in class.figures.iter_mut().enumerate() {
-            let mut values: Vec<f64> = row.cells.iter().map(|c| c.value).collect();
-            values.sort_by(f64::total_cmp);
-            row.median = median(&values);
-            if class.not_judged.is_some() || row.cells.len() < MIN_HOSTS {
-                continue;
-            }
-            let logs: Vec<f64> = row.cells.iter().map(|c| c.value.ln()).collect();
-            let (center, mad) = median_and_mad(&logs);
-            let spread = MAD_TO_SD * mad;
-            for (ci, cell) in row.cells.iter_mut().enumerate() {
-                cell.ratio = cell.value / row.median;
-                cell.ratio_interval =
-                    [cell.interval[0] / row.median, cell.interval[1] / row.median];
-                // The host's own uncertainty, as a standard deviation on the log scale, from the
-                // side of its interval that faces the class (intervals of few rounds are lopsided:
-                // a disturbed round stretches the far side, not the near one).
-                let toward = if logs[ci] > center {
-                    cell.interval[0]
-                } else {
-                    cell.interval[1]
-                };
-                let own = (logs[ci] - toward.max(f64::MIN_POSITIVE).ln()).abs() / 1.96;
-                let sigma = (spread * spread + own * own).sqrt().max(1e-9);
-                cell.z = (logs[ci] - center) / sigma;
-                // The spread between hosts is estimated from the class's few hosts, the host's own
-                // uncertainty from its rounds: Student's t with the degrees of freedom of that
-                // mix (Welch-Satterthwaite; the own part counted as known), so a small class does
-                // not cry wolf when the spread decides, and a host far outside its own interval
-                // is not excused by the class's size.
-                let hosts_df = (logs.len() - 1) as f64;
-                let between = spread * spread;
-                let df = if between > 0.0 {
-                    ((between + own * own).powi(2) / (between * between / hosts_df)).max(hosts_df)
-                } else {
-                    f64::INFINITY
-                };
-                cell.p_value = if df.is_finite() {
-                    crate::stats::dist::t_two_sided_p(cell.z, df)
-                } else {
-                    2.0 * (1.0 - crate::stats::dist::normal_cdf(cell.z.abs()))
-                };
-                tests.push((class.name.clone(), fi, ci, cell.p_value));
-            }
-        }
-    }
-    let p: Vec<f64> = tests.iter().map(|t| t.3).collect();
-    let q = crate::stats::fdr::benjamini_hochberg(&p);
-    for ((class, fi, ci, _), q) in tests.into_iter().zip(q) {
-        let row = &mut classes.get_mut(&class).expect("judged class").figures[fi];
-        let direction = row.direction;
-        let cell = &mut row.cells[ci];
-        cell.q_value = q;
-        // The whole interval beyond the smallest distance worth calling, not only the point: a
-        // host 3.1 % off with an interval reaching down to 2.9 % is within what the class's own
-        // spread allows.
-        let floor = 1.0 + query.min_effect;
-        let clear = cell.ratio_interval[0] >= floor || cell.ratio_interval[1] <= 1.0 / floor;
-        cell.outlier = q < query.alpha && clear;
-        cell.slower = match direction {
-            Direction::Lower => cell.ratio > 1.0,
-            Direction::Higher => cell.ratio < 1.0,
-        };
+        machine_ns: None,
+        relative: None,
+        cause: None,
+        runs_to_decide: None,
+        machine_sd: 0.0,
     }
 }
 

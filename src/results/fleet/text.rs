@@ -1,7 +1,8 @@
-//! `osmeter fleet` as text: the hosts that are off first (the answer), then each host in a line,
-//! then when the outliers moved. Every line fits 100 columns.
+//! `osmeter fleet` as text: the hosts that are off first (the answer), with whether each is off
+//! with its machine or for its system, and the distances too few runs could not decide; then each
+//! host in a line, then when the outliers moved. Every line fits 100 columns.
 
-use super::{FleetReport, HostChange};
+use super::{Cause, FleetReport, HostChange, Noise, SPREAD_HOSTS};
 use crate::units::format;
 use std::fmt::Write;
 
@@ -31,11 +32,25 @@ pub fn render(r: &FleetReport) -> String {
         );
         if let Some(why) = &class.not_judged {
             let _ = writeln!(out, "  not judged: {why}");
+        } else if class.figures.iter().any(|f| f.noise == Noise::OwnRuns) {
+            let _ = writeln!(
+                out,
+                "  judged on each host's own runs: {} hosts are too few to measure the spread \
+                 between hosts\n  ({SPREAD_HOSTS} are needed); relative to each machine's speed \
+                 too where the runs read it",
+                class.hosts.len()
+            );
         }
     }
     let outliers: Vec<_> = r.outliers().collect();
-    if outliers.is_empty() {
+    let undecided: Vec<_> = r.undecided().collect();
+    if outliers.is_empty() && undecided.is_empty() {
         let _ = writeln!(out, "\nno host is off its class on any figure");
+    } else if outliers.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nno host is called off its class, but some are undecided (below)"
+        );
     } else {
         let _ = writeln!(out, "\nhosts off their class:");
         let _ = writeln!(
@@ -59,6 +74,28 @@ pub fn render(r: &FleetReport) -> String {
                 cell.q_value,
                 if cell.slower { "slower" } else { "faster" }
             );
+        }
+    }
+    causes(&mut out, r);
+    if !undecided.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nundecided: at least {} % away, too few runs to tell (runs per host that would decide):",
+            r.method.min_effect * 100.0
+        );
+        for (row, cell) in undecided.iter().take(10) {
+            let _ = writeln!(
+                out,
+                "  {:<16} {:<28} {:>6.3}x its class, {} run(s): {} would decide",
+                clip_host(&cell.host, 16),
+                clip(&row.figure, 28),
+                cell.ratio,
+                cell.runs,
+                cell.runs_to_decide.unwrap_or(0)
+            );
+        }
+        if undecided.len() > 10 {
+            let _ = writeln!(out, "  ... and {} more", undecided.len() - 10);
         }
     }
     let _ = writeln!(out, "\nhosts:");
@@ -105,6 +142,52 @@ pub fn render(r: &FleetReport) -> String {
         }
     }
     out
+}
+
+/// The hosts called off by cause, where each host's machine speed was read: off relative to it
+/// too (the system) or off with it (the machine); and those off relative to it only.
+fn causes(out: &mut String, r: &FleetReport) {
+    let hosts = |keep: &dyn Fn(&super::Cell) -> bool| -> Vec<String> {
+        let mut names: Vec<String> = r
+            .classes
+            .iter()
+            .flat_map(|c| &c.figures)
+            .flat_map(|f| &f.cells)
+            .filter(|c| keep(c))
+            .map(|c| clip_host(&c.host, 16))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    let lines = [
+        (
+            "off relative to their machine's speed too (the system)",
+            hosts(&|c| c.cause == Some(Cause::System)),
+        ),
+        (
+            "off with their machine's speed (its yardstick moved as much)",
+            hosts(&|c| c.cause == Some(Cause::Machine)),
+        ),
+        (
+            "off relative to their machine's speed only (not called: a faster machine hides it)",
+            hosts(&|c| !c.outlier && c.relative.as_ref().is_some_and(|x| x.off)),
+        ),
+    ];
+    for (what, names) in lines {
+        if !names.is_empty() {
+            let _ = writeln!(
+                out,
+                "{}",
+                crate::columns::wrap(
+                    &format!("  {what}: {}", names.join(", ")),
+                    Some(100),
+                    "    "
+                )
+                .trim_end()
+            );
+        }
+    }
 }
 
 fn change_line(r: &FleetReport, c: &HostChange) -> String {

@@ -70,37 +70,97 @@ where
         .map_err(|e| cannot_start(&format!("the thread {name}"), &e))
 }
 
-/// Why `what` (a thread, a process) could not start, `err` being what clone or fork said: the
-/// limit on this user's tasks (RLIMIT_NPROC), the pids cgroup's, the system's, or memory.
+/// Why the thread `what` could not start, `err` being what clone said: the limit on this user's
+/// tasks (RLIMIT_NPROC), the pids cgroup's, the system's, or memory. Processes have their own
+/// entry, [`super::processes::cannot_start`], with the same reasons.
 pub fn cannot_start(what: &str, err: &io::Error) -> anyhow::Error {
-    let why = match err.raw_os_error() {
-        Some(libc::EAGAIN) => too_many_tasks(),
-        Some(libc::ENOMEM) => format!("no memory for its stack: {}", memory_limit()),
-        _ => return anyhow!("cannot start {what}: {err}"),
-    };
-    anyhow!("cannot start {what} ({err}): {why}")
+    match refusal(Task::Thread, err) {
+        Some(why) => anyhow!("cannot start {what} ({err}): {why}"),
+        None => anyhow!("cannot start {what}: {err}"),
+    }
+}
+
+/// What the system refused to make: the words of a refusal differ (a thread needs a stack, a
+/// process a copy of its parent), the limits do not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Task {
+    Thread,
+    Process,
+}
+
+/// Which limit refused a new task, when `err` (from clone, fork or posix_spawn) is a refusal of
+/// the system's (EAGAIN, ENOMEM) rather than something about the program (not found, not
+/// executable): None then.
+pub fn refusal(task: Task, err: &io::Error) -> Option<String> {
+    match (err.raw_os_error()?, task) {
+        (libc::EAGAIN, _) => Some(too_many_tasks(task)),
+        (libc::ENOMEM, Task::Thread) => {
+            Some(format!("no memory for its stack: {}", memory_limit()))
+        }
+        (libc::ENOMEM, Task::Process) => {
+            Some(format!("no memory for a new process: {}", memory_limit()))
+        }
+        _ => None,
+    }
+}
+
+/// This user's tasks against RLIMIT_NPROC, read when a task was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskCount {
+    /// The real user, whom the kernel counts tasks by.
+    pub uid: u32,
+    /// The soft limit in force (`ulimit -u`).
+    pub limit: u64,
+    /// The hard limit it may be raised to (None: unlimited).
+    pub hard: Option<u64>,
+    /// The user's tasks (threads of every process) now, where /proc shows them.
+    pub running: Option<u64>,
+}
+
+impl TaskCount {
+    /// The refusal in words: the limit with both its values, the count, and what to do.
+    pub fn explain(&self) -> String {
+        let running = self
+            .running
+            .map(|n| format!(" ({n} running now)"))
+            .unwrap_or_default();
+        let raise = match self.hard {
+            Some(h) if h > self.limit => format!("up to its hard limit, {h}"),
+            Some(_) => "its hard limit is the same, so only root can raise it".to_string(),
+            None => "its hard limit is unlimited".to_string(),
+        };
+        format!(
+            "this user (uid {}) may run at most {} processes and threads at once (RLIMIT_NPROC, \
+             `ulimit -u`), and has reached that{running}; raise it with `ulimit -u` ({raise}), \
+             or end some of the user's processes",
+            self.uid, self.limit
+        )
+    }
 }
 
 /// Which limit refused a new task (process or thread) with EAGAIN, as far as can be told: this
 /// user's limit on tasks, the pids cgroup's, no memory for a thread's stack under an
-/// address-space limit (glibc says EAGAIN for that too), or the system's.
-fn too_many_tasks() -> String {
+/// address-space limit (glibc says EAGAIN for that too; a fork copies its parent's address space,
+/// which the limit already held), or the system's.
+fn too_many_tasks(task: Task) -> String {
     // SAFETY: geteuid and getuid have no preconditions.
     let (euid, uid) = unsafe { (libc::geteuid(), libc::getuid()) };
     let nproc = of(libc::RLIMIT_NPROC);
     // Root (CAP_SYS_RESOURCE) is not held to RLIMIT_NPROC, which counts by the real user.
     let per_user = nproc.and_then(|l| l.soft).filter(|_| euid != 0);
+    let running = per_user.and_then(|_| tasks_of(uid));
     let user_limit = |n: u64| {
-        format!(
-            "this user (uid {uid}) may run at most {n} processes and threads at once \
-             (RLIMIT_NPROC, `ulimit -u`), and has reached that; raise it with `ulimit -u` ({}), \
-             or end some of the user's processes",
-            hard_text(nproc, |h| h.to_string())
-        )
+        TaskCount {
+            uid,
+            limit: n,
+            hard: nproc.and_then(|l| l.hard),
+            running,
+        }
+        .explain()
     };
     if let Some(n) = per_user {
         // The kernel's count and this one may differ by the task being made.
-        match tasks_of(uid) {
+        match running {
             Some(count) if count + 1 >= n => return user_limit(n),
             None => return user_limit(n),
             Some(_) => {}
@@ -109,7 +169,7 @@ fn too_many_tasks() -> String {
     if let Some(why) = pids_cgroup_full() {
         return why;
     }
-    if of(libc::RLIMIT_AS).is_some_and(|l| l.soft.is_some()) {
+    if task == Task::Thread && of(libc::RLIMIT_AS).is_some_and(|l| l.soft.is_some()) {
         return format!("no memory for its stack: {}", memory_limit());
     }
     if let Some(n) = per_user {

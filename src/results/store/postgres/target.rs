@@ -150,7 +150,8 @@ pub fn connect(config: &Config, target: &Target) -> Result<postgres::Client> {
                 Some(tls) => attempt.connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls)),
                 None => attempt.connect(postgres::NoTls),
             });
-        })?;
+        })
+        .map_err(|e| crate::system::limits::cannot_start("the thread that connects", &e))?;
     // A little over the limit, so the library's own time-out (with its cause) wins when it fires.
     match rx.recv_timeout(limit + Duration::from_secs(1)) {
         Ok(Ok(client)) => Ok(client),
