@@ -8,6 +8,7 @@ pub mod openmetrics;
 pub mod pprof;
 mod protobuf;
 pub mod speedscope;
+pub mod trace_event;
 
 use crate::results::model::{Run, RunKind};
 use crate::results::profile::Profiles;
@@ -108,6 +109,10 @@ pub enum Format {
     Pprof,
     /// The run's profiles in speedscope's JSON file format, one profile per figure
     Speedscope,
+    /// A latency run's late wakes (`latency --trace`) as Chrome trace-event JSON, for Perfetto
+    /// and chrome://tracing
+    #[value(alias = "perfetto", alias = "chrome-trace")]
+    TraceEvent,
 }
 
 impl Format {
@@ -120,6 +125,7 @@ impl Format {
             Format::Folded => Box::new(folded::Folded),
             Format::Pprof => Box::new(pprof::Pprof),
             Format::Speedscope => Box::new(speedscope::Speedscope),
+            Format::TraceEvent => Box::new(trace_event::TraceEvent),
         }
     }
 }
@@ -221,7 +227,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_run_of_kind_run_has_the_profile_formats() {
+    fn a_run_of_kind_run_refuses_the_timeline_and_names_its_formats() {
         let run = sample_run();
         for f in [
             Format::Json,
@@ -231,6 +237,12 @@ mod tests {
         ] {
             assert_eq!(refusal(f, &run), None, "{f:?}");
         }
+        let why = refusal(Format::TraceEvent, &run).unwrap();
+        assert!(why.contains("runs of kind latency have"), "{why}");
+        assert!(
+            why.ends_with("json, csv, markdown, openmetrics, folded, pprof, speedscope"),
+            "{why}"
+        );
     }
 
     #[test]
