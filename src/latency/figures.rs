@@ -208,4 +208,8 @@ impl crate::results::document::Document for LatencyDoc {
     fn text(&self) -> String {
         crate::latency::text::render(self)
     }
+
+    fn timeline(&self) -> Result<crate::results::timeline::Timeline, String> {
+        crate::latency::timeline::timeline(self)
+    }
 }

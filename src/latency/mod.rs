@@ -25,5 +25,6 @@ pub mod stage_capture;
 pub mod stages;
 pub mod text;
 pub mod threads;
+pub mod timeline;
 pub mod trace;
 pub mod values;

@@ -5,6 +5,7 @@
 //! `tracefs`), so removing it restores everything.
 
 use super::stacks::{samples_in, StackSample};
+use super::timeline::{Span, SpanKind};
 use crate::tracefs::{Instance, Tracefs};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -284,9 +285,18 @@ pub struct Episode {
     /// Stacks sampled on the CPU while the thread was late (see `stacks`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<StackSample>,
+    /// The deadline on the trace's clock (CLOCK_MONOTONIC), which places the episodes of a run on
+    /// one timeline; absent in episodes stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ns: Option<u64>,
+    /// What the CPU did from the deadline to the wake: the tasks that ran, and the interrupts,
+    /// timers, softirqs and work items, each from its start (`export --format trace-event` draws
+    /// them); absent in episodes stored before they were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<Span>,
 }
 
-fn field<'a>(detail: &'a str, key: &str) -> Option<&'a str> {
+pub(super) fn field<'a>(detail: &'a str, key: &str) -> Option<&'a str> {
     detail
         .split_whitespace()
         .map(|t| t.trim_matches(|c| c == '[' || c == ']'))
@@ -321,6 +331,21 @@ pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
     let mut work: BTreeMap<String, u64> = BTreeMap::new();
     let mut open_irq: Option<(String, u64)> = None;
     let mut open_soft: Option<(String, u64)> = None;
+    let mut open_timer: Option<(String, u64)> = None;
+    let mut open_work: Option<(String, u64)> = None;
+    let mut timeline: Vec<Span> = Vec::new();
+    // A stretch from `start` to `end` (trace times), kept relative to the deadline.
+    let mut stretch = |kind: SpanKind, name: &str, start: u64, end: u64| {
+        let start = start.max(from);
+        if end > start {
+            timeline.push(Span {
+                kind,
+                name: name.to_string(),
+                start_ns: start - from,
+                dur_ns: end - start,
+            });
+        }
+    };
     let mut last = from;
     let mut gap = 0;
     let mut gap_task = current.clone();
@@ -333,6 +358,7 @@ pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
         if current.starts_with("swapper") && e.name != "sched_switch" {
             if let Some(comm) = running_task(&e.task) {
                 *ran.entry(current.clone()).or_default() += last.saturating_sub(since);
+                stretch(SpanKind::Task, &current, since, last);
                 since = since.max(last);
                 current = comm.to_string();
             }
@@ -345,6 +371,7 @@ pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
         match e.name.as_str() {
             "sched_switch" => {
                 *ran.entry(current.clone()).or_default() += e.ts_ns - since;
+                stretch(SpanKind::Task, &current, since, e.ts_ns);
                 since = e.ts_ns;
                 current = field(&e.detail, "next_comm").unwrap_or("?").to_string();
             }
@@ -355,6 +382,7 @@ pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
             }
             "irq_handler_exit" => {
                 if let Some((n, t)) = open_irq.take() {
+                    stretch(SpanKind::Interrupt, &n, t, e.ts_ns);
                     let s = irqs.entry(n).or_default();
                     s.0 += 1;
                     s.1 += e.ts_ns - t;
@@ -369,20 +397,33 @@ pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
             }
             "softirq_exit" => {
                 if let Some((n, t)) = open_soft.take() {
+                    stretch(SpanKind::Softirq, &n, t, e.ts_ns);
                     let s = softirqs.entry(n).or_default();
                     s.0 += 1;
                     s.1 += e.ts_ns - t;
                 }
             }
             "hrtimer_expire_entry" => {
-                *hrtimers
-                    .entry(field(&e.detail, "function").unwrap_or("?").to_string())
-                    .or_default() += 1;
+                let function = field(&e.detail, "function").unwrap_or("?").to_string();
+                *hrtimers.entry(function.clone()).or_default() += 1;
+                open_timer = Some((function, e.ts_ns));
+            }
+            "hrtimer_expire_exit" => {
+                if let Some((n, t)) = open_timer.take() {
+                    stretch(SpanKind::Timer, &n, t, e.ts_ns);
+                }
             }
             "workqueue_execute_start" => {
                 // `work struct 0x...: function name`
                 let f = e.detail.rsplit_once("function ").map(|(_, f)| f.trim());
-                *work.entry(f.unwrap_or("?").to_string()).or_default() += 1;
+                let function = f.unwrap_or("?").to_string();
+                *work.entry(function.clone()).or_default() += 1;
+                open_work = Some((function, e.ts_ns));
+            }
+            "workqueue_execute_end" => {
+                if let Some((n, t)) = open_work.take() {
+                    stretch(SpanKind::Work, &n, t, e.ts_ns);
+                }
             }
             _ => {}
         }
@@ -391,6 +432,8 @@ pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
         gap = to - last;
         gap_task = current.clone();
     }
+    stretch(SpanKind::Task, &current, since, to);
+    timeline.extend(super::timeline::wake_stages(mark, &on_cpu));
     *ran.entry(current).or_default() += to.saturating_sub(since);
     let mut ran: Vec<(String, u64)> = ran.into_iter().filter(|(_, t)| *t > 0).collect();
     ran.sort_by_key(|r| std::cmp::Reverse(r.1));
@@ -429,6 +472,8 @@ pub fn summarise(mark: &Mark, events: &[Event]) -> Episode {
         events: count,
         summary: String::new(),
         samples: samples_in(events, mark.cpu, from, to),
+        deadline_ns: Some(from),
+        timeline,
     };
     e.summary = render(&e);
     e

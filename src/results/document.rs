@@ -9,6 +9,7 @@
 
 use crate::results::figure::{Figure, Unmeasured};
 use crate::results::model::RunKind;
+use crate::results::timeline::Timeline;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::any::Any;
@@ -30,6 +31,10 @@ pub trait Document:
     fn how(&self) -> String;
     /// What `show` prints of it.
     fn text(&self) -> String;
+    /// Its events in time, for the trace viewers; or why it has none (most kinds keep no times).
+    fn timeline(&self) -> Result<Timeline, String> {
+        Err(format!("a {} run keeps no timeline", Self::KIND))
+    }
 }
 
 /// A document whose type is known only at run time: what a run's sections hold.
@@ -39,6 +44,7 @@ pub trait AnyDocument: Debug + Send + Sync {
     fn unmeasured(&self) -> Vec<Unmeasured>;
     fn how(&self) -> String;
     fn text(&self) -> String;
+    fn timeline(&self) -> Result<Timeline, String>;
     fn to_json(&self) -> serde_json::Result<serde_json::Value>;
     fn clone_box(&self) -> Box<dyn AnyDocument>;
     fn as_any(&self) -> &dyn Any;
@@ -61,6 +67,9 @@ impl<D: Document> AnyDocument for D {
     }
     fn text(&self) -> String {
         Document::text(self)
+    }
+    fn timeline(&self) -> Result<Timeline, String> {
+        Document::timeline(self)
     }
     fn to_json(&self) -> serde_json::Result<serde_json::Value> {
         serde_json::to_value(self)

@@ -19,3 +19,4 @@ pub mod profile;
 pub mod report;
 pub mod store;
 pub mod table;
+pub mod timeline;

@@ -191,6 +191,17 @@ pub fn which(cmd: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A test that reads an output back with the tool that consumes it found the tool missing: on a
+/// user's machine the test is skipped, saying loudly what was not checked and how to install the
+/// tool; in CI (CI set), where every such tool is installed, it fails.
+pub fn consumer_missing(tool: &str, install: &str) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{tool} is missing: {install}"
+    );
+    eprintln!("SKIPPED: {tool} is not installed ({install})");
+}
+
 /// osmeter started as nobody, without capabilities (through setpriv), for the paths an
 /// unprivileged user takes; None unless the tests run as root and setpriv exists.
 pub fn osmeter_as_nobody() -> Option<std::process::Command> {

@@ -264,6 +264,21 @@ pub(super) fn episodes(ctx: &Context, docs: &[(usize, &LatencyDoc)]) -> String {
             ],
             &rows,
         ));
+        if eps.iter().any(|e| e.deadline_ns.is_some()) {
+            out.push_str(&timeline_hint(&ctx.runs[r].id));
+        }
     }
     out
+}
+
+/// Where to see the same wakes in time: the command that writes them for the trace viewers. The
+/// viewer is named, not linked: the page links nowhere outside itself.
+fn timeline_hint(run_id: &str) -> String {
+    format!(
+        "<p class=\"note\">The same late wakes on a timeline, each with what ran, fired and was \
+         deferred inside it: <code>osmeter export {} --format trace-event -o wakes.json</code> \
+         writes them as trace-event JSON, which Perfetto (ui.perfetto.dev) and \
+         chrome://tracing open.</p>\n",
+        esc(run_id)
+    )
 }

@@ -12,19 +12,12 @@ impl Exporter for Folded {
         "folded"
     }
 
+    fn needs(&self) -> Option<super::Needs> {
+        Some(super::PROFILES)
+    }
+
     fn write(&self, run: &Run, _: &ExportOptions, out: &mut dyn Write) -> io::Result<()> {
-        let Some(profiles) = &run.profiles else {
-            return Err(io::Error::other(format!(
-                "run {} has no profiles: measure with `osmeter run --profile ...` to take them",
-                run.id
-            )));
-        };
-        if let Some(reason) = &profiles.refused {
-            return Err(io::Error::other(format!(
-                "run {} has no profiles: {reason}",
-                run.id
-            )));
-        }
+        let profiles = super::profiles_of(run)?;
         out.write_all(crate::results::profile::folded_text(profiles).as_bytes())
     }
 }

@@ -5,8 +5,14 @@ pub mod folded;
 pub mod json;
 pub mod markdown;
 pub mod openmetrics;
+pub mod pprof;
+mod protobuf;
+pub mod speedscope;
+pub mod trace_event;
 
-use crate::results::model::Run;
+use crate::results::model::{Run, RunKind};
+use crate::results::profile::Profiles;
+use clap::ValueEnum;
 use std::io::{self, Write};
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -17,7 +23,71 @@ pub struct ExportOptions {
 
 pub trait Exporter {
     fn name(&self) -> &'static str;
+    /// What a run must hold for this format, when not every run has it.
+    fn needs(&self) -> Option<Needs> {
+        None
+    }
+    /// Whether what it writes is binary (kept off a terminal).
+    fn binary(&self) -> bool {
+        false
+    }
     fn write(&self, run: &Run, options: &ExportOptions, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// What a format is made of, and the kinds of run that can hold it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    /// What it needs, with the command that takes it.
+    pub what: &'static str,
+    pub kinds: &'static [RunKind],
+}
+
+/// The formats of profiles: only `osmeter run --profile` takes them.
+pub const PROFILES: Needs = Needs {
+    what: "profiles (`osmeter run --profile`)",
+    kinds: &[RunKind::Run],
+};
+
+/// Why `format` cannot be written for a run of this kind, naming what it needs and the formats
+/// this kind has; None when it can.
+pub fn refusal(format: Format, run: &Run) -> Option<String> {
+    let kind = run.kind();
+    let needs = format.exporter().needs()?;
+    if needs.kinds.contains(&kind) {
+        return None;
+    }
+    let has: Vec<String> = Format::value_variants()
+        .iter()
+        .filter(|f| f.exporter().needs().is_none_or(|n| n.kinds.contains(&kind)))
+        .map(|f| f.exporter().name().to_string())
+        .collect();
+    let kinds: Vec<&str> = needs.kinds.iter().map(|k| k.as_str()).collect();
+    Some(format!(
+        "--format {} needs {}, which runs of kind {} have; run {} is of kind {kind}, whose formats are {}",
+        format.exporter().name(),
+        needs.what,
+        kinds.join(", "),
+        run.id,
+        has.join(", ")
+    ))
+}
+
+/// The run's profiles, or why it has none (its kind has them, but they were not taken or the
+/// kernel refused).
+pub fn profiles_of(run: &Run) -> io::Result<&Profiles> {
+    let Some(profiles) = &run.profiles else {
+        return Err(io::Error::other(format!(
+            "run {} has no profiles: measure with `osmeter run --profile ...` to take them",
+            run.id
+        )));
+    };
+    if let Some(reason) = &profiles.refused {
+        return Err(io::Error::other(format!(
+            "run {} has no profiles: {reason}",
+            run.id
+        )));
+    }
+    Ok(profiles)
 }
 
 /// The export formats, each mapped to its exporter.
@@ -35,6 +105,14 @@ pub enum Format {
     Openmetrics,
     /// Folded stacks of the run's profiles (`run --profile`), for flamegraph.pl, inferno, speedscope
     Folded,
+    /// The run's profiles as gzip-compressed profile.proto, for `go tool pprof`
+    Pprof,
+    /// The run's profiles in speedscope's JSON file format, one profile per figure
+    Speedscope,
+    /// A latency run's late wakes (`latency --trace`) as Chrome trace-event JSON, for Perfetto
+    /// and chrome://tracing
+    #[value(alias = "perfetto", alias = "chrome-trace")]
+    TraceEvent,
 }
 
 impl Format {
@@ -45,6 +123,9 @@ impl Format {
             Format::Markdown => Box::new(markdown::Markdown),
             Format::Openmetrics => Box::new(openmetrics::OpenMetrics),
             Format::Folded => Box::new(folded::Folded),
+            Format::Pprof => Box::new(pprof::Pprof),
+            Format::Speedscope => Box::new(speedscope::Speedscope),
+            Format::TraceEvent => Box::new(trace_event::TraceEvent),
         }
     }
 }
@@ -139,4 +220,41 @@ pub fn render(e: &dyn Exporter, run: &Run, options: ExportOptions) -> String {
     let mut buf = Vec::new();
     e.write(run, &options, &mut buf).unwrap();
     String::from_utf8(buf).unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_of_kind_run_refuses_the_timeline_and_names_its_formats() {
+        let run = sample_run();
+        for f in [
+            Format::Json,
+            Format::Folded,
+            Format::Pprof,
+            Format::Speedscope,
+        ] {
+            assert_eq!(refusal(f, &run), None, "{f:?}");
+        }
+        let why = refusal(Format::TraceEvent, &run).unwrap();
+        assert!(why.contains("runs of kind latency have"), "{why}");
+        assert!(
+            why.ends_with("json, csv, markdown, openmetrics, folded, pprof, speedscope"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_run_without_profiles_says_how_to_take_them() {
+        let mut run = sample_run();
+        let err = profiles_of(&run).unwrap_err().to_string();
+        assert!(err.contains("osmeter run --profile"), "{err}");
+        run.profiles = Some(Profiles::refused("perf_event_paranoid is 3".into()));
+        let err = profiles_of(&run).unwrap_err().to_string();
+        assert!(
+            err.ends_with("no profiles: perf_event_paranoid is 3"),
+            "{err}"
+        );
+    }
 }
