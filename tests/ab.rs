@@ -98,12 +98,18 @@ fn a_failing_set_up_stops_before_measuring_and_shows_its_output() {
     assert_eq!(runs.as_array().map_or(0, |r| r.len()), 0);
 }
 
+/// Set-ups and tear-downs that only log A+, A-, B+ and B- to a file: (the file, the commands).
+fn logged_set_ups(env: &TestEnv) -> (std::path::PathBuf, [String; 4]) {
+    let log = env.dir.path().join("sides.log");
+    let step = |what: &str| format!("echo {what} >> {}", log.display());
+    let commands = ["A+", "A-", "B+", "B-"].map(step);
+    (log, commands)
+}
+
 #[test]
 fn sides_alternate_in_balanced_pairs_each_under_its_set_up_and_the_run_is_kept() {
     let env = TestEnv::new();
-    let log = env.dir.path().join("sides.log");
-    let step = |what: &str| format!("echo {what} >> {}", log.display());
-    let (a_up, a_down, b_up, b_down) = (step("A+"), step("A-"), step("B+"), step("B-"));
+    let (log, [a_up, a_down, b_up, b_down]) = logged_set_ups(&env);
     let run = env.json(
         &[
             AB_FAST,
@@ -143,9 +149,7 @@ fn sides_alternate_in_balanced_pairs_each_under_its_set_up_and_the_run_is_kept()
 #[test]
 fn interleaved_rounds_of_each_probe_are_back_to_back() {
     let env = TestEnv::new();
-    let log = env.dir.path().join("sides.log");
-    let step = |what: &str| format!("echo {what} >> {}", log.display());
-    let (a_up, a_down, b_up, b_down) = (step("A+"), step("A-"), step("B+"), step("B-"));
+    let (log, [a_up, a_down, b_up, b_down]) = logged_set_ups(&env);
     let run = env.json(
         &[
             AB_FAST,

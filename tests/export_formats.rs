@@ -342,12 +342,7 @@ fn a_late_wake_is_a_slice_on_its_cpus_track_with_what_ran_inside() {
         return;
     }
     assert!(out.status.success(), "{err}");
-    let id = err
-        .split_whitespace()
-        .skip_while(|w| *w != "run")
-        .nth(1)
-        .unwrap_or_else(|| panic!("no saved run id in: {err}"))
-        .to_string();
+    let id = common::saved_id(&err);
     let file = env.dir.path().join("wakes.json");
     export(&env, &id, "trace-event", &file);
     let doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
@@ -447,7 +442,8 @@ fn a_format_the_run_cannot_have_is_refused_naming_what_it_needs() {
         assert_eq!(out.status.code(), Some(2), "{format}: {err}");
         assert!(
             err.contains(&format!(
-                "--format {format} needs profiles (`osmeter run --profile`)"
+                "--format {format} needs profiles (`osmeter run --profile` or `osmeter stat \
+                 --profile`)"
             )) && err.contains("is of kind latency, whose formats are")
                 && err.contains("trace-event"),
             "{err}"

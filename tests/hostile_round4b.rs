@@ -440,6 +440,39 @@ fn a_file_size_limit_is_named_and_leaves_no_empty_store_behind() {
     );
 }
 
+/// `export` and `report` past `ulimit -f`: the limit is named (they were killed by SIGXFSZ with no
+/// word, exit 153), no half-written output is left, and the store still reads.
+#[test]
+fn an_export_past_the_file_size_limit_names_it_and_leaves_no_half_file() {
+    let env = TestEnv::new();
+    let id = env.run_id(&["syscall.null"]);
+    for (args, out_name) in [
+        (
+            &["export", id.as_str(), "--format", "json", "-o"][..],
+            "out.json",
+        ),
+        (&["report", id.as_str(), "-o"][..], "out.html"),
+    ] {
+        let target = env.dir.path().join(out_name);
+        let mut cmd = env.osmeter_std();
+        cmd.args(args).arg(&target);
+        // 4 KiB: less than either document.
+        with_limits(&mut cmd, &[(libc::RLIMIT_FSIZE, 4 << 10)]);
+        let out = output_or_hang(&mut cmd, "ulimit -f 4");
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("RLIMIT_FSIZE"), "{args:?}: {err}");
+        assert!(!target.exists(), "{args:?} left {}", target.display());
+        let stray: Vec<String> = common::entries(env.dir.path())
+            .into_iter()
+            .filter(|e| e.contains(out_name))
+            .collect();
+        assert!(stray.is_empty(), "{args:?} left {stray:?}");
+    }
+    let runs = env.json(&["runs", "--json"]);
+    assert_eq!(runs[0]["id"], id.as_str(), "the store still reads");
+}
+
 /// Waits for the measuring process of round `round` (of 2) of `probe`, after the progress line
 /// that names it (the harness's own processes of that round have ended by then), and returns its
 /// pid and the thread collecting osmeter's stderr.

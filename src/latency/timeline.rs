@@ -393,8 +393,8 @@ mod tests {
         let why = refusal(Format::Pprof, &run).unwrap();
         assert_eq!(
             why,
-            "--format pprof needs profiles (`osmeter run --profile`), which runs of kind run have; \
-             run 6750a000-1a7e is of kind latency, whose formats are json, csv, markdown, \
+            "--format pprof needs profiles (`osmeter run --profile` or `osmeter stat --profile`), \
+             which runs of kind run, stat have; run 6750a000-1a7e is of kind latency, whose formats are json, csv, markdown, \
              openmetrics, trace-event"
         );
         assert!(refusal(Format::Folded, &run).is_some());

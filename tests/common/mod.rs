@@ -55,13 +55,10 @@ impl TestEnv {
         let out = self.osmeter().args(args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "osmeter {args:?}: {err}");
-        let id = err
-            .split_whitespace()
-            .skip_while(|w| *w != "run")
-            .nth(1)
-            .unwrap_or_else(|| panic!("no saved run id in: {err}"))
-            .to_string();
-        (String::from_utf8_lossy(&out.stdout).into_owned(), id)
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            saved_id(&err),
+        )
     }
 
     /// The same, as a std Command (for tests that send signals).
@@ -72,6 +69,17 @@ impl TestEnv {
         default_signals(&mut c);
         c
     }
+}
+
+/// The id of the run osmeter's stderr says it saved ("run ID ... saved to").
+#[allow(dead_code)]
+pub fn saved_id(stderr: &str) -> String {
+    stderr
+        .split_whitespace()
+        .skip_while(|w| *w != "run")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no saved run id in: {stderr}"))
+        .to_string()
 }
 
 /// Stores two runs of every kind and returns their ids by kind.

@@ -127,6 +127,23 @@ pub fn install() {
     }
 }
 
+/// Catches the kernel's SIGXFSZ alone (what `install` does for it), for commands that do not stop
+/// on signals: a write past the file-size limit then fails with EFBIG, which names the limit,
+/// instead of killing osmeter halfway through a file with no word. Children get the default
+/// action back at exec, as for every caught signal.
+pub fn catch_file_size_limit() {
+    // SAFETY: as in `install`; the handler only touches atomics.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_signal
+            as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+            as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        action.sa_flags = libc::SA_SIGINFO;
+        libc::sigaction(libc::SIGXFSZ, &action, std::ptr::null_mut());
+    }
+}
+
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::SeqCst)
 }

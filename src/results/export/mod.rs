@@ -44,8 +44,8 @@ pub struct Needs {
 
 /// The formats of profiles: only `osmeter run --profile` takes them.
 pub const PROFILES: Needs = Needs {
-    what: "profiles (`osmeter run --profile`)",
-    kinds: &[RunKind::Run],
+    what: "profiles (`osmeter run --profile` or `osmeter stat --profile`)",
+    kinds: &[RunKind::Run, RunKind::Stat],
 };
 
 /// Why `format` cannot be written for a run of this kind, naming what it needs and the formats
@@ -76,8 +76,13 @@ pub fn refusal(format: Format, run: &Run) -> Option<String> {
 /// kernel refused).
 pub fn profiles_of(run: &Run) -> io::Result<&Profiles> {
     let Some(profiles) = &run.profiles else {
+        let command = if run.kind() == RunKind::Stat {
+            "stat"
+        } else {
+            "run"
+        };
         return Err(io::Error::other(format!(
-            "run {} has no profiles: measure with `osmeter run --profile ...` to take them",
+            "run {} has no profiles: measure with `osmeter {command} --profile ...` to take them",
             run.id
         )));
     };

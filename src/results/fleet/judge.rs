@@ -197,15 +197,7 @@ fn measured(row: &mut FigureRow) -> Vec<(f64, Option<Reach>)> {
                 (z, p, None)
             }
             Noise::OwnRuns => {
-                let sigma = (own[ci] * own[ci] + center_sd * center_sd).sqrt();
-                let z = if sigma > 0.0 {
-                    distance / sigma
-                } else if distance == 0.0 {
-                    0.0
-                } else {
-                    // No noise at all (exact figures): any distance is real.
-                    distance.signum() * f64::INFINITY
-                };
+                let z = z_score(distance, own[ci], center_sd);
                 let runs = cell.runs.max(1);
                 let reach = Reach {
                     distance: distance.abs(),
@@ -277,14 +269,7 @@ fn relative(row: &mut FigureRow) -> Vec<Option<f64>> {
         .enumerate()
         .map(|(ci, cell)| {
             let distance = logs[ci] - center;
-            let sigma = (own[ci] * own[ci] + center_sd * center_sd).sqrt();
-            let z = if sigma > 0.0 {
-                distance / sigma
-            } else if distance == 0.0 {
-                0.0
-            } else {
-                distance.signum() * f64::INFINITY
-            };
+            let z = z_score(distance, own[ci], center_sd);
             let ratio = distance.exp();
             let reach = (1.96 * own[ci]).exp();
             cell.relative = Some(Relative {
@@ -379,6 +364,19 @@ fn call_relative(
                 Cause::Machine
             });
         }
+    }
+}
+
+/// A host's distance from its class's centre in units of the two uncertainties together (its
+/// own runs' and the centre's); with no noise at all (exact figures) any distance is real.
+fn z_score(distance: f64, own_sd: f64, center_sd: f64) -> f64 {
+    let sigma = (own_sd * own_sd + center_sd * center_sd).sqrt();
+    if sigma > 0.0 {
+        distance / sigma
+    } else if distance == 0.0 {
+        0.0
+    } else {
+        distance.signum() * f64::INFINITY
     }
 }
 

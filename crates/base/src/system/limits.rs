@@ -304,20 +304,21 @@ pub fn filled(len: usize, fill: u8, what: &str) -> anyhow::Result<Vec<u8>> {
 
 /// Why a write of `path` failed with EFBIG: the file-size limit (`ulimit -f`), when there is one.
 pub fn file_too_large(path: &std::path::Path) -> String {
+    file_too_large_writing(&path.display().to_string())
+}
+
+/// [`file_too_large`] for a write whose file is not known (`what` names it, e.g. "a file").
+pub fn file_too_large_writing(what: &str) -> String {
     let limit = of(libc::RLIMIT_FSIZE);
     match limit.and_then(|l| l.soft) {
         Some(bytes) => format!(
-            "file too large: writing {} went past the file-size limit osmeter runs under \
+            "file too large: writing {what} went past the file-size limit osmeter runs under \
              (RLIMIT_FSIZE, `ulimit -f` {} blocks of 1 KiB, {}); raise it with `ulimit -f` ({})",
-            path.display(),
             bytes / 1024,
             crate::units::bytes(bytes),
             hard_text(limit, |h| format!("{} blocks", h / 1024))
         ),
-        None => format!(
-            "file too large: {} reached the largest size its file system allows",
-            path.display()
-        ),
+        None => format!("file too large: {what} reached the largest size its file system allows"),
     }
 }
 
