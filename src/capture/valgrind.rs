@@ -51,22 +51,27 @@ pub fn capture(valgrind: &Path, out: &Path, zstd: bool, cmd: &[String]) -> Resul
     argv.extend(cmd.iter().map(std::ffi::OsStr::new));
     // The command's output would run into the progress line where both go to one terminal (or
     // one file): such a stream is passed through osmeter instead (see progress::Relay).
-    let relayed = [1, 2].map(|fd| {
-        crate::progress::shares_progress(fd)
-            .then(output_pipe)
-            .transpose()
-    });
-    let [out_pipe, err_pipe] = relayed;
-    let (out_pipe, err_pipe) = (out_pipe?, err_pipe?);
+    // When stdout and stderr are both that one file, one pipe carries both: the kernel keeps the
+    // command's writes in their order, where two pipes relayed by two threads could swap a line
+    // ending of one with the half line of the other on a stalled machine.
+    let [out_shares, err_shares] = [1, 2].map(crate::progress::shares_progress);
+    let one_pipe = out_shares && err_shares;
+    let err_pipe = err_shares.then(output_pipe).transpose()?;
+    let out_pipe = (out_shares && !one_pipe).then(output_pipe).transpose()?;
     let stream = |p: &Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>| {
         p.as_ref()
             .map_or(Stream::Inherit, |(_, w)| Stream::Fd(w.as_raw_fd()))
+    };
+    let out_stream = if one_pipe {
+        stream(&err_pipe)
+    } else {
+        stream(&out_pipe)
     };
     crate::interrupt::install();
     let start = std::time::Instant::now();
     // Under a guardian: whatever the command starts (valgrind runs it in its own process, and its
     // children natively) ends with osmeter, SIGKILL included.
-    let spawned = GuardedChild::spawn(&argv, stream(&out_pipe), stream(&err_pipe), Some(wfd))
+    let spawned = GuardedChild::spawn(&argv, out_stream, stream(&err_pipe), Some(wfd))
         .and_then(|mut child| child.release().map(|_| child));
     // SAFETY: the parent's copy of the write end is ours to close; the child has its own.
     unsafe { libc::close(wfd) };
