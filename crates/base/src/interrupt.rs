@@ -106,16 +106,9 @@ pub fn leave_hung_up_terminal() {
 /// the others are caught even then (a shell starts background jobs with SIGINT and SIGQUIT
 /// ignored, and those must still stop cleanly when sent on purpose).
 pub fn install() {
+    let action = handler();
     // SAFETY: the handler only touches atomics, which is async-signal-safe.
     unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_signal
-            as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
-            as usize;
-        libc::sigemptyset(&mut action.sa_mask);
-        // With the sender, so a signal another process sent is told from the user's Ctrl-C and
-        // the kernel's own SIGXFSZ from a request to stop.
-        action.sa_flags = libc::SA_SIGINFO;
         for &signal in STOPPING_SIGNALS {
             let mut old: libc::sigaction = std::mem::zeroed();
             libc::sigaction(signal, std::ptr::null(), &mut old);
@@ -132,7 +125,16 @@ pub fn install() {
 /// instead of killing osmeter halfway through a file with no word. Children get the default
 /// action back at exec, as for every caught signal.
 pub fn catch_file_size_limit() {
+    let action = handler();
     // SAFETY: as in `install`; the handler only touches atomics.
+    unsafe { libc::sigaction(libc::SIGXFSZ, &action, std::ptr::null_mut()) };
+}
+
+/// The action that runs `on_signal`, without SA_RESTART, with the sender (SA_SIGINFO), so a
+/// signal another process sent is told from the user's Ctrl-C and the kernel's own SIGXFSZ from
+/// a request to stop.
+fn handler() -> libc::sigaction {
+    // SAFETY: a zeroed sigaction is a valid value to fill; sigemptyset fills its mask.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_signal
@@ -140,7 +142,7 @@ pub fn catch_file_size_limit() {
             as usize;
         libc::sigemptyset(&mut action.sa_mask);
         action.sa_flags = libc::SA_SIGINFO;
-        libc::sigaction(libc::SIGXFSZ, &action, std::ptr::null_mut());
+        action
     }
 }
 
