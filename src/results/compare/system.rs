@@ -100,8 +100,7 @@ pub fn setting_blind_spots(a: &[&Run], b: &[&Run]) -> Vec<(String, String)> {
         system_aslr: runs().any(|r| r.options.system_aslr),
         fifo: runs().any(|r| r.options.fifo_priority.is_some()),
     };
-    let settings = |r: &Run| r.fingerprint.as_ref().and_then(|f| f.settings.clone());
-    let (Some(sa), Some(sb)) = (settings(ra), settings(rb)) else {
+    let (Some(sa), Some(sb)) = (settings_of(ra), settings_of(rb)) else {
         return Vec::new();
     };
     let names: std::collections::BTreeSet<&String> = sa.keys().chain(sb.keys()).collect();
@@ -110,4 +109,8 @@ pub fn setting_blind_spots(a: &[&Run], b: &[&Run]) -> Vec<(String, String)> {
         .filter(|n| sa.get(*n) != sb.get(*n))
         .filter_map(|n| Some((n.clone(), settings::blind_spot(n, with)?.to_string())))
         .collect()
+}
+
+fn settings_of(run: &Run) -> Option<&BTreeMap<String, String>> {
+    run.fingerprint.as_ref()?.settings.as_ref()
 }
