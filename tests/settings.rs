@@ -9,8 +9,17 @@ use predicates::prelude::*;
 
 const ASLR: &str = "/proc/sys/kernel/randomize_va_space";
 
+/// One test of this file changes kernel.randomize_va_space for a moment; the others read it, so
+/// they take turns (tests of one file run on parallel threads).
+static ASLR_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn aslr_turn() -> std::sync::MutexGuard<'static, ()> {
+    ASLR_TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[test]
 fn info_shows_the_settings_a_run_keeps() {
+    let _turn = aslr_turn();
     let env = TestEnv::new();
     let now = std::fs::read_to_string(ASLR).unwrap();
     env.osmeter()
@@ -42,6 +51,7 @@ fn a_changed_setting_comes_first_and_one_osmeter_hides_is_named_with_the_way_to_
         eprintln!("skipped: writing kernel.randomize_va_space needs root");
         return;
     }
+    let _turn = aslr_turn();
     let env = TestEnv::new();
     let was = std::fs::read_to_string(ASLR).unwrap();
     let _guard = PutBack {
@@ -92,6 +102,7 @@ fn a_changed_setting_comes_first_and_one_osmeter_hides_is_named_with_the_way_to_
 
 #[test]
 fn system_aslr_starts_the_fork_workers_with_randomisation_and_the_run_says_so() {
+    let _turn = aslr_turn();
     let env = TestEnv::new();
     let layout = |extra: &[&str]| {
         let run = env.json(
