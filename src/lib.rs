@@ -11,9 +11,9 @@
 //! The lowest layers are moving out into crates of their own (crates/, one per commit; the crate
 //! map is in docs/architecture.md). A crate moved out is re-exported here under its old module
 //! names (`stats` for osmeter-stats; `units`, `console`, `error` and the others of osmeter-base;
-//! `tracefs`, `kernel_parts` and the others of osmeter-kernel), so `crate::stats::...`,
-//! `crate::units::...` and `crate::tracefs::...` still read as before; the map lists each in its
-//! layer like a module.
+//! `tracefs`, `kernel_parts` and the others of osmeter-kernel; `meter` for osmeter-meter), so
+//! `crate::stats::...`, `crate::units::...` and `crate::meter::...` still read as before; the map
+//! lists each in its layer like a module.
 //!
 //! ```text
 //! 1 base      clock columns console detached error files guard interrupt memory_room mounts
@@ -47,7 +47,6 @@ pub mod config;
 pub mod harness;
 pub mod latency;
 pub mod memsim;
-pub mod meter;
 pub mod papers;
 pub mod probes;
 pub mod profile;
@@ -70,6 +69,9 @@ pub use osmeter_base::usage;
 
 // The kernel layer, a crate of its own since it needs nothing above the base.
 pub use osmeter_kernel::{elf, function_tracer, kernel_parts, lockdown, tracefs};
+
+// The meter, a crate of its own since it needs nothing above the kernel layer.
+pub use osmeter_meter as meter;
 
 use results::document::DocumentKind;
 

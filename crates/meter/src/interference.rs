@@ -33,7 +33,7 @@ impl InterferenceReader {
             stat: File::open("/proc/stat").ok(),
             schedstat: None,
             buf: Vec::with_capacity(64 * 1024),
-            ticks_per_second: crate::system::ticks_per_second(),
+            ticks_per_second: osmeter_base::system::ticks_per_second(),
             steal_cpu,
         }
     }

@@ -93,7 +93,7 @@ impl Ring {
     fn new(nodes: usize) -> Ring {
         let mut order: Vec<u32> = (0..nodes as u32).collect();
         // A fixed seed: the same walk in every reading, so readings differ only by the machine.
-        let mut rng = crate::stats::rng::Rng::new(0x7961_7264);
+        let mut rng = osmeter_stats::rng::Rng::new(0x7961_7264);
         for i in (1..nodes).rev() {
             let j = rng.below(i);
             order.swap(i, j);

@@ -90,7 +90,10 @@ pub fn spawn_counted(mut cmd: Command) -> io::Result<CountedChild> {
         let helper = helper.map_err(|e| {
             io::Error::other(format!(
                 "{:#}",
-                crate::system::limits::cannot_start("the thread that counts the command", &e)
+                osmeter_base::system::limits::cannot_start(
+                    "the thread that counts the command",
+                    &e
+                )
             ))
         })?;
         let spawned = cmd.spawn();

@@ -5,7 +5,7 @@
 //! time in interrupts and idle.
 
 use super::counts::CounterValues;
-use crate::system::ticks_per_second;
+use osmeter_base::system::ticks_per_second;
 use std::collections::BTreeMap;
 
 /// Whether an event is one of the machine's CPU times, read from /proc/stat in clock ticks (10 ms

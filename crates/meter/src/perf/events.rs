@@ -1,7 +1,7 @@
 //! Which events osmeter counts, how they are grouped, and how a refusal is explained to the user.
 
 use super::sys;
-use crate::meter::Scope;
+use crate::Scope;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventDef {

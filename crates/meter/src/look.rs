@@ -24,7 +24,7 @@ impl Look {
     pub fn now(own: u32) -> Look {
         let tasks = scan_tasks();
         let ours = own_tree(&tasks, own);
-        let cpus = crate::meter::placement::allowed_cpus()
+        let cpus = crate::placement::allowed_cpus()
             .into_iter()
             .max()
             .map_or(1, |c| c + 1);

@@ -4,7 +4,7 @@
 //!
 //! Counters are enabled once and left running; every [`CounterSet::read`] returns cumulative values
 //! with the time each event was enabled and actually on a counter, and
-//! [`crate::meter::counter_delta`] turns two readings into scaled counts.
+//! [`crate::counter_delta`] turns two readings into scaled counts.
 
 pub mod events;
 pub mod sampling;

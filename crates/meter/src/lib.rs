@@ -3,6 +3,15 @@
 //!
 //! The harness sees all of it through [`Sensors`], so its arithmetic can be tested with fakes.
 
+// osmeter's `eprintln!` (quiet when stderr is closed: osmeter_base::console) for every module
+// declared below, in place of std's, as in the other crates of the workspace.
+#[allow(unused_macros)]
+macro_rules! eprintln {
+    ($($arg:tt)*) => {
+        ::osmeter_base::eprintln!($($arg)*)
+    };
+}
+
 pub mod counts;
 pub mod interference;
 pub mod look;
@@ -62,7 +71,7 @@ pub trait Sensors {
     }
     /// Whether the measurement must stop before it is complete, and why. Read between samples.
     fn cut(&mut self) -> Option<Cut> {
-        if crate::interrupt::requested() {
+        if osmeter_base::interrupt::requested() {
             Some(Cut::Interrupted)
         } else if rt_limit::tripped() {
             Some(Cut::RealTimeLimit)
@@ -101,7 +110,7 @@ impl Cut {
     /// The error that unwinds a measurement cut before it kept anything.
     pub fn into_error(self) -> anyhow::Error {
         match self {
-            Cut::Interrupted => anyhow::Error::new(crate::interrupt::Interrupted),
+            Cut::Interrupted => anyhow::Error::new(osmeter_base::interrupt::Interrupted),
             Cut::Outside => anyhow::anyhow!("stopped: {}", self.describe()),
             Cut::RealTimeLimit => anyhow::anyhow!(
                 "stopped: {}; lower --min-time or --warmup, or run without --fifo",

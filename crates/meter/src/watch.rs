@@ -133,7 +133,7 @@ impl Tally {
     }
 
     fn result(&self, seconds: f64, cpu_ticks: Option<CpuTicks>) -> Watched {
-        let ms = 1000.0 / crate::system::ticks_per_second();
+        let ms = 1000.0 / osmeter_base::system::ticks_per_second();
         let mut takers: Vec<Taker> = self
             .by_process
             .iter()
@@ -219,7 +219,7 @@ mod tests {
         t.add(&at(100), 10, 1);
         t.add(&at(150), 10, 1);
         let w = t.result(1.0, None);
-        let ms = 1000.0 / crate::system::ticks_per_second();
+        let ms = 1000.0 / osmeter_base::system::ticks_per_second();
         assert_eq!(w.takers.len(), 1, "{w:?}");
         assert_eq!(w.takers[0].pid, 20);
         assert_eq!(w.takers[0].command, "c20");
@@ -235,7 +235,7 @@ mod tests {
     #[test]
     fn a_spinning_child_of_this_process_counts_as_its_own() {
         let cpu = *super::super::placement::usable_cpus().last().unwrap();
-        let mut child = crate::programs::command("taskset")
+        let mut child = osmeter_base::programs::command("taskset")
             .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
             .spawn()
             .expect("taskset and sh");

@@ -2,7 +2,7 @@
 //! a hardware PMU, where the hardware counts must then be plausible.
 
 use super::*;
-use crate::meter::counter_delta;
+use crate::counter_delta;
 use std::process::Command;
 
 const PAGE: usize = 4096;
@@ -166,20 +166,17 @@ fn child_touches_pages() {
 #[test]
 fn counts_a_child_from_exec() {
     const PAGES: usize = 3000;
+    // The test's name as libtest knows it: the module path without the crate's name.
+    let child = concat!(module_path!(), "::child_touches_pages");
+    let child = child.split_once("::").map_or(child, |(_, path)| path);
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--ignored",
-        "--exact",
-        "meter::perf::tests::child_touches_pages",
-        "--test-threads=1",
-        "-q",
-    ])
-    .env("OSMETER_TEST_TOUCH_PAGES", PAGES.to_string())
-    .stdout(std::process::Stdio::null());
+    cmd.args(["--ignored", "--exact", child, "--test-threads=1", "-q"])
+        .env("OSMETER_TEST_TOUCH_PAGES", PAGES.to_string())
+        .stdout(std::process::Stdio::null());
     let mut counted = spawn_counted(cmd).unwrap();
     assert!(counted.child.wait().unwrap().success());
     let reading = counted.counters.read();
-    let d = crate::meter::counts_since_open(&reading);
+    let d = crate::counts_since_open(&reading);
     assert!(
         d.software["page-faults"] >= PAGES as f64,
         "{d:?} {:?}",

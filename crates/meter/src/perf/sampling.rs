@@ -5,7 +5,7 @@
 //! (a timer) where it has not. Decoding is apart from the ring so it can be tested on known bytes.
 
 use super::sys::{self, PerfEventAttr};
-use crate::system::page_size;
+use osmeter_base::system::page_size;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};
 

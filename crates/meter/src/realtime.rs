@@ -325,7 +325,7 @@ pub struct CgroupMount {
 }
 
 pub fn parse_cgroup_mounts(mountinfo: &str) -> Vec<CgroupMount> {
-    crate::mounts::parse(mountinfo)
+    osmeter_base::mounts::parse(mountinfo)
         .into_iter()
         .filter_map(|m| {
             let v2 = match m.fs_type.as_str() {
@@ -462,7 +462,7 @@ fn kernel_config() -> Option<String> {
     if let Some(text) = release.and_then(|r| read_text(Path::new(&format!("/boot/config-{r}")))) {
         return Some(text);
     }
-    let out = crate::programs::command("gzip")
+    let out = osmeter_base::programs::command("gzip")
         .args(["-dc", "/proc/config.gz"])
         .stderr(std::process::Stdio::null())
         .output()
