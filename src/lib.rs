@@ -50,7 +50,6 @@ pub mod memsim;
 pub mod papers;
 pub mod probes;
 pub mod profile;
-pub mod results;
 pub mod run;
 pub mod shell_files;
 pub mod stat;
@@ -73,11 +72,17 @@ pub use osmeter_kernel::{elf, function_tracer, kernel_parts, lockdown, tracefs};
 // The meter, a crate of its own since it needs nothing above the kernel layer.
 pub use osmeter_meter as meter;
 
+// The results layer, a crate of its own since it needs nothing above the meter.
+pub use osmeter_results as results;
+// So that `crate::params![...]` reads as before.
+pub use osmeter_results::params;
+
 use results::document::DocumentKind;
 
 /// Every part's document type, so that a stored run's sections read back typed. Listed here, where
-/// the parts come together, because the results layer that reads them stands below most of them;
-/// a new kind of document is added here (results::document's tests fail while one is missing).
+/// the parts come together, because the results layer that reads them stands below most of them,
+/// and handed down to it by [`hand_down_document_kinds`]; a new kind of document is added here
+/// (this crate's tests fail while one is missing).
 pub static DOCUMENT_KINDS: &[DocumentKind] = &[
     DocumentKind::of::<results::guest::GuestDoc>(),
     DocumentKind::of::<stat::StatDoc>(),
@@ -85,3 +90,28 @@ pub static DOCUMENT_KINDS: &[DocumentKind] = &[
     DocumentKind::of::<memsim::document::MemsimDoc>(),
     DocumentKind::of::<ab::document::AbDoc>(),
 ];
+
+/// Hands [`DOCUMENT_KINDS`] to the results layer, which reads stored sections into them. main does
+/// it before anything else; so does each test of this crate that reads a stored document back.
+pub fn hand_down_document_kinds() {
+    results::document::read_kinds_from(DOCUMENT_KINDS);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use results::model::RunKind;
+
+    /// A kind left off the list would be kept as an unknown section, silently untyped.
+    #[test]
+    fn every_kind_but_run_reads_back_into_exactly_one_listed_type() {
+        for kind in RunKind::ALL {
+            let listed = DOCUMENT_KINDS.iter().filter(|k| k.kind == kind).count();
+            let wanted = usize::from(kind != RunKind::Run);
+            assert_eq!(
+                listed, wanted,
+                "{kind} is listed {listed} times in DOCUMENT_KINDS"
+            );
+        }
+    }
+}

@@ -4,6 +4,7 @@ use osmeter::{cli::Cli, commands, error};
 fn main() {
     osmeter::system::limits::fit_allocator_to_address_space();
     osmeter::interrupt::catch_file_size_limit();
+    osmeter::hand_down_document_kinds();
     let cli = Cli::parse();
     let code = match commands::dispatch(cli) {
         Ok(code) => code,

@@ -5,7 +5,7 @@
 //! long seccomp filter. The fleet view must name that host and its figures, for its system rather
 //! than its machine, and no other host. (The filter of 300 rules, about twice as slow on
 //! a quiet release build, is within the noise of a debug build's short runs on a busy machine; its
-//! decision is a known answer in src/results/fleet/judge/tests.rs.)
+//! decision is a known answer in crates/results/src/fleet/judge/tests.rs.)
 
 mod common;
 #[path = "common/pg.rs"]

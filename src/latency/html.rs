@@ -204,7 +204,7 @@ mod tests {
     use crate::latency::accounting::WindowSummary;
     use crate::latency::document::{Distribution, StoredHistogram};
     use crate::latency::threads::{ClassName, Path};
-    use crate::results::model::tests::empty_run;
+    use crate::results::fixtures::empty_run;
 
     fn buffer(period_ms: f64, n: u32, c: f64, p: f64, mttf: Option<f64>) -> BufferResult {
         BufferResult {

@@ -383,7 +383,7 @@ mod tests {
     fn only_the_timeline_formats_take_a_latency_run_and_the_report_names_the_export() {
         use crate::results::export::{refusal, Format};
         use crate::results::report::Section;
-        let mut run = crate::results::model::tests::empty_run();
+        let mut run = crate::results::fixtures::empty_run();
         run.id = "6750a000-1a7e".into();
         let mut doc = LatencyDoc::for_tests(vec![]);
         doc.episodes = Some(vec![episode()]);

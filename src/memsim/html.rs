@@ -443,7 +443,7 @@ mod tests {
     use crate::memsim::document::TraceRef;
     use crate::memsim::sweep::simulate;
     use crate::memsim::trace::synth::Synth;
-    use crate::results::model::tests::empty_run;
+    use crate::results::fixtures::empty_run;
 
     pub fn simulated(refs: u64) -> MemsimDoc {
         let cfgs = [preset("ds5000-200").unwrap()];

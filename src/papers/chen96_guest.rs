@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn rows_say_what_the_guest_counted_and_why_not() {
-        let mut d = crate::results::guest::tests::doc("K", 321.0);
+        let mut d = crate::results::fixtures::guest_doc("K", 321.0);
         let points = points();
         let mut tcp = d.probes[0].clone();
         tcp.probe = "net.tcp_bandwidth".into();

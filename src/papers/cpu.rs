@@ -87,7 +87,7 @@ mod tests {
             ci95: [median * 0.5, median * 2.0],
             ..Default::default()
         });
-        let mut run = crate::results::model::tests::empty_run();
+        let mut run = crate::results::fixtures::empty_run();
         run.measurements.push(m);
         run
     }
@@ -114,7 +114,7 @@ mod tests {
         assert!(cpu_speed(&[run])
             .unwrap_err()
             .contains("earlier cpu.reference"));
-        let empty = crate::results::model::tests::empty_run();
+        let empty = crate::results::fixtures::empty_run();
         assert!(cpu_speed(&[empty]).unwrap_err().contains("not in the run"));
     }
 }

@@ -24,7 +24,7 @@ pub fn measured(probe: &str, params: Params, unit: Unit, median: f64) -> Measure
 /// 1e6 / reference_ns MIPS), getpid takes `getpid_ns` and an in-cache memcpy moves
 /// `copy_bytes_per_s`.
 pub fn ousterhout_run(reference_ns: f64, getpid_ns: f64, copy_bytes_per_s: f64) -> Run {
-    let mut run = crate::results::model::tests::empty_run();
+    let mut run = crate::results::fixtures::empty_run();
     run.measurements = vec![
         measured(
             "cpu.reference",
@@ -68,7 +68,7 @@ pub fn memsim_run() -> Run {
         idle_excluded: false,
         variants: Vec::new(),
     });
-    let mut run = crate::results::model::tests::empty_run();
+    let mut run = crate::results::fixtures::empty_run();
     run.sections.put(doc);
     run
 }
@@ -82,7 +82,7 @@ pub fn latency_run(location_ns: f64) -> Run {
             streams.push(fitted_stream(class, path, location_ns));
         }
     }
-    let mut run = crate::results::model::tests::empty_run();
+    let mut run = crate::results::fixtures::empty_run();
     run.sections.put(LatencyDoc::for_tests(streams));
     run
 }

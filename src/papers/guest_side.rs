@@ -169,10 +169,10 @@ pub fn render_chen_bershad(rows: &[McpiRow], docs: &[&GuestDoc]) -> String {
 mod tests {
     use super::*;
     use crate::papers::PaperId;
-    use crate::results::guest::tests::simulated_doc;
+    use crate::results::fixtures::simulated_guest_doc;
 
     fn ds5000_doc(kernel: &str, icache_mcpi: f64) -> GuestDoc {
-        let mut d = simulated_doc(kernel, icache_mcpi);
+        let mut d = simulated_guest_doc(kernel, icache_mcpi);
         d.presets = vec![CHEN_BERSHAD_PRESET.into()];
         d.probes[0].simulated[0].preset = CHEN_BERSHAD_PRESET.into();
         d
@@ -188,7 +188,7 @@ mod tests {
             .find(|r| r.system == "Mach" && r.mode == "system")
             .unwrap();
         assert_eq!(mach.icache, 0.57);
-        // simulated_doc: 600 kernel instructions, kernel_mcpi * 600 stall cycles, all icache.
+        // simulated_guest_doc: 600 kernel instructions, kernel_mcpi * 600 stall cycles, all icache.
         let sys = |k: &str| {
             rows.iter()
                 .find(|r| r.system == k && r.mode == "system")
@@ -209,7 +209,7 @@ mod tests {
         assert!(at("Ultrix system") < at("A system") && at("A system") < at("B system"));
         assert!(at("Mach user") < at("A user"), "{text}");
         // A run not simulated on the ds5000-200 adds no row.
-        let plain = crate::results::guest::tests::doc("C", 100.0);
+        let plain = crate::results::fixtures::guest_doc("C", 100.0);
         assert!(!chen_bershad_rows(&paper, &[&plain])
             .iter()
             .any(|r| r.system == "C"));

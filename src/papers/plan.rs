@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn a_run_without_the_figures_is_refused_with_what_to_do() {
-        let run = crate::results::model::tests::empty_run();
+        let run = crate::results::fixtures::empty_run();
         let err = check_runs(PaperId::Ousterhout89, None, &[run]).unwrap_err();
         assert!(crate::error::exit_code(&err) == crate::error::EXIT_USAGE);
         let text = err.to_string();
@@ -204,7 +204,7 @@ mod tests {
     #[test]
     fn nothing_measured_only_when_every_figure_failed() {
         use crate::results::model::Measurement;
-        let mut run = crate::results::model::tests::empty_run();
+        let mut run = crate::results::fixtures::empty_run();
         assert_eq!(nothing_measured(&run), None, "an empty run failed nothing");
         let with = |status: Status| Measurement {
             status,

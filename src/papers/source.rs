@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn the_matching_measurement_is_found_and_converted() {
-        let mut run = crate::results::model::tests::empty_run();
+        let mut run = crate::results::fixtures::empty_run();
         run.id = "r1".into();
         let mut failed = measured(
             "fs.read_cached",

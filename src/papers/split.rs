@@ -194,7 +194,7 @@ mod tests {
     use crate::results::profile::{ProbeProfile, Profiles, PROFILES_SCHEMA};
 
     fn run_of(ms: Vec<Measurement>, profiles: Option<Profiles>) -> Run {
-        let mut run = crate::results::model::tests::empty_run();
+        let mut run = crate::results::fixtures::empty_run();
         run.id = "r1".into();
         run.measurements = ms;
         run.profiles = profiles;

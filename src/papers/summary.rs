@@ -218,7 +218,7 @@ mod tests {
     #[test]
     fn papers_and_compare_give_the_same_mean_of_the_same_ratios() {
         use crate::results::compare::{compare, CompareConfig};
-        use crate::results::model::tests::empty_run;
+        use crate::results::fixtures::empty_run;
         use crate::results::model::{Measurement, Params, Status};
         use crate::units::Unit;
         // Times of three OS probes before and after: speed-ups 1.25, 1.6 and 0.8.

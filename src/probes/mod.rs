@@ -215,17 +215,6 @@ impl Suite {
     }
 }
 
-/// Shorthand for building a parameter set: `params![("size", 16384), ("placement", "same")]`.
-#[macro_export]
-macro_rules! params {
-    () => { $crate::results::model::Params::new() };
-    ($(($k:expr, $v:expr)),+ $(,)?) => {{
-        let mut p = $crate::results::model::Params::new();
-        $( p.insert($k.to_string(), serde_json::json!($v)); )+
-        p
-    }};
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

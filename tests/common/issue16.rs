@@ -52,7 +52,7 @@ pub const ISSUE_16: &[(u8, &str, &str, u32)] = &[
     ),
     (
         4,
-        "src/results/store/sqlite/tests.rs",
+        "crates/results/src/store/sqlite/tests.rs",
         "a_damaged_store_is_never_written_and_says_what_to_do",
         2,
     ),

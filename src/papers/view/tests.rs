@@ -115,7 +115,7 @@ fn applications_stand_beside_table_vii_times_and_the_web_throughput() {
     use crate::papers::fixtures::measured;
     use crate::papers::PaperId;
     use crate::results::model::Unit as RunUnit;
-    let mut run = crate::results::model::tests::empty_run();
+    let mut run = crate::results::fixtures::empty_run();
     run.measurements.push(measured(
         "app.ghostscript",
         crate::params![("pages", 13)],
@@ -192,7 +192,7 @@ fn applications_stand_beside_table_vii_times_and_the_web_throughput() {
         assert!(line.contains(x), "{row}: {line}");
     }
     // No figure: the cells say why, and the text says it was not measured.
-    let empty = crate::results::model::tests::empty_run();
+    let empty = crate::results::fixtures::empty_run();
     let doc = build(&paper, spec, &[empty], &Here::default()).unwrap();
     let nt = doc
         .cells

@@ -6,7 +6,7 @@ use crate::latency::stacks::{aggregate, StackSample};
 use crate::latency::stage_capture::{StageCaptureInfo, StreamStages};
 use crate::latency::stages::{KernelWake, Overhead, StreamStageAcc};
 use crate::latency::threads::ClassName;
-use crate::results::model::tests::empty_run;
+use crate::results::fixtures::empty_run;
 use crate::results::report::{Context, Section};
 use std::collections::BTreeMap;
 

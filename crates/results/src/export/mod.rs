@@ -205,7 +205,7 @@ pub fn sample_run() -> Run {
 #[cfg(test)]
 pub fn check_snapshot(name: &str, actual: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("src/results/export/snapshots")
+        .join("src/export/snapshots")
         .join(name);
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, actual).unwrap();

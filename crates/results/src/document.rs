@@ -2,10 +2,11 @@
 //! without this layer naming them.
 //!
 //! Each part owns its document type and implements [`Document`] for it: its kind, the figures it
-//! states, what it could not measure, and how it reads as text. The crate root, where the parts
-//! come together, lists every such type once (`crate::DOCUMENT_KINDS`), so a stored run's
-//! `sections` are read back into those types by kind; everything above the results layer reaches
-//! a document by its type (`run.sections.get::<LatencyDoc>()`).
+//! states, what it could not measure, and how it reads as text. osmeter's root crate, where the
+//! parts come together, lists every such type once (`osmeter::DOCUMENT_KINDS`) and hands the list
+//! down ([`read_kinds_from`]), so a stored run's `sections` are read back into those types by
+//! kind; everything above the results layer reaches a document by its type
+//! (`run.sections.get::<LatencyDoc>()`).
 
 use crate::results::figure::{Figure, Unmeasured};
 use crate::results::model::RunKind;
@@ -15,6 +16,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::sync::OnceLock;
 
 /// A part's document, stored in a run's `sections` under its kind's name.
 pub trait Document:
@@ -108,8 +110,28 @@ fn parse_as<D: Document>(v: serde_json::Value) -> serde_json::Result<Box<dyn Any
     Ok(Box::new(serde_json::from_value::<D>(v)?))
 }
 
+/// The document types of the parts above this layer, handed down once by the crate that brings
+/// the parts together (osmeter's root lists them in `DOCUMENT_KINDS`): this layer cannot name them.
+static KINDS: OnceLock<&'static [DocumentKind]> = OnceLock::new();
+
+/// Hands this layer the document types it reads stored sections back into. Called once, before
+/// any run is read; the list is the same for the whole life of the process.
+pub fn read_kinds_from(kinds: &'static [DocumentKind]) {
+    let held = KINDS.get_or_init(|| kinds);
+    assert!(
+        std::ptr::eq(*held, kinds),
+        "the document kinds were handed down twice, as two different lists"
+    );
+}
+
 fn reader_of(kind: RunKind) -> Option<&'static DocumentKind> {
-    crate::DOCUMENT_KINDS.iter().find(|k| k.kind == kind)
+    // Without the list a stored section would be kept untyped and every reader of it would find
+    // nothing: a caller that forgot to hand it down must fail at once, not measure on.
+    let kinds = KINDS.get().expect(
+        "a stored document was read before the document kinds were handed to osmeter-results \
+         (results::document::read_kinds_from; osmeter's main does it first)",
+    );
+    kinds.iter().find(|k| k.kind == kind)
 }
 
 /// The documents of a run, one per kind at most. Kinds this osmeter does not know (a newer
@@ -270,21 +292,5 @@ mod tests {
         assert_eq!(serde_json::to_value(&read).unwrap(), json);
         assert_eq!(s.take::<Counted>(), Some(Counted { n: 4 }));
         assert!(s.is_empty());
-    }
-
-    /// A kind left off the list would be kept as an unknown section, silently untyped.
-    #[test]
-    fn every_kind_but_run_reads_back_into_exactly_one_listed_type() {
-        for kind in RunKind::ALL {
-            let listed = crate::DOCUMENT_KINDS
-                .iter()
-                .filter(|k| k.kind == kind)
-                .count();
-            let wanted = usize::from(kind != RunKind::Run);
-            assert_eq!(
-                listed, wanted,
-                "{kind} is listed {listed} times in DOCUMENT_KINDS"
-            );
-        }
     }
 }

@@ -407,6 +407,7 @@ pub fn label(probe: &str, params: &Params) -> String {
 #[cfg(test)]
 pub mod tests {
     use super::*;
+    pub use crate::fixtures::empty_run;
 
     /// A figure measured in rounds, for tests: `rounds[i]` holds round i's samples.
     pub fn in_rounds(probe: &str, rounds: Vec<Vec<f64>>) -> Measurement {
@@ -422,13 +423,6 @@ pub mod tests {
         m.summary = Some(crate::stats::summary::summarize(&m.samples));
         m.rounds = rounds;
         m
-    }
-
-    pub fn empty_run() -> Run {
-        Run {
-            tool_version: "0".into(),
-            ..Run::new("test".into(), "2026-01-01T00:00:00Z".into())
-        }
     }
 
     #[test]
