@@ -36,6 +36,10 @@ pub mod packages;
 pub mod program;
 pub mod summary;
 pub mod web;
+#[cfg(feature = "x11")]
+pub mod x11;
+#[cfg(not(feature = "x11"))]
+#[path = "x11_absent.rs"]
 pub mod x11;
 
 use crate::harness::env::Built;

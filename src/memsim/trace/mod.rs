@@ -40,6 +40,11 @@ pub mod binary;
 pub mod champsim;
 pub mod drmem;
 pub mod drmem_dir;
+#[cfg(feature = "zip")]
+mod drmem_zip;
+#[cfg(not(feature = "zip"))]
+#[path = "drmem_zip_absent.rs"]
+mod drmem_zip;
 pub mod file;
 pub mod packed;
 pub mod summary;

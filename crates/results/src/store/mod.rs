@@ -2,6 +2,7 @@
 //! Both hold the same schema (see [`schema`]): one narrow row per run, its document apart, and one row
 //! per tag, measurement and figure for queries.
 
+#[cfg(feature = "fleet")]
 pub mod postgres;
 pub mod schema;
 pub mod sqlite;
@@ -200,7 +201,7 @@ impl Location {
             return Err("an empty store path: give a SQLite file or a postgres:// URL".into());
         }
         if is_postgres_url(text) {
-            postgres::check_url(text).map_err(|e| format!("{e:#}"))?;
+            check_postgres_url(text)?;
             return Ok(Location::Postgres(text.to_string()));
         }
         Ok(Location::Sqlite(PathBuf::from(text)))
@@ -220,7 +221,7 @@ impl Location {
     pub fn open(&self) -> Result<Box<dyn Store>> {
         match self {
             Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(path)?)),
-            Location::Postgres(url) => Ok(Box::new(postgres::PostgresStore::open(url)?)),
+            Location::Postgres(url) => open_postgres(url),
         }
     }
 
@@ -229,7 +230,7 @@ impl Location {
     pub fn open_read_only(&self) -> Result<Box<dyn Store>> {
         match self {
             Location::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open_read_only(path)?)),
-            Location::Postgres(url) => Ok(Box::new(postgres::PostgresStore::open(url)?)),
+            Location::Postgres(url) => open_postgres(url),
         }
     }
 
@@ -237,11 +238,50 @@ impl Location {
     pub fn describe(&self) -> String {
         match self {
             Location::Sqlite(path) => path.display().to_string(),
-            Location::Postgres(url) => postgres::check_url(url)
-                .map(|t| t.describe())
-                .unwrap_or_else(|_| "a PostgreSQL server (malformed URL)".to_string()),
+            Location::Postgres(url) => describe_postgres(url),
         }
     }
+}
+
+// The PostgreSQL store is the `fleet` feature (on by default): without it a postgres:// URL is
+// still recognised, so that the user hears how to get the store instead of a SQLite file created
+// under a name that looks like a URL.
+#[cfg(feature = "fleet")]
+fn check_postgres_url(url: &str) -> std::result::Result<(), String> {
+    postgres::check_url(url).map(drop).map_err(|e| format!("{e:#}"))
+}
+
+#[cfg(feature = "fleet")]
+fn open_postgres(url: &str) -> Result<Box<dyn Store>> {
+    Ok(Box::new(postgres::PostgresStore::open(url)?))
+}
+
+#[cfg(feature = "fleet")]
+fn describe_postgres(url: &str) -> String {
+    postgres::check_url(url)
+        .map(|t| t.describe())
+        .unwrap_or_else(|_| "a PostgreSQL server (malformed URL)".to_string())
+}
+
+/// Why a postgres:// URL cannot be used by an osmeter built without the `fleet` feature.
+#[cfg(not(feature = "fleet"))]
+const WITHOUT_FLEET: &str = "this osmeter was built without the `fleet` feature, which holds the \
+    PostgreSQL store: build it with the default features (`cargo build --release`), or give a \
+    SQLite file";
+
+#[cfg(not(feature = "fleet"))]
+fn check_postgres_url(_url: &str) -> std::result::Result<(), String> {
+    Err(WITHOUT_FLEET.to_string())
+}
+
+#[cfg(not(feature = "fleet"))]
+fn open_postgres(_url: &str) -> Result<Box<dyn Store>> {
+    Err(usage!("{WITHOUT_FLEET}"))
+}
+
+#[cfg(not(feature = "fleet"))]
+fn describe_postgres(_url: &str) -> String {
+    "a PostgreSQL server (not reachable without the `fleet` feature)".to_string()
 }
 
 /// The value parser of `--store` and `push --to`: [`Location::parse`], with an error that names
