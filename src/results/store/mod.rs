@@ -19,7 +19,7 @@ use std::path::PathBuf;
 pub use crate::programs::STORE_ENV;
 
 /// One line of `osmeter runs`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct RunInfo {
     pub id: String,
     pub kind: String,
