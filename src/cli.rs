@@ -441,6 +441,10 @@ pub struct ExportArgs {
     /// Write to this file instead of stdout
     #[arg(long, short = 'o', value_name = "PATH")]
     pub output: Option<std::path::PathBuf>,
+    /// Write DIR/osmeter.prom for node-exporter's textfile collector, replaced whole (openmetrics
+    /// only)
+    #[arg(long, value_name = "DIR", conflicts_with = "output")]
+    pub textfile: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub store: StoreArg,
 }
