@@ -46,7 +46,7 @@ pub fn kinds() -> Vec<SchemaKind> {
         ),
         SchemaKind::of::<crate::results::store::RunInfo>("runs --json (an array of these)"),
         SchemaKind::of::<crate::stat::StatDoc>(
-            "stat --json and stat -o FILE.json (an array of these for a parameter scan)",
+            "stat --json and stat -o FILE.json (an array of these for commands compared with :::)",
         ),
         SchemaKind::of::<crate::memsim::document::MemsimDoc>("memsim --json"),
         SchemaKind::of::<crate::memsim::trace::summary::TraceSummary>("trace info --json"),
@@ -62,10 +62,10 @@ pub fn kinds() -> Vec<SchemaKind> {
         SchemaKind::of::<crate::papers::view::PaperDoc>("paper NAME --json"),
         SchemaKind::of::<crate::papers::plan::Listing>("paper --json (an array of these)"),
         SchemaKind::of::<crate::papers::guest_side::McpiRow>(
-            "paper chen93 --guest --json (an array of these)",
+            "paper chen-bershad93 --guest K --json (an array of these)",
         ),
         SchemaKind::of::<crate::papers::chen96_guest::CountRow>(
-            "paper chen96 --guest --json (an array of these)",
+            "paper chen96 --guest K --json (an array of these)",
         ),
     ]
 }
