@@ -61,6 +61,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Write a self-contained HTML report of stored runs (the first is the baseline)
     Report(ReportArgs),
+    /// Print the JSON Schema of a kind of document osmeter writes (no KIND: list the kinds)
+    Schema(SchemaArgs),
     /// Copy stored runs to another store (typically a shared postgres:// one), skipping runs
     /// already there
     Push(PushArgs),
@@ -439,8 +441,18 @@ pub struct ExportArgs {
     /// Write to this file instead of stdout
     #[arg(long, short = 'o', value_name = "PATH")]
     pub output: Option<std::path::PathBuf>,
+    /// Write DIR/osmeter.prom for node-exporter's textfile collector, replaced whole (openmetrics
+    /// only)
+    #[arg(long, value_name = "DIR", conflicts_with = "output")]
+    pub textfile: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub store: StoreArg,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SchemaArgs {
+    /// The kind of document (run, stat, compare, ...) [default: list the kinds]
+    pub kind: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]

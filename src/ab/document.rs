@@ -22,7 +22,7 @@ pub const AB_SCHEMA: &str = "osmeter.ab/1";
 pub const ALPHA: f64 = 0.05;
 
 /// How the two sides were measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// One after the other on one CPU, in a balanced order.
@@ -43,7 +43,7 @@ impl Mode {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AbDoc {
     pub schema: String,
     pub mode: Mode,
@@ -71,7 +71,7 @@ pub struct AbDoc {
     pub failure: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AbFigure {
     pub key: String,
     pub group: String,
@@ -92,7 +92,7 @@ pub struct AbFigure {
 }
 
 /// What the first pairs said a figure's change could be found at.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Findable {
     pub key: String,
     pub pairs_in_budget: usize,

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 
 /// One side as the user gave it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SideSpec {
     /// "A" or "B".
     pub name: String,

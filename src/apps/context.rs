@@ -29,7 +29,7 @@ impl Context {
 }
 
 /// CPU time of a set of processes, user and kernel apart.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuTime {
     pub user_s: f64,
     pub system_s: f64,

@@ -69,19 +69,10 @@ pub fn compare(args: &CompareArgs) -> Result<i32> {
         e
     });
     if args.output.json {
-        #[derive(serde::Serialize)]
-        struct Explained<'a, C> {
-            #[serde(flatten)]
-            comparison: &'a C,
-            explain: &'a Option<explain::Explanation>,
-        }
-        match &explained {
-            Some(_) => super::emit_json(&Explained {
-                comparison: &c,
-                explain: &explained,
-            })?,
-            None => super::emit_json(&c)?,
-        }
+        super::emit_json(&CompareDoc {
+            comparison: &c,
+            explain: explained.as_ref(),
+        })?;
     } else if let Some(ktap) = &ktap {
         super::emit_unwrapped(ktap)?;
     } else {
@@ -123,4 +114,13 @@ fn exact_guest(a: &[&Run], b: &[&Run], args: &CompareArgs) -> Result<i32> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// `compare --json`: the comparison, and with `--explain` why each changed figure moved.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct CompareDoc<'a> {
+    #[serde(flatten)]
+    comparison: &'a crate::results::compare::Comparison,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explain: Option<&'a explain::Explanation>,
 }

@@ -32,7 +32,7 @@ fn show(runs: &[Run], json: bool) -> Result<()> {
     if json {
         return match runs {
             [one] => super::emit_json(one),
-            many => super::emit_json(&many),
+            many => super::emit_json_all(many),
         };
     }
     let docs: Vec<&GuestDoc> = runs

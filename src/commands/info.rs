@@ -7,8 +7,8 @@ use anyhow::Result;
 pub const INFO_SCHEMA: &str = "osmeter.info/1";
 
 /// `osmeter info --json`.
-#[derive(serde::Serialize)]
-struct InfoDoc<'a> {
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct InfoDoc<'a> {
     schema: &'static str,
     fingerprint: &'a fingerprint::Fingerprint,
     features: &'a [Feature],

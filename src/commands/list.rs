@@ -6,13 +6,13 @@ use serde::Serialize;
 use std::fmt::Write;
 
 /// `osmeter list --json`.
-#[derive(Serialize)]
-struct ListDoc {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct ListDoc {
     probes: Vec<ProbeEntry>,
     suites: Vec<SuiteEntry>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct ProbeEntry {
     id: &'static str,
     group: &'static str,
@@ -24,7 +24,7 @@ struct ProbeEntry {
     variants_full: usize,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct SuiteEntry {
     name: &'static str,
     summary: &'static str,

@@ -18,6 +18,7 @@ pub mod paper_guest;
 pub mod push;
 pub mod report;
 pub mod run;
+pub mod schema;
 pub mod stat;
 pub mod stored;
 pub mod trace;
@@ -42,6 +43,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Compare(args) => compare::compare(&args),
         Command::Ab(args) => ab::ab(&args),
         Command::Export(args) => export::export(&args),
+        Command::Schema(args) => schema::schema(&args),
         Command::History(args) => history::history(&args),
         Command::Fleet(args) => fleet::fleet(&args),
         Command::Push(args) => push::push(&args),
@@ -97,8 +99,18 @@ pub fn emit_unwrapped(text: &str) -> Result<()> {
     crate::console::print_bytes(crate::text::escape_controls_keep_lines(text).as_bytes())
 }
 
-/// A JSON document on stdout, pretty-printed, with a final line feed (never wrapped).
-pub fn emit_json<T: serde::Serialize>(doc: &T) -> Result<()> {
+/// A JSON document on stdout, pretty-printed, with a final line feed (never wrapped), headed by
+/// the `"$schema"` its kind follows.
+pub fn emit_json<T: crate::results::schema::Described>(doc: &T) -> Result<()> {
+    emit_json_value(&crate::results::schema::Stamped(doc))
+}
+
+/// A JSON array of documents, each headed by its `"$schema"`.
+pub fn emit_json_all<T: crate::results::schema::Described>(docs: &[T]) -> Result<()> {
+    emit_json_value(&crate::results::schema::stamped_all(docs))
+}
+
+fn emit_json_value<T: serde::Serialize>(doc: &T) -> Result<()> {
     let json = format!("{}\n", serde_json::to_string_pretty(doc)?);
     // serde leaves bidirectional controls raw, which the net of emit_unwrapped would escape in a
     // way JSON does not read.

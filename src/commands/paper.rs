@@ -58,7 +58,7 @@ pub fn paper(args: &PaperArgs) -> Result<i32> {
 fn list(output: JsonArg) -> Result<i32> {
     let catalogue = plan::catalogue()?;
     if output.json {
-        super::emit_json(&catalogue)?;
+        super::emit_json_all(&catalogue)?;
         return Ok(0);
     }
     let mut out = String::new();

@@ -22,7 +22,7 @@ pub fn paper(id: PaperId, paper: &Paper, args: &PaperArgs) -> Result<i32> {
         PaperId::ChenBershad93 => {
             let rows = guest_side::chen_bershad_rows(paper, &docs);
             if args.output.json {
-                super::emit_json(&rows)?;
+                super::emit_json_all(&rows)?;
             } else {
                 super::emit(&guest_side::render_chen_bershad(&rows, &docs))?;
             }
@@ -30,7 +30,7 @@ pub fn paper(id: PaperId, paper: &Paper, args: &PaperArgs) -> Result<i32> {
         _ => {
             let rows = chen96_guest::rows(&docs);
             if args.output.json {
-                super::emit_json(&rows)?;
+                super::emit_json_all(&rows)?;
             } else {
                 super::emit(&chen96_guest::render(
                     &rows,

@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::HashSet;
 
-#[derive(Debug, Default, Serialize)]
-struct Pushed {
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
+pub(crate) struct Pushed {
     from: String,
     to: String,
     copied: Vec<String>,

@@ -7,6 +7,7 @@ use crate::cli::StatArgs;
 use crate::error::{EXIT_BROKEN_PIPE, EXIT_COMMAND_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::interrupt;
 use crate::results::model::Sections;
+use crate::results::schema::{stamped_all, Stamped};
 use crate::stat;
 use anyhow::Result;
 
@@ -22,13 +23,13 @@ pub fn stat(args: &StatArgs) -> Result<i32> {
     // Written before the runs are saved, but a file that cannot be written (a FIFO nobody reads,
     // a full disk) loses no run: its error comes after the save.
     let written = match (args.output_file.as_deref(), args.output.json) {
-        (None, true) if several => super::emit_json(&docs),
+        (None, true) if several => super::emit_json_all(&docs),
         (None, true) => super::emit_json(&docs[0]),
         (file, json) => {
             let text = if json && several {
-                serde_json::to_string_pretty(&docs)? + "\n"
+                serde_json::to_string_pretty(&stamped_all(&docs))? + "\n"
             } else if json {
-                serde_json::to_string_pretty(&docs[0])? + "\n"
+                serde_json::to_string_pretty(&Stamped(&docs[0]))? + "\n"
             } else {
                 let mut text: String = docs
                     .iter()

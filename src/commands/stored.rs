@@ -17,7 +17,7 @@ pub fn runs(args: &RunsArgs) -> Result<i32> {
     };
     let list = store.list(&filter)?;
     if args.output.json {
-        super::emit_json(&list)?;
+        super::emit_json_all(&list)?;
         return Ok(0);
     }
     if list.is_empty() {

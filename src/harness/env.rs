@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// How much of a probe's parameter space a suite covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Scale {
     /// Fewer parameter points and smaller workloads, for the one-minute suite.
@@ -29,7 +29,9 @@ pub struct ProbeEnv<'a> {
 
 /// Where the file-system probes (`fs.*`) work: in a file system whose state osmeter controls, or
 /// in the scratch directory's own, whatever happened on it before.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum FileSystems {
     /// A file system made for each round (a fresh ext4 image on a loop device, or tmpfs), unmounted

@@ -93,7 +93,7 @@ impl Workload for NullWorkload {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HarnessConfig {
     /// A sample lasts at least this long once calibrated.
     pub min_sample_ns: u64,

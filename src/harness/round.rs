@@ -12,7 +12,7 @@ use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
 /// What one round measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RoundOutcome {
     /// Each kept sample's per-operation figure, in the figure's unit, overhead subtracted.
     pub samples: Vec<f64>,

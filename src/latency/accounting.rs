@@ -133,7 +133,7 @@ impl Deadlines {
 }
 
 /// Spread of the window maxima of one width.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WindowSummary {
     pub window: String,
     pub windows: usize,
@@ -169,7 +169,7 @@ pub fn summarise_windows(name: &'static str, maxima: &[u64]) -> Option<WindowSum
 }
 
 /// A Gumbel (extreme value type I) fit of window maxima and what it projects.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GumbelFit {
     pub method: String,
     pub window: String,
@@ -184,7 +184,7 @@ pub struct GumbelFit {
 
 /// The estimated worst case over a horizon: as likely to be exceeded as not (median), and the
 /// level exceeded with 1 % chance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HorizonEstimate {
     pub horizon: String,
     pub median_ns: f64,

@@ -13,7 +13,7 @@ pub const DEFAULT_PERIODS_MS: [u64; 5] = [1, 2, 5, 10, 20];
 pub const DEFAULT_BUFFERS: [u32; 3] = [2, 3, 4];
 pub const DEFAULT_COMPUTE_FRACTION: f64 = 0.5;
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct BufferConfig {
     pub period_ns: u64,
     pub buffers: u32,
@@ -116,7 +116,7 @@ impl BufferTracker {
 }
 
 /// What the model says for one configuration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BufferResult {
     pub period_ms: f64,
     pub buffers: u32,

@@ -229,7 +229,7 @@ impl ComputeRun {
 }
 
 /// Real underruns of one depth.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RealResult {
     pub buffers: u64,
     pub underruns: u64,
@@ -260,7 +260,7 @@ impl RealResult {
 }
 
 /// One depth: the pipeline as it ran, and the model's prediction from the same run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DepthResult {
     /// n.
     pub buffers: u32,
@@ -271,7 +271,7 @@ pub struct DepthResult {
 }
 
 /// What a computing stream found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ComputeResult {
     /// c as asked.
     pub compute_ns: u64,

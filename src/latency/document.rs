@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 pub const LATENCY_SCHEMA: &str = "osmeter.latency/1";
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyDoc {
     pub schema: String,
     pub period_ns: u64,
@@ -53,20 +53,20 @@ pub struct LatencyDoc {
     pub streams: Vec<StreamDoc>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClassDoc {
     pub name: ClassName,
     pub fifo_priority: Option<i32>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SkippedClass {
     pub class: ClassName,
     pub reason: String,
 }
 
 /// Percentiles of one lateness distribution, nanoseconds.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Distribution {
     pub count: u64,
     pub mean_ns: f64,
@@ -112,7 +112,7 @@ impl Distribution {
 pub const PERCENTILE_NAMES: [&str; 6] = ["p50", "p90", "p99", "p99.9", "p99.99", "max"];
 
 /// The non-empty buckets of a histogram as `[low_ns, high_ns, count]`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StoredHistogram {
     pub columns: Vec<String>,
     pub buckets: Vec<[u64; 3]>,
@@ -135,7 +135,7 @@ impl StoredHistogram {
 }
 
 /// The Gumbel projection of the worst case, or why there is none.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Estimate {
     Fitted { label: String, fit: GumbelFit },
@@ -143,7 +143,7 @@ pub enum Estimate {
 }
 
 /// Everything about one class/path/CPU stream.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StreamDoc {
     pub class: ClassName,
     pub policy: String,

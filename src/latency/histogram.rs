@@ -71,7 +71,7 @@ pub fn bucket_bounds(index: usize) -> (u64, u64) {
 }
 
 /// One non-empty bucket, for plots and storage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Bucket {
     pub low_ns: u64,
     pub high_ns: u64,

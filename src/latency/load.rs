@@ -138,7 +138,7 @@ pub fn kinds_of(loads: &[Load]) -> Vec<Kind> {
 }
 
 /// What one generator did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LoadReport {
     pub load: String,
     pub threads: usize,

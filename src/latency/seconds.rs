@@ -15,7 +15,7 @@ pub const SECOND_NS: u64 = 1_000_000_000;
 pub const OVER_NS: [u64; 3] = [100_000, 1_000_000, 10_000_000];
 
 /// One whole second of one stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SecondStats {
     /// Periods due in this second (woken and missed).
     pub periods: u32,

@@ -87,7 +87,7 @@ pub fn leaf(frames: &[String]) -> Leaf {
 }
 
 /// One stack sample taken while a measuring thread was late.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StackSample {
     /// The event that took it (hrtimer_expire_entry, irq_handler_entry, softirq_entry,
     /// sched_switch).
@@ -197,7 +197,7 @@ pub fn samples_in(events: &[Event], cpu: usize, from: u64, to: u64) -> Vec<Stack
 }
 
 /// A function seen running instead of late threads, over all episodes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cause {
     pub function: String,
     pub samples: u64,

@@ -91,7 +91,7 @@ impl StageTap {
 pub type StageTaps = Vec<Option<Arc<StageTap>>>;
 
 /// The stages of one stream and how complete they are.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StreamStages {
     /// Wakes that happened with the ring buffer on.
     pub traced_wakes: u64,
@@ -110,7 +110,7 @@ pub struct StreamStages {
 }
 
 /// How the stages were captured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StageCaptureInfo {
     pub method: String,
     pub events: Vec<String>,
@@ -121,7 +121,7 @@ pub struct StageCaptureInfo {
 }
 
 /// Everything `--stages` found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StagesReport {
     pub info: StageCaptureInfo,
     /// One per stream with stages, in stream order (None for the others).

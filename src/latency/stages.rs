@@ -342,7 +342,7 @@ impl StageAcc {
 }
 
 /// One stage's distribution.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StageStats {
     /// Its percentiles, as a stream's lateness has them (the same keys in the document).
     #[serde(flatten)]
@@ -358,7 +358,7 @@ pub struct StageStats {
 }
 
 /// The stages of one stream, keyed by stage name in pipeline order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stages {
     pub interrupt: StageStats,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -453,7 +453,7 @@ impl PhaseLog {
 }
 
 /// What the tracing cost, from wakes measured alternately with the ring buffer on and off.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Overhead {
     pub traced_wakes: u64,
     pub untraced_wakes: u64,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One stretch of an episode, from the deadline on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Span {
     pub kind: SpanKind,
     /// The task's command, the interrupt (`irq 11 virtio0`), softirq, timer or work function.
@@ -21,7 +21,7 @@ pub struct Span {
     pub dur_ns: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SpanKind {
     /// A task held the CPU (from one switch to the next).

@@ -67,7 +67,9 @@ impl Trigger {
 
 /// Which stacks cause capture records. Each costs time on the measured CPU at the events that
 /// take one (a few microseconds per kernel stack on a VM), some of it on the late thread's path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum StackMode {
     /// No stacks: events only
@@ -264,7 +266,7 @@ pub fn parse(text: &str) -> Vec<Event> {
     out
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Episode {
     pub cpu: usize,
     pub class: String,

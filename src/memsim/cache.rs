@@ -6,7 +6,7 @@ pub use super::full_lru::{FastHash, FastMap, FullLru, SeenLines};
 use super::trace::synth::Rng;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Replacement {
     Lru,
@@ -268,7 +268,7 @@ impl Store {
 }
 
 /// Geometry and policy of one cache.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CacheConfig {
     /// Bytes.

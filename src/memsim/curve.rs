@@ -25,7 +25,7 @@ use crate::units;
 use serde::{Deserialize, Serialize};
 
 /// Which references a curve's cache sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CurveCache {
     /// Instruction fetches.
@@ -178,7 +178,7 @@ fn size_spec(b: u64) -> String {
 }
 
 /// One size of a curve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CurvePoint {
     /// Bytes.
     pub size: u64,
@@ -188,7 +188,7 @@ pub struct CurvePoint {
 }
 
 /// A miss-ratio curve: all references, and user and kernel apart (one cache serves both).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CurveResult {
     /// As given, e.g. `l1d:8K-1M:8:64`.
     pub spec: String,
@@ -205,7 +205,9 @@ pub struct CurveResult {
     pub kernel: Vec<CurvePoint>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct ModeCount {
     pub user: u64,
     pub kernel: u64,

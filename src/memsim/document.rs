@@ -23,7 +23,7 @@ pub fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MemsimDoc {
     pub schema: String,
     pub trace: TraceRef,
@@ -49,7 +49,7 @@ pub struct MemsimDoc {
     pub intervals: Vec<IntervalResult>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceRef {
     pub path: String,
     /// The input format as the user named it; `None` when it was detected.
@@ -84,7 +84,7 @@ impl MemsimDoc {
 }
 
 /// Stall cycles per instruction by component, and their sum.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Mcpi {
     pub icache: f64,
     pub dcache: f64,
@@ -121,7 +121,7 @@ impl Mcpi {
 }
 
 /// Stall cycles by component.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StallCycles {
     pub icache: u64,
     pub dcache: u64,
@@ -142,21 +142,21 @@ impl StallCycles {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ModeMcpi {
     pub user: Mcpi,
     pub system: Mcpi,
     pub total: Mcpi,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OwnMcpi {
     pub user: Mcpi,
     pub system: Mcpi,
 }
 
 /// Misses by class: compulsory, capacity, conflict (zero when not classified).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MissClasses {
     pub compulsory: u64,
     pub capacity: u64,
@@ -169,7 +169,7 @@ impl MissClasses {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CacheDoc {
     pub accesses: u64,
     pub misses: u64,
@@ -198,7 +198,7 @@ impl CacheDoc {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TlbDoc {
     pub refs: u64,
     pub misses: u64,
@@ -207,7 +207,7 @@ pub struct TlbDoc {
     pub present: bool,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WriteBufferDoc {
     pub writes: u64,
     pub merged: u64,
@@ -216,7 +216,7 @@ pub struct WriteBufferDoc {
 }
 
 /// One mode's (user or system) counts on one machine.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ModeDoc {
     pub instructions: u64,
     pub reads: u64,
@@ -280,7 +280,7 @@ impl ModeDoc {
 }
 
 /// Stalls of the references of one address space.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SpaceDoc {
     pub asid: u32,
     pub instructions: u64,
@@ -289,7 +289,7 @@ pub struct SpaceDoc {
 }
 
 /// One simulated machine's results.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MachineDoc {
     pub name: String,
     pub config: MachineConfig,
@@ -386,7 +386,7 @@ impl MachineDoc {
 }
 
 /// References of the idle loop left out of the simulation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IdleDropped {
     pub instructions: u64,
     pub reads: u64,
@@ -394,7 +394,7 @@ pub struct IdleDropped {
 }
 
 /// MCPI per kernel category (from the kernel's symbols), for every simulated machine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AttributionDoc {
     pub symbols: String,
     pub idle_excluded: bool,
@@ -402,7 +402,7 @@ pub struct AttributionDoc {
     pub machines: Vec<CategoryTable>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CategoryTable {
     pub name: String,
     pub non_idle_instructions: u64,
@@ -411,7 +411,7 @@ pub struct CategoryTable {
 
 /// One category's references and stalls. `mcpi` divides its stalls by every non-idle instruction
 /// (the rows add up to the machine's MCPI less idle); `own_mcpi` by the category's own.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CategoryRow {
     pub name: String,
     pub instructions: u64,
@@ -424,7 +424,7 @@ pub struct CategoryRow {
 }
 
 /// The verdict on one assertion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum AssertionVerdict {
     #[serde(rename = "holds")]
     Holds,
@@ -444,7 +444,7 @@ impl AssertionVerdict {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AssertionDoc {
     pub number: u32,
     pub assertion: String,
@@ -457,7 +457,7 @@ pub struct AssertionDoc {
     pub figures: BTreeMap<String, Option<f64>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AssertionsDoc {
     pub machine: String,
     pub significant: f64,

@@ -20,7 +20,7 @@ pub const MIN_INTERVAL: u64 = 1000;
 pub const INTERVAL_BYTES: u64 = 1024;
 
 /// One interval of one machine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntervalPoint {
     /// Index in the trace of the interval's first reference.
     pub first: u64,
@@ -35,7 +35,7 @@ pub struct IntervalPoint {
     pub l1d_miss_rate: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntervalMcpi {
     pub user: f64,
     pub system: f64,
@@ -43,7 +43,7 @@ pub struct IntervalMcpi {
 }
 
 /// Every interval of one machine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntervalResult {
     pub machine: String,
     /// References per interval (the last may be shorter).

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Everything that defines a simulated machine; also the format of `--config FILE` (JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MachineConfig {
     pub name: String,
@@ -84,7 +84,7 @@ const WBUF: usize = 2;
 const TLB: usize = 3;
 const UNCACHED: usize = 4;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CacheCounts {
     pub accesses: u64,
     pub misses: u64,
@@ -113,7 +113,7 @@ impl CacheCounts {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ModeStats {
     pub instructions: u64,
     pub reads: u64,
@@ -133,13 +133,13 @@ pub struct ModeStats {
     pub wbuf_merges: u64,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SpaceStats {
     pub instructions: u64,
     pub stall: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Stats {
     /// Indexed by `Mode`: user, kernel.
     pub mode: [ModeStats; 2],

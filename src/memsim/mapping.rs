@@ -3,7 +3,7 @@
 use super::cache::FastMap;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case", tag = "policy")]
 pub enum Mapping {
     /// Physical page = virtual page (address spaces alias one another).

@@ -18,7 +18,7 @@ use std::fmt::Write;
 const PLACEMENT: &str = "placement";
 
 /// Where a row's counts come from.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(tag = "from", rename_all = "kebab-case")]
 pub enum CountSource {
     /// Counted in the guest at this point (the figure's own, or the same with both parties on
@@ -29,7 +29,7 @@ pub enum CountSource {
 }
 
 /// Instructions per operation of one of the paper's figures in one guest.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct CountRow {
     /// The figure as the paper's table reads it (`probe key=value ...`).
     pub figure: String,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 pub const REFERENCE: ProbeRef = probe(crate::results::derive::REFERENCE_PROBE, &[]);
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct CpuSpeed {
     /// Millions of instructions of the reference mix per second (instructions counted by
     /// callgrind for this build).

@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Machine {
     pub id: String,
@@ -37,7 +37,9 @@ impl Machine {
 }
 
 /// Where in the paper a table's numbers are printed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// A numbered table.
@@ -101,7 +103,7 @@ impl Table {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Holds,
@@ -109,7 +111,7 @@ pub enum Verdict {
 }
 
 /// One of Chen and Bershad's assertions, in osmeter's words, with the paper's verdict.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Assertion {
     pub number: u8,
@@ -132,7 +134,7 @@ pub struct Paper {
 }
 
 /// One published value with everything needed to read it alone.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Cell<'a> {
     pub paper: PaperId,
     pub table: &'a str,

@@ -30,7 +30,7 @@ pub const CHEN_BERSHAD_PROBES: &[&str] = &[
 const MCPI_TABLE: &str = "2-4";
 
 /// MCPI of one kernel in one mode, over the workload.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct McpiRow {
     /// The kernel (and its parameters), or the paper's system.
     pub system: String,

@@ -29,7 +29,18 @@ mod view_tests;
 use serde::{Deserialize, Serialize};
 
 /// A seed paper, by the short name the command line uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+    schemars::JsonSchema,
+)]
 pub enum PaperId {
     #[serde(rename = "ousterhout89")]
     #[value(name = "ousterhout89")]

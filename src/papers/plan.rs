@@ -124,7 +124,7 @@ pub fn check_runs(paper: PaperId, table: Option<&str>, runs: &[Run]) -> Result<V
 }
 
 /// One line of `osmeter paper` (an element of `osmeter paper --json`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Listing {
     pub paper: PaperId,
     pub name: String,

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The units the four papers print their figures in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Unit {
     #[serde(rename = "us")]
     Microseconds,
@@ -114,7 +114,7 @@ impl Unit {
 
 /// How exactly the paper states a figure. Stored documents (the paper view) hold it tagged by
 /// `kind`; the data files write it in their own notation, read by [`cells_in_notation`].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Quantity {
     Exact {

@@ -115,7 +115,7 @@ impl ProbeRef {
 }
 
 /// Today's figure, in the paper's unit.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct NowValue {
     pub value: f64,
     /// The 95 % confidence interval of the median, in the same unit.

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
 /// Where a row's split comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SplitSource {
     /// The hardware counters, counted user-only and kernel-only.
@@ -22,7 +22,7 @@ pub enum SplitSource {
 }
 
 /// One figure's split per operation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ModeSplit {
     /// The figure (`probe key=value ...`) and the run it came from.
     pub figure: String,

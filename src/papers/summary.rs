@@ -16,7 +16,7 @@ use crate::stats::geomean::geomean;
 use serde::{Deserialize, Serialize};
 
 /// One primitive against the processor, over the paper's rated machines.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct PrimitiveSummary {
     pub table: String,
     pub column: String,
@@ -40,7 +40,7 @@ pub struct PrimitiveSummary {
 
 /// The OS primitives' speed-up relative to the CPU, as one number: the geometric mean of their
 /// per-primitive geometric means, hardware figures left out.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct OsMean {
     pub relative_geomean: f64,
     pub primitives: usize,

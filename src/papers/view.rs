@@ -23,7 +23,7 @@ use latency::*;
 pub const PAPER_SCHEMA: &str = "osmeter.paper/1";
 
 /// One published value and today's counterpart.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct CellPair {
     pub table: String,
     pub row: String,
@@ -52,7 +52,7 @@ pub struct CellPair {
 }
 
 /// One of Chen and Bershad's assertions: the paper's verdict and today's (memsim `--assertions`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct AssertionPair {
     pub number: u8,
     pub claim: String,
@@ -62,7 +62,7 @@ pub struct AssertionPair {
     pub today_detail: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct TableNote {
     pub table: String,
     pub note: String,
@@ -70,7 +70,7 @@ pub struct TableNote {
 
 /// The whole view of one paper: the `osmeter paper NAME --json` document, read back as the same
 /// value.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct PaperDoc {
     pub schema: String,
     pub paper: PaperId,

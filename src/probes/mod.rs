@@ -29,7 +29,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 /// Where a probe comes from: the paper or peer tool whose measurement it reproduces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub enum Origin {
     #[serde(rename = "ousterhout89")]
     Ousterhout89,

@@ -14,7 +14,7 @@ use crate::results::profile::{
 use std::collections::HashMap;
 
 /// What a profiling round gathered, handed from the worker to the run.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Gathered {
     pub source: SamplingSource,
     pub samples: Vec<Sample>,
@@ -32,7 +32,9 @@ pub struct Gathered {
 /// without: on a machine where each sample is dear (a VM whose timer interrupts leave the guest)
 /// the sampled runs are several times slower, and every sample then stands for less of the
 /// workload's own time than its period.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Pace {
     pub sampled_ns_per_op: f64,
     pub unsampled_ns_per_op: f64,

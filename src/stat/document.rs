@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 pub const STAT_SCHEMA: &str = "osmeter.stat/1";
 
 /// What one run of the command measured.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
     pub wall_ns: u64,
     /// CPU time of the command and the descendants it waited for (wait4 rusage).
@@ -36,7 +36,7 @@ impl RunRecord {
 }
 
 /// The units the stat document states its figures in (stored as written since schema 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum StatUnit {
     #[serde(rename = "ns")]
     Nanoseconds,
@@ -50,7 +50,7 @@ pub enum StatUnit {
     Ratio,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FigureSummary {
     pub unit: StatUnit,
     /// Runs that gave a value for this figure.
@@ -65,7 +65,7 @@ pub struct FigureSummary {
     pub max: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatDoc {
     pub schema: String,
     pub command: Vec<String>,

@@ -41,7 +41,7 @@ pub const SUBCOMMAND: &str = "measure-worker";
 const REPORT_PIPE_ENV: &str = "OSMETER_REPORT_PIPE";
 
 /// Everything a worker needs to measure one task, without reading the command line.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Job {
     pub cpu: usize,
     pub fifo: Option<i32>,
@@ -58,7 +58,7 @@ pub struct Job {
     pub task: Task,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Task {
     /// The harness's own cost, subtracted from the figures of the rounds that follow.
     Overhead,
@@ -83,7 +83,7 @@ pub enum Task {
 }
 
 /// A worker's answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Report {
     Overhead(Overhead),
     Yardstick(crate::meter::yardstick::YardstickReading),
@@ -105,14 +105,14 @@ pub enum Report {
 
 /// What a worker writes back: its report, and the signal that stopped it if one did, so that the
 /// parent tells a signal it passed on (the user's Ctrl-C) from one another process sent.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 struct Answer {
     report: Report,
     stopped_by: Option<Stop>,
 }
 
 /// A stopping signal a worker received, and who sent it (None: the kernel, or unnamed).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, schemars::JsonSchema)]
 struct Stop {
     signal: i32,
     sender: Option<i32>,

@@ -16,6 +16,9 @@ pub struct TestEnv {
 
 impl TestEnv {
     pub fn new() -> TestEnv {
+        // A test that reads stored runs through osmeter's library reads their sections typed,
+        // as the binary does.
+        osmeter::hand_down_document_kinds();
         TestEnv {
             dir: tempfile::tempdir().unwrap(),
         }

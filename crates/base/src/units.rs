@@ -7,7 +7,19 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 /// What a figure counts. The stored symbol is the serde name.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Serialize,
+    Deserialize,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    schemars::JsonSchema,
+)]
 pub enum Unit {
     /// Nanoseconds (per operation, or a latency).
     #[serde(rename = "ns")]

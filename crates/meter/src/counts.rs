@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 /// Counter values per operation, by event name.
 pub type CounterValues = BTreeMap<String, f64>;
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct CounterScopes {
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub user: CounterValues,
@@ -27,7 +27,7 @@ impl CounterScopes {
 }
 
 /// Interference counters: cumulative at an instant, or the delta over one sample.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct SampleInterference {
     pub irq_timer: u64,
     pub irq_other: u64,

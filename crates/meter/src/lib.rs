@@ -29,7 +29,9 @@ use serde::Serialize;
 use std::time::Instant;
 
 /// Which privilege level a count covers. Software events (task-clock, faults, switches) count both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     User,
@@ -82,7 +84,9 @@ pub trait Sensors {
 }
 
 /// Why a measurement stopped before it was complete.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Cut {
     /// Ctrl-C or SIGTERM: the whole run stops.

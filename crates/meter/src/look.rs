@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What the machine looked like at one instant.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Look {
     /// Load averages over 1, 5 and 15 minutes.
     pub loadavg: [f64; 3],

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 /// Size of a transparent huge page on x86-64 and most arm64 kernels.
 pub const HUGE_PAGE: usize = 2 << 20;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Pages {
     /// Every byte in 2 MiB pages.

@@ -18,7 +18,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// The cpu cgroup whose real-time budget applies to the calling thread.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CpuGroup {
     /// The root group of cgroup v2 (or no cpu controller at all): sched_rt_runtime_us is the budget.
@@ -41,7 +41,7 @@ pub enum CpuGroup {
 }
 
 /// What decides the outcome, as read from the system.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RtFacts {
     pub euid: u32,
     pub cap_sys_nice: bool,
@@ -56,7 +56,7 @@ pub struct RtFacts {
 }
 
 /// Which rule decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RtCause {
     Allowed,
@@ -74,7 +74,7 @@ pub enum RtCause {
     OtherError,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RtDiagnosis {
     pub priority: i32,
     pub allowed: bool,

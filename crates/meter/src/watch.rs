@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 pub const PERIOD: Duration = Duration::from_millis(250);
 
 /// A process that used the measuring CPU during the run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Taker {
     pub pid: u32,
     pub command: String,

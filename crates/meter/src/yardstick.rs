@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// One reading of both yardsticks.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct YardstickReading {
     /// Nanoseconds per step of a dependent chain of integer arithmetic (registers only).
     pub cpu_ns: f64,
@@ -22,7 +22,7 @@ pub struct YardstickReading {
 }
 
 /// The readings of one run, in the order they were taken.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Yardstick {
     pub readings: Vec<YardstickReading>,
 }

@@ -20,7 +20,15 @@ use std::sync::OnceLock;
 
 /// A part's document, stored in a run's `sections` under its kind's name.
 pub trait Document:
-    Serialize + DeserializeOwned + Clone + Debug + PartialEq + Send + Sync + 'static
+    Serialize
+    + DeserializeOwned
+    + schemars::JsonSchema
+    + Clone
+    + Debug
+    + PartialEq
+    + Send
+    + Sync
+    + 'static
 {
     const KIND: RunKind;
     /// Every figure it states, in the order its own table shows them.
@@ -95,6 +103,8 @@ impl<D: Document> AnyDocument for D {
 pub struct DocumentKind {
     pub kind: RunKind,
     pub parse: fn(serde_json::Value) -> serde_json::Result<Box<dyn AnyDocument>>,
+    /// Its JSON Schema, for the run's schema (`osmeter schema run`).
+    pub schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
 }
 
 impl DocumentKind {
@@ -102,8 +112,13 @@ impl DocumentKind {
         DocumentKind {
             kind: D::KIND,
             parse: parse_as::<D>,
+            schema: schema_of::<D>,
         }
     }
+}
+
+fn schema_of<D: Document>(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    generator.subschema_for::<D>()
 }
 
 fn parse_as<D: Document>(v: serde_json::Value) -> serde_json::Result<Box<dyn AnyDocument>> {
@@ -124,14 +139,17 @@ pub fn read_kinds_from(kinds: &'static [DocumentKind]) {
     );
 }
 
-fn reader_of(kind: RunKind) -> Option<&'static DocumentKind> {
+fn handed_down_kinds() -> &'static [DocumentKind] {
     // Without the list a stored section would be kept untyped and every reader of it would find
     // nothing: a caller that forgot to hand it down must fail at once, not measure on.
-    let kinds = KINDS.get().expect(
-        "a stored document was read before the document kinds were handed to osmeter-results \
-         (results::document::read_kinds_from; osmeter's main does it first)",
-    );
-    kinds.iter().find(|k| k.kind == kind)
+    KINDS.get().expect(
+        "a stored document was read, or described, before the document kinds were handed to \
+         osmeter-results (results::document::read_kinds_from; osmeter's main does it first)",
+    )
+}
+
+fn reader_of(kind: RunKind) -> Option<&'static DocumentKind> {
+    handed_down_kinds().iter().find(|k| k.kind == kind)
 }
 
 /// The documents of a run, one per kind at most. Kinds this osmeter does not know (a newer
@@ -227,6 +245,28 @@ impl Serialize for Sections {
     }
 }
 
+/// Each known kind's document under its name; a newer osmeter's kinds may stand beside them.
+impl schemars::JsonSchema for Sections {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Sections".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let properties: serde_json::Map<String, serde_json::Value> = handed_down_kinds()
+            .iter()
+            .map(|k| {
+                (
+                    k.kind.as_str().to_string(),
+                    (k.schema)(generator).to_value(),
+                )
+            })
+            .collect();
+        schemars::json_schema!({
+            "type": "object",
+            "properties": properties,
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Sections {
     fn deserialize<De: Deserializer<'de>>(d: De) -> std::result::Result<Sections, De::Error> {
         let raw = BTreeMap::<String, serde_json::Value>::deserialize(d)?;
@@ -255,7 +295,7 @@ mod tests {
     use crate::units::Unit;
 
     /// A document kind of its own, so these tests do not lean on any part's type.
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
     struct Counted {
         n: u64,
     }

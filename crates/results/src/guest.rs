@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 pub const GUEST_SCHEMA: &str = "osmeter.guest/1";
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct GuestDoc {
     pub schema: String,
     /// The kernel as the user named it: a Debian package or an image path.
@@ -56,7 +56,7 @@ pub struct GuestDoc {
 }
 
 /// One parameter point of a probe, as counted in the guest.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct GuestProbe {
     pub probe: String,
     pub params: Params,
@@ -79,7 +79,7 @@ pub struct GuestProbe {
 /// One operation's references simulated by memsim on one preset machine, user and kernel apart.
 /// The simulated caches stay warm from window to window (as a real machine's would over the
 /// timed loop), and like the counts, these are the difference of the two windows over n.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct SimulatedOp {
     pub preset: String,
     pub user: SimulatedMode,
@@ -92,7 +92,7 @@ impl SimulatedOp {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct SimulatedMode {
     /// First-level instruction cache misses (a unified first level counts them in `l1d_misses`).
     pub l1i_misses: f64,
@@ -131,7 +131,7 @@ impl SimulatedMode {
 
 /// Stall cycles per operation by memsim's components (instruction cache, data cache, write
 /// buffer, TLB, uncached references).
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct StallParts {
     pub icache: f64,
     pub dcache: f64,
@@ -142,7 +142,7 @@ pub struct StallParts {
 
 /// Kernel instructions per operation, by memsim's category (`crate::kernel_parts::Category`)
 /// and by function (only those of at least one instruction per hundred operations).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct KernelParts {
     pub categories: std::collections::BTreeMap<String, f64>,
     pub functions: std::collections::BTreeMap<String, f64>,
@@ -156,13 +156,13 @@ impl GuestProbe {
 
 /// Counts per operation, user and kernel apart. Every instruction is one fetch, so fetches are
 /// the instruction count; references are fetches, loads and stores.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct OpCounts {
     pub user: ModeCounts,
     pub kernel: ModeCounts,
 }
 
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ModeCounts {
     pub instructions: f64,
     pub loads: f64,

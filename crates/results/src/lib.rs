@@ -45,6 +45,7 @@ pub mod model;
 pub mod params;
 pub mod profile;
 pub mod report;
+pub mod schema;
 pub mod store;
 pub mod table;
 pub mod timeline;

@@ -22,7 +22,7 @@ pub const MIN_SAMPLES: usize = 10;
 /// The hypervisor stole at least this share of the measuring CPU's time: busy.
 pub const STEAL_SHARE: f64 = 0.05;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Quiet,
@@ -30,7 +30,7 @@ pub enum Verdict {
 }
 
 /// The verdict and what it rests on, stored with the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Machine {
     pub verdict: Verdict,
     /// The measuring CPU.
@@ -43,7 +43,7 @@ pub struct Machine {
     pub evidence: Evidence,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuChoice {
     /// True when osmeter chose the CPU (no `--cpu`).
     pub chosen: bool,
@@ -52,7 +52,7 @@ pub struct CpuChoice {
     pub busy: Vec<CpuBusy>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuBusy {
     pub cpu: usize,
     /// Share of its time not idle.
@@ -80,7 +80,7 @@ impl CpuChoice {
 }
 
 /// What the verdict rests on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Evidence {
     /// Wall time the run measured for, seconds.
     pub seconds: f64,

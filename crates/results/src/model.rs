@@ -15,7 +15,7 @@ pub use crate::units::Unit;
 /// Parameters of one measurement, e.g. `{"size": 16384, "placement": "cross"}`.
 pub type Params = BTreeMap<String, serde_json::Value>;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Run {
     pub schema: String,
     pub id: String,
@@ -116,7 +116,9 @@ pub fn machine_class(fingerprint: Option<&crate::results::fingerprint::Fingerpri
 }
 
 /// What produced a run. Runs of one kind can be compared with each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum RunKind {
     /// `osmeter run`: microbenchmarks.
@@ -163,7 +165,7 @@ impl std::fmt::Display for RunKind {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct RunOptions {
     pub probes: Vec<String>,
     pub samples: usize,
@@ -191,7 +193,7 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Overhead {
     /// Fixed cost of one sample (clock and counter reads), nanoseconds.
     pub per_sample_ns: f64,
@@ -201,7 +203,7 @@ pub struct Overhead {
     pub per_sample_counters: CounterScopes,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Ok,
@@ -210,7 +212,7 @@ pub enum Status {
 }
 
 /// What else happened on the machine while the samples were taken: totals, and each sample's own.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Interference {
     pub irq_timer: u64,
     pub irq_other: u64,
@@ -232,7 +234,7 @@ pub struct Interference {
     pub per_sample: Vec<SampleInterference>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Measurement {
     pub probe: String,
     pub params: Params,
@@ -281,7 +283,7 @@ pub struct Measurement {
 }
 
 /// One claim of a probe checked against a figure's counters.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ClaimCheck {
     /// Software event, as in `counters.software`.
     pub event: String,
@@ -322,7 +324,7 @@ impl ClaimCheck {
 }
 
 /// What one round of a figure gave: the median of its samples, and where it ran.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct RoundValue {
     /// Round number, from 0.
     pub round: usize,

@@ -21,7 +21,7 @@ pub const EXACT_UP_TO: usize = 60;
 const EFFICIENCY: f64 = 3.0 / std::f64::consts::PI;
 
 /// What the pairs of one figure say.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Paired {
     /// Pairs taken.
     pub pairs: usize,

@@ -9,7 +9,7 @@ const OUTLIER_Z: f64 = 3.5;
 const OUTLIER_MIN_RELATIVE: f64 = 0.02;
 
 /// The summary of one figure's samples, as stored with it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Summary {
     pub median: f64,
     pub mean: f64,

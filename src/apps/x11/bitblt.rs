@@ -24,7 +24,7 @@ pub const WIDTH: u16 = 570;
 pub const IMAGE_ROWS: u16 = 1520;
 pub const WINDOW_ROWS: u16 = 760;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum BlitPath {
     /// Each frame sent by the client (PutImage).
@@ -43,7 +43,7 @@ impl BlitPath {
 }
 
 /// One scroll through the image at one depth along one path.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Scroll {
     /// Bits per pixel of the image: 1 or 24.
     pub depth: u8,

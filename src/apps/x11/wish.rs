@@ -21,7 +21,7 @@ pub const WIDGETS_PER_PANEL: usize = ROWS * 5 + 3;
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// What one wish run did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WishRun {
     pub iterations: u64,
     pub widgets_created: u64,

@@ -18,7 +18,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// The kernel's share of each kind of reference and of all of them.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KernelShare {
     pub instructions: f64,
     pub reads: f64,
@@ -40,7 +40,7 @@ pub fn share(counts: &[[u64; 2]; 3]) -> KernelShare {
 }
 
 /// References of one kernel function, by kind.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FunctionShare {
     pub name: String,
     pub references: u64,
@@ -50,7 +50,7 @@ pub struct FunctionShare {
 }
 
 /// References of one kernel category, by kind, with its busiest functions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CategoryShare {
     pub name: String,
     pub description: String,
@@ -63,7 +63,7 @@ pub struct CategoryShare {
 }
 
 /// Kernel references by category, from the kernel's symbols.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Attribution {
     /// The symbol file used.
     pub symbols: String,

@@ -9,7 +9,9 @@ use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 /// References of one mode by kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct KindCounts {
     pub instructions: u64,
     pub reads: u64,
@@ -27,7 +29,7 @@ impl KindCounts {
 }
 
 /// The `trace info` document (`--json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceSummary {
     pub file: String,
     pub references: u64,

@@ -22,7 +22,7 @@ const CYCLES: u64 = 2;
 /// Longest a callgrind count may take (valgrind starting on a loaded machine included).
 const CALLGRIND_TIMEOUT: Duration = Duration::from_secs(120);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Method {
     Callgrind,
@@ -30,14 +30,14 @@ pub enum Method {
     Pmu,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Calibration {
     /// Instructions of one pass, averaged over whole cycles of the variants.
     pub instructions_per_pass: f64,
     pub method: Method,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 struct CacheEntry {
     exe: PathBuf,
     size: u64,

@@ -19,7 +19,7 @@ use std::path::Path;
 pub const LOOP: &str = "harness.loop";
 
 /// One line of the guest's report.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(tag = "line", rename_all = "lowercase")]
 pub enum ReportLine {
     /// First: the guest is up and osmeter runs.
@@ -44,7 +44,7 @@ pub enum ReportLine {
     Done,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(tag = "status", rename_all = "lowercase")]
 pub enum Outcome {
     Ok {

@@ -11,14 +11,14 @@ use std::path::Path;
 /// Where the plan lives inside the guest.
 pub const GUEST_PLAN: &str = "/plan.json";
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Plan {
     /// Operations in the shorter window of each point, before fitting it between timer ticks.
     pub iterations: u64,
     pub probes: Vec<Planned>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Planned {
     pub probe: String,
     /// One point to count; none: every point of the probe's quick scale.

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
 
 /// Whether one event can be counted here, and if not why (for `osmeter info`).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct EventStatus {
     pub scope: Scope,
     pub name: &'static str,

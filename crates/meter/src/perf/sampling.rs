@@ -37,7 +37,9 @@ pub const SAMPLE_HZ: u64 = 20_000;
 const RING_PAGES: usize = 128;
 
 /// What the samples are taken on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SamplingSource {
     /// PERF_COUNT_HW_CPU_CYCLES at a frequency; a sample's period is cycles.
@@ -56,7 +58,9 @@ impl SamplingSource {
 }
 
 /// One decoded sample. Chains are leaf first, without the kernel's context markers.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct Sample {
     pub pid: u32,
     pub tid: u32,
@@ -70,7 +74,17 @@ pub struct Sample {
 }
 
 /// What a ring held besides samples.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 pub struct RingStats {
     /// Samples the kernel dropped because the ring was full.
     pub lost: u64,

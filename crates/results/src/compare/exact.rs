@@ -9,7 +9,7 @@ use crate::usage;
 use serde::Serialize;
 use std::fmt::Write;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct ExactRow {
     /// The probe and its parameters.
     pub figure: String,
@@ -29,7 +29,7 @@ pub struct ExactRow {
     pub simulated: bool,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct ExactComparison {
     pub runs_a: Vec<String>,
     pub runs_b: Vec<String>,
@@ -55,7 +55,7 @@ pub struct ExactComparison {
 }
 
 /// The change of one probe point's kernel instructions per operation, split.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct KernelMove {
     pub figure: String,
     /// Kernel instructions per operation, B - A.
@@ -66,7 +66,7 @@ pub struct KernelMove {
     pub functions: Vec<PartMove>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct PartMove {
     pub name: String,
     pub a: f64,

@@ -23,7 +23,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// The machine's own change of speed between the two sides.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MachineSpeed {
     /// Which yardstick saw it: "yardstick" (the CPU loop read between every run's rounds) or
     /// "cpu.reference" (the figure, in runs that predate the readings).

@@ -95,7 +95,9 @@ impl Default for CompareConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Faster,
@@ -107,7 +109,7 @@ pub enum Verdict {
 }
 
 /// One figure present on both sides.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FigureComparison {
     pub key: String,
     pub group: String,
@@ -150,7 +152,7 @@ pub struct FigureComparison {
     pub caveats: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub kind: RunKind,
     pub runs_a: Vec<String>,
@@ -209,7 +211,7 @@ impl Comparison {
 }
 
 /// A compared run that was measured on a busy machine.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct BusyRun {
     /// "A" or "B".
     pub side: String,

@@ -1,4 +1,4 @@
-//! The versioned run document itself, raw samples included.
+//! The versioned run document itself, raw samples included, headed by its `"$schema"`.
 
 use super::{ExportOptions, Exporter};
 use crate::results::model::Run;
@@ -11,7 +11,7 @@ impl Exporter for Json {
         "json"
     }
     fn write(&self, run: &Run, _: &ExportOptions, out: &mut dyn Write) -> io::Result<()> {
-        serde_json::to_writer_pretty(&mut *out, run)?;
+        serde_json::to_writer_pretty(&mut *out, &crate::results::schema::Stamped(run))?;
         writeln!(out)
     }
 }

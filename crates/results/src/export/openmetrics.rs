@@ -126,7 +126,7 @@ impl Exporter for OpenMetrics {
         }
         let explained: Vec<&Figure> = figures.iter().filter(|f| !f.explain.is_empty()).collect();
         if !explained.is_empty() && run.kind() == RunKind::Run {
-            let name = "osmeter_counter_per_operation";
+            let name = "osmeter_perf_events_per_operation";
             writeln!(out, "# TYPE {name} gauge\n# HELP {name} perf_event count per operation, by privilege scope.")?;
             for f in explained {
                 let labels = base(f);

@@ -36,7 +36,7 @@ impl Exporter for TraceEvent {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct File {
     pub trace_events: Vec<Event>,
@@ -45,13 +45,13 @@ pub struct File {
     pub other_data: OtherData,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct OtherData {
     pub run: String,
     pub exporter: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Event {
     pub name: String,
     /// "X" a complete event, "M" metadata.

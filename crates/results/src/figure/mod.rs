@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A figure the run meant to state but could not, and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Unmeasured {
     pub key: String,
     pub status: Status,
@@ -57,7 +57,7 @@ impl Run {
 }
 
 /// Which way a figure is better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     Lower,
@@ -83,7 +83,7 @@ impl Direction {
 }
 
 /// What a figure's value rests on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Evidence {
     /// Deterministic: the same input gives the same value, so any difference is real.
@@ -118,7 +118,7 @@ impl Evidence {
 /// What a figure measures, for summaries that must not mix kinds of speed (Ousterhout's question
 /// is how the operating system's primitives kept up with the CPU: hardware figures and the
 /// harness's own cost do not belong in that average).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// An operating-system primitive (a system call, a context switch, a file operation).
@@ -131,7 +131,7 @@ pub enum Role {
     Other,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Figure {
     /// Stable and unique within a run: `syscall.null`, `ipc.pipe_pingpong placement=cross`,
     /// `high/timer cpu1 p99`, `ds5000-200 mcpi.total`, `time:wall`.

@@ -42,7 +42,9 @@ pub const SPREAD_HOSTS: usize = 6;
 const MOST_RUNS: usize = 1000;
 
 /// What a figure's distances were judged against.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Noise {
     /// The spread between the class's hosts, with each host's own uncertainty.
@@ -53,7 +55,7 @@ pub enum Noise {
 }
 
 /// Why a host called off is off.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Cause {
     /// Off relative to its machine's speed too: the system (kernel, configuration, a filter).
@@ -64,7 +66,7 @@ pub enum Cause {
 }
 
 /// A host's standing with its value taken relative to its machine's speed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Relative {
     /// (value at the machine's speed) / the class's median of the same.
     pub ratio: f64,

@@ -57,7 +57,7 @@ impl Default for FleetQuery {
 }
 
 /// How hosts were judged; stated in every report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Method {
     pub alpha: f64,
     pub min_effect: f64,
@@ -70,7 +70,7 @@ pub struct Method {
 }
 
 /// One host's standing on one figure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cell {
     pub host: String,
     /// Median of the host's runs in the window.
@@ -109,7 +109,7 @@ pub struct Cell {
 }
 
 /// One figure across the hosts of one class.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FigureRow {
     pub figure: String,
     pub unit: Unit,
@@ -123,7 +123,7 @@ pub struct FigureRow {
 }
 
 /// Hosts that share CPU model, CPU count, kernel and preemption model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Class {
     pub name: String,
     pub hosts: Vec<String>,
@@ -134,7 +134,7 @@ pub struct Class {
 }
 
 /// When a host that is off moved, from the change points of its series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostChange {
     pub host: String,
     pub figure: String,
@@ -145,7 +145,7 @@ pub struct HostChange {
 }
 
 /// One host in a line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostSummary {
     /// The host name, with the machine id beside it (`name [id]`) when another machine goes by
     /// the same name.
@@ -167,7 +167,7 @@ pub struct HostSummary {
 }
 
 /// `osmeter fleet`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FleetReport {
     pub store: String,
     pub method: Method,

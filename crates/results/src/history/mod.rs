@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// How change points are searched for; stated in every history.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Method {
     pub name: String,
     /// A split is kept when its permutation p-value is below this.
@@ -34,7 +34,7 @@ pub struct Method {
 }
 
 /// One run's value.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Point {
     pub run: String,
     pub started_at: String,
@@ -47,7 +47,7 @@ pub struct Point {
 }
 
 /// A stretch of runs between change points.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Segment {
     /// Index in `points` of its first run, and one past its last.
     pub start: usize,
@@ -63,7 +63,7 @@ pub struct Segment {
 }
 
 /// Faster or slower, in the figure's direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Move {
     Faster,
@@ -71,7 +71,7 @@ pub enum Move {
 }
 
 /// A change point: where one stretch ends and the next begins.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Change {
     /// Index in `points` of the first run after the change.
     pub index: usize,
@@ -88,14 +88,14 @@ pub struct Change {
 }
 
 /// A run that matched but was left out of the series, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LeftOut {
     pub run: String,
     pub reason: String,
 }
 
 /// `osmeter history FIGURE`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FigureHistory {
     pub figure: String,
     pub unit: Unit,

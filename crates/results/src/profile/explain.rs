@@ -15,7 +15,7 @@ use std::fmt::Write;
 /// Functions listed per figure, by the size of their change.
 const SHOWN_FUNCTIONS: usize = 8;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Explanation {
     pub figures: Vec<FigureExplanation>,
     /// Why nothing is explained (neither side has profiles), and how to take them.
@@ -26,7 +26,7 @@ pub struct Explanation {
     pub interval: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct FigureExplanation {
     pub label: String,
     pub ns_per_op: Delta,
@@ -41,7 +41,7 @@ pub struct FigureExplanation {
     pub caution: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Delta {
     pub a: f64,
     pub b: f64,

@@ -19,7 +19,7 @@ pub const PROFILES_SCHEMA: &str = "osmeter.profiles/1";
 pub const FEW_SAMPLES: u64 = 100;
 
 /// The profiles of a run.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Profiles {
     pub schema: String,
     /// Why no figure was profiled (the kernel refused to sample), if so.
@@ -44,7 +44,7 @@ impl Profiles {
 
 /// One figure's profile. Times are nanoseconds of CPU per operation of the figure, on the measuring
 /// thread and the processes it started (partners of two-party probes).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProbeProfile {
     /// The figure's label (`probe` or `probe[param=value]`).
     pub label: String,
@@ -86,14 +86,14 @@ pub struct ProbeProfile {
 pub const TOP_FUNCTIONS: usize = 20;
 pub const MAX_STACKS: usize = 2000;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ComponentShare {
     pub component: Component,
     pub ns_per_op: f64,
     pub samples: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FunctionShare {
     /// The symbol, `binary+0xOFFSET` for user code without one, or `0xADDRESS` where no symbol
     /// covers the address (never a guessed name).
@@ -106,7 +106,7 @@ pub struct FunctionShare {
     pub samples: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FoldedStack {
     pub stack: String,
     pub samples: u64,

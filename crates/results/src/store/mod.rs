@@ -20,7 +20,7 @@ use std::path::PathBuf;
 pub use crate::programs::STORE_ENV;
 
 /// One line of `osmeter runs`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct RunInfo {
     pub id: String,
     pub kind: String,
@@ -248,7 +248,9 @@ impl Location {
 // under a name that looks like a URL.
 #[cfg(feature = "fleet")]
 fn check_postgres_url(url: &str) -> std::result::Result<(), String> {
-    postgres::check_url(url).map(drop).map_err(|e| format!("{e:#}"))
+    postgres::check_url(url)
+        .map(drop)
+        .map_err(|e| format!("{e:#}"))
 }
 
 #[cfg(feature = "fleet")]

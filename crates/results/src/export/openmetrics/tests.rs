@@ -165,7 +165,7 @@ fn exposition_parses_and_carries_the_figures() {
     );
     assert!(samples
         .iter()
-        .any(|s| s.name == "osmeter_counter_per_operation" && s.labels["scope"] == "kernel"));
+        .any(|s| s.name == "osmeter_perf_events_per_operation" && s.labels["scope"] == "kernel"));
     assert!(
         !text.contains("pipe_pingpong"),
         "skipped figures are not exported as values"
@@ -196,4 +196,18 @@ fn the_parser_rejects_broken_expositions() {
         "bad escape"
     );
     assert!(parse_exposition("# TYPE a gauge\na{x=\"1\"} 1\n# EOF\n").is_ok());
+}
+
+/// A stored string holding what the text format must escape reads back as it was.
+#[test]
+fn label_values_escape_backslash_quote_and_line_feed() {
+    let mut run = sample_run();
+    let hostile = "a\\b \"c\"\nd";
+    run.fingerprint = crate::results::fingerprint::Fingerprint::from_json(
+        serde_json::json!({"hostname": hostile}),
+    );
+    let text = render(&openmetrics::OpenMetrics, &run, ExportOptions::default());
+    assert!(text.contains(r#"host="a\\b \"c\"\nd""#), "{text}");
+    let samples = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(samples.iter().all(|s| s.labels["host"] == hostile));
 }
