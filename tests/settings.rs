@@ -14,7 +14,9 @@ const ASLR: &str = "/proc/sys/kernel/randomize_va_space";
 static ASLR_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn aslr_turn() -> std::sync::MutexGuard<'static, ()> {
-    ASLR_TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    ASLR_TURN
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[test]
