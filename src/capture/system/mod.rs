@@ -15,6 +15,7 @@ pub mod count;
 pub mod debver;
 pub mod initramfs;
 pub mod kernel;
+pub mod kernel_cache;
 pub mod marker;
 pub mod qemu;
 pub mod stream;

@@ -4,6 +4,7 @@
 //! A case fails exactly where `--fail-if-slower` would fail the command (with no percentage given:
 //! every figure called slower), so the report and the exit code never disagree.
 
+pub mod budget;
 pub mod junit;
 pub mod ktap;
 
