@@ -87,11 +87,13 @@ fn show(runs: &[Run], failed: &[guest::NotCounted], json: bool) -> Result<()> {
         .iter()
         .map(|f| format!("did not boot: {}\n", f.line()))
         .collect();
+    let steps = crate::results::guest_steps::render(&docs);
     super::emit(&format!(
-        "{}\n{}\n{}{not_counted}",
+        "{}\n{}\n{}{not_counted}{}{steps}",
         render_side_by_side(&docs),
         ids.join("\n"),
-        if not_counted.is_empty() { "" } else { "\n" }
+        if not_counted.is_empty() { "" } else { "\n" },
+        if steps.is_empty() { "" } else { "\n" }
     ))
 }
 

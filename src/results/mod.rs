@@ -9,6 +9,7 @@ pub mod fingerprint;
 pub mod fleet;
 pub mod gate;
 pub mod guest;
+pub mod guest_steps;
 pub mod history;
 pub mod keep;
 pub mod listing;
