@@ -728,6 +728,7 @@ fn a_pattern_sweeps_kernels_in_version_order_and_budgets_gate_them() {
         xml.contains("tests=\"5\" failures=\"2\" errors=\"1\""),
         "{xml}"
     );
+    assert!(xml.contains("type=\"over budget\""), "{xml}");
     let ids: Vec<String> = table
         .lines()
         .filter_map(|l| l.split_once("] run ").map(|(_, id)| id.trim().to_string()))

@@ -143,6 +143,7 @@ pub fn of_guests(docs: &[&GuestDoc], budgets: &[Budget]) -> Gate {
     }
     Gate {
         name: "osmeter run --guest budgets".into(),
+        failure: "over budget",
         cases,
     }
 }
