@@ -768,8 +768,10 @@ pub struct RunArgs {
 /// `run --guest`: the probes inside a QEMU guest, counted exactly.
 #[derive(Args, Debug, Clone, Default)]
 pub struct GuestArgs {
-    /// Run the probes inside a QEMU guest (TCG) booting this kernel: an image path or a Debian
-    /// kernel package (fetched once, cached). Counts instructions, loads and stores per operation,
+    /// Run the probes inside a QEMU guest (TCG) booting this kernel: an image path, a Debian
+    /// kernel package (fetched once, cached), or a pattern of packages
+    /// ('linux-image-6.12.*-cloud-amd64', or a range: 'linux-image-6.1.0-47..57-cloud-amd64'),
+    /// booted oldest first. Counts instructions, loads and stores per operation,
     /// user and kernel apart, exactly; keeps one run per kernel and --append set (repeatable)
     #[arg(long = "guest", value_name = "KERNEL")]
     pub kernels: Vec<String>,
@@ -795,6 +797,30 @@ pub struct GuestArgs {
     /// per operation, user and kernel apart, and kernel instructions by function
     #[arg(long = "preset", value_name = "NAME", value_enum, requires = "kernels")]
     pub presets: Vec<crate::memsim::config::PresetName>,
+    /// With --guest: list the kernels the --guest values name (patterns and ranges expanded,
+    /// oldest first), their downloads and what the cache holds; fetch and boot nothing
+    #[arg(long, requires = "kernels")]
+    pub dry_run: bool,
+    /// With --guest: the most the kernel cache may hold; the least recently used kernels are
+    /// removed to stay under it (never one the command boots), and a sweep that alone is larger
+    /// says so
+    #[arg(long, value_name = "SIZE", requires = "kernels",
+          default_value = crate::capture::system::kernel_cache::DEFAULT_MAX,
+          value_parser = crate::capture::system::kernel_cache::size_arg)]
+    pub cache_max: u64,
+    /// With --guest: exit 4 when a count per operation is over this budget in any guest, e.g.
+    /// syscall.null=kernel.instructions:320 (repeatable; MODE user or kernel, EVENT
+    /// instructions, loads or stores)
+    #[arg(long, value_name = "PROBE=MODE.EVENT:LIMIT", requires = "kernels",
+          value_parser = crate::results::gate::budget::Budget::parse)]
+    pub fail_if_over: Vec<crate::results::gate::budget::Budget>,
+    /// With --guest: budgets read from FILE, one PROBE=MODE.EVENT:LIMIT a line (# comments)
+    #[arg(long, value_name = "FILE", requires = "kernels")]
+    pub budget_file: Option<PathBuf>,
+    /// With --guest and budgets: also write every budget's verdict in every guest as JUnit XML
+    /// to FILE
+    #[arg(long = "junit", value_name = "FILE", requires = "kernels")]
+    pub guest_junit: Option<PathBuf>,
 }
 
 /// What the guest's init runs: `osmeter guest-inside`.

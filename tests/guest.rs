@@ -616,3 +616,143 @@ fn papers_take_kernels_counted_in_a_guest() {
     );
     assert!(entries(&tmp).is_empty(), "left behind: {:?}", entries(&tmp));
 }
+
+/// The release the meta-package KERNEL stands for today (`6.1.0-57`), so that a pattern over it
+/// names the two kernels the tests' cache holds (the cloud and RT builds of that release), and
+/// no other, whatever the archive's newest release.
+fn cached_release() -> String {
+    let out = std::process::Command::new("apt-cache")
+        .args(["depends", KERNEL])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let concrete = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Depends: linux-image-"))
+        .unwrap_or_else(|| panic!("{KERNEL} depends on no kernel: {text}"));
+    concrete.trim_end_matches("-cloud-amd64").to_string()
+}
+
+/// One `--guest` pattern over the two cached kernels (cloud and RT of one release), beside a
+/// "kernel" QEMU refuses at once: both kernels counted in version order (then by name), the
+/// refused one a line under the table and not the end of the sweep; every user count
+/// non-negative (the empty loop is the probes' loop, so `sched_yield` no longer counts -4); a
+/// budget that holds and one too small, the latter failing the command with exit 4 and in the
+/// JUnit file. Before that, without booting: the dry run's list, and the patterns refused.
+#[test]
+fn a_pattern_sweeps_kernels_in_version_order_and_budgets_gate_them() {
+    if !guest_possible() {
+        return;
+    }
+    let env = TestEnv::new();
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let release = cached_release();
+    let pattern = format!("{release}-*-amd64");
+    let (cloud, rt) = (
+        format!("{release}-cloud-amd64"),
+        format!("{release}-rt-amd64"),
+    );
+
+    let out = env
+        .osmeter()
+        .args(["run", "--guest", &pattern, "--dry-run", "syscall.null"])
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        list.starts_with("2 kernel(s) in the order they would boot"),
+        "{list}"
+    );
+    let (at_cloud, at_rt) = (list.find(&cloud).unwrap(), list.find(&rt).unwrap());
+    assert!(at_cloud < at_rt, "{list}");
+    assert!(list.contains("--cache-max 2 GiB"), "{list}");
+
+    for (bad, says) in [
+        (format!("{release}-clod-amd64*"), "the nearest"),
+        ("6.1.0-57..47-cloud-amd64".to_string(), "empty"),
+    ] {
+        let out = env
+            .osmeter()
+            .args(["run", "--guest", &bad, "syscall.null"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&bad) && err.contains(says), "{err}");
+    }
+
+    // A bzImage header and nothing else: QEMU refuses it with the initrd osmeter gives.
+    let refused = env.dir.path().join("refused-bzImage");
+    let mut image = vec![0u8; 8192];
+    image[0x202..0x206].copy_from_slice(b"HdrS");
+    std::fs::write(&refused, image).unwrap();
+    let junit = env.dir.path().join("budgets.xml");
+    let out = env
+        .osmeter()
+        .env("TMPDIR", &tmp)
+        .args(["run", "--guest", &pattern, "--guest"])
+        .arg(&refused)
+        .args(["--guest-iterations", "10", "--junit"])
+        .arg(&junit)
+        .args(["--fail-if-over", "syscall.null=kernel.instructions:100000"])
+        .args(["--fail-if-over", "syscall.sched_yield=user.instructions:0"])
+        .args(["syscall.null", "syscall.sched_yield"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{err}\n{table}");
+    assert!(
+        table.contains(&format!("[1] linux-image-{cloud}"))
+            && table.contains(&format!("[2] linux-image-{rt}")),
+        "{table}"
+    );
+    let refused_line = table
+        .lines()
+        .find(|l| l.starts_with("did not boot: "))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(refused_line.contains("refused-bzImage"), "{table}");
+    assert!(
+        table.contains("Budgets: 2 of 5 held; 3 did not:"),
+        "{table}"
+    );
+    assert!(table.contains("over budget: linux-image-"), "{table}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("tests=\"5\" failures=\"2\" errors=\"1\""),
+        "{xml}"
+    );
+    assert!(xml.contains("type=\"over budget\""), "{xml}");
+    let ids: Vec<String> = table
+        .lines()
+        .filter_map(|l| l.split_once("] run ").map(|(_, id)| id.trim().to_string()))
+        .collect();
+    assert_eq!(ids.len(), 2, "{table}");
+    for id in &ids {
+        let run = env.json(&["show", "--json", id]);
+        for probe in ["syscall.null", "syscall.sched_yield"] {
+            let p = counts(&run, probe);
+            assert!(p["reason"].is_null(), "{p}");
+            for mode in ["user", "kernel"] {
+                for (event, v) in p["per_op"][mode].as_object().unwrap() {
+                    let v = v.as_f64().unwrap();
+                    assert!(v >= 0.0, "{probe} {mode}.{event} {v} in {id}");
+                }
+            }
+        }
+        let user = counts(&run, "syscall.sched_yield")["per_op"]["user"]["instructions"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            user > 0.0,
+            "sched_yield's wrapper runs in user mode: {user}"
+        );
+    }
+    assert!(entries(&tmp).is_empty(), "left behind: {:?}", entries(&tmp));
+}

@@ -3,7 +3,8 @@
 //! inside the guest.
 
 use crate::cli::{GuestInsideArgs, RunArgs};
-use crate::error::{EXIT_OK, EXIT_RUNTIME};
+use crate::error::{EXIT_OK, EXIT_RUNTIME, EXIT_THRESHOLD};
+use crate::results::gate::{budget, Outcome};
 use crate::results::guest::{render_side_by_side, GuestDoc};
 use crate::results::model::{Run, Status};
 use crate::suite::guest;
@@ -11,12 +12,21 @@ use anyhow::Result;
 
 pub fn run(args: &RunArgs) -> Result<i32> {
     let request = crate::config::guest::run_request(args)?;
+    let budgets = crate::config::guest::budgets(args)?;
+    if args.guest.dry_run {
+        super::emit(&guest::dry_run(&request)?)?;
+        return Ok(EXIT_OK);
+    }
     let keeper = crate::config::keeper(&args.keep)?;
-    let (runs, outcome) = guest::count_and_keep(&request, &keeper, None);
+    let (runs, mut failed, outcome) = guest::count_and_keep(&request, &keeper, None);
     if !runs.is_empty() {
-        show(&runs, args.output.json)?;
+        show(&runs, &failed, args.output.json)?;
     }
     outcome?;
+    // With nothing counted, the first kernel's failure is the command's, with its console.
+    if runs.is_empty() && !failed.is_empty() {
+        return Err(failed.swap_remove(0).error);
+    }
     let counted = runs
         .iter()
         .filter_map(|r| r.sections.get::<crate::results::guest::GuestDoc>())
@@ -25,10 +35,39 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         eprintln!("osmeter: no probe could be counted in the guest; the reasons are above");
         return Ok(EXIT_RUNTIME);
     }
-    Ok(EXIT_OK)
+    if budgets.is_empty() {
+        return Ok(EXIT_OK);
+    }
+    let docs: Vec<&GuestDoc> = runs.iter().filter_map(|r| r.sections.get()).collect();
+    let mut gate = budget::of_guests(&docs, &budgets);
+    // A kernel that gave no counts cannot show that it keeps to the budgets.
+    gate.cases
+        .extend(failed.iter().map(|f| crate::results::gate::Case {
+            group: f.label.clone(),
+            name: "boot".into(),
+            outcome: Outcome::Error,
+            message: format!("did not boot: {}", f.line()),
+        }));
+    if let Some(path) = &args.guest.guest_junit {
+        super::write_output_file(
+            path,
+            crate::results::gate::junit::render(&gate).as_bytes(),
+            "the JUnit report",
+            "--junit",
+        )?;
+    }
+    let verdict = budget::render(&gate);
+    // With --json stdout holds one document; the verdict goes beside it.
+    if args.output.json {
+        eprintln!("{}", verdict.trim_end());
+    } else {
+        super::emit(&format!("\n{verdict}"))?;
+    }
+    let held = gate.cases.iter().all(|c| c.outcome == Outcome::Passed);
+    Ok(if held { EXIT_OK } else { EXIT_THRESHOLD })
 }
 
-fn show(runs: &[Run], json: bool) -> Result<()> {
+fn show(runs: &[Run], failed: &[guest::NotCounted], json: bool) -> Result<()> {
     if json {
         return match runs {
             [one] => super::emit_json(one),
@@ -44,10 +83,17 @@ fn show(runs: &[Run], json: bool) -> Result<()> {
         .enumerate()
         .map(|(i, r)| format!("[{}] run {}", i + 1, r.id))
         .collect();
+    let not_counted: String = failed
+        .iter()
+        .map(|f| format!("did not boot: {}\n", f.line()))
+        .collect();
+    let steps = crate::results::guest_steps::render(&docs);
     super::emit(&format!(
-        "{}\n{}\n",
+        "{}\n{}\n{}{not_counted}{}{steps}",
         render_side_by_side(&docs),
-        ids.join("\n")
+        ids.join("\n"),
+        if not_counted.is_empty() { "" } else { "\n" },
+        if steps.is_empty() { "" } else { "\n" }
     ))
 }
 

@@ -12,8 +12,12 @@ use anyhow::Result;
 pub fn paper(id: PaperId, paper: &Paper, args: &PaperArgs) -> Result<i32> {
     let request = crate::config::guest::paper_request(id, args)?;
     let keeper = crate::config::keeper(&args.keep)?;
-    let (runs, outcome) = guest::count_and_keep(&request, &keeper, Some(id.key()));
+    let (runs, failed, outcome) = guest::count_and_keep(&request, &keeper, Some(id.key()));
     outcome?;
+    // A paper sets its kernels side by side: one missing leaves no table to show.
+    if let Some(f) = failed.into_iter().next() {
+        return Err(f.error);
+    }
     let docs: Vec<&GuestDoc> = runs
         .iter()
         .filter_map(|r| r.sections.get::<crate::results::guest::GuestDoc>())

@@ -3,6 +3,7 @@
 
 use crate::cli::{PaperArgs, RunArgs};
 use crate::papers::{chen96_guest, guest_side, PaperId};
+use crate::results::gate::budget::Budget;
 use crate::suite::guest::{self, GuestProbes, GuestRequest};
 use crate::usage;
 use anyhow::Result;
@@ -39,6 +40,55 @@ fn refuse_host_options(args: &RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// The budgets of `--fail-if-over` and `--budget-file`, each naming a probe the run counts.
+pub fn budgets(args: &RunArgs) -> Result<Vec<Budget>> {
+    let g = &args.guest;
+    let mut all = g.fail_if_over.clone();
+    if let Some(path) = &g.budget_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| usage!("--budget-file {}: cannot read it: {e}", path.display()))?;
+        all.extend(
+            Budget::parse_file(&text)
+                .map_err(|e| usage!("--budget-file {}: {e}", path.display()))?,
+        );
+    }
+    if all.is_empty() {
+        if g.guest_junit.is_some() {
+            return Err(usage!(
+                "--junit with --guest writes the budgets' verdicts: give --fail-if-over or \
+                 --budget-file"
+            ));
+        }
+        return Ok(all);
+    }
+    let selected = crate::probes::selection::select(&args.targets)?.0;
+    for b in &all {
+        if selected.iter().any(|s| s.probe.id == b.probe) {
+            continue;
+        }
+        let known = crate::probes::find(&b.probe).is_some();
+        let near = crate::suggest::closest(&b.probe, selected.iter().map(|s| s.probe.id));
+        return Err(usage!(
+            "--fail-if-over {}: {}{}",
+            b.name(),
+            if known {
+                format!(
+                    "{} is not among the probes this run counts; add it to them",
+                    b.probe
+                )
+            } else {
+                format!("there is no probe {} (`osmeter list` names them)", b.probe)
+            },
+            if near.is_empty() {
+                String::new()
+            } else {
+                format!("; did you mean {}?", near.join(", "))
+            }
+        ));
+    }
+    Ok(all)
+}
+
 /// The request of `run --guest KERNEL [PROBES...]`.
 pub fn run_request(args: &RunArgs) -> Result<GuestRequest> {
     refuse_host_options(args)?;
@@ -52,6 +102,7 @@ pub fn run_request(args: &RunArgs) -> Result<GuestRequest> {
         timeout: Duration::from_nanos(g.guest_timeout),
         memory_mib: guest::MEMORY_MIB,
         presets: guest::presets(&g.presets)?,
+        cache_max: g.cache_max,
     })
 }
 
@@ -107,6 +158,10 @@ pub fn paper_request(id: PaperId, args: &PaperArgs) -> Result<GuestRequest> {
         ),
         memory_mib: guest::MEMORY_MIB,
         presets: guest::presets(&presets)?,
+        cache_max: crate::capture::system::kernel_cache::size_arg(
+            crate::capture::system::kernel_cache::DEFAULT_MAX,
+        )
+        .expect("the default bound is valid"),
     };
     Ok(request)
 }

@@ -8,7 +8,9 @@ pub const EXIT_RUNTIME: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// A command run by `osmeter stat` failed or exited non-zero.
 pub const EXIT_COMMAND_FAILED: i32 = 3;
-/// `compare --fail-if-slower PCT` found a figure slower by more than PCT.
+/// `compare --fail-if-slower PCT` found a figure slower by more than PCT; `run --guest
+/// --fail-if-over` a count over its budget (or a budgeted count not taken): a user-set threshold
+/// crossed, whichever.
 pub const EXIT_THRESHOLD: i32 = 4;
 /// `latency --fail-over LATENCY`: a wake was later than that.
 pub const EXIT_LATENCY_OVER: i32 = 5;

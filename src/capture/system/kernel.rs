@@ -127,7 +127,7 @@ fn check_bzimage(path: &Path) -> Result<()> {
 
 /// The concrete package a meta-package depends on (`linux-image-cloud-amd64` ->
 /// `linux-image-6.1.0-NN-cloud-amd64`), or the name itself when it is already concrete.
-fn resolve_package(name: &str) -> Result<String> {
+pub fn resolve_package(name: &str) -> Result<String> {
     let out = crate::programs::command("apt-cache")
         .args(["depends", name])
         .output()
@@ -184,26 +184,70 @@ fn find_image(root: &Path) -> Option<PathBuf> {
     found.pop()
 }
 
+/// Where the cache keeps a package's `boot/`.
+pub fn package_dir(package: &str) -> PathBuf {
+    cache_dir().join("kernels").join(package)
+}
+
+/// Whether the cache holds a package's kernel (touching nothing).
+pub fn is_cached(package: &str) -> bool {
+    find_image(&package_dir(package)).is_some()
+}
+
+/// A package already in the cache, or None.
+pub fn cached(package: &str) -> Result<Option<Kernel>> {
+    let root = package_dir(package);
+    let Some(image) = find_image(&root) else {
+        return Ok(None);
+    };
+    // Cached by an osmeter that kept the whole package.
+    keep_only_boot(&root);
+    // Its time of last use, by which `--cache-max` removes the least recently used first.
+    let _ = std::fs::File::open(&root).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    Ok(Some(Kernel {
+        key: content_key(&image)?,
+        image,
+        label: package.to_string(),
+    }))
+}
+
 /// A Debian kernel package, fetched and unpacked under the cache unless it already is.
 pub fn from_package(name: &str) -> Result<Kernel> {
     let package = resolve_package(name)?;
-    let root = cache_dir().join("kernels").join(&package);
-    if let Some(image) = find_image(&root) {
-        // Cached by an osmeter that kept the whole package.
-        keep_only_boot(&root);
-        return Ok(Kernel {
-            key: content_key(&image)?,
-            image,
-            label: package,
-        });
+    match cached(&package)? {
+        Some(k) => Ok(k),
+        None => fetch(&package),
     }
-    let download = cache_dir().join("downloads");
+}
+
+/// Fetches a concrete package into the cache: downloaded into a directory of its own and
+/// unpacked beside the final place, then renamed, so that neither an interrupted download nor an
+/// interrupted unpack is ever taken for a cached kernel. Callers hold the cache's lock; several
+/// fetches of different packages may run at once.
+pub fn fetch(package: &str) -> Result<Kernel> {
+    let root = package_dir(package);
+    let unique = format!(
+        "{package}.{}.{:?}.partial",
+        std::process::id(),
+        std::thread::current().id()
+    )
+    .replace(['(', ')'], "");
+    let download = cache_dir().join("downloads").join(&unique);
     std::fs::create_dir_all(&download)
         .with_context(|| format!("cannot create {}", download.display()))?;
-    eprintln!("osmeter: fetching {package} into {}", download.display());
+    let result = fetch_into(
+        package,
+        &download,
+        &root.with_file_name(format!(".{unique}")),
+    );
+    let _ = std::fs::remove_dir_all(&download);
+    result
+}
+
+fn fetch_into(package: &str, download: &Path, partial: &Path) -> Result<Kernel> {
     let out = crate::programs::command("apt-get")
-        .args(["download", &package])
-        .current_dir(&download)
+        .args(["download", package])
+        .current_dir(download)
         .output()
         .map_err(|e| {
             crate::system::processes::cannot_start_or(
@@ -214,11 +258,12 @@ pub fn from_package(name: &str) -> Result<Kernel> {
         })?;
     if !out.status.success() {
         bail!(
-            "apt-get download {package} failed: {} (check the package sources, or give the kernel image's path)",
+            "apt-get download {package} failed: {} (check the package sources, or give the \
+             kernel image's path)",
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let deb = std::fs::read_dir(&download)?
+    let deb = std::fs::read_dir(download)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| {
             p.file_name().is_some_and(|n| {
@@ -227,33 +272,35 @@ pub fn from_package(name: &str) -> Result<Kernel> {
             })
         })
         .with_context(|| format!("apt-get download left no {package}_*.deb"))?;
-    // Unpack beside the final place and rename, so an interrupted unpack is never mistaken for a
-    // cached kernel.
-    let partial = root.with_extension("partial");
-    let _ = std::fs::remove_dir_all(&partial);
-    std::fs::create_dir_all(&partial)?;
-    let status = crate::programs::command("dpkg-deb")
-        .arg("-x")
-        .arg(&deb)
-        .arg(&partial)
-        .status()
-        .map_err(|e| {
-            crate::system::processes::cannot_start("dpkg-deb to unpack the kernel package", &e)
-        })?;
-    if !status.success() {
-        bail!("dpkg-deb could not unpack {}", deb.display());
+    let _ = std::fs::remove_dir_all(partial);
+    std::fs::create_dir_all(partial)?;
+    let unpacked = (|| -> Result<()> {
+        let status = crate::programs::command("dpkg-deb")
+            .arg("-x")
+            .arg(&deb)
+            .arg(partial)
+            .status()
+            .map_err(|e| {
+                crate::system::processes::cannot_start("dpkg-deb to unpack the kernel package", &e)
+            })?;
+        if !status.success() {
+            bail!(
+                "dpkg-deb could not unpack {} (a damaged download?)",
+                deb.display()
+            );
+        }
+        keep_only_boot(partial);
+        find_image(partial).with_context(|| format!("{package} holds no boot/vmlinuz-* kernel"))?;
+        let root = package_dir(package);
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::rename(partial, &root)?;
+        Ok(())
+    })();
+    if let Err(e) = unpacked {
+        let _ = std::fs::remove_dir_all(partial);
+        return Err(e);
     }
-    keep_only_boot(&partial);
-    let _ = std::fs::remove_file(&deb);
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::rename(&partial, &root)?;
-    let image =
-        find_image(&root).with_context(|| format!("{package} holds no boot/vmlinuz-* kernel"))?;
-    Ok(Kernel {
-        key: content_key(&image)?,
-        image,
-        label: package,
-    })
+    cached(package)?.with_context(|| format!("{package} holds no boot/vmlinuz-* kernel"))
 }
 
 #[cfg(test)]

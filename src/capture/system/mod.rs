@@ -9,10 +9,13 @@
 //! apart from this crate; osmeter carries the compiled plugin and writes it out for QEMU to load,
 //! never linking it.
 
+pub mod archive;
 pub mod capture;
 pub mod count;
+pub mod debver;
 pub mod initramfs;
 pub mod kernel;
+pub mod kernel_cache;
 pub mod marker;
 pub mod qemu;
 pub mod stream;

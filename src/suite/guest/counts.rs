@@ -48,6 +48,30 @@ fn per_op(short: &Totals, long: &Totals, n: u64) -> OpCounts {
     }
 }
 
+/// A probe's counts less the empty loop's user counts, or, where the loop counted more than the
+/// whole operation in some user figure (a loop of another shape than the probe's: unrolled,
+/// or compiled otherwise), why the counts are kept as measured: a negative count would be no
+/// count at all.
+fn loop_subtracted(c: &OpCounts, l: &OpCounts) -> std::result::Result<OpCounts, String> {
+    let less = c.minus_user(l);
+    let over: Vec<String> = less
+        .user
+        .by_name()
+        .iter()
+        .zip(l.user.by_name())
+        .filter(|((_, v), _)| *v < 0.0)
+        .map(|((name, _), (_, lv))| format!("{lv} user {name}"))
+        .collect();
+    if over.is_empty() {
+        return Ok(less);
+    }
+    Err(format!(
+        "the empty loop's own counts ({}) exceed this operation's: user counts include the \
+         loop's turn, not subtracted",
+        over.join(", ")
+    ))
+}
+
 /// The windows of one point: `windows` pairs of (open, close) markers from `marks`.
 fn windows(
     marks: &mut std::slice::Iter<Mark>,
@@ -156,7 +180,15 @@ pub fn document(
                 }
                 if subtract_loop {
                     if let Some(l) = &doc.loop_overhead {
-                        c = c.minus_user(l);
+                        match loop_subtracted(&c, l) {
+                            Ok(less) => c = less,
+                            Err(why) => {
+                                p.reason = Some(match p.reason.take() {
+                                    Some(r) => format!("{r}; {why}"),
+                                    None => why,
+                                })
+                            }
+                        }
                     }
                 }
                 if let Some(sim) = sim {
@@ -288,6 +320,31 @@ mod tests {
         assert_eq!(c.kernel.loads, 300.0);
         assert_eq!(doc.probes[1].status, Status::Skipped);
         assert_eq!(doc.probes[1].reason.as_deref(), Some("why"));
+    }
+
+    #[test]
+    fn a_loop_that_counts_more_than_the_operation_is_not_subtracted_and_says_why() {
+        let counts = |ui: f64| OpCounts {
+            user: ModeCounts {
+                instructions: ui,
+                loads: 1.0,
+                stores: 0.0,
+            },
+            kernel: ModeCounts {
+                instructions: 700.0,
+                ..Default::default()
+            },
+        };
+        let less = loop_subtracted(&counts(11.0), &counts(5.0)).unwrap();
+        assert_eq!((less.user.instructions, less.user.loads), (6.0, 0.0));
+        assert_eq!(less.kernel.instructions, 700.0);
+        // The debug build's sched_yield before the empty loop matched probe loops: 11 against
+        // 15, which gave -4.
+        let why = loop_subtracted(&counts(11.0), &counts(15.0)).unwrap_err();
+        assert!(
+            why.contains("15 user instructions") && why.contains("not subtracted"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod parallel;
 pub mod plan;
 pub mod seccomp;
 pub mod sim;
+pub mod sweep;
 
 pub use keep::count_and_keep;
 
@@ -42,6 +43,29 @@ pub struct GuestRequest {
     pub memory_mib: u32,
     /// memsim machines to simulate every reference on (`--preset`); none: only count.
     pub presets: Vec<crate::memsim::machine::MachineConfig>,
+    /// The bound on the kernel cache (`--cache-max`), in bytes.
+    pub cache_max: u64,
+}
+
+/// What one boot gave: a document, with the time the boot started, or a kernel that gave none.
+pub enum Boot {
+    Counted(Box<GuestDoc>, String),
+    NotCounted(NotCounted),
+}
+
+/// A kernel of a sweep that gave no counts: not fetched, not booted, panicked or timed out. One
+/// line in the results, never the end of the sweep.
+pub struct NotCounted {
+    pub label: String,
+    pub error: anyhow::Error,
+}
+
+impl NotCounted {
+    /// The line for the results: the first line of the reason.
+    pub fn line(&self) -> String {
+        let why = format!("{:#}", self.error);
+        format!("{}: {}", self.label, why.lines().next().unwrap_or(""))
+    }
 }
 
 /// What to count in the guest.
@@ -115,33 +139,18 @@ fn choose(wanted: &GuestProbes) -> Result<(Vec<Planned>, Vec<GuestProbe>)> {
     Ok((run, skips))
 }
 
-/// Whether a `--guest` value names a file (anything with a `/`, or an existing file) rather than
-/// a Debian package.
-fn is_path(spec: &str) -> bool {
-    spec.contains('/') || Path::new(spec).is_file()
-}
-
-/// A kernel image path (see [`is_path`]) or a Debian package name.
-fn resolve_kernel(spec: &str) -> Result<kernel::Kernel> {
-    let path = Path::new(spec);
-    if is_path(spec) {
-        return kernel::from_path(
-            path,
-            "--guest takes a bzImage/vmlinuz file such as /boot/vmlinuz-*, or the name of a \
-             Debian kernel package (linux-image-*)",
-        )
-        .map_err(|e| usage!("--guest {spec}: {e:#}"));
-    }
-    let _lock = kernel::lock_cache()?;
-    kernel::from_package(spec).map_err(|e| usage!("--guest {spec}: {e:#}"))
+/// A kernel image path given to `--guest`, checked before anything else happens.
+fn check_path(spec: &str) -> Result<kernel::Kernel> {
+    kernel::from_path(
+        Path::new(spec),
+        "--guest takes a bzImage/vmlinuz file such as /boot/vmlinuz-*, the name of a Debian \
+         kernel package (linux-image-*), or a pattern of them",
+    )
+    .map_err(|e| usage!("--guest {spec}: {e:#}"))
 }
 
 fn guest_label(k: &kernel::Kernel, append: &str) -> String {
-    if append.is_empty() {
-        k.label.clone()
-    } else {
-        format!("{} [{append}]", k.label)
-    }
+    guest_label_of(&k.label, append)
 }
 
 /// The end of the console, with the kernel's panic line first where it panicked (the lines
@@ -209,10 +218,20 @@ struct Prepared<'a> {
     initrd: std::path::PathBuf,
     scratch: &'a Path,
     skipped: Vec<GuestProbe>,
+    /// Boots in the whole request, boots done, and when the first started: the time left.
+    boots: usize,
+    done: std::sync::atomic::AtomicUsize,
+    started: std::time::Instant,
 }
 
-/// Boots one kernel with one parameter set and turns what it counted into a document.
-fn count_one(p: &Prepared, k: &kernel::Kernel, append: &str) -> Result<GuestDoc> {
+/// Boots one kernel with one parameter set and turns what it counted into a document; the
+/// inner error is a kernel that did not boot or finish (the sweep goes on), the outer one what
+/// stops the sweep (an interrupt, QEMU that cannot start).
+fn count_one(
+    p: &Prepared,
+    k: &kernel::Kernel,
+    append: &str,
+) -> Result<std::result::Result<GuestDoc, anyhow::Error>> {
     let label = guest_label(k, append);
     let boot_dir = p
         .scratch
@@ -267,49 +286,61 @@ fn count_one(p: &Prepared, k: &kernel::Kernel, append: &str) -> Result<GuestDoc>
         cpu: p.req.cpu.clone(),
         symbols: sim.as_ref().map(|(_, from)| from.clone()),
     };
-    let mut doc = counts::document(
+    let doc = counts::document(
         &counted.report,
         &counted.marks,
         meta,
         sim.as_ref().map(|(s, _)| s),
-    )
-    .map_err(|stop| failure(stop, &counted, &label, p.req.timeout))?;
-    doc.probes.extend(p.skipped.iter().cloned());
-    eprintln!(
-        "osmeter: {label}: counted in {:.1} s, boot included (TCG time: not kept)",
-        start.elapsed().as_secs_f64()
     );
     let _ = std::fs::remove_dir_all(&boot_dir);
-    Ok(doc)
+    let done = p.done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    let left = crate::capture::system::kernel_cache::eta(
+        p.started.elapsed().as_secs_f64(),
+        done as u64,
+        p.boots as u64,
+    );
+    let mut doc = match doc {
+        Ok(doc) => doc,
+        Err(stop) => {
+            let e = failure(stop, &counted, &label, p.req.timeout);
+            // One boot's failure is the command's error, printed once at its end.
+            if p.boots > 1 {
+                eprintln!(
+                    "osmeter: {e:#}\nosmeter: {done} of {} boots done{left}",
+                    p.boots
+                );
+            }
+            return Ok(Err(e));
+        }
+    };
+    doc.probes.extend(p.skipped.iter().cloned());
+    eprintln!(
+        "osmeter: {label}: counted in {:.1} s, boot included (TCG time: not kept); {done} of {} \
+         boots done{left}",
+        start.elapsed().as_secs_f64(),
+        p.boots
+    );
+    Ok(Ok(doc))
 }
 
 /// Boots each kernel with each parameter set, as many at once as the host has CPUs, and hands
-/// every document, with the time its boot started, to `each` in that order as soon as it and
-/// those before it are complete (so that what was counted is kept if a later kernel fails).
-pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<()>) -> Result<()> {
+/// what every boot gave (a document with the time its boot started, or a kernel that gave none)
+/// to `each` in that order as soon as it and those before it are complete (so that what was
+/// counted is kept if a later kernel fails).
+pub fn run(req: &GuestRequest, each: &mut dyn FnMut(Boot) -> Result<()>) -> Result<()> {
     // First, so that Ctrl-C at any point stops in order and the scratch directory goes.
     crate::interrupt::install();
     // A kernel given as a path that is no kernel is the user's mistake to hear of first, before
     // the packages QEMU needs.
-    for spec in req.kernels.iter().filter(|k| is_path(k)) {
-        resolve_kernel(spec)?;
+    for spec in req.kernels.iter().filter(|k| sweep::is_path(k)) {
+        check_path(spec)?;
     }
+    let sources = sweep::expand(&req.kernels)?;
     capture::ensure_packages(false)?;
     let qemu = qemu::find_qemu()?;
     let (planned, skipped) = choose(&req.probes)?;
-    let kernels: Vec<kernel::Kernel> = req
-        .kernels
-        .iter()
-        .map(|k| resolve_kernel(k))
-        .collect::<Result<_>>()?;
-    let appends = if req.appends.is_empty() {
-        vec![String::new()]
-    } else {
-        req.appends.iter().map(|a| a.trim().to_string()).collect()
-    };
-    for a in &appends {
-        seccomp::rules_in(a).map_err(|e| usage!("--append {a:?}: {e}"))?;
-    }
+    let appends = appends(req)?;
+    let kernels = sweep::fetch(&sources, req.cache_max)?;
     let scratch = crate::scratch::ScratchDir::create(&std::env::temp_dir(), "guest")?;
     if crate::interrupt::requested() {
         return Err(crate::interrupt::Interrupted.into());
@@ -325,6 +356,12 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<
         plan.probes.len(),
         skipped.len()
     );
+    type Job<'k> = (&'k Result<kernel::Kernel, String>, &'k str, &'k str);
+    let boots: Vec<Job> = kernels
+        .iter()
+        .zip(&sources)
+        .flat_map(|(k, s)| appends.iter().map(move |a| (k, s.label(), a.as_str())))
+        .collect();
     let prepared = Prepared {
         req,
         qemu_version: count::qemu_version(&qemu),
@@ -332,21 +369,87 @@ pub fn run(req: &GuestRequest, each: &mut dyn FnMut(GuestDoc, String) -> Result<
         initrd,
         scratch: scratch.path(),
         skipped,
+        boots: boots.iter().filter(|(k, _, _)| k.is_ok()).count(),
+        done: Default::default(),
+        started: std::time::Instant::now(),
     };
-    let boots: Vec<(&kernel::Kernel, &str)> = kernels
-        .iter()
-        .flat_map(|k| appends.iter().map(move |a| (k, a.as_str())))
-        .collect();
     let width = std::thread::available_parallelism().map_or(1, |n| n.get());
     parallel::in_order(
         &boots,
         width,
-        &|(k, append): &(&kernel::Kernel, &str)| {
+        &|(k, label, append): &Job| {
+            let k = match k {
+                Ok(k) => k,
+                Err(why) => {
+                    return Ok(Boot::NotCounted(NotCounted {
+                        label: guest_label_of(label, append),
+                        error: anyhow::anyhow!("not fetched: {why}"),
+                    }))
+                }
+            };
             let started_at = crate::clock::now_rfc3339();
-            Ok((count_one(&prepared, k, append)?, started_at))
+            Ok(match count_one(&prepared, k, append)? {
+                Ok(doc) => Boot::Counted(Box::new(doc), started_at),
+                Err(error) => Boot::NotCounted(NotCounted {
+                    label: guest_label(k, append),
+                    error,
+                }),
+            })
         },
-        &mut |(doc, started_at)| each(doc, started_at),
+        each,
     )
+}
+
+fn guest_label_of(label: &str, append: &str) -> String {
+    if append.is_empty() {
+        label.to_string()
+    } else {
+        format!("{label} [{append}]")
+    }
+}
+
+/// The parameter sets of a request (one empty set when none is given), each checked.
+fn appends(req: &GuestRequest) -> Result<Vec<String>> {
+    let appends = if req.appends.is_empty() {
+        vec![String::new()]
+    } else {
+        req.appends.iter().map(|a| a.trim().to_string()).collect()
+    };
+    for a in &appends {
+        seccomp::rules_in(a).map_err(|e| usage!("--append {a:?}: {e}"))?;
+    }
+    Ok(appends)
+}
+
+/// `--dry-run`: the kernels a request would boot, in order, with their downloads and what the
+/// cache holds; nothing is fetched or booted.
+pub fn dry_run(req: &GuestRequest) -> Result<String> {
+    for spec in req.kernels.iter().filter(|k| sweep::is_path(k)) {
+        check_path(spec)?;
+    }
+    let sources = sweep::expand(&req.kernels)?;
+    choose(&req.probes)?;
+    let appends = appends(req)?;
+    let mut described = Vec::new();
+    for s in sources {
+        // A plain package name was resolved without its version and size: the archive has them.
+        described.push(match s {
+            sweep::Source::Package {
+                name,
+                version: None,
+                ..
+            } => {
+                let c = crate::capture::system::archive::describe(&name)?;
+                sweep::Source::Package {
+                    name,
+                    version: c.as_ref().map(|c| c.version.clone()),
+                    size: c.map_or(0, |c| c.size),
+                }
+            }
+            other => other,
+        });
+    }
+    Ok(sweep::dry_run(&described, appends.len(), req.cache_max))
 }
 
 /// The machines of `--preset` values, sweeps expanded, each once.

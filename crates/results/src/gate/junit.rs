@@ -39,7 +39,8 @@ pub fn render(gate: &Gate) -> String {
             Outcome::Failed => {
                 let _ = writeln!(
                     out,
-                    "      <failure message=\"{message}\" type=\"slower\">{message}</failure>"
+                    "      <failure message=\"{message}\" type=\"{}\">{message}</failure>",
+                    gate.failure
                 );
             }
             Outcome::Skipped => {

@@ -4,6 +4,7 @@
 //! A case fails exactly where `--fail-if-slower` would fail the command (with no percentage given:
 //! every figure called slower), so the report and the exit code never disagree.
 
+pub mod budget;
 pub mod junit;
 pub mod ktap;
 
@@ -39,6 +40,8 @@ pub struct Gate {
     /// e.g. "osmeter compare A vs B".
     pub name: String,
     pub cases: Vec<Case>,
+    /// What a failed case is, for JUnit's `type`: "slower" for comparisons and histories.
+    pub failure: &'static str,
 }
 
 impl Gate {
@@ -64,6 +67,7 @@ pub fn of_comparison(c: &Comparison, refused: bool, fail_if_slower: Option<f64>)
             .collect();
         return Gate {
             name,
+            failure: "slower",
             cases: vec![Case {
                 group: "machine".into(),
                 name: "quiet machine".into(),
@@ -115,7 +119,11 @@ pub fn of_comparison(c: &Comparison, refused: bool, fail_if_slower: Option<f64>)
             }
         })
         .collect();
-    Gate { name, cases }
+    Gate {
+        name,
+        cases,
+        failure: "slower",
+    }
 }
 
 /// A history's latest change as one case: failed when it made the figure slower beyond the
@@ -163,6 +171,7 @@ pub fn of_history(h: &FigureHistory, fail_if_slower: Option<f64>) -> Gate {
     };
     Gate {
         name: format!("osmeter history {}", h.figure),
+        failure: "slower",
         cases: vec![Case {
             group,
             name: h.figure.clone(),
@@ -176,6 +185,7 @@ pub fn of_history(h: &FigureHistory, fail_if_slower: Option<f64>) -> Gate {
 pub(crate) fn sample() -> Gate {
     Gate {
         name: "osmeter compare a vs b".into(),
+        failure: "slower",
         cases: vec![
             Case {
                 group: "syscall".into(),
