@@ -26,7 +26,7 @@ pub const ISSUE_16: &[(u8, &str, &str, u32)] = &[
     ),
     (
         1,
-        "crates/base/src/scratch.rs",
+        "crates/base/src/scratch/tests.rs",
         "private_whatever_the_umask",
         4,
     ),
