@@ -4,7 +4,7 @@
 
 use crate::apps::context::Context;
 use crate::apps::packages::{need, Need};
-use anyhow::{bail, Result};
+use anyhow::{anyhow, Error, Result};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
 pub const XVFB: Need = need("/usr/bin/Xvfb", "xvfb");
@@ -14,19 +14,19 @@ pub const WISH_NEEDS: &[Need] = &[XVFB, WISH];
 
 pub const BITBLT_NEEDS: &[Need] = &[XVFB];
 
-fn without_x11(what: &str) -> Result<()> {
-    bail!(
+fn without_x11(what: &str) -> Error {
+    anyhow!(
         "{what} needs the X server's client, and this osmeter was built without the `x11` \
          feature: build it with the default features (`cargo build --release`)"
     )
 }
 
 pub fn wish_until(_ctx: &Context, _stop: &AtomicBool, _count: &AtomicU64) -> Result<()> {
-    without_x11("the wish load")
+    Err(without_x11("the wish load"))
 }
 
 pub fn bitblt_until(_ctx: &Context, _stop: &AtomicBool, _count: &AtomicU64) -> Result<()> {
-    without_x11("the bitblt load")
+    Err(without_x11("the bitblt load"))
 }
 
 pub mod app {
@@ -44,13 +44,13 @@ pub mod app {
 
     impl WishApp {
         pub fn new(_env: &ProbeEnv, _p: &Params) -> Result<WishApp> {
-            super::without_x11("app.wish").map(|()| unreachable!())
+            Err(super::without_x11("app.wish"))
         }
     }
 
     impl BitbltApp {
         pub fn new(_env: &ProbeEnv, _p: &Params) -> Result<BitbltApp> {
-            super::without_x11("app.bitblt").map(|()| unreachable!())
+            Err(super::without_x11("app.bitblt"))
         }
     }
 
