@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::schema_check::{assert_follow_their_schemas, documents, validator};
 use common::{entries, interrupt_after, which, TestEnv};
 use serde_json::Value;
 use std::time::Duration;
@@ -279,6 +280,11 @@ fn one_kernel_counted_exactly_repeatably_and_explained() {
         "{}",
         String::from_utf8_lossy(&cmp.stderr)
     );
+    if let Some(python) = validator() {
+        let docs = documents("compare --json (two guest runs)", &cmp.stdout);
+        let seen = assert_follow_their_schemas(&env, python, docs);
+        assert!(seen.contains("compare-exact"), "{seen:?}");
+    }
     let c: Value = serde_json::from_slice(&cmp.stdout).unwrap();
     let null = c["explained"]
         .as_array()
@@ -614,6 +620,60 @@ fn papers_take_kernels_counted_in_a_guest() {
         flat.contains("size=512: not counted in a guest: a hardware figure"),
         "{text}"
     );
+    // The same table as JSON: rows of the kind `osmeter schema paper-count-row` describes.
+    let out = env
+        .osmeter()
+        .env("TMPDIR", &tmp)
+        .args(["paper", "chen96", "--guest", KERNEL, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if let Some(python) = validator() {
+        let docs = documents("paper chen96 --guest --json", &out.stdout);
+        let seen = assert_follow_their_schemas(&env, python, docs);
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["paper-count-row"]);
+    }
+    assert!(entries(&tmp).is_empty(), "left behind: {:?}", entries(&tmp));
+}
+
+/// `paper chen-bershad93` with two kernels side by side, as the paper set Ultrix beside Mach:
+/// each kernel's MCPI row as JSON, of the kind `osmeter schema paper-mcpi-row` describes.
+#[test]
+fn two_kernels_side_by_side_give_the_papers_mcpi_rows() {
+    if !guest_possible() {
+        return;
+    }
+    let env = TestEnv::new();
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = env
+        .osmeter()
+        .env("TMPDIR", &tmp)
+        .args(["paper", "chen-bershad93", "--guest", KERNEL])
+        .args(["--guest", "linux-image-rt-amd64"])
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert!(rows.len() >= 2, "a row per kernel at least: {rows:?}");
+    if let Some(python) = validator() {
+        let docs = documents(
+            "paper chen-bershad93 --guest A --guest B --json",
+            &out.stdout,
+        );
+        let seen = assert_follow_their_schemas(&env, python, docs);
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["paper-mcpi-row"]);
+    }
     assert!(entries(&tmp).is_empty(), "left behind: {:?}", entries(&tmp));
 }
 

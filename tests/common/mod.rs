@@ -5,6 +5,7 @@ pub mod apps;
 pub mod browser;
 pub mod nobody;
 pub mod procs;
+pub mod schema_check;
 
 use assert_cmd::Command;
 use std::collections::BTreeMap;
