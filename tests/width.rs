@@ -10,7 +10,17 @@ const WIDTH: usize = 100;
 
 /// The lines of `args`' stdout wider than [`WIDTH`], with the command, or an empty list.
 fn too_wide(env: &TestEnv, args: &[&str]) -> Vec<String> {
-    let out = env.osmeter().args(args).output().unwrap();
+    wider_than(env, args, WIDTH, false)
+}
+
+/// The lines of `args`' stdout wider than `width` columns, with the command; `columns` sets
+/// COLUMNS to that width, as a shell does for a terminal of its size.
+fn wider_than(env: &TestEnv, args: &[&str], width: usize, columns: bool) -> Vec<String> {
+    let mut cmd = env.osmeter();
+    if columns {
+        cmd.env("COLUMNS", width.to_string());
+    }
+    let out = cmd.args(args).output().unwrap();
     assert!(
         out.status.success(),
         "osmeter {args:?} failed: {}",
@@ -18,10 +28,10 @@ fn too_wide(env: &TestEnv, args: &[&str]) -> Vec<String> {
     );
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.chars().count() > WIDTH)
+        .filter(|l| l.chars().count() > width)
         .map(|l| {
             format!(
-                "osmeter {}: {} columns: {l}",
+                "osmeter {} (COLUMNS={width}): {} columns: {l}",
                 args.join(" "),
                 l.chars().count()
             )
@@ -98,6 +108,55 @@ fn every_command_fits_a_hundred_columns() {
         wide.len(),
         wide.join("\n")
     );
+    // A terminal of 80 columns, as COLUMNS says it: every table and note is fitted to it.
+    let narrow: Vec<String> = commands
+        .iter()
+        .flat_map(|c| wider_than(&env, c, 80, true))
+        .collect();
+    assert!(
+        narrow.is_empty(),
+        "{} lines wider than 80 columns:\n{}",
+        narrow.len(),
+        narrow.join("\n")
+    );
+}
+
+/// On a terminal, without COLUMNS, the terminal's own width is the one tables are fitted to:
+/// `list` on a pseudo-terminal of 72 columns (made by util-linux's `script`) fits 72, and the
+/// same on one of 160 columns uses the room.
+#[test]
+fn a_terminal_s_own_width_is_used() {
+    let Some(script) = common::which("script") else {
+        eprintln!("skipped: needs util-linux's script (apt-get install util-linux)");
+        return;
+    };
+    let env = TestEnv::new();
+    let bin = assert_cmd::cargo::cargo_bin("osmeter");
+    let on_terminal = |cols: usize| -> Vec<usize> {
+        let line = format!("stty cols {cols} rows 50; exec '{}' list", bin.display());
+        let out = std::process::Command::new(&script)
+            .args(["-qec", &line, "/dev/null"])
+            .env("OSMETER_STORE", env.store())
+            .env("TERM", "dumb")
+            .env_remove("COLUMNS")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim_end_matches('\r').chars().count())
+            .collect()
+    };
+    let narrow = on_terminal(72);
+    assert!(narrow.len() > 10, "{narrow:?}");
+    assert!(narrow.iter().all(|&w| w <= 72), "{narrow:?}");
+    let wide = on_terminal(160);
+    assert!(wide.iter().any(|&w| w > 100), "{wide:?}");
+    assert!(wide.iter().all(|&w| w <= 160), "{wide:?}");
 }
 
 #[test]

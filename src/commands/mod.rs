@@ -30,6 +30,7 @@ use anyhow::Result;
 /// Runs the command and returns the process exit code.
 pub fn dispatch(cli: Cli) -> Result<i32> {
     crate::columns::set_wide(cli.wide);
+    crate::columns::fit_to_terminal();
     match cli.command {
         Command::Run(args) => run::run(&args),
         Command::List(args) => list::list(args.json),

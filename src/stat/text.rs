@@ -307,7 +307,7 @@ pub fn render(doc: &StatDoc) -> String {
                 format!("{:.1}%", s.cv * 100.0),
             )
         };
-        let mut line = format!(
+        let line = format!(
             "  {:<28} {:>10} {:>21} {:<4} {:>7}",
             f.label,
             shown(s.mean),
@@ -315,17 +315,28 @@ pub fn render(doc: &StatDoc) -> String {
             scale.name,
             cv
         );
+        let mut notes = Vec::new();
         if f.key == "software:task-clock" && wall > 0.0 {
-            let _ = write!(line, "   {:.2} CPUs utilized", s.mean / wall);
+            notes.push(format!("{:.2} CPUs utilized", s.mean / wall));
         }
         if s.n < n {
-            let _ = write!(line, "   ({} of {n} runs)", s.n);
+            notes.push(format!("({} of {n} runs)", s.n));
         }
-        let _ = writeln!(out, "{}", line.trim_end());
+        let line = line.trim_end();
+        let beside = format!("{line}   {}", notes.join("   "));
+        let width = crate::columns::width().unwrap_or(usize::MAX);
+        if notes.is_empty() {
+            let _ = writeln!(out, "{line}");
+        } else if beside.chars().count() <= width {
+            let _ = writeln!(out, "{beside}");
+        } else {
+            // A narrow terminal: the notes go under the figure's line rather than past its edge.
+            let _ = writeln!(out, "{line}\n    {}", notes.join("   "));
+        }
     }
     if let Some(note) = cold_first_run(&doc.runs) {
         out.push('\n');
-        out.push_str(&wrap(2, "", note.split(' '), 100));
+        out.push_str(&wrap(2, "", note.split(' '), crate::columns::prose_width()));
     }
     if doc.counters_scaled {
         let _ = writeln!(
@@ -338,9 +349,19 @@ pub fn render(doc: &StatDoc) -> String {
         for ReasonGroup { reason, by_scopes } in group_unavailable(&doc.counters_unavailable) {
             for (scopes, names) in by_scopes {
                 let list = names.join(", ");
-                out.push_str(&wrap(4, &format!("{scopes}: "), list.split(' '), 100));
+                out.push_str(&wrap(
+                    4,
+                    &format!("{scopes}: "),
+                    list.split(' '),
+                    crate::columns::prose_width(),
+                ));
             }
-            out.push_str(&wrap(6, "", reason.split(' '), 100));
+            out.push_str(&wrap(
+                6,
+                "",
+                reason.split(' '),
+                crate::columns::prose_width(),
+            ));
         }
     }
     out

@@ -69,7 +69,10 @@ impl TestEnv {
     pub fn osmeter_std(&self) -> std::process::Command {
         let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("osmeter"));
         c.env("OSMETER_STORE", self.store())
-            .env("OSMETER_CACHE", test_cache());
+            .env("OSMETER_CACHE", test_cache())
+            // Output is fitted to COLUMNS when set: the tests read it at the width of a pipe
+            // (100) whatever the shell that started them exports; tests/width.rs sets its own.
+            .env_remove("COLUMNS");
         default_signals(&mut c);
         c
     }

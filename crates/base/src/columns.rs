@@ -1,23 +1,71 @@
-//! Text tables that fit a terminal. Every table osmeter prints is at most [`width`] columns wide
-//! (100, the width people read, unless `--wide` asks for one line per row whatever its length): a
-//! table wider than that is cut into stacked blocks of columns, each block repeating the columns
-//! that name the row, so a row can still be read across.
+//! Text tables and messages that fit a terminal. Every table osmeter prints is at most [`width`]
+//! columns wide (the `COLUMNS` variable when set, else the terminal's width, else 100, the width
+//! people read, when the output is a file or a pipe; `--wide` asks for one line per row whatever
+//! its length): a table wider than that is cut into stacked blocks of columns, each block
+//! repeating the columns that name the row, so a row can still be read across.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// The width tables are fitted to by default.
+/// The width tables are fitted to when nothing says otherwise.
 pub const DEFAULT_WIDTH: usize = 100;
 
+/// Narrower than this, a table of a name and two figures no longer fits: a smaller `COLUMNS` or
+/// terminal is taken as this.
+pub const NARROWEST: usize = 40;
+
 static WIDE: AtomicBool = AtomicBool::new(false);
+static WIDTH: AtomicUsize = AtomicUsize::new(DEFAULT_WIDTH);
 
 /// `--wide`: tables keep every column on one line.
 pub fn set_wide(wide: bool) {
     WIDE.store(wide, Ordering::Relaxed);
 }
 
-/// The width to fit tables to, or None with `--wide`.
+/// Fits the output to where it goes: `COLUMNS` when set, else the terminal stdout is on, else
+/// [`DEFAULT_WIDTH`]. The command line calls this once; code that never does (the library's own
+/// tests, whose stdout may be a developer's terminal) keeps the default.
+pub fn fit_to_terminal() {
+    let columns = std::env::var("COLUMNS").ok();
+    // The terminal of stdout, where the tables go: `osmeter show ID > file` from a terminal
+    // writes the file at the width of a pipe.
+    let width = width_from(columns.as_deref(), || terminal_width(libc::STDOUT_FILENO));
+    WIDTH.store(width, Ordering::Relaxed);
+}
+
+/// The width to fit tables and messages to, or None with `--wide`.
 pub fn width() -> Option<usize> {
-    (!WIDE.load(Ordering::Relaxed)).then_some(DEFAULT_WIDTH)
+    (!WIDE.load(Ordering::Relaxed)).then(|| WIDTH.load(Ordering::Relaxed))
+}
+
+/// The width to wrap paragraphs to: the tables' width, and with `--wide` (which keeps table rows
+/// whole) still that width, since a paragraph on one line is no easier to read.
+pub fn prose_width() -> usize {
+    WIDTH.load(Ordering::Relaxed)
+}
+
+/// `COLUMNS` when it is a number, else the terminal's width, else [`DEFAULT_WIDTH`]; never
+/// narrower than [`NARROWEST`].
+fn width_from(columns: Option<&str>, terminal: impl FnOnce() -> Option<usize>) -> usize {
+    columns
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .or_else(terminal)
+        .unwrap_or(DEFAULT_WIDTH)
+        .max(NARROWEST)
+}
+
+/// The width of the terminal on this descriptor, if it is one.
+fn terminal_width(fd: libc::c_int) -> Option<usize> {
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ fills a winsize, which `size` is; a descriptor that is not a terminal
+    // fails with ENOTTY and leaves it alone.
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(size.ws_col as usize)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,9 +163,37 @@ impl Table {
             if i > 0 {
                 out.push('\n');
             }
+            // A block cut off the first holds no figure of its own, only more columns of the
+            // same rows: rows with nothing in those columns are left out, and said to be.
+            let shown: Vec<&Vec<String>> = self
+                .rows
+                .iter()
+                .filter(|row| i == 0 || !block[keys..].iter().all(|&c| nothing(row.get(c))))
+                .collect();
+            let left_out = self.rows.len() - shown.len();
+            let names: Vec<&str> = block[keys..]
+                .iter()
+                .map(|&c| self.header[c].as_str())
+                .collect();
+            if shown.is_empty() {
+                out.push_str(&format!(
+                    "{}{}: zero or empty in all {} rows\n",
+                    self.indent,
+                    names.join(", "),
+                    left_out
+                ));
+                continue;
+            }
             self.write_row(&mut out, &self.header, block, &widths);
-            for row in &self.rows {
+            for row in shown {
                 self.write_row(&mut out, row, block, &widths);
+            }
+            if left_out > 0 {
+                out.push_str(&format!(
+                    "{}({left_out} more rows with zero or nothing in {})\n",
+                    self.indent,
+                    names.join(", ")
+                ));
             }
         }
         out
@@ -145,6 +221,12 @@ impl Table {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+}
+
+/// A cell that says nothing: empty, a dash, or a number that is zero (`0`, `0.00`, `-0.0`).
+fn nothing(cell: Option<&String>) -> bool {
+    let cell = cell.map_or("", |c| c.trim());
+    cell.is_empty() || cell == "-" || cell.parse::<f64>().is_ok_and(|v| v == 0.0)
 }
 
 /// `text` wrapped at spaces to `width` columns (None: one line), continuation lines indented by
@@ -242,6 +324,22 @@ mod tests {
     }
 
     #[test]
+    fn the_width_is_columns_then_the_terminal_then_a_hundred() {
+        let no_terminal = || None;
+        assert_eq!(width_from(Some("80"), || Some(132)), 80);
+        assert_eq!(width_from(Some(" 120 "), no_terminal), 120);
+        assert_eq!(width_from(None, || Some(132)), 132);
+        assert_eq!(width_from(None, no_terminal), DEFAULT_WIDTH);
+        // A COLUMNS that is not a width is passed over, not obeyed.
+        assert_eq!(width_from(Some("wide"), || Some(90)), 90);
+        assert_eq!(width_from(Some("0"), no_terminal), DEFAULT_WIDTH);
+        assert_eq!(width_from(Some("-5"), no_terminal), DEFAULT_WIDTH);
+        // Too narrow for any table: the narrowest that holds one.
+        assert_eq!(width_from(Some("12"), no_terminal), NARROWEST);
+        assert_eq!(width_from(None, || Some(20)), NARROWEST);
+    }
+
+    #[test]
     fn a_narrow_table_is_one_block_and_aligned() {
         let mut t = Table::new(&["probe", "median"], &[Align::Left, Align::Right], 1);
         t.push(vec!["syscall.null".into(), "165".into()]);
@@ -264,6 +362,42 @@ mod tests {
             .all(|b| b.lines().nth(1).unwrap().starts_with("value-0")));
         // --wide: one block.
         assert_eq!(t.render(None).split("\n\n").count(), 1);
+    }
+
+    #[test]
+    fn a_cut_off_block_leaves_out_rows_with_nothing_in_it_and_says_so() {
+        let mut t = Table::new(
+            &["probe", "median", "faults", "csw"],
+            &[Align::Left, Align::Right, Align::Right, Align::Right],
+            1,
+        );
+        for (name, csw) in [("a", "0.00"), ("b", "1.50"), ("c", "-"), ("d", "")] {
+            t.push(vec![
+                name.repeat(40),
+                "165".into(),
+                "0.00".into(),
+                csw.into(),
+            ]);
+        }
+        let text = t.render(Some(50));
+        let blocks: Vec<&str> = text.split("\n\n").collect();
+        assert_eq!(blocks.len(), 3, "{text}");
+        // The first block keeps every row, zeros included: it holds the figures.
+        assert_eq!(blocks[0].lines().count(), 5, "{text}");
+        assert_eq!(
+            blocks[1].trim_end(),
+            "faults: zero or empty in all 4 rows",
+            "{text}"
+        );
+        let csw: Vec<&str> = blocks[2].lines().collect();
+        assert_eq!(csw.len(), 3, "{text}");
+        assert!(
+            csw[1].starts_with("bbb") && csw[1].ends_with("1.50"),
+            "{text}"
+        );
+        assert_eq!(csw[2], "(3 more rows with zero or nothing in csw)");
+        // --wide: every row and column on one line, nothing left out.
+        assert_eq!(t.render(None).lines().count(), 5);
     }
 
     #[test]

@@ -5,13 +5,22 @@ use crate::results::store::RunInfo;
 use crate::text::escape_controls;
 use std::fmt::Write;
 
-/// The table of `list`, newest first as the store gave them.
+/// The table of `list`, newest first as the store gave them, fitted to the terminal's width (a
+/// narrow one takes the tags into a block of their own, under the runs' ids).
 pub fn render(list: &[RunInfo]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<18} {:<20} {:<8} {:<16} {:<8} {:>6}  tags",
-        "id", "started", "kind", "host", "suite", "figs"
+    use crate::columns::{Align, Table};
+    let mut table = Table::new(
+        &["id", "started", "kind", "host", "suite", "figs", "tags"],
+        &[
+            Align::Left,
+            Align::Left,
+            Align::Left,
+            Align::Left,
+            Align::Left,
+            Align::Right,
+            Align::Left,
+        ],
+        1,
     );
     // Every stored string one cell: another host may have written anything (see crate::text).
     let cell = |s: &str| escape_controls(s).into_owned();
@@ -23,28 +32,29 @@ pub fn render(list: &[RunInfo]) -> String {
             .iter()
             .map(|(k, v)| format!("{}={}", cell(k), cell(v)))
             .collect();
-        let _ = writeln!(
-            out,
-            "{:<18} {:<20} {:<8} {:<16} {:<8} {:>6}  {}{}{}",
+        let mut last = tags.join(" ");
+        if r.interrupted {
+            last.push_str(" (interrupted)");
+        }
+        if let Some(off) = r.clock_offset.filter(|_| r.clock_off()) {
+            let _ = write!(
+                last,
+                " (host clock {}: placed at {} by the store's clock)",
+                crate::results::fleet::text::clock_offset_text(off),
+                cell(&r.placed_at)
+            );
+        }
+        table.push(vec![
             cell(&r.id),
             cell(&r.started_at),
             cell(&r.kind.to_string()),
             cell(name.as_deref().unwrap_or("-")),
             cell(r.suite.as_deref().unwrap_or("-")),
-            r.figures,
-            tags.join(" "),
-            if r.interrupted { " (interrupted)" } else { "" },
-            match r.clock_offset.filter(|_| r.clock_off()) {
-                Some(off) => format!(
-                    " (host clock {}: placed at {} by the store's clock)",
-                    crate::results::fleet::text::clock_offset_text(off),
-                    cell(&r.placed_at)
-                ),
-                None => String::new(),
-            }
-        );
+            r.figures.to_string(),
+            last.trim_start().to_string(),
+        ]);
     }
-    out
+    table.render(crate::columns::width())
 }
 
 /// What to say when runs came from a host whose clock was off.

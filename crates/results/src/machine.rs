@@ -311,7 +311,7 @@ impl Machine {
                 self.cpu_words(),
                 self.reasons.join("; ")
             ),
-            100,
+            crate::columns::prose_width(),
         )
     }
 }

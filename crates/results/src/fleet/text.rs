@@ -181,7 +181,7 @@ fn causes(out: &mut String, r: &FleetReport) {
                 "{}",
                 crate::columns::wrap(
                     &format!("  {what}: {}", names.join(", ")),
-                    Some(100),
+                    Some(crate::columns::prose_width()),
                     "    "
                 )
                 .trim_end()

@@ -48,9 +48,17 @@ pub fn render(h: &FigureHistory) -> String {
         .max()
         .unwrap_or(4)
         .max(4);
+    // As wide as the values shown, so that a row fits 80 columns.
+    let value_width = h
+        .points
+        .iter()
+        .map(|p| v(p.value).chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(5);
     let _ = writeln!(
         out,
-        "\n{:>4}  {:<id_width$}  {:<20}  {:<host_width$}  {:>12}  run's own 95 % interval",
+        "\n{:>4}  {:<id_width$}  {:<20}  {:<host_width$}  {:>value_width$}  95 % interval",
         "#", "run", "started", "host", "value"
     );
     for (i, p) in h.points.iter().enumerate() {
@@ -75,7 +83,7 @@ pub fn render(h: &FigureHistory) -> String {
             .unwrap_or_else(|| "-".to_string());
         let _ = writeln!(
             out,
-            "{:>4}  {:<id_width$}  {:<20}  {:<host_width$}  {:>12}  {interval}",
+            "{:>4}  {:<id_width$}  {:<20}  {:<host_width$}  {:>value_width$}  {interval}",
             i + 1,
             p.run,
             escape_controls(&p.started_at),

@@ -1,5 +1,5 @@
 //! The compact text of a run's profiles for `show` and `run`: per figure one line of totals, the
-//! kernel components, and the functions that took the most time, within 100 columns.
+//! kernel components, and the functions that took the most time, within the terminal's width.
 
 use super::{ProbeProfile, Profiles};
 use crate::text::escape_controls;
@@ -7,7 +7,6 @@ use std::fmt::Write;
 
 /// Functions listed per figure.
 const SHOWN_FUNCTIONS: usize = 6;
-const WIDTH: usize = 100;
 
 pub fn render(profiles: &Profiles) -> String {
     let mut out = String::from("\nWhere the time goes (run --profile), ns of CPU per operation\n");
@@ -62,7 +61,10 @@ fn figure(out: &mut String, p: &ProbeProfile) {
         };
         // The end of a long (Rust, C++) name is the function; its start is the path to it.
         let full: Vec<char> = escape_controls(&f.name).chars().collect();
-        let name: String = match full.len().checked_sub(WIDTH - 33) {
+        let name: String = match full
+            .len()
+            .checked_sub(crate::columns::prose_width().saturating_sub(33))
+        {
             Some(cut) if cut > 0 => "...".chars().chain(full[cut..].iter().copied()).collect(),
             _ => full.into_iter().collect(),
         };
@@ -73,7 +75,7 @@ fn figure(out: &mut String, p: &ProbeProfile) {
     }
 }
 
-/// `items` after `lead`, two spaces apart, on as many lines as 100 columns need.
+/// `items` after `lead`, two spaces apart, on as many lines as the width needs.
 fn wrapped(out: &mut String, lead: &str, items: &[String]) {
     if items.is_empty() {
         return;
@@ -81,7 +83,7 @@ fn wrapped(out: &mut String, lead: &str, items: &[String]) {
     let mut line = lead.to_string();
     let indent = " ".repeat(lead.len());
     for item in items {
-        if line.len() > lead.len() && line.len() + 2 + item.len() > WIDTH {
+        if line.len() > lead.len() && line.len() + 2 + item.len() > crate::columns::prose_width() {
             out.push_str(line.trim_end());
             out.push('\n');
             line = indent.clone();
@@ -132,7 +134,11 @@ mod tests {
             probes: vec![p],
             ..Profiles::default()
         });
-        assert!(text.lines().all(|l| l.len() <= WIDTH), "{text}");
+        assert!(
+            text.lines()
+                .all(|l| l.len() <= crate::columns::DEFAULT_WIDTH),
+            "{text}"
+        );
         assert!(text.contains("user 50.0 + kernel 150.0 (75 %), 4000 samples on cpu-clock"));
         assert!(
             text.contains("security 10.0") && text.contains("(security)"),
