@@ -725,6 +725,10 @@ pub struct RunsArgs {
 pub struct ShowArgs {
     /// Run id, or a unique prefix of one
     pub run: String,
+    /// Every profiled figure's functions and notes in full (`run --profile`); without it, one
+    /// line per figure
+    #[arg(long)]
+    pub profile: bool,
     #[command(flatten)]
     pub store: StoreArg,
     #[command(flatten)]

@@ -126,6 +126,18 @@ fn compare_refuses_a_busy_run_and_force_shows_it_marked() {
     drop(hog);
     assert!(busy(&b), "{:#}", b["machine"]);
     let (ia, ib) = (a["id"].as_str().unwrap(), b["id"].as_str().unwrap());
+    // `runs` says which runs compare and history leave out.
+    let listed = env.osmeter().args(["runs"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let line = |id: &str| {
+        listed
+            .lines()
+            .find(|l| l.starts_with(id))
+            .unwrap()
+            .to_string()
+    };
+    assert!(line(ib).ends_with("(busy)"), "{listed}");
+    assert_eq!(line(ia).ends_with("(busy)"), busy(&a), "{listed}");
 
     let out = env.osmeter().args(["compare", ia, ib]).output().unwrap();
     assert_eq!(out.status.code(), Some(6));

@@ -90,7 +90,12 @@ fn a_syscall_probe_profile_names_real_kernel_functions_and_is_shown_and_exported
     }
 
     let id = run["id"].as_str().unwrap();
-    let show = env.osmeter().args(["show", id]).output().unwrap();
+    // `show --profile`: every function, figure by figure.
+    let show = env
+        .osmeter()
+        .args(["show", id, "--profile"])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&show.stdout);
     assert!(text.contains("Where the time goes"), "{text}");
     assert!(text.contains("samples on cpu-clock") || text.contains("samples on cycles"));
@@ -99,6 +104,17 @@ fn a_syscall_probe_profile_names_real_kernel_functions_and_is_shown_and_exported
         section.lines().all(|l| l.chars().count() <= 100),
         "{section}"
     );
+    assert!(section.contains("(entry-exit)"), "{section}");
+    // `show`: a line per figure and where the rest is.
+    let show = env.osmeter().args(["show", id]).output().unwrap();
+    let brief = String::from_utf8_lossy(&show.stdout);
+    let brief = &brief[brief.find("Where the time goes").unwrap()..];
+    assert!(!brief.contains("(entry-exit)"), "{brief}");
+    assert!(
+        brief.contains(&format!("osmeter show {id} --profile")),
+        "{brief}"
+    );
+    assert!(brief.lines().count() < section.lines().count(), "{brief}");
 
     let out = env
         .osmeter()

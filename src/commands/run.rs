@@ -26,7 +26,10 @@ pub fn run(args: &RunArgs) -> Result<i32> {
                     + &run
                         .profiles
                         .as_ref()
-                        .map(crate::results::profile::render)
+                        .map(|p| {
+                            let id = config.keeper.keeps().then_some(run.id.as_str());
+                            crate::results::profile::render_brief(p, id)
+                        })
                         .unwrap_or_default()),
             )
         }

@@ -63,8 +63,20 @@ pub fn show(args: &ShowArgs) -> Result<i32> {
         for doc in run.sections.iter() {
             body.push_str(&doc.text());
         }
-        if let Some(profiles) = &run.profiles {
-            body.push_str(&crate::results::profile::render(profiles));
+        match &run.profiles {
+            Some(profiles) if args.profile => {
+                body.push_str(&crate::results::profile::render(profiles))
+            }
+            Some(profiles) => body.push_str(&crate::results::profile::render_brief(
+                profiles,
+                Some(&run.id),
+            )),
+            None if args.profile => eprintln!(
+                "osmeter: run {} has no profiles: measure with `run --profile` (or `stat \
+                 --profile`) to keep them",
+                escape_controls(&run.id)
+            ),
+            None => {}
         }
         super::emit(&(head + &body))?;
     }

@@ -36,6 +36,10 @@ pub fn render(list: &[RunInfo]) -> String {
         if r.interrupted {
             last.push_str(" (interrupted)");
         }
+        // Busy runs are left out of compare and history unless asked for: say which they are.
+        if r.busy {
+            last.push_str(" (busy)");
+        }
         if let Some(off) = r.clock_offset.filter(|_| r.clock_off()) {
             let _ = write!(
                 last,

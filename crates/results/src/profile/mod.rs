@@ -3,10 +3,12 @@
 //! every field.
 
 mod bootstrap;
+mod brief;
 pub mod drift;
 pub mod explain;
 mod text;
 
+pub use brief::render_brief;
 pub use text::render;
 
 use crate::kernel_parts::Component;
