@@ -13,8 +13,8 @@ use std::path::PathBuf;
                   6 `compare` refused a run measured on a busy machine, 130 interrupted."
 )]
 pub struct Cli {
-    /// Print every table on one line per row, however wide (by default tables fit 100 columns,
-    /// cut into stacked blocks of columns)
+    /// Print every table on one line per row, however wide (by default tables fit the terminal:
+    /// COLUMNS, else its width, else 100 columns; cut into stacked blocks of columns)
     #[arg(long, global = true)]
     pub wide: bool,
     #[command(subcommand)]
