@@ -30,6 +30,17 @@ use std::time::{Duration, Instant};
 /// is estimated: two balanced blocks (A B B A, B A A B... counts as two pairs each).
 pub const PILOT_PAIRS: usize = 4;
 
+/// A side's harness cost is measured in the first pair and again every this many pairs. It is a
+/// property of the side (a wrapper such as a seccomp filter slows the harness's own clock reads
+/// too), drifts with the machine no faster than the figures, and is a fraction of a percent of a
+/// sample: measured in every pair it took a quarter of the pairs' time.
+const OVERHEAD_EVERY: usize = 8;
+
+/// Each side reads the yardstick in the first pair and every this many pairs after: a drift
+/// within a pair cancels in its ratio, and the readings only record the machine's pace over the
+/// pairs, which changes over tens of seconds; read in every pair they took a tenth of its time.
+const YARDSTICK_EVERY: usize = 4;
+
 /// A validated `ab` request.
 pub struct AbConfig<'a> {
     pub variants: Vec<Variant>,
@@ -71,6 +82,7 @@ pub fn measure(config: &AbConfig, status: &mut dyn FnMut(&str)) -> Result<AbDoc>
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut hints: Vec<Option<u64>> = vec![None; n];
     let mut yardsticks = [Yardstick::default(), Yardstick::default()];
+    let mut overheads: [Option<Overhead>; 2] = [None, None];
     let mut findable = Vec::new();
     let mut rng = Rng::new(config.seed);
     let mut stopped = String::from("the most pairs asked for (--max-pairs)");
@@ -101,11 +113,15 @@ pub fn measure(config: &AbConfig, status: &mut dyn FnMut(&str)) -> Result<AbDoc>
         }
         let mut order: Vec<usize> = (0..n).collect();
         rng.shuffle(&mut order);
+        if pairs % OVERHEAD_EVERY == 0 {
+            overheads = [None, None];
+        }
         let ctx = PairContext {
             config,
             workers: &workers,
             order: &order,
             hints: &hints,
+            overheads: &overheads,
             pair: pairs,
         };
         let outcome = match config.mode {
@@ -122,6 +138,11 @@ pub fn measure(config: &AbConfig, status: &mut dyn FnMut(&str)) -> Result<AbDoc>
             }
             Err(e) => return Err(e),
         };
+        for (kept, measured) in overheads.iter_mut().zip(outcome.overheads.clone()) {
+            if measured.is_some() {
+                *kept = measured;
+            }
+        }
         for (kept, reading) in yardsticks.iter_mut().zip(outcome.yardstick) {
             if let Some(mut r) = reading {
                 r.at_ms = started.elapsed().as_millis() as u64;
@@ -220,6 +241,8 @@ fn estimate(config: &AbConfig, ratios: &[Vec<f64>], per_pair: Duration) -> Vec<F
 /// What one pair gave besides the figures' values.
 struct PairOutcome {
     yardstick: [Option<YardstickReading>; 2],
+    /// Each side's harness cost, as known after this pair.
+    overheads: [Option<Overhead>; 2],
     /// Iterations per sample the figures settled on in this pair (for the next pairs).
     iterations: Vec<Option<u64>>,
     interrupted: bool,
@@ -230,6 +253,8 @@ struct PairContext<'c, 'a> {
     workers: &'c [WorkerCommand; 2],
     order: &'c [usize],
     hints: &'c [Option<u64>],
+    /// Each side's harness cost when known from an earlier pair.
+    overheads: &'c [Option<Overhead>; 2],
     pair: usize,
 }
 
@@ -328,11 +353,12 @@ impl PairContext<'_, '_> {
         let cpu = self.config.cpus[0];
         let mut out = PairOutcome {
             yardstick: [None, None],
+            overheads: self.overheads.clone(),
             iterations: vec![None; self.order.len()],
             interrupted: false,
         };
         let first = self.first();
-        let mut overheads: [Option<Overhead>; 2] = [None, None];
+        let mut started_side = [false, false];
         for (k, &i) in self.order.iter().enumerate() {
             let sides = if k % 2 == 0 {
                 [first, 1 - first]
@@ -350,21 +376,20 @@ impl PairContext<'_, '_> {
                 }
                 switch.enter(side)?;
                 let name = &self.config.sides[side].name;
-                let overhead = match &overheads[side] {
-                    Some(o) => o.clone(),
-                    None => {
-                        status(&format!(
-                            "[pair {}] {}: {name}: the harness's own cost",
-                            self.pair + 1,
-                            crate::progress::duration(started.elapsed())
-                        ));
-                        let Some(o) = self.side_overhead(side, cpu, &mut out)? else {
-                            return Ok(out);
-                        };
-                        overheads[side] = Some(o.clone());
-                        o
+                if !started_side[side] {
+                    started_side[side] = true;
+                    status(&format!(
+                        "[pair {}] {}: {name}: the harness's cost and the yardstick",
+                        self.pair + 1,
+                        crate::progress::duration(started.elapsed())
+                    ));
+                    if !self.side_start(side, cpu, &mut out)? {
+                        return Ok(out);
                     }
-                };
+                }
+                let overhead = out.overheads[side]
+                    .clone()
+                    .expect("a side's cost is known once it has started");
                 status(&format!(
                     "[pair {}] {}: {name}: {}",
                     self.pair + 1,
@@ -382,30 +407,29 @@ impl PairContext<'_, '_> {
         Ok(out)
     }
 
-    /// A side's harness cost for this pair, with a yardstick reading put in `out`; None when
-    /// interrupted (marked in `out`).
-    fn side_overhead(
-        &self,
-        side: usize,
-        cpu: usize,
-        out: &mut PairOutcome,
-    ) -> Result<Option<Overhead>> {
+    /// A side's start in a pair: its harness cost when not known yet, and a yardstick reading,
+    /// both put in `out`; false when interrupted (marked in `out`).
+    fn side_start(&self, side: usize, cpu: usize, out: &mut PairOutcome) -> Result<bool> {
         let name = &self.config.sides[side].name;
-        let overhead = match self.run(side, cpu, Task::Overhead)? {
-            Answer::Overhead(o) => o,
-            Answer::Interrupted => {
-                out.interrupted = true;
-                return Ok(None);
+        if out.overheads[side].is_none() {
+            match self.run(side, cpu, Task::Overhead)? {
+                Answer::Overhead(o) => out.overheads[side] = Some(o),
+                Answer::Interrupted => {
+                    out.interrupted = true;
+                    return Ok(false);
+                }
+                Answer::Failed(e) => {
+                    bail!("measuring the harness's own cost on {name} failed: {e}")
+                }
+                _ => bail!("a measuring process answered the wrong task; this is a bug"),
             }
-            Answer::Failed(e) => {
-                bail!("measuring the harness's own cost on {name} failed: {e}")
-            }
-            _ => bail!("a measuring process answered the wrong task; this is a bug"),
-        };
-        if let Answer::Yardstick(r) = self.run(side, cpu, Task::Yardstick)? {
-            out.yardstick[side] = Some(r);
         }
-        Ok(Some(overhead))
+        if self.pair % YARDSTICK_EVERY == 0 {
+            if let Answer::Yardstick(r) = self.run(side, cpu, Task::Yardstick)? {
+                out.yardstick[side] = Some(r);
+            }
+        }
+        Ok(true)
     }
 
     /// A and B at once, each task of the pair started on both sides together. In a duet A runs on
@@ -429,12 +453,13 @@ impl PairContext<'_, '_> {
         };
         let mut out = PairOutcome {
             yardstick: [None, None],
+            overheads: self.overheads.clone(),
             iterations: vec![None; self.order.len()],
             interrupted: false,
         };
         // In lockstep, a round's two workers share one CPU in turns; any other task would share
         // it at once, so those go one side after the other.
-        let both = |tasks: [Task; 2], in_turns: bool| -> Result<[Answer; 2]> {
+        let both_on = |cpus: [usize; 2], tasks: [Task; 2], in_turns: bool| -> Result<[Answer; 2]> {
             let [ta, tb] = tasks;
             if lockstep && !in_turns {
                 let first = self.first();
@@ -463,26 +488,35 @@ impl PairContext<'_, '_> {
                 Ok([a?, b?])
             })
         };
-        status(&format!(
-            "[pair {}] {}: the harness's own cost",
-            self.pair + 1,
-            crate::progress::duration(started.elapsed())
-        ));
-        let overheads = match both([Task::Overhead, Task::Overhead], false)? {
-            [Answer::Overhead(a), Answer::Overhead(b)] => [a, b],
-            [Answer::Interrupted, _] | [_, Answer::Interrupted] => {
-                out.interrupted = true;
-                return Ok(out);
+        let both = |tasks: [Task; 2], in_turns: bool| both_on(cpus, tasks, in_turns);
+        let overheads = match &self.overheads {
+            [Some(a), Some(b)] => [a.clone(), b.clone()],
+            _ => {
+                status(&format!(
+                    "[pair {}] {}: the harness's own cost",
+                    self.pair + 1,
+                    crate::progress::duration(started.elapsed())
+                ));
+                match both([Task::Overhead, Task::Overhead], false)? {
+                    [Answer::Overhead(a), Answer::Overhead(b)] => [a, b],
+                    [Answer::Interrupted, _] | [_, Answer::Interrupted] => {
+                        out.interrupted = true;
+                        return Ok(out);
+                    }
+                    [Answer::Failed(e), _] | [_, Answer::Failed(e)] => {
+                        bail!("measuring the harness's own cost failed: {e}")
+                    }
+                    _ => bail!("a measuring process answered the wrong task; this is a bug"),
+                }
             }
-            [Answer::Failed(e), _] | [_, Answer::Failed(e)] => {
-                bail!("measuring the harness's own cost failed: {e}")
-            }
-            _ => bail!("a measuring process answered the wrong task; this is a bug"),
         };
-        let [ya, yb] = both([Task::Yardstick, Task::Yardstick], false)?;
-        for (side, y) in [ya, yb].into_iter().enumerate() {
-            if let Answer::Yardstick(r) = y {
-                out.yardstick[side] = Some(r);
+        out.overheads = [Some(overheads[0].clone()), Some(overheads[1].clone())];
+        if self.pair % YARDSTICK_EVERY == 0 {
+            let [ya, yb] = both([Task::Yardstick, Task::Yardstick], false)?;
+            for (side, y) in [ya, yb].into_iter().enumerate() {
+                if let Answer::Yardstick(r) = y {
+                    out.yardstick[side] = Some(r);
+                }
             }
         }
         for &i in self.order {
@@ -502,13 +536,22 @@ impl PairContext<'_, '_> {
                 crate::progress::duration(started.elapsed()),
                 self.config.variants[i].label()
             ));
-            let [a, b] = both(
+            let tasks = || {
                 [
                     self.round_task(i, &overheads[0]),
                     self.round_task(i, &overheads[1]),
-                ],
-                true,
-            )?;
+                ]
+            };
+            let [a, b] = both(tasks(), true)?;
+            // A duet measures each figure again with the CPUs swapped: each side's value is the
+            // geometric mean of its rounds on either CPU, so that a CPU faster than the other
+            // (its host thread's neighbours, its share of the host) moves both sides alike.
+            let [a, b] = if self.config.mode == Mode::Duet {
+                let [a2, b2] = both_on([cpus[1], cpus[0]], tasks(), true)?;
+                [crossed(a, a2), crossed(b, b2)]
+            } else {
+                [a, b]
+            };
             let (ga, gb) = got.split_at_mut(1);
             let stop_a = keep(a, &mut ga[0][i], &mut out.iterations[i]);
             let stop_b = keep(b, &mut gb[0][i], &mut None);
@@ -557,6 +600,34 @@ fn turn_pipes(first: usize) -> Result<[worker::TurnPipes; 2]> {
             second: first != 1,
         },
     ])
+}
+
+/// One side's two rounds of a figure in a duet pair, on either CPU, as one: the geometric mean of
+/// their values with both rounds' samples; whatever is not a value (a skip, a failure, an
+/// interruption) stands for both.
+fn crossed(first: Answer, second: Answer) -> Answer {
+    match (first, second) {
+        (
+            Answer::Value {
+                value: v1,
+                samples: mut s1,
+                iterations,
+            },
+            Answer::Value {
+                value: v2,
+                samples: s2,
+                ..
+            },
+        ) => {
+            s1.extend(s2);
+            Answer::Value {
+                value: (v1 * v2).sqrt(),
+                samples: s1,
+                iterations,
+            }
+        }
+        (Answer::Value { .. }, other) | (other, _) => other,
+    }
 }
 
 /// Keeps one answer of a figure's round; true when the user stopped the run.
