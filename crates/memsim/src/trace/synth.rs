@@ -197,7 +197,7 @@ pub fn check_room(output: &Path, refs: u64, zstd: bool) -> Result<()> {
     let compressed = zstd || into.extension().is_some_and(|e| e == "zst" || e == "gz");
     let per_ref = if compressed { 1 } else { 2 };
     let dir = crate::files::parent(&into);
-    let Some(free) = crate::budget::free_space(dir) else {
+    let Some(free) = crate::scratch::free_space(dir) else {
         return Ok(());
     };
     let need = refs.saturating_mul(per_ref);
