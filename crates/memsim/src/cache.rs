@@ -3,7 +3,8 @@
 //! the 3C shadow), and `Level`, one cache level with its write policy, fetch size and 3C counts.
 
 pub use super::full_lru::{FastHash, FastMap, FullLru, SeenLines};
-use super::trace::synth::Rng;
+use super::trace::synth;
+use crate::stats::rng::SplitMix64;
 
 /// A free way (no line number is this large in practice).
 pub(crate) const EMPTY: u64 = u64::MAX;
@@ -25,7 +26,7 @@ pub struct SetAssoc {
     tags: Vec<u64>,
     dirty: Vec<bool>,
     repl: Replacement,
-    rng: Rng,
+    rng: SplitMix64,
 }
 
 impl SetAssoc {
@@ -40,7 +41,7 @@ impl SetAssoc {
             tags: vec![!EMPTY; sets as usize * ways],
             dirty: vec![false; sets as usize * ways],
             repl,
-            rng: Rng::new(seed),
+            rng: synth::rng(seed),
         }
     }
 
@@ -84,7 +85,7 @@ impl SetAssoc {
         let victim = if self.repl == Replacement::Random {
             match self.tags[b..b + w].iter().position(|&t| t == !EMPTY) {
                 Some(p) => p,
-                None => self.rng.below(w as u64) as usize,
+                None => self.rng.scaled(w as u64) as usize,
             }
         } else {
             w - 1
