@@ -3,6 +3,8 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+pub mod results_args;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "osmeter",
@@ -433,7 +435,7 @@ pub struct MemsimArgs {
 pub struct ExportArgs {
     /// Run id, or a unique prefix of one
     pub run: String,
-    #[arg(long, short = 'f', value_name = "FORMAT")]
+    #[arg(long, short = 'f', value_name = "FORMAT", value_parser = results_args::format())]
     pub format: crate::results::export::Format,
     /// One row per raw sample (csv)
     #[arg(long)]
@@ -465,7 +467,7 @@ pub struct PushArgs {
     pub all: bool,
     /// Destination: a postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE URL (the password may come
     /// from $PGPASSWORD or ~/.pgpass instead) or a SQLite path
-    #[arg(long, value_name = "URL|PATH", value_parser = crate::results::store::LocationArg)]
+    #[arg(long, value_name = "URL|PATH", value_parser = results_args::LocationArg)]
     pub to: crate::results::store::Location,
     /// The source store
     #[command(flatten)]
@@ -695,7 +697,7 @@ pub struct KeepArgs {
 pub struct StoreArg {
     /// Where runs are kept: a SQLite file or a postgres:// URL [default: $OSMETER_STORE, else
     /// $XDG_DATA_HOME/osmeter/runs.db]
-    #[arg(long, value_name = "PATH|URL", value_parser = crate::results::store::LocationArg)]
+    #[arg(long, value_name = "PATH|URL", value_parser = results_args::LocationArg)]
     pub store: Option<crate::results::store::Location>,
 }
 
