@@ -3,6 +3,7 @@
 //! naming what it needs, what the machine has, and what to ask for instead, rather than an
 //! allocation that aborts osmeter, an out-of-memory kill, or a full disk.
 
+use crate::scratch::free_space;
 use crate::usage;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
@@ -37,18 +38,6 @@ impl Have {
             scratch: scratch.to_path_buf(),
         }
     }
-}
-
-/// Bytes this user may still write on the file system of `dir`.
-pub fn free_space(dir: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs fills the zeroed struct; c is NUL-terminated.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    (st.f_bavail as u64).checked_mul(st.f_frsize as u64)
 }
 
 /// Memory one kept sample of `osmeter run` takes, generously: the raw sample with its counter

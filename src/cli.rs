@@ -3,6 +3,9 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+pub mod memsim_args;
+pub mod results_args;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "osmeter",
@@ -320,10 +323,10 @@ pub enum TraceAction {
         #[arg(value_name = "OUTPUT", hide = true)]
         output_positional: Option<PathBuf>,
         /// Input format [default: detected]
-        #[arg(long, value_name = "FORMAT", value_enum)]
+        #[arg(long, value_name = "FORMAT", value_parser = memsim_args::trace_format())]
         from: Option<crate::memsim::trace::Format>,
         /// Output format
-        #[arg(long, value_name = "FORMAT", value_enum, default_value_t)]
+        #[arg(long, value_name = "FORMAT", value_parser = memsim_args::export_format(), default_value_t)]
         to: crate::memsim::trace::ExportFormat,
         /// Compress with zstd (also implied by an output name ending in .zst; one ending in .gz
         /// is gzip-compressed)
@@ -335,7 +338,7 @@ pub enum TraceAction {
     Info {
         file: PathBuf,
         /// Input format [default: detected]
-        #[arg(long, value_name = "FORMAT", value_enum)]
+        #[arg(long, value_name = "FORMAT", value_parser = memsim_args::trace_format())]
         from: Option<crate::memsim::trace::Format>,
         /// Kernel symbols: /proc/kallsyms text or System.map [default: FILE.kallsyms if present]
         #[arg(long, value_name = "FILE")]
@@ -369,12 +372,12 @@ pub struct MemsimArgs {
     /// directory
     pub trace: PathBuf,
     /// Input format [default: detected]
-    #[arg(long, value_name = "FORMAT", value_enum)]
+    #[arg(long, value_name = "FORMAT", value_parser = memsim_args::trace_format())]
     pub from: Option<crate::memsim::trace::Format>,
     /// Machine preset or sweep (repeatable): ds5000-200, ds5000-200-2way, ds5000-200-random,
     /// ds5000-200-unified, ds5000-200-merge, pentium, x86-modern; sweeps: paper (the four
     /// ds5000 variants), sweep16 (both L1 caches at 16-128 KB x direct-mapped to 8-way)
-    #[arg(long = "preset", value_name = "NAME", value_enum)]
+    #[arg(long = "preset", value_name = "NAME", value_parser = memsim_args::preset())]
     pub presets: Vec<crate::memsim::config::PresetName>,
     /// Machine described in a JSON file (repeatable; see the memsim module for the fields)
     #[arg(long = "config", value_name = "FILE")]
@@ -433,7 +436,7 @@ pub struct MemsimArgs {
 pub struct ExportArgs {
     /// Run id, or a unique prefix of one
     pub run: String,
-    #[arg(long, short = 'f', value_name = "FORMAT")]
+    #[arg(long, short = 'f', value_name = "FORMAT", value_parser = results_args::format())]
     pub format: crate::results::export::Format,
     /// One row per raw sample (csv)
     #[arg(long)]
@@ -465,7 +468,7 @@ pub struct PushArgs {
     pub all: bool,
     /// Destination: a postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE URL (the password may come
     /// from $PGPASSWORD or ~/.pgpass instead) or a SQLite path
-    #[arg(long, value_name = "URL|PATH", value_parser = crate::results::store::LocationArg)]
+    #[arg(long, value_name = "URL|PATH", value_parser = results_args::LocationArg)]
     pub to: crate::results::store::Location,
     /// The source store
     #[command(flatten)]
@@ -695,7 +698,7 @@ pub struct KeepArgs {
 pub struct StoreArg {
     /// Where runs are kept: a SQLite file or a postgres:// URL [default: $OSMETER_STORE, else
     /// $XDG_DATA_HOME/osmeter/runs.db]
-    #[arg(long, value_name = "PATH|URL", value_parser = crate::results::store::LocationArg)]
+    #[arg(long, value_name = "PATH|URL", value_parser = results_args::LocationArg)]
     pub store: Option<crate::results::store::Location>,
 }
 
@@ -799,7 +802,7 @@ pub struct GuestArgs {
     /// With --guest: simulate every reference of the counted windows on this memsim machine
     /// (repeatable; a sweep stands for its presets): misses and memory cycles per instruction
     /// per operation, user and kernel apart, and kernel instructions by function
-    #[arg(long = "preset", value_name = "NAME", value_enum, requires = "kernels")]
+    #[arg(long = "preset", value_name = "NAME", value_parser = memsim_args::preset(), requires = "kernels")]
     pub presets: Vec<crate::memsim::config::PresetName>,
     /// With --guest: list the kernels the --guest values name (patterns and ranges expanded,
     /// oldest first), their downloads and what the cache holds; fetch and boot nothing

@@ -11,9 +11,10 @@
 //! The lowest layers are moving out into crates of their own (crates/, one per commit; the crate
 //! map is in docs/architecture.md). A crate moved out is re-exported here under its old module
 //! names (`stats` for osmeter-stats; `units`, `console`, `error` and the others of osmeter-base;
-//! `tracefs`, `kernel_parts` and the others of osmeter-kernel; `meter` for osmeter-meter), so
-//! `crate::stats::...`, `crate::units::...` and `crate::meter::...` still read as before; the map
-//! lists each in its layer like a module.
+//! `tracefs`, `kernel_parts` and the others of osmeter-kernel; `meter` for osmeter-meter; `results`
+//! and `memsim` for osmeter-results and osmeter-memsim), so `crate::stats::...`,
+//! `crate::units::...` and `crate::meter::...` still read as before; the map lists each in its
+//! layer like a module.
 //!
 //! ```text
 //! 1 base      clock columns console detached error files guard interrupt memory_room mounts
@@ -46,7 +47,6 @@ pub mod commands;
 pub mod config;
 pub mod harness;
 pub mod latency;
-pub mod memsim;
 pub mod papers;
 pub mod probes;
 pub mod profile;
@@ -74,6 +74,9 @@ pub use osmeter_meter as meter;
 
 // The results layer, a crate of its own since it needs nothing above the meter.
 pub use osmeter_results as results;
+
+// The memory-system simulator, a crate of its own since it needs nothing above the results layer.
+pub use osmeter_memsim as memsim;
 // So that `crate::params![...]` reads as before.
 pub use osmeter_results::params;
 

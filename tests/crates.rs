@@ -39,8 +39,8 @@ fn map(doc: &str) -> BTreeMap<String, u32> {
     out
 }
 
-/// Each crate of the workspace and the crates of the workspace it depends on.
-fn workspace(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
+/// `cargo metadata` of the workspace's own packages, dependencies unresolved.
+fn metadata(root: &Path) -> serde_json::Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let out = std::process::Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--no-deps"])
@@ -52,7 +52,12 @@ fn workspace(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
         "cargo metadata failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Each crate of the workspace and the crates of the workspace it depends on.
+fn workspace(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let meta = metadata(root);
     // Without dependencies resolved, the packages listed are exactly the workspace's members.
     let packages = meta["packages"].as_array().unwrap();
     let members: BTreeSet<String> = packages
@@ -119,5 +124,28 @@ fn the_map_is_read_from_its_section_only() {
     assert_eq!(
         m.into_iter().collect::<Vec<_>>(),
         vec![("low".to_string(), 1), ("top".to_string(), 8)]
+    );
+}
+
+/// Only the binary knows the command line: the crates below hand it plain types (a format, a
+/// store's location, a preset), and it defines their flags, values and help (src/cli.rs and
+/// src/cli/). A lower crate that took clap back would tie its types to one front end.
+#[test]
+fn no_crate_but_the_root_depends_on_clap() {
+    let meta = metadata(Path::new(env!("CARGO_MANIFEST_DIR")));
+    let mut with_clap = Vec::new();
+    for p in meta["packages"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap();
+        for d in p["dependencies"].as_array().unwrap() {
+            let dep = d["name"].as_str().unwrap();
+            if name != "osmeter" && (dep == "clap" || dep.starts_with("clap_")) {
+                with_clap.push(format!("{name} -> {dep}"));
+            }
+        }
+    }
+    assert!(
+        with_clap.is_empty(),
+        "crates below the binary that depend on clap (move their command-line side to src/cli/): \
+         {with_clap:?}"
     );
 }

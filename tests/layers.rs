@@ -220,12 +220,13 @@ fn first_module(text: &str) -> usize {
 /// Every module writes to stderr through osmeter's `eprintln!`, which a closed stderr cannot turn
 /// into a panic, never through std's: a `macro_rules!` reaches only the modules declared after it,
 /// so in each lib.rs it stands before the first module (osmeter-base's in its console module,
-/// declared first with `#[macro_use]`; the root crate's and osmeter-kernel's forwarding to it), and
+/// declared first with `#[macro_use]`; the root crate's, osmeter-kernel's and osmeter-memsim's
+/// forwarding to it), and
 /// nothing names std's by path.
 #[test]
 fn every_module_gets_osmeters_eprintln() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for forwarding in ["src", "crates/kernel/src"] {
+    for forwarding in ["src", "crates/kernel/src", "crates/memsim/src"] {
         let lib = std::fs::read_to_string(root.join(forwarding).join("lib.rs")).unwrap();
         let at = lib
             .find("\nmacro_rules! eprintln")
@@ -243,7 +244,12 @@ fn every_module_gets_osmeters_eprintln() {
         "crates/base/src/lib.rs must declare `#[macro_use] pub mod console;` before any module"
     );
     let mut files = Vec::new();
-    for dir in ["src", "crates/base/src", "crates/kernel/src"] {
+    for dir in [
+        "src",
+        "crates/base/src",
+        "crates/kernel/src",
+        "crates/memsim/src",
+    ] {
         rust_files(&root.join(dir), &mut files);
     }
     for file in files {

@@ -8,11 +8,10 @@ use crate::results::schema::{find, SchemaKind};
 use anyhow::Result;
 
 // The results layer's own kinds (run, runs, compare-exact, history, fleet) are named in
-// crate::results::schema, beside the trait: a kind of that layer's type is that layer's to name.
+// crate::results::schema, beside the trait: a kind of that layer's type is that layer's to name
+// (memsim's, memsim and trace-info, in crate::memsim::document).
 crate::results::described! {
     crate::stat::StatDoc => "stat", 1;
-    crate::memsim::document::MemsimDoc => "memsim", 1;
-    crate::memsim::trace::summary::TraceSummary => "trace-info", 1;
     super::compare::CompareDoc<'_> => "compare", 1;
     super::push::Pushed => "push", 1;
     super::info::InfoDoc<'_> => "info", 1;

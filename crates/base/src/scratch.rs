@@ -147,6 +147,19 @@ fn check_private(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Bytes this user may still write on the file system of `dir` (statvfs's blocks available to
+/// an unprivileged user), or None when it cannot be asked.
+pub fn free_space(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the zeroed struct; c is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    (st.f_bavail as u64).checked_mul(st.f_frsize as u64)
+}
+
 /// Creates `path` as a new file (never an existing one, never through a symbolic link), readable
 /// and writable by its owner only.
 pub fn create_new(path: &Path) -> Result<File> {

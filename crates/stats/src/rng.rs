@@ -2,9 +2,10 @@
 //! every osmeter version given the same seed (a stored run can be replayed exactly).
 //!
 //! xoshiro256++ (Blackman and Vigna), its state filled from the seed by SplitMix64 as its authors
-//! advise. SplitMix64 is offered alone too, and Marsaglia's xorshift64, for the inputs of
-//! workloads, synthetic traces and simulated replacement: their streams were drawn from them before
-//! this crate existed, and a stream that changed would change what those measure and simulate.
+//! advise. SplitMix64 is offered alone too, and Marsaglia's xorshift64 and Vigna's xorshift64*,
+//! for the inputs of workloads, synthetic traces and simulated replacement: their streams were
+//! drawn from them before this crate existed, and a stream that changed would change what those
+//! measure and simulate.
 
 /// Seeded pseudo-random numbers; not for anything secret.
 #[derive(Clone, Debug)]
@@ -43,6 +44,32 @@ impl SplitMix64 {
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
         splitmix64(&mut self.0)
+    }
+
+    /// The next number scaled into [0, n): the high half of its 128-bit product with `n`, which
+    /// is Lemire's multiply without the rejection step of [`Rng::below`]. It is biased by at most
+    /// n / 2^64, nothing at the sizes drawn, and the streams drawn so far (memsim's random
+    /// replacement and synthetic traces, the pointer chase's permutation) are exactly this.
+    #[inline]
+    pub fn scaled(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// Vigna's xorshift64* (shifts 12, 25, 27, then a multiply) as a generator, its state in the open:
+/// the stream of the `cpu.mix` workload's inputs. The state must not be zero.
+#[derive(Clone, Debug)]
+pub struct XorShift64Star(pub u64);
+
+impl XorShift64Star {
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 }
 
@@ -150,6 +177,27 @@ mod tests {
         let mut st = 1u64;
         assert_eq!(xorshift64(&mut st), 0x4082_2041);
         assert_eq!(st, 0x4082_2041);
+    }
+
+    #[test]
+    fn xorshift64_star_known_answer() {
+        // By hand from 1: ^ >> 12 leaves 1, ^ << 25 gives 0x0200_0001, ^ >> 27 leaves it (it is
+        // below 2^27); the number is that times the multiplier.
+        let mut g = XorShift64Star(1);
+        assert_eq!(g.next_u64(), 0x47E4_CE4B_896C_DD1D);
+        assert_eq!(g.0, 0x0200_0001);
+        assert_eq!(g.next_u64(), 0xABCF_A6A8_E079_651D);
+    }
+
+    #[test]
+    fn scaled_is_the_high_half_of_the_product() {
+        let mut a = SplitMix64(5);
+        let mut b = SplitMix64(5);
+        for n in [1u64, 2, 20, 64, 1 << 40, u64::MAX] {
+            let x = b.next_u64();
+            assert_eq!(a.scaled(n), ((u128::from(x) * u128::from(n)) >> 64) as u64);
+        }
+        assert_eq!(SplitMix64(9).scaled(1), 0);
     }
 
     #[test]

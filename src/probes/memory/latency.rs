@@ -187,7 +187,7 @@ fn sattolo(n: usize, seed: u64) -> Vec<u32> {
     let mut rng = crate::stats::rng::SplitMix64(seed);
     for i in (1..n).rev() {
         // Drawing j strictly below i (never i itself) is what makes the result a single cycle.
-        let j = ((rng.next_u64() as u128 * i as u128) >> 64) as usize;
+        let j = rng.scaled(i as u64) as usize;
         next.swap(i, j);
     }
     next

@@ -12,7 +12,6 @@ pub mod trace_event;
 
 use crate::results::model::{Run, RunKind};
 use crate::results::profile::Profiles;
-use clap::ValueEnum;
 use std::io::{self, Write};
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -56,7 +55,7 @@ pub fn refusal(format: Format, run: &Run) -> Option<String> {
     if needs.kinds.contains(&kind) {
         return None;
     }
-    let has: Vec<String> = Format::value_variants()
+    let has: Vec<String> = Format::ALL
         .iter()
         .filter(|f| f.exporter().needs().is_none_or(|n| n.kinds.contains(&kind)))
         .map(|f| f.exporter().name().to_string())
@@ -95,18 +94,17 @@ pub fn profiles_of(run: &Run) -> io::Result<&Profiles> {
     Ok(profiles)
 }
 
-/// The export formats, each mapped to its exporter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// The export formats, each mapped to its exporter. The command line's `--format` values, with
+/// their help and aliases, are the binary's (src/cli/results_args.rs), one for each of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// The whole stored document
     Json,
     /// One row per figure (or per sample with --samples)
     Csv,
-    /// Tables to paste into a review
-    #[value(alias = "md")]
+    /// Tables to paste into a review (`md` too)
     Markdown,
-    /// OpenMetrics / Prometheus text exposition
-    #[value(alias = "prometheus")]
+    /// OpenMetrics / Prometheus text exposition (`prometheus` too)
     Openmetrics,
     /// Folded stacks of the run's profiles (`run --profile`), for flamegraph.pl, inferno, speedscope
     Folded,
@@ -115,12 +113,23 @@ pub enum Format {
     /// The run's profiles in speedscope's JSON file format, one profile per figure
     Speedscope,
     /// A latency run's late wakes (`latency --trace`) as Chrome trace-event JSON, for Perfetto
-    /// and chrome://tracing
-    #[value(alias = "perfetto", alias = "chrome-trace")]
+    /// and chrome://tracing (`perfetto` and `chrome-trace` too)
     TraceEvent,
 }
 
 impl Format {
+    /// Every format, in the order the command line lists them.
+    pub const ALL: [Format; 8] = [
+        Format::Json,
+        Format::Csv,
+        Format::Markdown,
+        Format::Openmetrics,
+        Format::Folded,
+        Format::Pprof,
+        Format::Speedscope,
+        Format::TraceEvent,
+    ];
+
     pub fn exporter(self) -> Box<dyn Exporter> {
         match self {
             Format::Json => Box::new(json::Json),

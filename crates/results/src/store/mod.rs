@@ -286,35 +286,6 @@ fn describe_postgres(_url: &str) -> String {
     "a PostgreSQL server (not reachable without the `fleet` feature)".to_string()
 }
 
-/// The value parser of `--store` and `push --to`: [`Location::parse`], with an error that names
-/// the option but never repeats the value (clap's own message would print a URL's password).
-#[derive(Debug, Clone, Copy)]
-pub struct LocationArg;
-
-impl clap::builder::TypedValueParser for LocationArg {
-    type Value = Location;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> std::result::Result<Location, clap::Error> {
-        let option = arg.map_or_else(|| "--store".to_string(), |a| a.to_string());
-        let refuse = |why: String| {
-            clap::Error::raw(
-                clap::error::ErrorKind::InvalidValue,
-                format!("invalid value for '{option}': {why}\n"),
-            )
-            .with_cmd(cmd)
-        };
-        let text = value
-            .to_str()
-            .ok_or_else(|| refuse("the store is not valid UTF-8".into()))?;
-        Location::parse(text).map_err(refuse)
-    }
-}
-
 fn is_postgres_url(text: &str) -> bool {
     text.starts_with("postgres://") || text.starts_with("postgresql://")
 }

@@ -38,9 +38,9 @@ pub const PRESETS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Named groups of presets simulated together in one pass.
-/// A `--preset` value, checked by clap: a preset, or a sweep standing for several presets. Its
-/// possible values are the names in [`PRESETS`] and [`SWEEPS`], listed in clap's error.
+/// A `--preset` value: a preset, or a sweep standing for several presets. Its possible values are
+/// the names in [`PRESETS`] and [`SWEEPS`] ([`PresetName::all`]), which the binary's command line
+/// checks and lists in its error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PresetName(pub &'static str);
 
@@ -54,6 +54,11 @@ static PRESET_NAMES: std::sync::LazyLock<Vec<PresetName>> = std::sync::LazyLock:
 });
 
 impl PresetName {
+    /// Every `--preset` value, presets first, then sweeps.
+    pub fn all() -> &'static [PresetName] {
+        &PRESET_NAMES
+    }
+
     /// The presets it stands for: itself, or the presets of its sweep.
     pub fn presets(self) -> Vec<&'static str> {
         match SWEEPS.iter().find(|(s, _)| *s == self.0) {
@@ -63,16 +68,7 @@ impl PresetName {
     }
 }
 
-impl clap::ValueEnum for PresetName {
-    fn value_variants<'a>() -> &'a [Self] {
-        &PRESET_NAMES
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.0))
-    }
-}
-
+/// Named groups of presets simulated together in one pass.
 pub const SWEEPS: &[(&str, &[&str])] = &[
     (
         "paper",
@@ -428,8 +424,7 @@ mod tests {
 
     #[test]
     fn every_preset_name_stands_for_machines_that_exist() {
-        use clap::ValueEnum;
-        for name in PresetName::value_variants() {
+        for name in PresetName::all() {
             let presets = name.presets();
             assert!(!presets.is_empty(), "{name:?}");
             for p in presets {

@@ -15,6 +15,13 @@ use std::collections::BTreeMap;
 
 pub const SCHEMA: &str = "osmeter.memsim/1";
 
+// This crate's kinds of JSON document, with the version of their schema (`osmeter schema`): a
+// kind of a layer's type is that layer's to name.
+crate::results::described! {
+    crate::memsim::document::MemsimDoc => "memsim", 1;
+    crate::memsim::trace::summary::TraceSummary => "trace-info", 1;
+}
+
 pub fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         0.0

@@ -12,21 +12,11 @@ use std::path::Path;
 /// Start of the unmapped kernel segment used for kernel text and data (MIPS kseg0).
 pub const KERNEL_BASE: u64 = 0x8000_0000;
 
-#[derive(Clone)]
-pub struct Rng(SplitMix64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(SplitMix64(seed ^ 0x9e37_79b9_7f4a_7c15))
-    }
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-    #[inline]
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
+/// memsim's seeded generator, for synthetic traces and random replacement: SplitMix64 (of the
+/// statistics crate) from the seed mixed with the golden ratio, drawn as memsim always drew it,
+/// so the same seed gives the same trace and the same victims as before.
+pub fn rng(seed: u64) -> SplitMix64 {
+    SplitMix64(seed ^ 0x9e37_79b9_7f4a_7c15)
 }
 
 struct Proc {
@@ -40,7 +30,7 @@ struct Proc {
 }
 
 pub struct Synth {
-    rng: Rng,
+    rng: SplitMix64,
     left: u64,
     procs: Vec<Proc>,
     cur: usize,
@@ -67,7 +57,7 @@ impl Synth {
             })
             .collect();
         Synth {
-            rng: Rng::new(seed),
+            rng: rng(seed),
             left: refs,
             procs,
             cur: 0,
@@ -197,7 +187,7 @@ pub fn check_room(output: &Path, refs: u64, zstd: bool) -> Result<()> {
     let compressed = zstd || into.extension().is_some_and(|e| e == "zst" || e == "gz");
     let per_ref = if compressed { 1 } else { 2 };
     let dir = crate::files::parent(&into);
-    let Some(free) = crate::budget::free_space(dir) else {
+    let Some(free) = crate::scratch::free_space(dir) else {
         return Ok(());
     };
     let need = refs.saturating_mul(per_ref);
@@ -220,6 +210,18 @@ pub fn check_room(output: &Path, refs: u64, zstd: bool) -> Result<()> {
 mod tests {
     use super::super::read_all;
     use super::*;
+
+    /// The numbers memsim's own generator drew from seed 4 before it gave way to the statistics
+    /// crate's SplitMix64: the next number, then three scaled into [0, 20), [0, 64) and [0, 2^40).
+    #[test]
+    fn the_generator_draws_the_stream_it_drew_before() {
+        let mut g = rng(4);
+        assert_eq!(g.next_u64(), 0xc9ff_3692_c775_38ad);
+        assert_eq!(
+            [g.scaled(20), g.scaled(64), g.scaled(1 << 40)],
+            [6, 0, 1_000_368_673_872]
+        );
+    }
 
     #[test]
     fn deterministic_and_mixed() {

@@ -3,16 +3,8 @@
 //! the 3C shadow), and `Level`, one cache level with its write policy, fetch size and 3C counts.
 
 pub use super::full_lru::{FastHash, FastMap, FullLru, SeenLines};
-use super::trace::synth::Rng;
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Replacement {
-    Lru,
-    Fifo,
-    Random,
-}
+use super::trace::synth;
+use crate::stats::rng::SplitMix64;
 
 /// A free way (no line number is this large in practice).
 pub(crate) const EMPTY: u64 = u64::MAX;
@@ -34,7 +26,7 @@ pub struct SetAssoc {
     tags: Vec<u64>,
     dirty: Vec<bool>,
     repl: Replacement,
-    rng: Rng,
+    rng: SplitMix64,
 }
 
 impl SetAssoc {
@@ -49,7 +41,7 @@ impl SetAssoc {
             tags: vec![!EMPTY; sets as usize * ways],
             dirty: vec![false; sets as usize * ways],
             repl,
-            rng: Rng::new(seed),
+            rng: synth::rng(seed),
         }
     }
 
@@ -93,7 +85,7 @@ impl SetAssoc {
         let victim = if self.repl == Replacement::Random {
             match self.tags[b..b + w].iter().position(|&t| t == !EMPTY) {
                 Some(p) => p,
-                None => self.rng.below(w as u64) as usize,
+                None => self.rng.scaled(w as u64) as usize,
             }
         } else {
             w - 1
@@ -265,139 +257,6 @@ impl Store {
             Store::Full(f) => f.is_first(k),
         }
     }
-}
-
-/// Geometry and policy of one cache.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CacheConfig {
-    /// Bytes.
-    pub size: u64,
-    /// Ways; 0 for fully associative.
-    pub assoc: u32,
-    /// Line size in bytes.
-    pub line: u32,
-    /// Bytes brought in on a miss (aligned, a multiple of the line); 0 means one line.
-    #[serde(default)]
-    pub fetch: u32,
-    #[serde(default = "lru")]
-    pub replacement: Replacement,
-    #[serde(default)]
-    pub seed: u64,
-    #[serde(default = "yes")]
-    pub write_back: bool,
-    #[serde(default = "yes")]
-    pub write_allocate: bool,
-    /// Indexed and tagged by physical address (else virtual).
-    #[serde(default = "yes")]
-    pub physical: bool,
-    /// Stall cycles when a miss in the level above is satisfied here.
-    #[serde(default)]
-    pub hit_cycles: u32,
-}
-
-fn lru() -> Replacement {
-    Replacement::Lru
-}
-fn yes() -> bool {
-    true
-}
-
-impl CacheConfig {
-    pub fn new(size: u64, assoc: u32, line: u32) -> CacheConfig {
-        CacheConfig {
-            size,
-            assoc,
-            line,
-            fetch: 0,
-            replacement: Replacement::Lru,
-            seed: 0,
-            write_back: true,
-            write_allocate: true,
-            physical: true,
-            hit_cycles: 0,
-        }
-    }
-
-    pub fn lines(&self) -> u64 {
-        self.size / u64::from(self.line)
-    }
-
-    pub fn fetch_bytes(&self) -> u32 {
-        if self.fetch == 0 {
-            self.line
-        } else {
-            self.fetch
-        }
-    }
-
-    /// Checks that the geometry can be built; the message says what is wrong.
-    pub fn validate(&self) -> Result<(), String> {
-        if self.line == 0 || !self.line.is_power_of_two() {
-            return Err(format!("line size {} is not a power of two", self.line));
-        }
-        let ways = if self.assoc == 0 {
-            1
-        } else {
-            u64::from(self.assoc)
-        };
-        if self.size == 0 || self.size % (u64::from(self.line) * ways) != 0 {
-            return Err(format!(
-                "size {} is not a multiple of line size {} times associativity {}",
-                self.size, self.line, ways
-            ));
-        }
-        if self.assoc != 0 && u64::from(self.assoc) > self.lines() {
-            return Err(format!(
-                "associativity {} exceeds the {} lines",
-                self.assoc,
-                self.lines()
-            ));
-        }
-        let f = self.fetch_bytes();
-        if !f.is_power_of_two() || f < self.line || u64::from(f) > self.size {
-            return Err(format!(
-                "fetch size {f} must be a power of two, at least the line size {} and at most the cache size",
-                self.line
-            ));
-        }
-        // Every miss inserts each line of the fetch block.
-        if f / self.line > MAX_FETCH_LINES {
-            return Err(format!(
-                "fetch size {f} is {} lines of {} bytes; at most {MAX_FETCH_LINES} lines come in on one miss",
-                f / self.line,
-                self.line
-            ));
-        }
-        check_ways(self.lines(), self.assoc, self.replacement)
-    }
-}
-
-/// Lines one miss may bring in (a page of 4-byte lines).
-pub const MAX_FETCH_LINES: u32 = 1024;
-/// Ways of a set searched one by one: more would make every access a long scan. A fully
-/// associative LRU store of any size is exempt (it is found through a hash map).
-pub const MAX_SEARCHED_WAYS: u64 = 4096;
-
-/// Refuses geometries whose sets would be searched way by way at great length.
-pub fn check_ways(entries: u64, assoc: u32, repl: Replacement) -> Result<(), String> {
-    let ways = if assoc == 0 {
-        entries
-    } else {
-        u64::from(assoc)
-    };
-    let hashed = ways == entries && repl == Replacement::Lru;
-    if ways > MAX_SEARCHED_WAYS && !hashed {
-        return Err(format!(
-            "{ways} ways with {} replacement: at most {MAX_SEARCHED_WAYS} ways are searched one by one (only a fully associative LRU store may be larger)",
-            match repl {
-                Replacement::Lru => "LRU",
-                Replacement::Fifo => "FIFO",
-                Replacement::Random => "random",
-            }
-        ));
-    }
-    Ok(())
 }
 
 /// Miss classes.
@@ -602,6 +461,12 @@ impl Level {
         }
     }
 }
+
+// A cache's geometry and policy as a machine's configuration states them, and their checks, are
+// their own file: presets, --config files, the TLB and the curves read them without the storage.
+#[path = "cache_geometry.rs"]
+mod geometry;
+pub use geometry::{check_ways, CacheConfig, Replacement, MAX_FETCH_LINES, MAX_SEARCHED_WAYS};
 
 #[cfg(test)]
 #[path = "cache_tests.rs"]

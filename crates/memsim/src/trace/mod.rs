@@ -163,38 +163,51 @@ pub trait RefSource {
     }
 }
 
+// The command line's `--from` values (src/cli/memsim_args.rs in the binary) are one for each
+// format, under the names `Format::name` gives. (A doc comment here would be the description in
+// the stored documents' JSON Schemas, which stay as released.)
 /// Input formats.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-    schemars::JsonSchema,
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// osmeter's own binary format (.osmt, optionally zstd-compressed)
     #[serde(alias = "osmt", alias = "bin")]
-    #[value(alias = "osmt", alias = "bin")]
     Osmeter,
     /// valgrind lackey's --trace-mem text
     Lackey,
     /// Dinero's din text (label address [size])
     #[serde(alias = "dinero")]
-    #[value(alias = "dinero")]
     Din,
     /// DynamoRIO drmemtrace's trace entries (plain, gzip or zstd), or a drmemtrace run directory
     #[serde(alias = "drmem")]
-    #[value(alias = "drmem")]
     Drmemtrace,
 }
 
-/// What `trace convert --to` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+impl Format {
+    /// Every input format, in the order the command line lists them.
+    pub const ALL: [Format; 4] = [
+        Format::Osmeter,
+        Format::Lackey,
+        Format::Din,
+        Format::Drmemtrace,
+    ];
+
+    /// Its name, as `--from` takes it and the stored document writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Osmeter => "osmeter",
+            Format::Lackey => "lackey",
+            Format::Din => "din",
+            Format::Drmemtrace => "drmemtrace",
+        }
+    }
+}
+
+/// What `trace convert --to` writes (its values on the command line: src/cli/memsim_args.rs in
+/// the binary).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ExportFormat {
     /// osmeter's own binary format
     #[default]

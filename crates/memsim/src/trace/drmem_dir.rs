@@ -30,7 +30,7 @@ pub fn open(
         bail!(
             "{} is a directory, read only as a drmemtrace run; --from {} does not apply (leave --from out)",
             dir.display(),
-            clap::ValueEnum::to_possible_value(&f).map_or(String::new(), |v| v.get_name().to_string())
+            f.name()
         );
     }
     let files = thread_files(dir)?;

@@ -191,21 +191,20 @@ mod tests {
 
     #[test]
     fn memo_agrees_with_searching() {
-        use crate::memsim::trace::synth::Rng;
         let mut c = cfg(16, 2);
         c.replacement = Replacement::Random;
         let mut a = Tlb::new(&c);
         let mut b = Tlb::new(&c);
         b.memo_ok = false;
-        let mut rng = Rng::new(4);
+        let mut rng = crate::memsim::trace::synth::rng(4);
         let mut known_hits = 0;
         for _ in 0..20_000 {
             // Mostly a working set that fits (user pages 0-6 and 32-38, kernel pages 7 and 39;
             // a page and the page 32 on share a slot), now and then a page that evicts.
-            let page = if rng.below(20) == 0 {
-                rng.below(64)
+            let page = if rng.scaled(20) == 0 {
+                rng.scaled(64)
             } else {
-                rng.below(8) + (rng.below(2) << 5)
+                rng.scaled(8) + (rng.scaled(2) << 5)
             };
             let kernel = page % 32 == 7;
             let addr = page << 12;

@@ -313,7 +313,9 @@ mod real_kallsyms {
     /// Lines of the Debian 6.1 cloud kernel's /proc/kallsyms (absolute per-CPU symbols, markers
     /// sharing an address with a function, `.isra`/`.constprop` suffixes, data after text).
     fn excerpt() -> SymbolTable {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/kallsyms-6.1-excerpt.txt");
+        // The workspace's test data, two levels above this crate.
+        let p =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/kallsyms-6.1-excerpt.txt");
         SymbolTable::load(&p).unwrap()
     }
 
