@@ -9,9 +9,15 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-/// Kinds no test here can write without booting a guest kernel (tests/guest.rs boots them, with
-/// downloads): their schemas are still generated and kept by tests/schema_versions.rs.
-const GUEST_ONLY: &[&str] = &["compare-exact", "paper-mcpi-row", "paper-count-row"];
+/// Kinds no test here can write without guest runs (tests/guest.rs boots them, with downloads;
+/// tests/kernel_history.rs stores made-up ones): their schemas are still generated and kept by
+/// tests/schema_versions.rs.
+const GUEST_ONLY: &[&str] = &[
+    "compare-exact",
+    "paper-mcpi-row",
+    "paper-count-row",
+    "kernel-timeline",
+];
 
 /// The kinds `osmeter schema` lists, by the first word of each line that names a schema.
 fn kinds(env: &TestEnv) -> Vec<String> {

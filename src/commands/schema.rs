@@ -42,6 +42,9 @@ pub fn kinds() -> Vec<SchemaKind> {
             "compare --json of two guest runs (exact counts)",
         ),
         SchemaKind::of::<crate::results::history::FigureHistory>("history --json"),
+        SchemaKind::of::<crate::results::kernel_timeline::KernelTimeline>(
+            "history --kernels --json",
+        ),
         SchemaKind::of::<crate::results::fleet::FleetReport>("fleet --json"),
         SchemaKind::of::<super::push::Pushed>("push --json"),
         SchemaKind::of::<super::info::InfoDoc>("info --json"),

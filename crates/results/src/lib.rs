@@ -40,6 +40,7 @@ pub mod guest;
 pub mod guest_steps;
 pub mod history;
 pub mod keep;
+pub mod kernel_timeline;
 pub mod listing;
 pub mod machine;
 pub mod model;
