@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod ab;
+pub mod bisect;
 pub mod compare;
 pub mod completions;
 pub mod export;
@@ -9,6 +10,7 @@ pub mod gate;
 pub mod guest;
 pub mod history;
 pub mod info;
+pub mod kernel_history;
 pub mod latency;
 pub mod list;
 pub mod man;
@@ -45,6 +47,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Export(args) => export::export(&args),
         Command::Schema(args) => schema::schema(&args),
         Command::History(args) => history::history(&args),
+        Command::Bisect(args) => bisect::bisect(&args),
+        Command::GuestCheck(args) => bisect::check(&args),
         Command::Fleet(args) => fleet::fleet(&args),
         Command::Push(args) => push::push(&args),
         Command::Report(args) => report::report(&args),

@@ -8,6 +8,7 @@
 //! report and the plugin's totals into a document; this module picks the probes and boots each
 //! kernel in turn.
 
+pub mod bisect;
 pub mod counts;
 pub mod image;
 pub mod inside;
