@@ -37,6 +37,7 @@ pub mod fixtures;
 pub mod fleet;
 pub mod gate;
 pub mod guest;
+pub mod guest_sides;
 pub mod guest_steps;
 pub mod history;
 pub mod keep;
