@@ -113,7 +113,7 @@ fn the_timeline_orders_kernels_by_version_and_splits_change_points() {
         .unwrap();
     let csv = String::from_utf8_lossy(&out.stdout);
     assert!(
-        csv.starts_with("flavour,append,cpu,build,version,kernel,point,"),
+        csv.starts_with("flavour,append,cpu,build,iterations,version,kernel,point,"),
         "{csv}"
     );
     assert_eq!(csv.lines().count(), 1 + 5, "{csv}");

@@ -156,7 +156,7 @@ fn check_kernel(args: &GuestCheckArgs) -> Result<i32> {
         }
     };
     let bad = b::is_bad(args.expect, v, a.min_change);
-    super::emit(&format!(
+    super::emit_unwrapped(&format!(
         "{}: {} {} {}: {}\n",
         doc.kernel,
         args.probe,
@@ -192,7 +192,7 @@ pub fn bisect(args: &BisectArgs) -> Result<i32> {
     for (i, k) in list.iter().enumerate() {
         head.push_str(&format!("  {:>3}  {k}\n", i + 1));
     }
-    super::emit(&head)?;
+    super::emit_unwrapped(&head)?;
     if args.dry_run {
         return Ok(EXIT_OK);
     }
@@ -210,7 +210,7 @@ pub fn bisect(args: &BisectArgs) -> Result<i32> {
             list[list.len() - 1]
         )
     })?;
-    super::emit(&format!(
+    super::emit_unwrapped(&format!(
         "good  {}: {} {} = {good}\n",
         list[0], args.probe, a.figure
     ))?;
@@ -225,7 +225,7 @@ pub fn bisect(args: &BisectArgs) -> Result<i32> {
         );
         return Ok(EXIT_RUNTIME);
     }
-    super::emit(&format!(
+    super::emit_unwrapped(&format!(
         "bad   {}: {}\n",
         list[list.len() - 1],
         describe(bad, good)
@@ -243,7 +243,7 @@ pub fn bisect(args: &BisectArgs) -> Result<i32> {
             Verdict::Bad(x) => format!("bad   {}", describe(*x, good)),
             Verdict::Untestable(why) => format!("cannot test, skipped: {why}"),
         };
-        super::emit(&format!(
+        super::emit_unwrapped(&format!(
             "step {step} (at most {most}): {}: {line}\n",
             list[i]
         ))?;
@@ -269,7 +269,7 @@ fn finish(
             found.first_bad - found.last_good - 1
         ));
     }
-    super::emit(&out)?;
+    super::emit_unwrapped(&out)?;
     if args.no_split || args.boot.figure != "kernel.instructions" {
         return Ok(EXIT_OK);
     }
@@ -310,6 +310,6 @@ fn finish(
     if moved.is_empty() {
         text.push_str("  (none by half an instruction or more)\n");
     }
-    super::emit(&text)?;
+    super::emit_unwrapped(&text)?;
     Ok(EXIT_OK)
 }

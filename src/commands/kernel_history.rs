@@ -1,12 +1,11 @@
 //! `osmeter history --kernels [PROBE...]`: each probe's exact counts per kernel version from the
 //! stored guest runs, ordered by Debian version, with the change points split by kernel function.
 
-use crate::capture::system::debver;
 use crate::cli::HistoryArgs;
 use crate::error::EXIT_OK;
 use crate::results::guest::GuestDoc;
 use crate::results::keep::tag_map;
-use crate::results::kernel_timeline::{self, text, KernelTimeline, Stored};
+use crate::results::kernel_timeline::text;
 use crate::results::model::Run;
 use crate::results::store::{Location, RunFilter, Store};
 use crate::usage;
@@ -22,18 +21,6 @@ pub fn guest_runs(store: &mut dyn Store, filter: &RunFilter) -> Result<Vec<Run>>
         .collect();
     let wanted: Vec<&str> = ids.iter().map(String::as_str).collect();
     Ok(store.load_many(&wanted)?.into_iter().flatten().collect())
-}
-
-/// The timeline of `runs` over the points `asked` names, by Debian version.
-pub fn timeline(runs: &[Run], asked: &[String]) -> KernelTimeline {
-    let stored: Vec<Stored> = runs
-        .iter()
-        .filter_map(|r| {
-            let doc: &GuestDoc = r.sections.get()?;
-            Some(Stored { run: &r.id, doc })
-        })
-        .collect();
-    kernel_timeline::build(&stored, asked, &debver::compare)
 }
 
 pub fn history(args: &HistoryArgs) -> Result<i32> {
@@ -56,7 +43,7 @@ pub fn history(args: &HistoryArgs) -> Result<i32> {
             }
         ));
     }
-    let t = timeline(&runs, &args.figure);
+    let t = crate::suite::guest::timeline_html::timeline(&runs, &args.figure);
     if t.series.is_empty() {
         return Err(unknown_points(&runs, &args.figure));
     }

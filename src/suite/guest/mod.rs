@@ -18,6 +18,7 @@ pub mod plan;
 pub mod seccomp;
 pub mod sim;
 pub mod sweep;
+pub mod timeline_html;
 
 pub use keep::count_and_keep;
 

@@ -30,6 +30,9 @@ pub struct Series {
     pub cpu: Option<String>,
     /// The build of the osmeter that ran inside (its loops are part of the user counts).
     pub build: String,
+    /// Operations asked for in the shorter counted window: some operations' count per operation
+    /// depends on it (`sched_yield` under EEVDF), so runs of other counts are another series.
+    pub iterations: u64,
     /// The probes' points, in the columns' order.
     pub points: Vec<String>,
     pub kernels: Vec<KernelCounts>,
@@ -139,7 +142,7 @@ pub fn wanted(point_probe: &str, point: &str, asked: &[String]) -> bool {
         })
 }
 
-type SeriesKey = (String, String, Option<String>, String);
+type SeriesKey = (String, String, Option<String>, String, u64);
 
 fn series_key(doc: &GuestDoc) -> SeriesKey {
     (
@@ -147,6 +150,7 @@ fn series_key(doc: &GuestDoc) -> SeriesKey {
         doc.append.clone(),
         doc.cpu.clone(),
         doc.build.clone(),
+        doc.iterations,
     )
 }
 
@@ -173,7 +177,13 @@ pub fn build(
         })
         .collect();
     series.sort_by(|a, b| {
-        (&a.flavour, &a.append, &a.cpu, &a.build).cmp(&(&b.flavour, &b.append, &b.cpu, &b.build))
+        (&a.flavour, &a.append, &a.cpu, &a.build, b.iterations).cmp(&(
+            &b.flavour,
+            &b.append,
+            &b.cpu,
+            &b.build,
+            a.iterations,
+        ))
     });
     KernelTimeline { series }
 }
@@ -188,7 +198,7 @@ struct Kernel<'a> {
 }
 
 fn one_series(
-    (flavour, append, cpu, build): SeriesKey,
+    (flavour, append, cpu, build, iterations): SeriesKey,
     members: &[&Stored],
     asked: &[String],
     order: &dyn Fn(&str, &str) -> Ordering,
@@ -254,6 +264,7 @@ fn one_series(
         append,
         cpu,
         build,
+        iterations,
         kernels: kernels
             .iter()
             .map(|k| KernelCounts {

@@ -91,7 +91,7 @@ fn kernels_are_ordered_by_version_and_every_change_is_a_point() {
     assert_eq!(csv.lines().count(), 1 + 4, "{csv}");
     assert!(
         csv.contains(
-            "cloud-amd64,,,release,6.1.0-9,linux-image-6.1.0-9-cloud-amd64,syscall.null,307,12"
+            "cloud-amd64,,,release,100,6.1.0-9,linux-image-6.1.0-9-cloud-amd64,syscall.null,307,12"
         ),
         "{csv}"
     );

@@ -24,7 +24,7 @@ pub fn signed(v: f64) -> String {
 /// How a series is named in headings: `cloud-amd64, no parameters, CPU qemu64, release build`.
 pub fn series_name(s: &Series) -> String {
     format!(
-        "{}, {}, CPU {}, {} build of osmeter inside",
+        "{}, {}, CPU {}, up to {} operations per window, {} build of osmeter inside",
         if s.flavour.is_empty() {
             "flavour unknown"
         } else {
@@ -36,6 +36,7 @@ pub fn series_name(s: &Series) -> String {
             format!("[{}]", s.append)
         },
         s.cpu.as_deref().unwrap_or("qemu64"),
+        s.iterations,
         if s.build.is_empty() {
             "unknown"
         } else {
@@ -152,7 +153,8 @@ fn csv_field(text: &str) -> String {
 /// One row per kernel and point: the series, the kernel, the point and its two counts.
 pub fn csv(t: &KernelTimeline) -> String {
     let mut out = String::from(
-        "flavour,append,cpu,build,version,kernel,point,kernel_instructions,user_instructions\n",
+        "flavour,append,cpu,build,iterations,version,kernel,point,kernel_instructions,\
+         user_instructions\n",
     );
     for s in &t.series {
         for k in &s.kernels {
@@ -167,7 +169,8 @@ pub fn csv(t: &KernelTimeline) -> String {
                     k.kernel.as_str(),
                     p.as_str(),
                 ];
-                let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+                let mut row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+                row.insert(4, s.iterations.to_string());
                 out.push_str(&format!(
                     "{},{},{}\n",
                     row.join(","),
