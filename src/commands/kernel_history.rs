@@ -52,7 +52,7 @@ pub fn history(args: &HistoryArgs) -> Result<i32> {
     } else if args.csv {
         super::emit_unwrapped(&text::csv(&t))?;
     } else {
-        super::emit_unwrapped(&text::render(&t))?;
+        super::emit(&text::render(&t))?;
     }
     Ok(EXIT_OK)
 }
