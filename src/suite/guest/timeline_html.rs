@@ -115,13 +115,11 @@ impl Section for KernelLines {
                 s.change_points
                     .iter()
                     .take(6)
-                    .map(|c| text::change_line(c)
-                        .lines()
-                        .next()
-                        .unwrap_or("")
-                        .to_string())
-                    .collect::<Vec<_>>()
-                    .join(";")
+                    .map(|c| {
+                        let line = text::change_line(c);
+                        format!("; {}", line.lines().next().unwrap_or("").trim())
+                    })
+                    .collect::<String>()
             );
             out.push_str(&figure(&chart(s)?, &esc(&caption)));
         }
