@@ -144,6 +144,8 @@ pub struct BisectArgs {
     pub boot: GuestBootArgs,
     #[command(flatten)]
     pub keep: KeepArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -159,6 +161,8 @@ pub struct GuestCheckArgs {
     pub expect: f64,
     #[command(flatten)]
     pub boot: GuestBootArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(Args, Debug, Clone, Default)]

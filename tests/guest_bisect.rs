@@ -66,13 +66,24 @@ fn bisect_finds_the_first_bad_kernel_and_guest_check_speaks_git_bisect() {
     let out = env
         .osmeter()
         .args(["bisect", "--good", GOOD, "--bad", BAD, "--between", refused])
-        .args(["--no-split", "--no-store"])
+        .args(["--no-split", "--no-store", "--json"])
         .args(common)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}\n{text}");
+    // With --json the steps go to stderr, beside the progress, and stdout holds the document.
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["first_bad"], BAD, "{doc}");
+    assert_eq!(doc["last_good"], GOOD, "{doc}");
+    assert_eq!(doc["untestable_between"], 1, "{doc}");
+    let verdicts: Vec<&str> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["good", "bad", "untestable"], "{doc}");
     let good = number_after(&text, "kernel.instructions = ");
     let bad = number_after(&text, &format!("bad   {BAD}: "));
     assert!(bad > good, "{text}");

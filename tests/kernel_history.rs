@@ -225,6 +225,38 @@ fn bisect_and_guest_check_refuse_bad_input_before_booting() {
     ]);
     assert_eq!(code, Some(125), "{err}");
     assert!(err.contains("cannot test ./no-such-bzImage"), "{err}");
+    let (code, err, out) = run(&[
+        "guest-check",
+        "--guest",
+        "./no-such-bzImage",
+        "--expect",
+        "307",
+        "--json",
+        "syscall.null",
+    ]);
+    assert_eq!(code, Some(125), "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["verdict"], "untestable", "{doc}");
+    assert!(
+        doc["$schema"].as_str().unwrap().contains("guest-check"),
+        "{doc}"
+    );
+    let (code, err, out) = run(&[
+        "bisect",
+        "--good",
+        "./g",
+        "--between",
+        "./m",
+        "--bad",
+        "./b",
+        "--dry-run",
+        "--json",
+        "syscall.null",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["kernels"].as_array().unwrap().len(), 3, "{doc}");
+    assert!(err.contains("3 kernel(s) from good to bad"), "{err}");
     let (code, err, _) = run(&[
         "guest-check",
         "--guest",

@@ -17,6 +17,8 @@ const GUEST_ONLY: &[&str] = &[
     "paper-mcpi-row",
     "paper-count-row",
     "kernel-timeline",
+    "bisect",
+    "guest-check",
 ];
 
 /// The kinds `osmeter schema` lists, by the first word of each line that names a schema.

@@ -8,6 +8,7 @@ pub mod export;
 pub mod fleet;
 pub mod gate;
 pub mod guest;
+pub mod guest_check;
 pub mod history;
 pub mod info;
 pub mod kernel_history;
@@ -48,7 +49,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Schema(args) => schema::schema(&args),
         Command::History(args) => history::history(&args),
         Command::Bisect(args) => bisect::bisect(&args),
-        Command::GuestCheck(args) => bisect::check(&args),
+        Command::GuestCheck(args) => guest_check::check(&args),
         Command::Fleet(args) => fleet::fleet(&args),
         Command::Push(args) => push::push(&args),
         Command::Report(args) => report::report(&args),

@@ -7,6 +7,72 @@ use crate::capture::system::{archive, debver, kernel};
 use crate::usage;
 use anyhow::Result;
 
+/// What `bisect --json` prints: the kernels, every boot's verdict, and the answer.
+#[derive(Debug, Clone, Default, serde::Serialize, schemars::JsonSchema)]
+pub struct BisectDoc {
+    pub probe: String,
+    /// The count that decides, `MODE.EVENT`.
+    pub figure: String,
+    /// A kernel is bad when its count moved by more than this % of the good count (0: any move).
+    pub min_change: f64,
+    /// The kernels bisected, from good to bad.
+    pub kernels: Vec<String>,
+    /// Every boot in order: the two ends, then the steps.
+    pub steps: Vec<BisectStep>,
+    pub last_good: Option<String>,
+    pub first_bad: Option<String>,
+    /// Kernels between the last good and the first bad one that could not be counted.
+    pub untestable_between: usize,
+    /// The kernel functions that moved from the last good to the first bad kernel (kernel
+    /// instructions per operation), largest first; None when not split.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub functions: Option<Vec<crate::results::kernel_timeline::FunctionMove>>,
+}
+
+/// One boot of a bisection.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct BisectStep {
+    pub kernel: String,
+    /// `good`, `bad` or `untestable`.
+    pub verdict: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl BisectStep {
+    pub fn of(kernel: &str, v: &Verdict) -> BisectStep {
+        let (verdict, count, reason) = match v {
+            Verdict::Good(x) => ("good", Some(*x), None),
+            Verdict::Bad(x) => ("bad", Some(*x), None),
+            Verdict::Untestable(why) => ("untestable", None, Some(why.clone())),
+        };
+        BisectStep {
+            kernel: kernel.to_string(),
+            verdict: verdict.into(),
+            count,
+            reason,
+        }
+    }
+}
+
+/// What `guest-check --json` prints.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct GuestCheckDoc {
+    pub kernel: String,
+    pub probe: String,
+    pub figure: String,
+    pub expect: f64,
+    pub min_change: f64,
+    /// `good` (exit 0), `bad` (exit 1) or `untestable` (exit 125).
+    pub verdict: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// How a kernel's count stands against the good kernel's.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
