@@ -80,6 +80,92 @@ pub enum Command {
     /// (internal) Count probes inside a guest of `run --guest`
     #[command(name = "guest-inside", hide = true)]
     GuestInside(GuestInsideArgs),
+    /// The first kernel whose exact count of a probe differs from a good kernel's, in log2 boots
+    Bisect(BisectArgs),
+    /// Count one probe in one kernel against an expected count, with `git bisect run`'s exit
+    /// codes: 0 good, 1 bad, 125 cannot test (255 stops the bisection: a mistake in the command)
+    #[command(name = "guest-check")]
+    GuestCheck(GuestCheckArgs),
+}
+
+/// `bisect` and `guest-check`: one guest per kernel, one probe.
+#[derive(Args, Debug, Clone)]
+pub struct GuestBootArgs {
+    /// The count that decides (MODE.EVENT: MODE user or kernel, EVENT instructions, loads or
+    /// stores)
+    #[arg(long, value_name = "MODE.EVENT", default_value = "kernel.instructions",
+          value_parser = crate::suite::guest::bisect::figure_arg)]
+    pub figure: String,
+    /// A kernel is bad when the count differs from the good one by more than PCT percent of
+    /// it ("2" or "2%"; 0: any difference)
+    #[arg(long, value_name = "PCT", default_value = "0",
+          value_parser = crate::suite::guest::bisect::min_change_arg)]
+    pub min_change: f64,
+    /// Kernel parameters for every boot, e.g. "mitigations=off"
+    #[arg(long, value_name = "PARAMS")]
+    pub append: Option<String>,
+    /// QEMU's CPU model, e.g. Skylake-Client [default: QEMU's qemu64]
+    #[arg(long, value_name = "MODEL")]
+    pub guest_cpu: Option<String>,
+    /// Operations in the shorter counted window (the other has twice as many)
+    #[arg(long, value_name = "N", default_value_t = crate::suite::guest::DEFAULT_ITERATIONS)]
+    pub guest_iterations: u64,
+    /// Give up on a guest that has not finished after this long, boot included
+    #[arg(long, value_name = "DURATION", default_value = crate::suite::guest::DEFAULT_TIMEOUT,
+          value_parser = crate::units::duration_arg)]
+    pub guest_timeout: u64,
+    /// The most the kernel cache may hold (as `run --guest --cache-max`)
+    #[arg(long, value_name = "SIZE",
+          default_value = crate::capture::system::kernel_cache::DEFAULT_MAX,
+          value_parser = crate::capture::system::kernel_cache::size_arg)]
+    pub cache_max: u64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct BisectArgs {
+    /// The probe (or one point of it, quoted: "fs.open_close depth=1") whose count is followed
+    #[arg(value_name = "PROBE")]
+    pub probe: String,
+    /// A kernel with the good count: a Debian kernel package, or with --between an image path
+    #[arg(long, value_name = "KERNEL")]
+    pub good: String,
+    /// A kernel whose count differs from the good one's
+    #[arg(long, value_name = "KERNEL")]
+    pub bad: String,
+    /// The kernels between good and bad, in order (repeatable; image paths or packages)
+    /// [default: the archive's packages of good's flavour between the two, by Debian version]
+    #[arg(long, value_name = "KERNEL")]
+    pub between: Vec<String>,
+    /// Do not boot the last good and first bad kernel again at the end to split the change by
+    /// kernel function
+    #[arg(long)]
+    pub no_split: bool,
+    /// List the kernels to bisect and the most boots it takes; boot nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub boot: GuestBootArgs,
+    #[command(flatten)]
+    pub keep: KeepArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct GuestCheckArgs {
+    /// The probe (or one point of it, quoted) to count
+    #[arg(value_name = "PROBE")]
+    pub probe: String,
+    /// The kernel: an image path (arch/x86/boot/bzImage) or a Debian kernel package
+    #[arg(long = "guest", value_name = "KERNEL")]
+    pub kernel: String,
+    /// The good kernel's count per operation (`osmeter run --guest GOOD PROBE` prints it)
+    #[arg(long, value_name = "COUNT", value_parser = crate::suite::guest::bisect::count_arg)]
+    pub expect: f64,
+    #[command(flatten)]
+    pub boot: GuestBootArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -619,9 +705,17 @@ fn pairs_arg(text: &str) -> Result<usize, String> {
 #[derive(Args, Debug, Clone, Default)]
 pub struct HistoryArgs {
     /// The figure's key as `osmeter show RUN` prints it, e.g. syscall.null or
-    /// "ipc.pipe_pingpong placement=cross"
+    /// "ipc.pipe_pingpong placement=cross"; with --kernels, the probes or groups to show
+    /// [default with --kernels: every probe counted]
     #[arg(value_name = "FIGURE")]
-    pub figure: String,
+    pub figure: Vec<String>,
+    /// Each probe's exact counts per kernel version from the stored guest runs (`run --guest`),
+    /// ordered by Debian version, with every change point split by kernel function
+    #[arg(long, conflicts_with_all = ["fail_if_slower", "include_busy", "junit", "ktap"])]
+    pub kernels: bool,
+    /// With --kernels: print the timeline as CSV (one row per kernel and probe)
+    #[arg(long, requires = "kernels", conflicts_with = "json")]
+    pub csv: bool,
     /// Only runs from this host name
     #[arg(long)]
     pub host: Option<String>,

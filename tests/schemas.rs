@@ -8,9 +8,17 @@ use common::schema_check::{assert_follow_their_schemas, documents, validator};
 use common::{two_of_each, TestEnv, FAST};
 use serde_json::Value;
 
-/// Kinds no test here can write without booting a guest kernel: tests/guest.rs checks them
-/// against their schemas with the same validator where it boots the guests that write them.
-const GUEST_ONLY: &[&str] = &["compare-exact", "paper-mcpi-row", "paper-count-row"];
+/// Kinds no test here can write without guest runs: tests/guest.rs and tests/guest_bisect.rs,
+/// which boot them, and tests/kernel_history.rs, which stores made-up ones, check them against
+/// their schemas with the same validator.
+const GUEST_ONLY: &[&str] = &[
+    "compare-exact",
+    "paper-mcpi-row",
+    "paper-count-row",
+    "kernel-timeline",
+    "bisect",
+    "guest-check",
+];
 
 /// The kinds `osmeter schema` lists, by the first word of each line that names a schema.
 fn kinds(env: &TestEnv) -> Vec<String> {

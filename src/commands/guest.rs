@@ -87,7 +87,13 @@ fn show(runs: &[Run], failed: &[guest::NotCounted], json: bool) -> Result<()> {
         .iter()
         .map(|f| format!("did not boot: {}\n", f.line()))
         .collect();
-    let steps = crate::results::guest_steps::render(&docs);
+    // One version in several flavours or parameter sets is a side by side; several versions a
+    // history, told in steps between neighbours.
+    let steps = if crate::results::guest_sides::one_version(&docs) {
+        crate::results::guest_sides::render(&docs)
+    } else {
+        crate::results::guest_steps::render(&docs)
+    };
     super::emit(&format!(
         "{}\n{}\n{}{not_counted}{}{steps}",
         render_side_by_side(&docs),

@@ -8,8 +8,28 @@ use crate::results::store::{Location, RunFilter};
 use anyhow::Result;
 
 pub fn history(args: &HistoryArgs) -> Result<i32> {
+    if args.kernels {
+        return super::kernel_history::history(args);
+    }
+    let figure = match args.figure.as_slice() {
+        [one] => one.clone(),
+        [] => {
+            return Err(crate::usage!(
+                "history needs a FIGURE, e.g. osmeter history syscall.null (or --kernels for \
+                 the guest runs' counts per kernel version)"
+            ))
+        }
+        many => {
+            return Err(crate::usage!(
+                "history takes one FIGURE, not {} ({}); quote a key with parameters, e.g. \
+                 \"ipc.pipe_pingpong placement=cross\"",
+                many.len(),
+                many.join(", ")
+            ))
+        }
+    };
     let query = HistoryQuery {
-        figure: args.figure.clone(),
+        figure,
         filter: RunFilter {
             host: args.host.clone(),
             suite: None,

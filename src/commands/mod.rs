@@ -1,14 +1,17 @@
 //! One module per subcommand.
 
 pub mod ab;
+pub mod bisect;
 pub mod compare;
 pub mod completions;
 pub mod export;
 pub mod fleet;
 pub mod gate;
 pub mod guest;
+pub mod guest_check;
 pub mod history;
 pub mod info;
+pub mod kernel_history;
 pub mod latency;
 pub mod list;
 pub mod man;
@@ -46,6 +49,8 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Export(args) => export::export(&args),
         Command::Schema(args) => schema::schema(&args),
         Command::History(args) => history::history(&args),
+        Command::Bisect(args) => bisect::bisect(&args),
+        Command::GuestCheck(args) => guest_check::check(&args),
         Command::Fleet(args) => fleet::fleet(&args),
         Command::Push(args) => push::push(&args),
         Command::Report(args) => report::report(&args),

@@ -41,6 +41,7 @@ pub fn sections() -> Vec<Box<dyn report::Section>> {
             Box::new(crate::latency::html::Latency),
             Box::new(crate::memsim::html::Memsim),
             Box::new(crate::ab::html::Ab),
+            Box::new(crate::suite::guest::timeline_html::KernelLines),
         ],
         vec![
             Box::new(ThenAndNow(PaperId::Ousterhout89)),

@@ -20,6 +20,8 @@ crate::results::described! {
     crate::papers::plan::Listing => "papers", 1;
     crate::papers::guest_side::McpiRow => "paper-mcpi-row", 1;
     crate::papers::chen96_guest::CountRow => "paper-count-row", 1;
+    crate::suite::guest::bisect::BisectDoc => "bisect", 1;
+    crate::suite::guest::bisect::GuestCheckDoc => "guest-check", 1;
 }
 
 /// Every kind of JSON document osmeter writes, and which commands write it.
@@ -41,7 +43,12 @@ pub fn kinds() -> Vec<SchemaKind> {
             "compare --json of two guest runs (exact counts)",
         ),
         SchemaKind::of::<crate::results::history::FigureHistory>("history --json"),
+        SchemaKind::of::<crate::results::kernel_timeline::KernelTimeline>(
+            "history --kernels --json",
+        ),
         SchemaKind::of::<crate::results::fleet::FleetReport>("fleet --json"),
+        SchemaKind::of::<crate::suite::guest::bisect::BisectDoc>("bisect --json"),
+        SchemaKind::of::<crate::suite::guest::bisect::GuestCheckDoc>("guest-check --json"),
         SchemaKind::of::<super::push::Pushed>("push --json"),
         SchemaKind::of::<super::info::InfoDoc>("info --json"),
         SchemaKind::of::<super::list::ListDoc>("list --json"),

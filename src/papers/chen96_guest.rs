@@ -182,8 +182,16 @@ pub fn render(rows: &[CountRow], host_has_pmu: bool) -> String {
             let _ = writeln!(out, "{n}");
         }
     }
+    let _ = writeln!(out, "\n{SEVERAL_SYSTEMS}");
     out
 }
+
+/// The paper set three systems on one machine; osmeter's command for that, named where the
+/// papers' system comparisons are shown.
+pub const SEVERAL_SYSTEMS: &str = "Several systems on one machine, as the paper compares them: \
+    `osmeter run --guest 'linux-image-6.1.0-57*-amd64' --append \"\" --append mitigations=off \
+    --preset pentium PROBES` sets the flavours of one kernel (generic, cloud, RT) and its \
+    parameters side by side, with the kernel functions that differ (docs/guest-kernels.md).";
 
 #[cfg(test)]
 mod tests {

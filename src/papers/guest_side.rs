@@ -162,6 +162,7 @@ pub fn render_chen_bershad(rows: &[McpiRow], docs: &[&GuestDoc]) -> String {
          instructions of one operation of each probe (counts exact; stalls the steady state of \
          each probe's loop, from two windows simulated on empty caches)."
     );
+    let _ = writeln!(out, "\n{}", crate::papers::chen96_guest::SEVERAL_SYSTEMS);
     out
 }
 

@@ -45,6 +45,7 @@ crate::described! {
     crate::compare::exact::ExactComparison => "compare-exact", 1;
     crate::history::FigureHistory => "history", 1;
     crate::fleet::FleetReport => "fleet", 1;
+    crate::kernel_timeline::KernelTimeline => "kernel-timeline", 1;
 }
 
 pub fn uri(kind: &str, version: u32) -> String {

@@ -113,6 +113,7 @@ pub(super) static SPEC: Spec = Spec {
         ("VII", "today: app.ghostscript renders a generated 13-page document (text, curves, fills, images) at 150 dpi to a file, counted whole; the paper's previewed a 13-page, 372 KB conference paper on screen, so the speed-up is indicative; Wish: one wish run building, changing and destroying 100 panels of Tk widgets on Xvfb (the paper's script is not published); Web Server: nginx's time per request with 16 clients, a new connection per request and a warm page cache, times the 1024 requests of the paper's trace"),
         ("5.3", "today: nginx on loopback with 16 clients, a new connection per request, warm page cache, osmeter's Zipf trace; the paper's server sat behind 10 Mb/s Ethernet"),
         ("4.7", "today: 256 KB over loopback TCP to a process on another CPU, 24 KB receive buffer; the paper's 10 Mb/s Ethernet capped all three systems"),
+        ("4.2", "several systems on one machine today: `osmeter run --guest 'linux-image-6.1.0-57*-amd64' --append \"\" --append mitigations=off --preset pentium syscall` counts the kernel's flavours and parameters side by side, with the kernel functions that differ (docs/guest-kernels.md)"),
     ],
     elsewhere: None,
     cpu_relative: false,

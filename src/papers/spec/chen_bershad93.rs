@@ -193,6 +193,7 @@ pub(super) static SPEC: Spec = Spec {
     notes: &[
         ("2-3", "today: the trace on the ds5000-200 preset; Linux stands under Ultrix's columns (both monolithic); idle instructions only when kernel symbols were known"),
         ("2-4", "today: stall cycles per instruction of each mode's own instructions"),
+        ("2-4", "two systems on one machine today, as Ultrix beside Mach: `osmeter paper chen-bershad93 --guest A --guest B`, or `osmeter run --guest A --guest B --preset ds5000-200 PROBES` for kernels, flavours and parameters side by side with the kernel functions that differ (docs/guest-kernels.md)"),
         ("4-1", "today: the same stalls over all non-idle instructions, so user and system add up"),
         ("4-3", "today: the trace's TLB references and misses per mode on the ds5000-200 preset; memsim does not split the kernel's misses by the address they miss on, so every system-mode miss stands under KTLB (Ultrix); the MCPI are over all non-idle instructions"),
         ("4-2", "today: the stalls of the mixed trace less those of its user and kernel references each simulated alone (memsim --assertions, assertion 3), over all instructions"),

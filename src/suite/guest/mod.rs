@@ -8,6 +8,7 @@
 //! report and the plugin's totals into a document; this module picks the probes and boots each
 //! kernel in turn.
 
+pub mod bisect;
 pub mod counts;
 pub mod image;
 pub mod inside;
@@ -17,6 +18,7 @@ pub mod plan;
 pub mod seccomp;
 pub mod sim;
 pub mod sweep;
+pub mod timeline_html;
 
 pub use keep::count_and_keep;
 

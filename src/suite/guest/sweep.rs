@@ -35,9 +35,63 @@ pub fn is_path(spec: &str) -> bool {
     spec.contains('/') || Path::new(spec).is_file()
 }
 
-/// Every `--guest` value as the kernels it names, in the order given, a pattern's kernels oldest
-/// first; a kernel named twice boots once.
+/// Every `--guest` value as the kernels it names; a kernel named twice boots once. Without a
+/// pattern they keep the order given; with one, every package of every value is placed by its
+/// Debian version (then by name), so that several patterns read as one history, and image
+/// files keep their places.
 pub fn expand(specs: &[String]) -> Result<Vec<Source>> {
+    let mut out = expand_each(specs)?;
+    if specs.iter().any(|s| !is_path(s) && archive::is_pattern(s)) {
+        for s in out.iter_mut() {
+            if let Source::Package {
+                name,
+                version: version @ None,
+                size,
+            } = s
+            {
+                if let Some(c) = archive::describe(name)? {
+                    *version = Some(c.version);
+                    *size = c.size;
+                }
+            }
+        }
+        by_version(&mut out);
+    }
+    Ok(out)
+}
+
+/// Packages with a version sorted among the places they hold, oldest first (then by name);
+/// image files and packages the archive gave no version for stay where they are.
+pub fn by_version(sources: &mut [Source]) {
+    let places: Vec<usize> = (0..sources.len())
+        .filter(|&i| {
+            matches!(
+                &sources[i],
+                Source::Package {
+                    version: Some(_),
+                    ..
+                }
+            )
+        })
+        .collect();
+    let mut packages: Vec<Source> = places.iter().map(|&i| sources[i].clone()).collect();
+    let key = |s: &Source| match s {
+        Source::Package {
+            version: Some(v), ..
+        } => v.clone(),
+        _ => String::new(),
+    };
+    packages.sort_by(|a, b| {
+        crate::capture::system::debver::compare(&key(a), &key(b))
+            .then_with(|| a.label().cmp(b.label()))
+    });
+    for (i, s) in places.into_iter().zip(packages) {
+        sources[i] = s;
+    }
+}
+
+/// Each `--guest` value as the kernels it names, in the order given.
+fn expand_each(specs: &[String]) -> Result<Vec<Source>> {
     let mut out: Vec<Source> = Vec::new();
     for spec in specs {
         let found = if is_path(spec) {
@@ -188,6 +242,41 @@ mod tests {
     fn files_are_told_from_packages() {
         assert!(is_path("./bzImage") && is_path("/boot/vmlinuz"));
         assert!(!is_path("linux-image-6.1.0-57-cloud-amd64"));
+    }
+
+    fn package(name: &str, version: Option<&str>) -> Source {
+        Source::Package {
+            name: name.into(),
+            version: version.map(String::from),
+            size: 0,
+        }
+    }
+
+    #[test]
+    fn several_values_sort_together_by_debian_version() {
+        let mut s = vec![
+            package("linux-image-6.12.100+deb12-cloud-amd64", Some("6.12.100-1")),
+            package("linux-image-6.12.9+deb12-cloud-amd64", Some("6.12.9-1")),
+            Source::Path("/boot/vmlinuz".into()),
+            package("linux-image-6.1.0-10-cloud-amd64", Some("6.1.38-1")),
+            package("linux-image-6.1.0-9-cloud-amd64", Some("6.1.27-1")),
+            package("linux-image-6.1.0-9-amd64", Some("6.1.27-1")),
+            package("linux-image-unknown", None),
+        ];
+        by_version(&mut s);
+        let order: Vec<&str> = s.iter().map(Source::label).collect();
+        assert_eq!(
+            order,
+            [
+                "linux-image-6.1.0-9-amd64",
+                "linux-image-6.1.0-9-cloud-amd64",
+                "/boot/vmlinuz",
+                "linux-image-6.1.0-10-cloud-amd64",
+                "linux-image-6.12.9+deb12-cloud-amd64",
+                "linux-image-6.12.100+deb12-cloud-amd64",
+                "linux-image-unknown",
+            ]
+        );
     }
 
     #[test]
