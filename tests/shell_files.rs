@@ -347,3 +347,97 @@ fn completions_and_man_do_not_take_a_runs_options() {
         assert!(!String::from_utf8_lossy(&help.stdout).contains("--fs"));
     }
 }
+
+/// Completion offers what the clap definition cannot know: probe names after `run`, and the ids of
+/// the runs in the user's store after `show`, asked of the installed osmeter at completion time
+/// (bash through bash-completion's loader, fish through its own directory).
+#[test]
+fn probe_names_and_stored_run_ids_complete() {
+    let env = TestEnv::new();
+    let home = env.dir.path().join("home");
+    let exe = installed_in(&home);
+    let osmeter = |args: &[&str]| {
+        let mut cmd = Std::new(&exe);
+        cmd.args(args);
+        user_env(&mut cmd, &home);
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    // A run in the user's own store (no OSMETER_STORE: the XDG place under this HOME).
+    let out = osmeter(&[
+        "run",
+        "syscall.null",
+        "--rounds",
+        "1",
+        "--min-time",
+        "1ms",
+        "--json",
+    ]);
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = run["id"].as_str().unwrap().to_string();
+    let listed = String::from_utf8(osmeter(&["complete-names", "runs"]).stdout).unwrap();
+    assert_eq!(listed.lines().collect::<Vec<_>>(), [id.as_str()]);
+
+    let loader = std::path::Path::new("/usr/share/bash-completion/bash_completion");
+    if loader.exists() {
+        osmeter(&["completions", "bash", "--install"]);
+        let complete = |line: &str| -> Vec<String> {
+            let words: Vec<&str> = line.split(' ').collect();
+            let script = format!(
+                "source {}; _completion_loader osmeter; \
+                 COMP_WORDS=({}); COMP_CWORD={}; COMP_LINE='{line}'; COMP_POINT={}; \
+                 $(complete -p osmeter | sed -E 's/.*-F ([^ ]+).*/\\1/') osmeter '{}' '{}'; \
+                 printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                loader.display(),
+                words
+                    .iter()
+                    .map(|w| format!("'{w}'"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                words.len() - 1,
+                line.len(),
+                words[words.len() - 1],
+                words[words.len() - 2],
+            );
+            let mut bash = Std::new("bash");
+            bash.args(["--norc", "-c", &script]);
+            user_env(&mut bash, &home);
+            let out = bash.output().unwrap();
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_string)
+                .collect()
+        };
+        let probes = complete("osmeter run syscall.n");
+        assert_eq!(probes, ["syscall.null"], "{probes:?}");
+        let ids = complete("osmeter show ");
+        assert_eq!(ids, [id.as_str()], "{ids:?}");
+        // Options still complete as before, and an option's value is not taken for a name.
+        let flags = complete("osmeter show --js");
+        assert_eq!(flags, ["--json"], "{flags:?}");
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "bash-completion is installed by .ci/run"
+        );
+    }
+
+    if shell_present("fish") {
+        osmeter(&["completions", "fish", "--install"]);
+        let mut fish = Std::new("fish");
+        fish.args([
+            "-c",
+            "complete -C 'osmeter run syscall.d'; complete -C 'osmeter show '",
+        ]);
+        user_env(&mut fish, &home);
+        let out = fish.output().unwrap();
+        let words = String::from_utf8_lossy(&out.stdout);
+        assert!(words.lines().any(|l| l == "syscall.dup"), "{words}");
+        assert!(words.lines().any(|l| l.starts_with(&id)), "{words}");
+    }
+}

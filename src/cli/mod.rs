@@ -91,6 +91,12 @@ pub enum Command {
     /// (internal) Count probes inside a guest of `run --guest`
     #[command(name = "guest-inside", hide = true)]
     GuestInside(GuestInsideArgs),
+    /// (internal) The names a shell completion offers: probes, groups and suites, or run ids
+    #[command(name = "complete-names", hide = true)]
+    CompleteNames {
+        #[arg(value_enum)]
+        kind: crate::shell_files::names::NameKind,
+    },
     /// The first kernel whose exact count of a probe differs from a good kernel's, in log2 boots
     Bisect(BisectArgs),
     /// Count one probe in one kernel against an expected count, with `git bisect run`'s exit

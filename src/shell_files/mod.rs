@@ -7,12 +7,15 @@ use clap::CommandFactory;
 pub use clap_complete::Shell;
 use std::path::{Path, PathBuf};
 
-/// The completion script for `shell`.
+pub mod names;
+
+/// The completion script for `shell`: clap's, with the lines that complete probe names and run
+/// ids (see [`names`]).
 pub fn completion(shell: Shell) -> Vec<u8> {
     let mut cmd = visible(&Cli::command());
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "osmeter", &mut out);
-    out
+    names::dynamic_part(shell, &String::from_utf8_lossy(&out)).into_bytes()
 }
 
 /// `cmd` without its hidden subcommands (the workers osmeter starts itself): clap_complete offers
@@ -185,6 +188,8 @@ mod tests {
         assert!(hidden.iter().any(|h| h == "measure-worker"), "{hidden:?}");
         for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
             let script = String::from_utf8(completion(shell)).unwrap();
+            // The scripts call `complete-names` for probe names and run ids; they never offer it.
+            let script = script.replace("osmeter complete-names", "");
             for h in &hidden {
                 assert!(!script.contains(h.as_str()), "{shell} offers {h}");
             }
