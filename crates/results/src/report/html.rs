@@ -126,6 +126,9 @@ header { padding-top: 20px; border-bottom: 2px solid var(--ink); }
 h1 { font-size: 1.6rem; margin: 0 0 4px; }
 h2 { font-size: 1.25rem; margin: 34px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--rule); }
 h3 { font-size: 1.02rem; margin: 20px 0 6px; }
+details.flame > summary { cursor: pointer; }
+details.flame > summary h4 { display: inline; font-size: 0.95rem; margin: 0; }
+details.flame { margin: 6px 0; }
 p { margin: 6px 0; }
 .sub { color: var(--muted); margin: 0 0 10px; }
 nav ol { margin: 6px 0 14px; padding: 0; list-style: none; display: flex; flex-wrap: wrap; gap: 4px 16px; }

@@ -16,8 +16,10 @@ const WIDTH: f64 = 1000.0;
 const ROW: f64 = 16.0;
 /// Deeper frames are left out (a recursion would make the picture a column).
 const MAX_DEPTH: usize = 48;
-/// Frames narrower than this are not drawn.
-const MIN_WIDTH: f64 = 0.5;
+/// Frames narrower than this are not drawn: a frame of less than two pixels in a 1000-pixel
+/// picture is too thin to hover, and such frames made most of a page of three runs' flame graphs
+/// (8 MB).
+const MIN_WIDTH: f64 = 2.0;
 
 impl Section for Profiles {
     fn id(&self) -> &'static str {
@@ -33,8 +35,8 @@ impl Section for Profiles {
         let mut out = note(
             "From sampling rounds of their own after the timed ones (docs/profiles.md): CPU time \
              per operation of the measuring thread and the processes it started. In each flame \
-             graph the root is on top and a frame is as wide as its share of the samples; hover \
-             a frame for its name and share.",
+             graph (open a figure's line to see it) the root is on top and a frame is as wide \
+             as its share of the samples; hover a frame for its name and share.",
         );
         out.push_str(&differences(ctx));
         for (i, run) in ctx.runs.iter().enumerate() {
@@ -51,22 +53,33 @@ impl Section for Profiles {
     }
 }
 
+/// A figure's line of totals, its flame graph folded under it: opened one at a time, a page of
+/// every figure's graphs is no longer tens of thousands of pixels tall.
 fn figure(out: &mut String, p: &ProbeProfile) {
-    let _ = writeln!(
-        out,
-        "<h4>{}: {:.1} ns/op, user {:.1}, kernel {:.1} ({} samples)</h4>",
+    let title = format!(
+        "{}: {:.1} ns/op, user {:.1}, kernel {:.1} ({} samples)",
         esc(&p.label),
         p.ns_per_op,
         p.user_ns_per_op,
         p.kernel_ns_per_op,
         p.samples
     );
+    if p.folded.is_empty() {
+        let _ = writeln!(out, "<h4>{title}</h4>");
+        for n in &p.notes {
+            out.push_str(&note(n));
+        }
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<details class=\"flame\">\n<summary><h4>{title}</h4></summary>"
+    );
     for n in &p.notes {
         out.push_str(&note(n));
     }
-    if !p.folded.is_empty() {
-        out.push_str(&icicle(p));
-    }
+    out.push_str(&icicle(p));
+    out.push_str("</details>\n");
 }
 
 /// For every figure called changed between R1 and another run and profiled in both: one
