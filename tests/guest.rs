@@ -30,6 +30,18 @@ fn guest_possible() -> bool {
     true
 }
 
+/// A test's environment and a TMPDIR of its own for the guests' scratch files (checked empty at
+/// the end), or None, said why, when no guest can boot here.
+fn guest_env() -> Option<(TestEnv, std::path::PathBuf)> {
+    if !guest_possible() {
+        return None;
+    }
+    let env = TestEnv::new();
+    let tmp = env.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    Some((env, tmp))
+}
+
 /// A guest run's command with its scratch files under the test's own directory.
 fn guest_cmd(env: &TestEnv, tmp: &std::path::Path) -> assert_cmd::Command {
     let mut c = env.osmeter();
@@ -82,12 +94,9 @@ fn none_of(text: &str, what: &str) -> usize {
 ///   up to the count; probes that cannot run in a guest are named and skipped.
 #[test]
 fn one_kernel_counted_exactly_repeatably_and_explained() {
-    if !guest_possible() {
+    let Some((env, tmp)) = guest_env() else {
         return;
-    }
-    let env = TestEnv::new();
-    let tmp = env.dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
+    };
     let mut cmd = guest_cmd(&env, &tmp);
     for a in APPENDS {
         cmd.args(["--append", a]);
@@ -339,12 +348,9 @@ fn one_kernel_counted_exactly_repeatably_and_explained() {
 
 #[test]
 fn kernels_that_are_not_or_do_not_boot_are_named_and_leave_nothing() {
-    if !guest_possible() {
+    let Some((env, tmp)) = guest_env() else {
         return;
-    }
-    let env = TestEnv::new();
-    let tmp = env.dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
+    };
     let not_kernel = env.dir.path().join("notes.txt");
     std::fs::write(&not_kernel, vec![b'x'; 8192]).unwrap();
     let out = env
@@ -431,12 +437,9 @@ fn kernels_that_are_not_or_do_not_boot_are_named_and_leave_nothing() {
 
 #[test]
 fn ctrl_c_stops_the_guest_and_removes_its_files() {
-    if !guest_possible() {
+    let Some((env, tmp)) = guest_env() else {
         return;
-    }
-    let env = TestEnv::new();
-    let tmp = env.dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
+    };
     let mut cmd = env.osmeter_std();
     cmd.env("TMPDIR", &tmp)
         .args(["run", "--guest", KERNEL, "syscall"]);
@@ -469,12 +472,9 @@ fn ctrl_c_stops_the_guest_and_removes_its_files() {
 /// some 71 MB, is fetched for this test (once, into the tests' cache).
 #[test]
 fn the_rt_kernel_s_locking_shows_in_the_counts_of_wake_ups() {
-    if !guest_possible() {
+    let Some((env, tmp)) = guest_env() else {
         return;
-    }
-    let env = TestEnv::new();
-    let tmp = env.dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
+    };
     let out = env
         .osmeter()
         .env("TMPDIR", &tmp)
@@ -644,12 +644,9 @@ fn papers_take_kernels_counted_in_a_guest() {
 /// each kernel's MCPI row as JSON, of the kind `osmeter schema paper-mcpi-row` describes.
 #[test]
 fn two_kernels_side_by_side_give_the_papers_mcpi_rows() {
-    if !guest_possible() {
+    let Some((env, tmp)) = guest_env() else {
         return;
-    }
-    let env = TestEnv::new();
-    let tmp = env.dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
+    };
     let out = env
         .osmeter()
         .env("TMPDIR", &tmp)
@@ -701,12 +698,9 @@ fn cached_release() -> String {
 /// JUnit file. Before that, without booting: the dry run's list, and the patterns refused.
 #[test]
 fn a_pattern_sweeps_kernels_in_version_order_and_budgets_gate_them() {
-    if !guest_possible() {
+    let Some((env, tmp)) = guest_env() else {
         return;
-    }
-    let env = TestEnv::new();
-    let tmp = env.dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
+    };
     let release = cached_release();
     let pattern = format!("{release}-*-amd64");
     let (cloud, rt) = (
