@@ -50,12 +50,21 @@ pub fn names(kind: NameKind) -> Vec<String> {
 /// positional arguments of the subcommands above complete to names.
 pub fn dynamic_part(shell: clap_complete::Shell, script: &str) -> String {
     use clap_complete::Shell;
+    match shell {
+        Shell::Bash => bash(script),
+        Shell::Fish => fish(script),
+        Shell::Zsh => zsh(script),
+        _ => script.to_string(),
+    }
+}
+
+/// bash: a function that calls clap's, then puts names in place of its answer where a
+/// subcommand's positional argument is being completed, registered in its place.
+fn bash(script: &str) -> String {
     let targets = TARGET_COMMANDS.join("|");
     let runs = RUN_COMMANDS.join("|");
-    match shell {
-        Shell::Bash => {
-            let wrapper = format!(
-                r#"
+    let wrapper = format!(
+        r#"
 # Probe names and run ids, asked of osmeter itself when a positional argument is completed.
 _osmeter_with_names() {{
     _osmeter "$@"
@@ -73,52 +82,54 @@ _osmeter_with_names() {{
     COMPREPLY=($(compgen -W "$(osmeter complete-names "$kind" 2>/dev/null)" -- "$cur"))
 }}
 "#
-            );
-            // Registered in place of the generated function, with the same options.
-            let registered =
-                script.replace("complete -F _osmeter ", "complete -F _osmeter_with_names ");
-            // The last test of bash's version is the registration's (the function opens with one).
-            match registered.rfind("if [[ \"${BASH_VERSINFO") {
-                Some(at) => format!("{}{wrapper}\n{}", &registered[..at], &registered[at..]),
-                None => format!("{registered}{wrapper}"),
-            }
+    );
+    // Registered in place of the generated function, with the same options.
+    let registered = script.replace("complete -F _osmeter ", "complete -F _osmeter_with_names ");
+    // The last test of bash's version is the registration's (the function opens with one).
+    match registered.rfind("if [[ \"${BASH_VERSINFO") {
+        Some(at) => format!("{}{wrapper}\n{}", &registered[..at], &registered[at..]),
+        None => format!("{registered}{wrapper}"),
+    }
+}
+
+/// fish: one more `complete` line per subcommand, its arguments from `complete-names`.
+fn fish(script: &str) -> String {
+    let mut out = script.to_string();
+    out.push_str("\n# Probe names and run ids, asked of osmeter itself.\n");
+    for sub in TARGET_COMMANDS {
+        out.push_str(&format!(
+            "complete -c osmeter -n \"__fish_osmeter_using_subcommand {sub}\" -f -a \
+             \"(osmeter complete-names targets 2>/dev/null)\"\n"
+        ));
+    }
+    for sub in RUN_COMMANDS {
+        out.push_str(&format!(
+            "complete -c osmeter -n \"__fish_osmeter_using_subcommand {sub}\" -f -a \
+             \"(osmeter complete-names runs 2>/dev/null)\"\n"
+        ));
+    }
+    out
+}
+
+/// zsh: the positional specs of those subcommands call a function of ours instead of
+/// `_default`.
+fn zsh(script: &str) -> String {
+    let mut out = String::with_capacity(script.len() + 600);
+    for line in script.split_inclusive('\n') {
+        let spec = line.trim_start();
+        let function = if spec.starts_with("'*::targets -- ") {
+            Some("_osmeter_targets")
+        } else if spec.starts_with("':run -- ") || spec.starts_with("'*::runs -- ") {
+            Some("_osmeter_runs")
+        } else {
+            None
+        };
+        match function {
+            Some(f) => out.push_str(&line.replacen(":_default'", &format!(":{f}'"), 1)),
+            None => out.push_str(line),
         }
-        Shell::Fish => {
-            let mut out = script.to_string();
-            out.push_str("\n# Probe names and run ids, asked of osmeter itself.\n");
-            for sub in TARGET_COMMANDS {
-                out.push_str(&format!(
-                    "complete -c osmeter -n \"__fish_osmeter_using_subcommand {sub}\" -f -a \
-                     \"(osmeter complete-names targets 2>/dev/null)\"\n"
-                ));
-            }
-            for sub in RUN_COMMANDS {
-                out.push_str(&format!(
-                    "complete -c osmeter -n \"__fish_osmeter_using_subcommand {sub}\" -f -a \
-                     \"(osmeter complete-names runs 2>/dev/null)\"\n"
-                ));
-            }
-            out
-        }
-        Shell::Zsh => {
-            // The generated positional specs end in `:_default'`; those that name targets or
-            // runs call a function of ours instead.
-            let mut out = String::with_capacity(script.len() + 600);
-            for line in script.split_inclusive('\n') {
-                let spec = line.trim_start();
-                let function = if spec.starts_with("'*::targets -- ") {
-                    Some("_osmeter_targets")
-                } else if spec.starts_with("':run -- ") || spec.starts_with("'*::runs -- ") {
-                    Some("_osmeter_runs")
-                } else {
-                    None
-                };
-                match function {
-                    Some(f) => out.push_str(&line.replacen(":_default'", &format!(":{f}'"), 1)),
-                    None => out.push_str(line),
-                }
-            }
-            let functions = "
+    }
+    let functions = "
 _osmeter_targets() {
     local -a names
     names=(${(f)\"$(osmeter complete-names targets 2>/dev/null)\"})
@@ -130,12 +141,9 @@ _osmeter_runs() {
     _describe 'run' ids
 }
 ";
-            match out.rfind("if [ \"$funcstack[1]\" = \"_osmeter\" ]") {
-                Some(at) => format!("{}{functions}\n{}", &out[..at], &out[at..]),
-                None => out + functions,
-            }
-        }
-        _ => script.to_string(),
+    match out.rfind("if [ \"$funcstack[1]\" = \"_osmeter\" ]") {
+        Some(at) => format!("{}{functions}\n{}", &out[..at], &out[at..]),
+        None => out + functions,
     }
 }
 

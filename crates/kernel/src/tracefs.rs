@@ -159,6 +159,8 @@ impl Tracefs {
             // this process cannot see), and rmdir refuses it with EBUSY untouched.
             let left = match std::fs::remove_dir(&dir) {
                 Ok(()) => None,
+                // Another osmeter sweeping at the same moment removed it first: not ours to report.
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                     Some("it is open, so its owner still runs (another PID namespace?)".into())
                 }
