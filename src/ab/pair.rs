@@ -92,7 +92,7 @@ impl PairContext<'_, '_> {
                         return Ok(Answer::Interrupted);
                     }
                     Answer::Value {
-                        value: crate::stats::paired::round_value(
+                        value: crate::stats::paired::fast_quartile(
                             &outcome.samples,
                             higher_is_better,
                         ),

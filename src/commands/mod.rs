@@ -60,12 +60,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::MeasureWorker => crate::suite::worker::serve(),
         Command::Paper(args) => paper::paper(&args),
         Command::GuestInside(args) => guest::inside(&args),
-        Command::CompleteNames { kind } => {
-            let mut text = crate::shell_files::names::names(kind).join("\n");
-            text.push('\n');
-            crate::console::print_bytes(text.as_bytes())?;
-            Ok(crate::error::EXIT_OK)
-        }
+        Command::CompleteNames { kind } => crate::shell_files::names::print(kind),
         Command::CpuMix(args) => {
             crate::probes::cpu::run_counted_cycles(args.cycles);
             Ok(0)

@@ -46,6 +46,14 @@ pub fn names(kind: NameKind) -> Vec<String> {
     }
 }
 
+/// `osmeter complete-names KIND`: the names, one per line.
+pub fn print(kind: NameKind) -> anyhow::Result<i32> {
+    let mut text = names(kind).join("\n");
+    text.push('\n');
+    crate::console::print_bytes(text.as_bytes())?;
+    Ok(crate::error::EXIT_OK)
+}
+
 /// Lines appended to `shell`'s generated script (which defines `_osmeter`) so that the
 /// positional arguments of the subcommands above complete to names.
 pub fn dynamic_part(shell: clap_complete::Shell, script: &str) -> String {

@@ -17,14 +17,15 @@ use serde::{Deserialize, Serialize};
 /// approximation is within a fraction of a percent.
 pub const EXACT_UP_TO: usize = 60;
 
-/// One side's value of a figure in one pair: the quartile of the round's samples at the fast end
+/// One side's value of a figure in one pair (where [`crate::rounds::round_value`], the median,
+/// serves a run's rounds): the quartile of the round's samples at the fast end
 /// (the second fastest of five: the lower quartile of times, the upper of rates). On a shared VM
 /// the host's pace jumps between two levels for a second or so, and a round's slower samples are
 /// those it caught at the slow one: this quartile reads both sides at the faster pace, where the
 /// median took whichever pace held most of the round, and it still gives a single wild sample no
 /// weight. Chosen on the 20 A/A and 10 known-change tries of docs/ab.md (the change found 9 of
 /// 10 times against 7 with the median, no A/A figure flagged either way).
-pub fn round_value(samples: &[f64], higher_is_better: bool) -> f64 {
+pub fn fast_quartile(samples: &[f64], higher_is_better: bool) -> f64 {
     let mut sorted: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
     if sorted.is_empty() {
         return f64::NAN;
@@ -221,17 +222,17 @@ pub fn pairs_needed(sd_log: f64, effect: f64) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn a_rounds_value_is_its_quartile_at_the_fast_end() {
+    fn a_pairs_value_of_a_round_is_its_quartile_at_the_fast_end() {
         let times = [5.0, 1.0, 4.0, 2.0, 3.0];
-        assert_eq!(round_value(&times, false), 2.0);
+        assert_eq!(fast_quartile(&times, false), 2.0);
         // A rate is faster when higher.
-        assert_eq!(round_value(&times, true), 4.0);
-        assert_eq!(round_value(&[3.0, 1.0, 2.0], false), 1.0);
-        assert_eq!(round_value(&[9.0], true), 9.0);
+        assert_eq!(fast_quartile(&times, true), 4.0);
+        assert_eq!(fast_quartile(&[3.0, 1.0, 2.0], false), 1.0);
+        assert_eq!(fast_quartile(&[9.0], true), 9.0);
         // One wild sample of either kind moves it not at all.
-        assert_eq!(round_value(&[0.001, 2.0, 2.0, 3.0, 4.0], false), 2.0);
-        assert_eq!(round_value(&[2.0, 2.0, 3.0, 4.0, 1e9], false), 2.0);
-        assert!(round_value(&[], false).is_nan());
+        assert_eq!(fast_quartile(&[0.001, 2.0, 2.0, 3.0, 4.0], false), 2.0);
+        assert_eq!(fast_quartile(&[2.0, 2.0, 3.0, 4.0, 1e9], false), 2.0);
+        assert!(fast_quartile(&[], false).is_nan());
     }
 
     use super::*;
